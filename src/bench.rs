@@ -1,0 +1,119 @@
+//! `headscope bench`: the wall time of the whole analysis of an N-token
+//! input (forward pass with attentions and head outputs captured, every
+//! similarity matrix, every figure), the same work the PyTorch reference
+//! `torch_ref.py time` measures, plus peak memory.
+
+use crate::analysis::{analyze, AnalysisOptions};
+use crate::model::Model;
+use crate::tokens::TokenSequence;
+use serde::Serialize;
+use std::time::Instant;
+
+/// One JSON line of `headscope bench`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub tokens: usize,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub model_median_ms: f64,
+    pub analysis_median_ms: f64,
+    pub runs: usize,
+    /// Peak resident memory of the process so far (Linux), in MB.
+    pub peak_rss_mb: Option<f64>,
+}
+
+/// A sequence like the reference's: `[CLS]`, seeded pseudo-random ids in
+/// 1000..20000 split into sentences of 25 tokens, each closed by `[SEP]`.
+pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
+    let mut sequence = TokenSequence {
+        cls_id: model.cls_id,
+        sep_id: model.sep_id,
+        ..Default::default()
+    };
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut sentence = 0;
+    for position in 0..tokens {
+        let (id, special) = if position == 0 {
+            (model.cls_id, true)
+        } else if position == tokens - 1 || position % 26 == 0 {
+            (model.sep_id, true)
+        } else {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (1000 + (state % 19000) as u32, false)
+        };
+        sequence.input_ids.push(id);
+        sequence.token_texts.push(
+            model
+                .tokenizer
+                .id_to_token(id)
+                .unwrap_or_else(|| id.to_string()),
+        );
+        sequence.special.push(special);
+        sequence
+            .sentence_ids
+            .push((position > 0).then_some(sentence));
+        sequence.offsets.push(None);
+        if special && position > 0 {
+            sentence += 1;
+        }
+    }
+    sequence
+}
+
+/// One warm-up run, then `runs` timed runs.
+pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<BenchReport> {
+    if tokens < 2 || tokens > model.max_tokens() {
+        anyhow::bail!(
+            "--tokens {tokens} is outside 2..={} for this model",
+            model.max_tokens()
+        );
+    }
+    if runs == 0 {
+        anyhow::bail!("--runs must be at least 1");
+    }
+    let sequence = synthetic_sequence(model, tokens);
+    let options = AnalysisOptions::default();
+    let mut totals = Vec::with_capacity(runs);
+    let mut model_times = Vec::with_capacity(runs);
+    let mut analysis_times = Vec::with_capacity(runs);
+    for run in 0..=runs {
+        let start = Instant::now();
+        let captures = model
+            .capture(&sequence.input_ids, &|| false)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let model_done = Instant::now();
+        let analysis = analyze(&sequence, &captures, &options);
+        std::hint::black_box(&analysis);
+        let end = Instant::now();
+        drop(captures);
+        if run > 0 {
+            totals.push((end - start).as_secs_f64() * 1000.0);
+            model_times.push((model_done - start).as_secs_f64() * 1000.0);
+            analysis_times.push((end - model_done).as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(BenchReport {
+        tokens,
+        median_ms: median(&mut totals),
+        min_ms: totals.iter().cloned().fold(f64::INFINITY, f64::min),
+        model_median_ms: median(&mut model_times),
+        analysis_median_ms: median(&mut analysis_times),
+        runs,
+        peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// VmHWM from /proc/self/status.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

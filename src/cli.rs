@@ -1,0 +1,446 @@
+//! The command line: `headscope [--model M] [FILE]` opens the app;
+//! `analyze`, `export`, `bench` and `make-random-model` serve scripts.
+//!
+//! Errors travel up as values and are reported once, here, as one line on
+//! stderr with a non-zero exit code.
+
+use crate::analysis::{AnalysisOptions, Selection, SimilarityVariant};
+use crate::input::InputMode;
+use crate::model::{LoadProgress, Model, ModelSource};
+use crate::pipeline::{self, InputOptions, RunError, RunOutput};
+use crate::textfile::read_text_file;
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "headscope",
+    version,
+    about = "See what a transformer's attention heads output",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Model folder or Hugging Face id for the app (default: the first model found).
+    #[arg(long)]
+    model: Option<String>,
+    /// Text file to open in the app.
+    file: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Analyse a text and print the figures of every layer and head.
+    Analyze(AnalyzeArgs),
+    /// Write a head's heatmap (or every head's) as PNG, or its matrix as CSV.
+    Export(ExportArgs),
+    /// Time the whole analysis of an N-token input.
+    Bench(BenchArgs),
+    /// Write a model folder with random weights of a given BERT shape.
+    MakeRandomModel(RandomModelArgs),
+}
+
+/// Options shared by every command that runs the model on a text.
+#[derive(Args, Debug, Clone)]
+struct TextArgs {
+    /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
+    #[arg(long)]
+    model: String,
+    /// Each non-empty line is one sentence.
+    #[arg(long, conflicts_with = "plain")]
+    one_sentence_per_line: bool,
+    /// The tokenizer's own encoding of the whole text: one [CLS] ... [SEP].
+    #[arg(long)]
+    plain: bool,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+    /// Text file, or - for standard input.
+    file: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+struct AnalysisArgs {
+    /// Share of candidate pairs selected per head (top-fraction rule).
+    #[arg(long, default_value_t = 0.01)]
+    q: f64,
+    /// How the strongest pairs are selected.
+    #[arg(long, value_enum, default_value_t = SelectionArg::TopFraction)]
+    selection: SelectionArg,
+    /// z for --selection above-mean: S > mean + z·std.
+    #[arg(long, default_value_t = 3.0)]
+    z: f64,
+    /// k for --selection top-k-per-row.
+    #[arg(long, default_value_t = 1)]
+    k: usize,
+    /// Which similarity the pairs are ranked by.
+    #[arg(long, value_enum, default_value_t = SimilarityArg::Raw)]
+    similarity: SimilarityArg,
+    /// Largest j − i that counts as local.
+    #[arg(long, default_value_t = 4)]
+    window: usize,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum SelectionArg {
+    TopFraction,
+    AboveMean,
+    TopKPerRow,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum SimilarityArg {
+    Raw,
+    Cosine,
+    RowOverDiagonal,
+    ZScore,
+}
+
+impl AnalysisArgs {
+    fn options(&self) -> anyhow::Result<AnalysisOptions> {
+        if !(self.q > 0.0 && self.q <= 1.0) {
+            bail!("--q {} is outside (0, 1]", self.q);
+        }
+        if !self.z.is_finite() {
+            bail!("--z {} is not a number", self.z);
+        }
+        if self.k == 0 {
+            bail!("--k must be at least 1");
+        }
+        Ok(AnalysisOptions {
+            selection: match self.selection {
+                SelectionArg::TopFraction => Selection::TopFraction { q: self.q },
+                SelectionArg::AboveMean => Selection::AboveMean { z: self.z },
+                SelectionArg::TopKPerRow => Selection::TopKPerRow { k: self.k },
+            },
+            similarity: match self.similarity {
+                SimilarityArg::Raw => SimilarityVariant::Raw,
+                SimilarityArg::Cosine => SimilarityVariant::Cosine,
+                SimilarityArg::RowOverDiagonal => SimilarityVariant::RowOverDiagonal,
+                SimilarityArg::ZScore => SimilarityVariant::ZScore,
+            },
+            local_window: self.window,
+        })
+    }
+}
+
+impl TextArgs {
+    fn input_options(&self) -> InputOptions {
+        InputOptions {
+            mode: if self.plain {
+                InputMode::Plain
+            } else if self.one_sentence_per_line {
+                InputMode::OneSentencePerLine
+            } else {
+                InputMode::Document
+            },
+            first_sentence: 0,
+        }
+    }
+
+    /// Reads the text, loads the model and runs the whole analysis,
+    /// warning on stderr about Latin-1 input and anything left out.
+    fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
+        let options = self.analysis.options()?;
+        let file = read_text_file(&self.file)?;
+        if let Some(warning) = &file.warning {
+            eprintln!("headscope: warning: {warning}");
+        }
+        let model = load_model(&self.model)?;
+        let output = pipeline::run(&model, &file.text, &self.input_options(), &options, &|| {
+            false
+        })
+        .map_err(|e| match e {
+            RunError::Input(e) => anyhow!("{}: {e}", self.file.display()),
+            other => anyhow!(other),
+        })?;
+        if let Some(warning) = output.input.left_out_warning() {
+            eprintln!("headscope: warning: {}: {warning}", self.file.display());
+        }
+        Ok((model, output))
+    }
+}
+
+#[derive(Args, Debug)]
+struct AnalyzeArgs {
+    #[command(flatten)]
+    text: TextArgs,
+    /// Write the figures as JSON (ANALYSIS.md §6) to this file, - for stdout.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write input ids, attentions, head outputs and similarity as NPZ.
+    #[arg(long)]
+    npz: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ExportArgs {
+    #[command(flatten)]
+    text: TextArgs,
+    /// Layer, 0-based.
+    #[arg(long, required_unless_present = "grid")]
+    layer: Option<usize>,
+    /// Head, 0-based.
+    #[arg(long, required_unless_present = "grid")]
+    head: Option<usize>,
+    /// Export attention probabilities instead of the similarity.
+    #[arg(long)]
+    attention: bool,
+    /// A figure with token labels, title and colour bar instead of the bare matrix.
+    #[arg(long)]
+    labels: bool,
+    /// Every head of every layer in one labelled image.
+    #[arg(long)]
+    grid: bool,
+    /// Pixels per cell of the bare matrix (default: enough for 512 pixels).
+    #[arg(long)]
+    scale: Option<u32>,
+    /// Colour map.
+    #[arg(long, default_value = "viridis")]
+    colormap: String,
+    /// Write the image here.
+    #[arg(long)]
+    png: Option<PathBuf>,
+    /// Write the matrix with token headers here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Model folder or Hugging Face id.
+    #[arg(long)]
+    model: String,
+    /// Input length in tokens, [CLS] and [SEP] included.
+    #[arg(long, default_value_t = 128)]
+    tokens: usize,
+    /// Timed runs after one warm-up run.
+    #[arg(long, default_value_t = 7)]
+    runs: usize,
+}
+
+#[derive(Args, Debug)]
+struct RandomModelArgs {
+    /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, or a config.json / model folder.
+    #[arg(long)]
+    like: String,
+    /// tokenizer.json to put in the folder.
+    #[arg(long)]
+    tokenizer: PathBuf,
+    /// Output folder.
+    #[arg(long)]
+    out: PathBuf,
+    /// Random seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+/// Entry point of the binary: runs the command and returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("headscope: error: {e:#}");
+            1
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        None => crate::app::run(crate::app::StartOptions {
+            model: cli.model,
+            file: cli.file,
+        }),
+        Some(Command::Analyze(args)) => analyze(args),
+        Some(Command::Export(args)) => export(args),
+        Some(Command::Bench(args)) => bench(args),
+        Some(Command::MakeRandomModel(args)) => make_random_model(args),
+    }
+}
+
+/// Loads a model, showing download progress on stderr.
+fn load_model(text: &str) -> anyhow::Result<Model> {
+    let source = ModelSource::parse(text)?;
+    let mut last_percent = None;
+    Model::load(&source, &mut |progress| {
+        if let LoadProgress::Downloading { file, done, total } = progress {
+            let percent = (done * 100).checked_div(total).unwrap_or(0);
+            if last_percent != Some(percent) {
+                last_percent = Some(percent);
+                eprint!("\rheadscope: downloading {file}: {percent}%   ");
+                if done >= total {
+                    eprintln!();
+                }
+            }
+        }
+    })
+}
+
+fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
+    // Check output paths before the model runs, so a typo costs nothing.
+    for path in [&args.json, &args.npz].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    let (model, output) = args.text.run()?;
+    if let Some(path) = &args.npz {
+        let _ = path; // PENDING npz
+    }
+    match &args.json {
+        Some(path) => {
+            let json = serde_json::to_string_pretty(&output.analysis)?;
+            if path.as_os_str() == "-" {
+                println!("{json}");
+            } else {
+                std::fs::write(path, &json)?; // PENDING
+            }
+        }
+        None => print_table(&model, &output),
+    }
+    Ok(())
+}
+
+/// Fails early, naming the path, when a file cannot be created there.
+pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    if path.is_dir() {
+        bail!("cannot write {}: it is a folder", path.display());
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        bail!(
+            "cannot write {}: folder {} does not exist",
+            path.display(),
+            folder.display()
+        );
+    }
+    let metadata =
+        std::fs::metadata(folder).with_context(|| format!("cannot write {}", path.display()))?;
+    if metadata.permissions().readonly() {
+        bail!(
+            "cannot write {}: folder {} is read-only",
+            path.display(),
+            folder.display()
+        );
+    }
+    Ok(())
+}
+
+fn fmt(value: Option<f64>, digits: usize) -> String {
+    value.map_or("—".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The readable per-layer table printed when no --json is given.
+fn print_table(model: &Model, output: &RunOutput) {
+    let a = &output.analysis;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{} · {} tokens ({} content, {} sentences) · {} pairs, {} selected per head · {:.0} ms",
+        model.name,
+        a.tokens,
+        a.content_tokens,
+        a.sentences_analysed,
+        a.pairs,
+        a.selected_per_head.map_or("—".into(), |k| k.to_string()),
+        output.timings.total_ms
+    );
+    let _ = writeln!(
+        out,
+        "chance same-sentence fraction: {}",
+        fmt(a.baseline_same_sentence_fraction, 3)
+    );
+    let _ = writeln!(
+        out,
+        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12}  categories (repetition/focus/local/mixed)",
+        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation"
+    );
+    for (index, layer) in a.layers.iter().enumerate() {
+        let mut counts = [0usize; 4];
+        for head in &layer.heads {
+            if let Some(category) = head.category {
+                counts[category as usize] += 1;
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12}  {}/{}/{}/{}",
+            index,
+            fmt(layer.mean_distance, 2),
+            fmt(layer.same_sentence_fraction, 3),
+            fmt(layer.separator_attention, 3),
+            fmt(layer.focus_uniqueness, 3),
+            fmt(layer.segmentation_accuracy, 3),
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3]
+        );
+    }
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let report = crate::bench::run_bench(&model, args.tokens, args.runs)?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
+    use crate::model::{random, BertConfig};
+    let config = match args.like.to_ascii_lowercase().as_str() {
+        "bert-base-uncased" | "bert-base" => BertConfig::bert_base_uncased(),
+        "all-minilm-l6-v2" | "sentence-transformers/all-minilm-l6-v2" => {
+            BertConfig::all_minilm_l6_v2()
+        }
+        _ => {
+            let path = Path::new(&args.like);
+            let config_path = if path.is_dir() {
+                path.join("config.json")
+            } else {
+                path.to_path_buf()
+            };
+            if !config_path.is_file() {
+                bail!(
+                    "--like {}: not a known shape (bert-base-uncased, all-minilm-l6-v2) nor a config.json",
+                    args.like
+                );
+            }
+            BertConfig::from_file(&config_path)?
+        }
+    };
+    random::write_random_model(
+        &config,
+        &args.tokenizer,
+        &args.out,
+        args.seed,
+        Default::default(),
+    )?;
+    eprintln!(
+        "headscope: wrote a random {}-layer, {}-head, hidden {} model to {}",
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.hidden_size,
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let _ = args;
+    bail!("export is not wired yet")
+}

@@ -1,0 +1,822 @@
+//! Figures and files for papers: plain heatmaps that hold exactly the matrix,
+//! labelled figures (title, token labels, colour bar), a grid of every head,
+//! CSV tables, and the atomic file writing every export goes through.
+//!
+//! Pure: images are built with `image` and text is drawn with `ab_glyph`
+//! using egui's own default fonts, so the GUI and the CLI produce the same
+//! files and nothing here needs a window or a GPU. Colours come from
+//! [`crate::colormap`], the same tables the app draws with.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ab_glyph::{point, Font, FontRef, GlyphId, PxScale, ScaleFont};
+use image::{ImageEncoder, Rgb, RgbImage};
+
+use crate::colormap::{ColorMap, ValueRange};
+
+const WHITE: Rgb<u8> = Rgb([255, 255, 255]);
+const INK: [u8; 3] = [20, 20, 20];
+const FRAME: Rgb<u8> = Rgb([60, 60, 60]);
+
+// ---------------------------------------------------------------------------
+// Plain heatmap
+
+/// Smallest whole-pixel cell size that makes a `tokens`-wide heatmap at
+/// least 512 pixels across (at least 1).
+pub fn default_scale(tokens: usize) -> u32 {
+    if tokens == 0 {
+        return 1;
+    }
+    u32::try_from(512usize.div_ceil(tokens)).unwrap_or(1).max(1)
+}
+
+/// Exactly the matrix and nothing else: T×T cells of `scale`×`scale` pixels,
+/// row i (query/token i) top to bottom, column j left to right. Missing
+/// values (a short `matrix`) show the NaN colour; `scale` 0 is taken as 1.
+pub fn heatmap_image(
+    matrix: &[f32],
+    tokens: usize,
+    map: ColorMap,
+    range: ValueRange,
+    scale: u32,
+) -> RgbImage {
+    let scale = scale.max(1);
+    let side = side_pixels(tokens, scale);
+    let mut img = RgbImage::new(side, side);
+    paint_heatmap(&mut img, 0, 0, matrix, tokens, map, range, scale);
+    img
+}
+
+fn side_pixels(tokens: usize, scale: u32) -> u32 {
+    u32::try_from(tokens)
+        .ok()
+        .and_then(|t| t.checked_mul(scale))
+        .unwrap_or(u32::MAX)
+}
+
+/// Paints the heatmap with its top-left corner at (x0, y0); pixels outside
+/// the image are skipped.
+#[allow(clippy::too_many_arguments)]
+fn paint_heatmap(
+    img: &mut RgbImage,
+    x0: u32,
+    y0: u32,
+    matrix: &[f32],
+    tokens: usize,
+    map: ColorMap,
+    range: ValueRange,
+    scale: u32,
+) {
+    let cell = scale as usize;
+    for i in 0..tokens {
+        for j in 0..tokens {
+            let value = matrix.get(i * tokens + j).copied().unwrap_or(f32::NAN);
+            let colour = Rgb(map.color(value, range));
+            let (cx, cy) = (x0 as usize + j * cell, y0 as usize + i * cell);
+            fill_rect(img, cx, cy, cell, cell, colour);
+        }
+    }
+}
+
+fn fill_rect(img: &mut RgbImage, x: usize, y: usize, w: usize, h: usize, colour: Rgb<u8>) {
+    let (iw, ih) = (img.width() as usize, img.height() as usize);
+    for py in y.min(ih)..(y + h).min(ih) {
+        for px in x.min(iw)..(x + w).min(iw) {
+            img.put_pixel(px as u32, py as u32, colour);
+        }
+    }
+}
+
+/// A one-pixel frame just outside the rectangle (x, y, w, h).
+fn frame_around(img: &mut RgbImage, x: usize, y: usize, w: usize, h: usize) {
+    if x == 0 || y == 0 {
+        return;
+    }
+    fill_rect(img, x - 1, y - 1, w + 2, 1, FRAME);
+    fill_rect(img, x - 1, y + h, w + 2, 1, FRAME);
+    fill_rect(img, x - 1, y - 1, 1, h + 2, FRAME);
+    fill_rect(img, x + w, y - 1, 1, h + 2, FRAME);
+}
+
+// ---------------------------------------------------------------------------
+// Text
+
+/// Text drawn with egui's default proportional font, falling back to its
+/// monospace font for characters the first lacks.
+struct Typesetter {
+    main: FontRef<'static>,
+    fallback: FontRef<'static>,
+}
+
+/// Coverage of rendered text, `width`×`height`, row-major in [0, 1].
+struct Mask {
+    width: usize,
+    height: usize,
+    alpha: Vec<f32>,
+}
+
+impl Typesetter {
+    /// `None` only if the bundled font bytes were unreadable; callers then
+    /// draw figures without text rather than fail.
+    fn new() -> Option<Self> {
+        Some(Typesetter {
+            main: FontRef::try_from_slice(epaint_default_fonts::UBUNTU_LIGHT).ok()?,
+            fallback: FontRef::try_from_slice(epaint_default_fonts::HACK_REGULAR).ok()?,
+        })
+    }
+
+    fn font_for(&self, c: char) -> (&FontRef<'static>, GlyphId) {
+        let id = self.main.glyph_id(c);
+        if id.0 != 0 {
+            return (&self.main, id);
+        }
+        let id = self.fallback.glyph_id(c);
+        if id.0 != 0 {
+            (&self.fallback, id)
+        } else {
+            (&self.main, self.main.glyph_id('?'))
+        }
+    }
+
+    /// Width in pixels of `text` at height `px`.
+    fn width(&self, text: &str, px: f32) -> f32 {
+        self.layout(text, px).1
+    }
+
+    /// Glyph positions along the baseline and the total advance.
+    fn layout(&self, text: &str, px: f32) -> (Vec<(&FontRef<'static>, GlyphId, f32)>, f32) {
+        let mut glyphs = Vec::new();
+        let mut x = 0.0;
+        let mut previous: Option<(&FontRef<'static>, GlyphId)> = None;
+        for c in text.chars().filter(|c| !c.is_control()) {
+            let (font, id) = self.font_for(c);
+            let scaled = font.as_scaled(PxScale::from(px));
+            if let Some((pf, pid)) = previous {
+                if std::ptr::eq(pf, font) {
+                    x += scaled.kern(pid, id);
+                }
+            }
+            glyphs.push((font, id, x));
+            x += scaled.h_advance(id);
+            previous = Some((font, id));
+        }
+        (glyphs, x)
+    }
+
+    /// Ascent and full line height at `px`, of the main font.
+    fn metrics(&self, px: f32) -> (f32, usize) {
+        let scaled = self.main.as_scaled(PxScale::from(px));
+        (
+            scaled.ascent(),
+            (scaled.ascent() - scaled.descent()).ceil() as usize,
+        )
+    }
+
+    fn render(&self, text: &str, px: f32) -> Mask {
+        let (glyphs, advance) = self.layout(text, px);
+        let (ascent, height) = self.metrics(px);
+        let width = advance.ceil().max(0.0) as usize + 2;
+        let mut alpha = vec![0.0f32; width * height];
+        for (font, id, x) in glyphs {
+            let glyph = id.with_scale_and_position(PxScale::from(px), point(x, ascent.round()));
+            if let Some(outlined) = font.outline_glyph(glyph) {
+                let bounds = outlined.px_bounds();
+                outlined.draw(|gx, gy, c| {
+                    let px = bounds.min.x as i64 + i64::from(gx);
+                    let py = bounds.min.y as i64 + i64::from(gy);
+                    if px >= 0 && py >= 0 && (px as usize) < width && (py as usize) < height {
+                        let a = &mut alpha[py as usize * width + px as usize];
+                        *a = (*a + c).min(1.0);
+                    }
+                });
+            }
+        }
+        Mask {
+            width,
+            height,
+            alpha,
+        }
+    }
+
+    /// `text`, shortened with an ellipsis if needed to fit `max_width`.
+    fn fit(&self, text: &str, px: f32, max_width: f32) -> String {
+        if self.width(text, px) <= max_width {
+            return text.to_string();
+        }
+        let mut chars: Vec<char> = text.chars().collect();
+        while !chars.is_empty() {
+            chars.pop();
+            let candidate: String = chars.iter().chain(['…'].iter()).collect();
+            if self.width(&candidate, px) <= max_width {
+                return candidate;
+            }
+        }
+        String::new()
+    }
+}
+
+/// How a text mask is placed relative to its anchor point.
+#[derive(Clone, Copy)]
+enum Align {
+    Left,
+    Centre,
+    Right,
+}
+
+/// Draws `text` with its line box vertically centred on `y` and placed
+/// horizontally on `x` by `align`.
+fn draw_text(
+    img: &mut RgbImage,
+    ts: &Typesetter,
+    text: &str,
+    px: f32,
+    x: f32,
+    y: f32,
+    align: Align,
+) {
+    let mask = ts.render(text, px);
+    let advance = ts.width(text, px);
+    let left = match align {
+        Align::Left => x,
+        Align::Centre => x - advance / 2.0,
+        Align::Right => x - advance,
+    };
+    let top = y - mask.height as f32 / 2.0;
+    blit(img, &mask, left.round() as i64, top.round() as i64, false);
+}
+
+/// Draws `text` rotated 90° anticlockwise (reading bottom to top, as
+/// matplotlib's `rotation=90`), its end at `top` and its line box centred
+/// on column `x`.
+fn draw_text_vertical(img: &mut RgbImage, ts: &Typesetter, text: &str, px: f32, x: f32, top: f32) {
+    let mask = ts.render(text, px);
+    let advance = ts.width(text, px);
+    // After rotation the mask's width runs upwards; its last column of ink
+    // (advance) should land on `top`.
+    let left = x - mask.height as f32 / 2.0;
+    let upper = top - (mask.width as f32 - advance);
+    blit(img, &mask, left.round() as i64, upper.round() as i64, true);
+}
+
+fn blit(img: &mut RgbImage, mask: &Mask, left: i64, top: i64, rotated: bool) {
+    for my in 0..mask.height {
+        for mx in 0..mask.width {
+            let a = mask.alpha[my * mask.width + mx];
+            if a <= 0.0 {
+                continue;
+            }
+            // Rotating anticlockwise sends mask (mx, my) to (my, width-1-mx).
+            let (dx, dy) = if rotated {
+                (my as i64, (mask.width - 1 - mx) as i64)
+            } else {
+                (mx as i64, my as i64)
+            };
+            let (px, py) = (left + dx, top + dy);
+            if px < 0 || py < 0 || px >= i64::from(img.width()) || py >= i64::from(img.height()) {
+                continue;
+            }
+            let pixel = img.get_pixel_mut(px as u32, py as u32);
+            for (channel, ink) in pixel.0.iter_mut().zip(INK) {
+                let blended = f32::from(*channel) * (1.0 - a) + f32::from(ink) * a;
+                *channel = blended.round().clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
+}
+
+/// Tick labels for `count` evenly spaced values from `range.min` to
+/// `range.max`, with enough decimals to tell neighbours apart and the same
+/// number of decimals on every tick.
+fn tick_labels(range: ValueRange, count: usize) -> Vec<(f32, String)> {
+    let count = count.max(2);
+    let (min, max) = (f64::from(range.min), f64::from(range.max));
+    let step = (max - min) / (count - 1) as f64;
+    let biggest = min.abs().max(max.abs());
+    let scientific = biggest >= 1e5 || (biggest > 0.0 && biggest < 1e-3);
+    let decimals = if step > 0.0 {
+        (2.0 - step.log10().floor()).clamp(0.0, 8.0) as usize
+    } else {
+        3
+    };
+    (0..count)
+        .map(|k| {
+            let v = if k + 1 == count {
+                max
+            } else {
+                min + step * k as f64
+            };
+            let text = if scientific {
+                format!("{v:.2e}")
+            } else {
+                let s = format!("{v:.decimals$}");
+                // "-0.000" reads as a sign error; show zero unsigned.
+                if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+                    s[1..].to_string()
+                } else {
+                    s
+                }
+            };
+            let t = if max > min {
+                ((v - min) / (max - min)) as f32
+            } else {
+                0.5
+            };
+            (t, text)
+        })
+        .collect()
+}
+
+/// Draws a vertical colour bar (high at the top) with a frame and `ticks`
+/// labels on its right; returns nothing, the caller reserved the space.
+#[allow(clippy::too_many_arguments)]
+fn draw_colour_bar(
+    img: &mut RgbImage,
+    ts: Option<&Typesetter>,
+    x: usize,
+    y: usize,
+    width: usize,
+    height: usize,
+    map: ColorMap,
+    range: ValueRange,
+    tick_px: f32,
+) {
+    for row in 0..height {
+        // Row centres sample the map from 1 (top) down to 0 (bottom).
+        let t = 1.0 - (row as f32 + 0.5) / height as f32;
+        fill_rect(img, x, y + row, width, 1, Rgb(map.rgb(t)));
+    }
+    frame_around(img, x, y, width, height);
+    let Some(ts) = ts else { return };
+    for (t, text) in tick_labels(range, 5) {
+        let ty = y as f32 + (1.0 - t) * (height as f32 - 1.0);
+        fill_rect(img, x + width + 1, ty.round() as usize, 4, 1, FRAME);
+        draw_text(
+            img,
+            ts,
+            &text,
+            tick_px,
+            (x + width + 8) as f32,
+            ty,
+            Align::Left,
+        );
+    }
+}
+
+fn colour_bar_label_width(ts: Option<&Typesetter>, range: ValueRange, tick_px: f32) -> usize {
+    ts.map_or(0, |ts| {
+        tick_labels(range, 5)
+            .iter()
+            .map(|(_, text)| ts.width(text, tick_px).ceil() as usize)
+            .max()
+            .unwrap_or(0)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Labelled figure
+
+fn label_of(labels: &[String], i: usize) -> String {
+    labels.get(i).cloned().unwrap_or_else(|| i.to_string())
+}
+
+/// A figure for a paper: `title` on top, token labels on the left (rows,
+/// queries) and below (columns, keys, reading upwards), the heatmap itself
+/// framed in the middle and a colour bar with five tick values on the
+/// right, on white. Cells are sized so the heatmap is about 960 pixels
+/// across (4 to 40 pixels a cell); when cells are too small for a label
+/// each, only every k-th token is labelled (from 128 tokens on, every
+/// second). Labels shorter than `tokens` fall back to position numbers;
+/// long labels are shortened with an ellipsis.
+pub fn labelled_heatmap(
+    matrix: &[f32],
+    tokens: usize,
+    labels: &[String],
+    title: &str,
+    map: ColorMap,
+    range: ValueRange,
+) -> RgbImage {
+    let ts = Typesetter::new();
+    let ts = ts.as_ref();
+    let cell = 960usize.div_ceil(tokens.max(1)).clamp(4, 40);
+    let side = cell * tokens;
+    let label_px = (cell as f32 * 0.95).clamp(13.0, 19.0);
+    let title_px = (label_px * 1.5).max(22.0);
+    let tick_px = label_px.max(15.0);
+    let (_, label_line) = ts.map_or((0.0, 0), |t| t.metrics(label_px));
+    // Label every k-th token so neighbouring labels do not overlap.
+    let step = (label_line.saturating_sub(2)).div_ceil(cell).max(1);
+    let shown: Vec<usize> = (0..tokens).step_by(step).collect();
+    let max_label = label_px * 10.0;
+    let texts: Vec<String> = shown
+        .iter()
+        .map(|&i| {
+            ts.map_or_else(String::new, |t| {
+                t.fit(&label_of(labels, i), label_px, max_label)
+            })
+        })
+        .collect();
+    let label_width = ts.map_or(0, |t| {
+        texts
+            .iter()
+            .map(|s| t.width(s, label_px).ceil() as usize)
+            .max()
+            .unwrap_or(0)
+    });
+
+    let margin = 24;
+    let tick = 4;
+    let title_height = ts.map_or(0, |t| t.metrics(title_px).1);
+    let bar_gap = 28;
+    let bar_width = 28;
+    let bar_labels = colour_bar_label_width(ts, range, tick_px);
+
+    let hx = margin + label_width + tick + 4;
+    let hy = margin + title_height + margin / 2;
+    let content_right = hx + side + bar_gap + bar_width + 10 + bar_labels + margin;
+    let title_width = ts.map_or(0, |t| t.width(title, title_px).ceil() as usize);
+    let width = content_right.max(title_width + 2 * margin);
+    let height = hy + side + tick + 4 + label_width + margin;
+    let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
+        return RgbImage::new(0, 0);
+    };
+    let mut img = RgbImage::from_pixel(w, h, WHITE);
+
+    paint_heatmap(
+        &mut img,
+        hx as u32,
+        hy as u32,
+        matrix,
+        tokens,
+        map,
+        range,
+        cell as u32,
+    );
+    frame_around(&mut img, hx, hy, side, side);
+    draw_colour_bar(
+        &mut img,
+        ts,
+        hx + side + bar_gap,
+        hy,
+        bar_width,
+        side,
+        map,
+        range,
+        tick_px,
+    );
+
+    let Some(ts) = ts else { return img };
+    // The title is centred over the heatmap unless that would cut it off.
+    let centre = (hx + side / 2) as f32;
+    let half = title_width as f32 / 2.0;
+    // max/min rather than clamp: clamp panics if the bounds cross.
+    let centre = centre
+        .min((width - margin) as f32 - half)
+        .max(margin as f32 + half);
+    let title_y = margin as f32 + title_height as f32 / 2.0;
+    draw_text(
+        &mut img,
+        ts,
+        title,
+        title_px,
+        centre,
+        title_y,
+        Align::Centre,
+    );
+
+    for (&i, text) in shown.iter().zip(&texts) {
+        let mid = (i * cell) as f32 + cell as f32 / 2.0;
+        let row_y = hy as f32 + mid;
+        fill_rect(&mut img, hx - 1 - tick, row_y as usize, tick, 1, FRAME);
+        draw_text(
+            &mut img,
+            ts,
+            text,
+            label_px,
+            (hx - 1 - tick - 3) as f32,
+            row_y,
+            Align::Right,
+        );
+        let col_x = hx as f32 + mid;
+        fill_rect(&mut img, col_x as usize, hy + side + 1, 1, tick, FRAME);
+        draw_text_vertical(
+            &mut img,
+            ts,
+            text,
+            label_px,
+            col_x,
+            (hy + side + 1 + tick + 3) as f32,
+        );
+    }
+    img
+}
+
+// ---------------------------------------------------------------------------
+// Grid of heads
+
+/// How the panels of a [`grid_image`] are coloured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GridRange {
+    /// One range for every panel, so colours compare across heads; a colour
+    /// bar for it is drawn on the right.
+    Shared(ValueRange),
+    /// Each panel uses [`ValueRange::auto`] of its own values, which shows
+    /// every head's pattern but makes colours incomparable; no colour bar.
+    PerPanel,
+}
+
+/// Every panel as a small heatmap with its label above it, `columns`
+/// panels a row (the head count, for layers as rows), on white. Each panel
+/// has cells of `ceil(128 / tokens)` pixels, so about 128 pixels across.
+pub fn grid_image(
+    panels: &[(String, Vec<f32>)],
+    tokens: usize,
+    columns: usize,
+    map: ColorMap,
+    ranges: GridRange,
+) -> RgbImage {
+    let ts = Typesetter::new();
+    let ts = ts.as_ref();
+    let columns = columns.max(1).min(panels.len().max(1));
+    let rows = panels.len().div_ceil(columns);
+    let cell = 128usize.div_ceil(tokens.max(1)).max(1);
+    let side = cell * tokens;
+    let label_px = 14.0;
+    let tick_px = 15.0;
+    let label_height = ts.map_or(0, |t| t.metrics(label_px).1);
+    let margin = 16;
+    let gap_x = 14;
+    let gap_y = 10;
+    let pitch_x = side + gap_x;
+    let pitch_y = label_height + 4 + side + gap_y;
+    let bar = match ranges {
+        GridRange::Shared(range) => Some((
+            range,
+            28 + 24 + 10 + colour_bar_label_width(ts, range, tick_px),
+        )),
+        GridRange::PerPanel => None,
+    };
+    let width = 2 * margin + columns * pitch_x - gap_x + bar.map_or(0, |(_, w)| w);
+    let height = 2 * margin + rows * pitch_y - gap_y.min(rows * pitch_y);
+    let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
+        return RgbImage::new(0, 0);
+    };
+    let mut img = RgbImage::from_pixel(w, h, WHITE);
+
+    for (k, (label, matrix)) in panels.iter().enumerate() {
+        let x = margin + (k % columns) * pitch_x;
+        let y = margin + (k / columns) * pitch_y;
+        let hy = y + label_height + 4;
+        let range = match ranges {
+            GridRange::Shared(range) => range,
+            GridRange::PerPanel => ValueRange::auto(map, matrix),
+        };
+        paint_heatmap(
+            &mut img,
+            x as u32,
+            hy as u32,
+            matrix,
+            tokens,
+            map,
+            range,
+            cell as u32,
+        );
+        frame_around(&mut img, x, hy, side, side);
+        if let Some(ts) = ts {
+            let text = ts.fit(label, label_px, (side + gap_x / 2) as f32);
+            let centre = x as f32 + side as f32 / 2.0;
+            draw_text(
+                &mut img,
+                ts,
+                &text,
+                label_px,
+                centre,
+                y as f32 + label_height as f32 / 2.0,
+                Align::Centre,
+            );
+        }
+    }
+    if let Some((range, _)) = bar {
+        let x = margin + columns * pitch_x - gap_x + 28;
+        let top = margin + label_height + 4;
+        let bar_height = (rows * pitch_y)
+            .saturating_sub(gap_y + label_height + 4)
+            .max(side);
+        draw_colour_bar(&mut img, ts, x, top, 24, bar_height, map, range, tick_px);
+    }
+    img
+}
+
+// ---------------------------------------------------------------------------
+// CSV
+
+/// The matrix as CSV: a header of token labels (first cell empty), then one
+/// row per token starting with its label. Labels are quoted when they hold
+/// a comma, quote, line break or outer space (`,` and `"` are real BERT
+/// tokens); values are written with the shortest text that parses back to
+/// the same f32. Missing labels fall back to position numbers.
+pub fn matrix_csv(matrix: &[f32], tokens: usize, labels: &[String]) -> String {
+    let mut out = String::new();
+    for j in 0..tokens {
+        out.push(',');
+        out.push_str(&csv_field(&label_of(labels, j)));
+    }
+    out.push('\n');
+    for i in 0..tokens {
+        out.push_str(&csv_field(&label_of(labels, i)));
+        for j in 0..tokens {
+            let v = matrix.get(i * tokens + j).copied().unwrap_or(f32::NAN);
+            out.push(',');
+            // Rust's f32 Display is the shortest round-tripping decimal.
+            out.push_str(&v.to_string());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_field(text: &str) -> String {
+    let needs_quotes = text.contains([',', '"', '\n', '\r'])
+        || text.starts_with(char::is_whitespace)
+        || text.ends_with(char::is_whitespace);
+    if needs_quotes {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Writing files
+
+/// Why an export could not be written, in words for the person who chose
+/// the path.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot write {}: folder {} does not exist", .path.display(), .folder.display())]
+    MissingFolder { path: PathBuf, folder: PathBuf },
+    #[error("cannot write {}: {} is a file, not a folder", .path.display(), .file.display())]
+    NotAFolder { path: PathBuf, file: PathBuf },
+    #[error("cannot write {}: it is a directory", .path.display())]
+    IsDirectory { path: PathBuf },
+    #[error("cannot write {}: permission denied", .path.display())]
+    PermissionDenied { path: PathBuf },
+    #[error("cannot write {}: {}", .path.display(), describe(.error))]
+    Io { path: PathBuf, error: io::Error },
+}
+
+impl ExportError {
+    /// The path the export was meant for.
+    pub fn path(&self) -> &Path {
+        match self {
+            ExportError::MissingFolder { path, .. }
+            | ExportError::NotAFolder { path, .. }
+            | ExportError::IsDirectory { path }
+            | ExportError::PermissionDenied { path }
+            | ExportError::Io { path, .. } => path,
+        }
+    }
+
+    fn from_io(path: &Path, error: io::Error) -> Self {
+        let path = path.to_path_buf();
+        match error.kind() {
+            io::ErrorKind::PermissionDenied => ExportError::PermissionDenied { path },
+            io::ErrorKind::IsADirectory => ExportError::IsDirectory { path },
+            _ => ExportError::Io { path, error },
+        }
+    }
+}
+
+fn describe(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::StorageFull => "the disk is full".into(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
+        io::ErrorKind::QuotaExceeded => "the disk quota is exceeded".into(),
+        io::ErrorKind::FileTooLarge => "the file is too large for this file system".into(),
+        _ => error.to_string(),
+    }
+}
+
+/// The folder a file goes in; "" (a bare file name) is the current folder.
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Checks that `path` could be created: not a directory, in a folder that
+/// exists. Names the first ancestor that is a file, if any.
+fn check_target(path: &Path) -> Result<(), ExportError> {
+    let owned = || path.to_path_buf();
+    if path.as_os_str().is_empty() {
+        return Err(ExportError::Io {
+            path: owned(),
+            error: io::Error::new(io::ErrorKind::InvalidInput, "the path is empty"),
+        });
+    }
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) || path.file_name().is_none() {
+        return Err(ExportError::IsDirectory { path: owned() });
+    }
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(ExportError::NotAFolder {
+            path: owned(),
+            file: folder.to_path_buf(),
+        }),
+        Err(_) => {
+            // Either something up the chain is a file, or it is missing.
+            let file = folder
+                .ancestors()
+                .skip(1)
+                .find(|a| !a.as_os_str().is_empty() && fs::metadata(a).is_ok_and(|m| !m.is_dir()));
+            Err(match file {
+                Some(file) => ExportError::NotAFolder {
+                    path: owned(),
+                    file: file.to_path_buf(),
+                },
+                None => ExportError::MissingFolder {
+                    path: owned(),
+                    folder: folder.to_path_buf(),
+                },
+            })
+        }
+    }
+}
+
+/// Creates a fresh hidden temporary file next to `target`.
+fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let folder = folder_of(target);
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = folder.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            // A leftover from a crashed run with our pid: try the next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes a file so that readers see either the old file or the complete
+/// new one, never half of it: `write` fills a temporary file in the same
+/// folder, which is flushed to disk and then renamed over `path`. If
+/// anything fails the temporary file is removed and a previous file at
+/// `path` is left untouched. A symbolic link at `path` is written through,
+/// not replaced.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), ExportError> {
+    check_target(path)?;
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = match is_link {
+        true => fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        false => path.to_path_buf(),
+    };
+    let (temp, file) = create_temp(&target).map_err(|e| ExportError::from_io(path, e))?;
+    let result = (|| {
+        let mut writer = BufWriter::new(file);
+        write(&mut writer)?;
+        let file = writer.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &target)
+    })();
+    if let Err(error) = result {
+        let _ = fs::remove_file(&temp);
+        return Err(ExportError::from_io(path, error));
+    }
+    Ok(())
+}
+
+/// Saves `img` as an RGB PNG at `path`, atomically.
+pub fn save_png(img: &RgbImage, path: &Path) -> Result<(), ExportError> {
+    if img.width() == 0 || img.height() == 0 {
+        return Err(ExportError::Io {
+            path: path.to_path_buf(),
+            error: io::Error::new(io::ErrorKind::InvalidInput, "the image is empty"),
+        });
+    }
+    write_atomically(path, |w| {
+        image::codecs::png::PngEncoder::new(w)
+            .write_image(
+                img.as_raw(),
+                img.width(),
+                img.height(),
+                image::ExtendedColorType::Rgb8,
+            )
+            .map_err(io::Error::other)
+    })
+}
+
+/// Saves `text` (CSV, JSON, ...) as UTF-8 at `path`, atomically.
+pub fn save_text(text: &str, path: &Path) -> Result<(), ExportError> {
+    write_atomically(path, |w| w.write_all(text.as_bytes()))
+}

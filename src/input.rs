@@ -1,0 +1,322 @@
+//! From the user's text to the model's input (ANALYSIS.md §1).
+//!
+//! Document mode splits the text into sentences (Unicode UAX #29, or one per
+//! line), tokenizes each without special tokens and builds
+//! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`. Plain mode lets the tokenizer
+//! encode the whole text once and takes sentence ids from token offsets.
+//! Either way a text longer than the model's limit is cut at the last whole
+//! sentence that fits and what was left out is counted, never silently
+//! dropped; `first_sentence` moves that window through a long document.
+
+use crate::tokens::TokenSequence;
+use serde::{Deserialize, Serialize};
+use tokenizers::Tokenizer;
+use unicode_segmentation::UnicodeSegmentation;
+
+/// How the text becomes sentences and tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputMode {
+    /// Sentences by Unicode sentence boundaries, each closed by `[SEP]`.
+    #[default]
+    Document,
+    /// Each non-empty line is one sentence, closed by `[SEP]`.
+    OneSentencePerLine,
+    /// The tokenizer's own encoding of the whole text: one `[CLS] ... [SEP]`.
+    Plain,
+}
+
+/// Why a text cannot become a model input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("the text is empty or blank: there is nothing to analyse")]
+    Empty,
+    #[error("the text has {sentences} sentences, but the window starts at sentence {first} (counting from 1)")]
+    WindowPastEnd { first: usize, sentences: usize },
+    #[error(
+        "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit} \
+         (with [CLS] and [SEP]); split it, or use --one-sentence-per-line with shorter lines"
+    )]
+    SentenceTooLong {
+        sentence: usize,
+        tokens: usize,
+        limit: usize,
+    },
+    #[error("the tokenizer failed: {0}")]
+    Tokenizer(String),
+}
+
+/// The model input and what the cut left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuiltInput {
+    pub tokens: TokenSequence,
+    /// Byte spans of every sentence of the whole text.
+    pub sentence_spans: Vec<(usize, usize)>,
+    /// Index of the first sentence in the window.
+    pub first_sentence: usize,
+    /// Sentences in the model input.
+    pub sentences_analysed: usize,
+    /// Sentences after the window that did not fit.
+    pub sentences_left_out: usize,
+    /// Their tokens (without the separators they would have needed).
+    pub tokens_left_out: usize,
+}
+
+impl BuiltInput {
+    /// A warning for stderr or the status bar when something was left out.
+    pub fn left_out_warning(&self) -> Option<String> {
+        (self.sentences_left_out > 0).then(|| {
+            format!(
+                "the text is longer than the model's limit: analysed sentences {}–{} of {}, \
+                 left out {} sentence{} ({} tokens) after the last whole sentence that fits",
+                self.first_sentence + 1,
+                self.first_sentence + self.sentences_analysed,
+                self.sentence_spans.len(),
+                self.sentences_left_out,
+                if self.sentences_left_out == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                self.tokens_left_out
+            )
+        })
+    }
+}
+
+/// Trimmed, non-empty sentence spans of `text` (byte offsets).
+pub fn split_sentences(text: &str, mode: InputMode) -> Vec<(usize, usize)> {
+    let pieces: Vec<(usize, &str)> = match mode {
+        InputMode::OneSentencePerLine => line_spans(text),
+        InputMode::Document | InputMode::Plain => text.split_sentence_bound_indices().collect(),
+    };
+    pieces
+        .into_iter()
+        .filter_map(|(start, piece)| trimmed_span(start, piece))
+        .collect()
+}
+
+fn line_spans(text: &str) -> Vec<(usize, &str)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        spans.push((start, line));
+        start += line.len();
+    }
+    spans
+}
+
+fn trimmed_span(start: usize, piece: &str) -> Option<(usize, usize)> {
+    let trimmed_start = piece.len() - piece.trim_start().len();
+    let trimmed = piece.trim();
+    (!trimmed.is_empty()).then(|| {
+        let s = start + trimmed_start;
+        (s, s + trimmed.len())
+    })
+}
+
+/// Builds the model input for `text`, starting the window at sentence
+/// `first_sentence` (0-based) and fitting at most `max_tokens` positions.
+pub fn build_input(
+    tokenizer: &Tokenizer,
+    text: &str,
+    mode: InputMode,
+    max_tokens: usize,
+    first_sentence: usize,
+    cls_id: u32,
+    sep_id: u32,
+) -> Result<BuiltInput, InputError> {
+    let spans = split_sentences(text, mode);
+    if spans.is_empty() {
+        return Err(InputError::Empty);
+    }
+    if first_sentence >= spans.len() {
+        return Err(InputError::WindowPastEnd {
+            first: first_sentence + 1,
+            sentences: spans.len(),
+        });
+    }
+    let mut built = match mode {
+        InputMode::Plain => build_plain(
+            tokenizer,
+            text,
+            &spans,
+            max_tokens,
+            first_sentence,
+            cls_id,
+            sep_id,
+        )?,
+        _ => build_document(
+            tokenizer,
+            text,
+            &spans,
+            max_tokens,
+            first_sentence,
+            cls_id,
+            sep_id,
+        )?,
+    };
+    built.sentence_spans = spans;
+    built.first_sentence = first_sentence;
+    Ok(built)
+}
+
+fn special(tokens: &mut TokenSequence, id: u32, text: &str, sentence: Option<usize>) {
+    tokens.input_ids.push(id);
+    tokens.token_texts.push(text.to_string());
+    tokens.special.push(true);
+    tokens.sentence_ids.push(sentence);
+    tokens.offsets.push(None);
+}
+
+fn empty_sequence(cls_id: u32, sep_id: u32) -> TokenSequence {
+    let mut tokens = TokenSequence {
+        cls_id,
+        sep_id,
+        ..Default::default()
+    };
+    special(&mut tokens, cls_id, "[CLS]", None);
+    tokens
+}
+
+fn tokenizer_error(e: impl std::fmt::Display) -> InputError {
+    InputError::Tokenizer(e.to_string())
+}
+
+fn build_document(
+    tokenizer: &Tokenizer,
+    text: &str,
+    spans: &[(usize, usize)],
+    max_tokens: usize,
+    first: usize,
+    cls_id: u32,
+    sep_id: u32,
+) -> Result<BuiltInput, InputError> {
+    let mut tokens = empty_sequence(cls_id, sep_id);
+    let mut analysed = 0;
+    let mut next = first;
+    while next < spans.len() {
+        let (start, end) = spans[next];
+        let encoding = tokenizer
+            .encode(&text[start..end], false)
+            .map_err(tokenizer_error)?;
+        if tokens.len() + encoding.len() + 1 > max_tokens {
+            if analysed == 0 {
+                return Err(InputError::SentenceTooLong {
+                    sentence: next + 1,
+                    tokens: encoding.len(),
+                    limit: max_tokens,
+                });
+            }
+            break;
+        }
+        let sentence = Some(analysed);
+        for ((&id, token), &(s, e)) in encoding
+            .get_ids()
+            .iter()
+            .zip(encoding.get_tokens())
+            .zip(encoding.get_offsets())
+        {
+            tokens.input_ids.push(id);
+            tokens.token_texts.push(token.clone());
+            tokens.special.push(false);
+            tokens.sentence_ids.push(sentence);
+            tokens.offsets.push(Some((start + s, start + e)));
+        }
+        special(&mut tokens, sep_id, "[SEP]", sentence);
+        analysed += 1;
+        next += 1;
+    }
+    let tokens_left_out = count_tokens(tokenizer, text, &spans[next..])?;
+    Ok(BuiltInput {
+        tokens,
+        sentences_analysed: analysed,
+        sentences_left_out: spans.len() - next,
+        tokens_left_out,
+        ..Default::default()
+    })
+}
+
+/// Token count of the sentences that did not fit, encoded in one batch.
+fn count_tokens(
+    tokenizer: &Tokenizer,
+    text: &str,
+    spans: &[(usize, usize)],
+) -> Result<usize, InputError> {
+    if spans.is_empty() {
+        return Ok(0);
+    }
+    let sentences: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+    let encodings = tokenizer
+        .encode_batch(sentences, false)
+        .map_err(tokenizer_error)?;
+    Ok(encodings.iter().map(|e| e.len()).sum())
+}
+
+fn build_plain(
+    tokenizer: &Tokenizer,
+    text: &str,
+    spans: &[(usize, usize)],
+    max_tokens: usize,
+    first: usize,
+    cls_id: u32,
+    sep_id: u32,
+) -> Result<BuiltInput, InputError> {
+    let window_start = spans[first].0;
+    let window = &text[window_start..];
+    let encoding = tokenizer.encode(window, false).map_err(tokenizer_error)?;
+    // Sentence index (within the window) of each token, from its start offset.
+    let local_spans = &spans[first..];
+    let mut sentence_of = Vec::with_capacity(encoding.len());
+    let mut current = 0;
+    for &(s, _) in encoding.get_offsets() {
+        let at = window_start + s;
+        while current + 1 < local_spans.len() && at >= local_spans[current + 1].0 {
+            current += 1;
+        }
+        sentence_of.push(current);
+    }
+    // Keep whole sentences while [CLS] + tokens + [SEP] fit.
+    let room = max_tokens.saturating_sub(2);
+    let mut kept = encoding.len();
+    if kept > room {
+        let first_cut = sentence_of[room];
+        kept = sentence_of.iter().take_while(|&&s| s < first_cut).count();
+        if kept == 0 {
+            let tokens = sentence_of.iter().filter(|&&s| s == 0).count();
+            return Err(InputError::SentenceTooLong {
+                sentence: first + 1,
+                tokens,
+                limit: max_tokens,
+            });
+        }
+    }
+    let mut tokens = empty_sequence(cls_id, sep_id);
+    for index in 0..kept {
+        let (s, e) = encoding.get_offsets()[index];
+        tokens.input_ids.push(encoding.get_ids()[index]);
+        tokens
+            .token_texts
+            .push(encoding.get_tokens()[index].clone());
+        tokens.special.push(false);
+        tokens.sentence_ids.push(Some(sentence_of[index]));
+        tokens
+            .offsets
+            .push(Some((window_start + s, window_start + e)));
+    }
+    // Nothing kept means the tokenizer produced no token at all (text of
+    // characters it drops): every sentence was read, none left out.
+    let analysed = if kept == 0 {
+        local_spans.len()
+    } else {
+        sentence_of[kept - 1] + 1
+    };
+    special(&mut tokens, sep_id, "[SEP]", Some(analysed - 1));
+    Ok(BuiltInput {
+        tokens,
+        sentences_analysed: analysed,
+        sentences_left_out: local_spans.len() - analysed,
+        tokens_left_out: encoding.len() - kept,
+        ..Default::default()
+    })
+}

@@ -1,0 +1,370 @@
+//! Loading a BERT-family checkpoint and running it with every head captured.
+//!
+//! A model comes from a local folder (`config.json`, `model.safetensors`,
+//! `tokenizer.json`) or from a Hugging Face model id through [`hub`]. Loading
+//! checks each file and refuses, with a message naming the file and the
+//! problem, anything that is not a BERT encoder or whose weights do not fit
+//! its config. Tensor names are accepted with or without the `bert.` prefix
+//! and with LayerNorm `gamma`/`beta` as older checkpoints name them.
+
+pub mod config;
+pub mod encoder;
+pub mod hub;
+pub mod random;
+
+use crate::captures::Captures;
+use anyhow::{anyhow, bail};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+pub use config::BertConfig;
+pub use encoder::{BertEncoder, ForwardError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use tokenizers::Tokenizer;
+
+/// Where a model comes from, as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ModelSource {
+    /// A folder holding config.json, model.safetensors and tokenizer.json.
+    Folder(PathBuf),
+    /// A Hugging Face model id such as `bert-base-uncased`.
+    Hub(String),
+}
+
+impl ModelSource {
+    /// An existing path is a folder; anything else that looks like a model id
+    /// (`name` or `owner/name`) goes to the hub.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            bail!("no model given: pass a model folder or a Hugging Face model id");
+        }
+        let path = Path::new(text);
+        if path.exists() {
+            return Ok(Self::Folder(path.to_path_buf()));
+        }
+        let looks_like_path = text.starts_with('.')
+            || text.starts_with('/')
+            || text.starts_with('~')
+            || text.contains('\\')
+            || text.matches('/').count() > 1;
+        let valid_id = text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+        if looks_like_path || !valid_id {
+            bail!(
+                "model folder {text} does not exist (pass a folder holding config.json, model.safetensors and tokenizer.json, or a Hugging Face model id)"
+            );
+        }
+        Ok(Self::Hub(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for ModelSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(path) => write!(f, "{}", path.display()),
+            Self::Hub(id) => write!(f, "{id}"),
+        }
+    }
+}
+
+/// Progress of a model load, for the CLI's stderr and the app's model panel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadProgress {
+    /// Bytes of one file downloaded from the hub so far, of `total`.
+    Downloading { file: String, done: u64, total: u64 },
+    /// Reading and checking the files of a folder.
+    Reading(PathBuf),
+}
+
+/// A loaded model: its shape, tokenizer and encoder, ready to run.
+pub struct Model {
+    pub name: String,
+    pub folder: PathBuf,
+    pub config: BertConfig,
+    pub tokenizer: Tokenizer,
+    pub encoder: BertEncoder,
+    pub cls_id: u32,
+    pub sep_id: u32,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("name", &self.name)
+            .field("folder", &self.folder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads from a folder or the hub; `progress` hears about downloads.
+    pub fn load(
+        source: &ModelSource,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> anyhow::Result<Self> {
+        let (folder, name) = match source {
+            ModelSource::Folder(folder) => (
+                folder.clone(),
+                folder
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| folder.display().to_string()),
+            ),
+            ModelSource::Hub(id) => (hub::fetch(id, progress)?, id.clone()),
+        };
+        progress(LoadProgress::Reading(folder.clone()));
+        let mut model = Self::load_folder(&folder, &default_device()?)?;
+        model.name = name;
+        Ok(model)
+    }
+
+    /// Loads the three files of a local folder onto `device`.
+    pub fn load_folder(folder: &Path, device: &Device) -> anyhow::Result<Self> {
+        if !folder.is_dir() {
+            bail!(
+                "model folder {} does not exist or is not a folder",
+                folder.display()
+            );
+        }
+        let config_path = folder.join("config.json");
+        let weights_path = folder.join("model.safetensors");
+        let tokenizer_path = folder.join("tokenizer.json");
+        for (path, what) in [
+            (&config_path, "config.json"),
+            (&weights_path, "model.safetensors"),
+            (&tokenizer_path, "tokenizer.json"),
+        ] {
+            if !path.is_file() {
+                let hint =
+                    if what == "model.safetensors" && folder.join("pytorch_model.bin").is_file() {
+                        " (only pytorch_model.bin is there: headscope reads safetensors weights)"
+                    } else {
+                        ""
+                    };
+                bail!(
+                    "model folder {} has no {what}{hint}; a model folder needs config.json, model.safetensors and tokenizer.json",
+                    folder.display()
+                );
+            }
+        }
+        let config = BertConfig::from_file(&config_path)?;
+        let tokenizer = load_tokenizer(&tokenizer_path, &config)?;
+        let cls_id = special_id(&tokenizer, "[CLS]", &tokenizer_path)?;
+        let sep_id = special_id(&tokenizer, "[SEP]", &tokenizer_path)?;
+        let tensors = load_weights(&weights_path, device)?;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+        let encoder = BertEncoder::load(vb, &config).map_err(|e| {
+            anyhow!(
+                "{} does not fit {}: {e}",
+                weights_path.display(),
+                config_path.display()
+            )
+        })?;
+        Ok(Self {
+            name: folder.display().to_string(),
+            folder: folder.to_path_buf(),
+            config,
+            tokenizer,
+            encoder,
+            cls_id,
+            sep_id,
+        })
+    }
+
+    pub fn layers(&self) -> usize {
+        self.config.num_hidden_layers
+    }
+
+    pub fn heads(&self) -> usize {
+        self.config.num_attention_heads
+    }
+
+    /// The longest input the model takes, in tokens.
+    pub fn max_tokens(&self) -> usize {
+        self.config.max_position_embeddings
+    }
+
+    /// Runs the encoder and gathers every layer's P, O and S into plain
+    /// buffers. Returns `ForwardError::Cancelled` as soon as `cancelled`
+    /// says so between two layers.
+    pub fn capture(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Captures, ForwardError> {
+        let tokens = input_ids.len();
+        let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
+        if tokens == 0 || tokens > self.max_tokens() {
+            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
+                "the input has {tokens} tokens; this model takes 1 to {}",
+                self.max_tokens()
+            ))));
+        }
+        if let Some(&bad) = input_ids
+            .iter()
+            .find(|&&id| id as usize >= self.config.vocab_size)
+        {
+            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
+                "token id {bad} is outside the model's vocabulary of {}",
+                self.config.vocab_size
+            ))));
+        }
+        let square = layers * heads * tokens * tokens;
+        let mut captures = Captures {
+            layers,
+            heads,
+            tokens,
+            head_dim,
+            attentions: Vec::with_capacity(square),
+            head_outputs: Vec::with_capacity(layers * heads * tokens * head_dim),
+            similarity: Vec::with_capacity(square),
+        };
+        self.encoder
+            .forward(input_ids, cancelled, &mut |_, layer| {
+                append(&mut captures.attentions, &layer.attention)?;
+                append(&mut captures.head_outputs, &layer.head_outputs)?;
+                append(&mut captures.similarity, &layer.similarity)?;
+                Ok(())
+            })?;
+        Ok(captures)
+    }
+}
+
+/// Appends a tensor's values in row-major order without an intermediate Vec.
+fn append(out: &mut Vec<f32>, tensor: &Tensor) -> candle_core::Result<()> {
+    let tensor = tensor.to_device(&Device::Cpu)?.contiguous()?;
+    let (storage, layout) = tensor.storage_and_layout();
+    match &*storage {
+        candle_core::Storage::Cpu(cpu) => {
+            let values = cpu.as_slice::<f32>()?;
+            let (start, end) = layout
+                .contiguous_offsets()
+                .ok_or_else(|| candle_core::Error::Msg("tensor not contiguous".into()))?;
+            out.extend_from_slice(&values[start..end]);
+            Ok(())
+        }
+        _ => Err(candle_core::Error::Msg("capture is not on the CPU".into())),
+    }
+}
+
+/// The CPU, or the first CUDA device when built with the `cuda` feature.
+pub fn default_device() -> anyhow::Result<Device> {
+    #[cfg(feature = "cuda")]
+    {
+        if let Ok(device) = Device::new_cuda(0) {
+            return Ok(device);
+        }
+    }
+    Ok(Device::Cpu)
+}
+
+/// Reads the tokenizer with padding and truncation turned off
+/// (sentence-transformers ships fixed padding to 128 and truncation on).
+fn load_tokenizer(path: &Path, config: &BertConfig) -> anyhow::Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_file(path)
+        .map_err(|e| anyhow!("{} is not a valid tokenizer.json: {e}", path.display()))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let vocabulary = tokenizer.get_vocab_size(true);
+    if vocabulary > config.vocab_size {
+        bail!(
+            "{} has {vocabulary} tokens but config.json's vocab_size is {}: tokenizer and model do not belong together",
+            path.display(),
+            config.vocab_size
+        );
+    }
+    Ok(tokenizer)
+}
+
+fn special_id(tokenizer: &Tokenizer, token: &str, path: &Path) -> anyhow::Result<u32> {
+    tokenizer.token_to_id(token).ok_or_else(|| {
+        anyhow!(
+            "{} has no {token} token: headscope needs a BERT WordPiece tokenizer",
+            path.display()
+        )
+    })
+}
+
+/// Reads every tensor, normalising names (`bert.` prefix, `gamma`/`beta`)
+/// and converting half-precision checkpoints to f32.
+fn load_weights(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, Tensor>> {
+    let raw = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| {
+        anyhow!(
+            "{} is truncated or corrupt (not a readable safetensors file): {e}",
+            path.display()
+        )
+    })?;
+    let mut tensors = HashMap::with_capacity(raw.len());
+    for (name, tensor) in raw {
+        let tensor = if tensor.dtype() == DType::F32 {
+            tensor
+        } else if tensor.dtype().is_float() {
+            tensor.to_dtype(DType::F32)?
+        } else {
+            tensor
+        };
+        tensors.insert(normalise_tensor_name(&name), tensor.to_device(device)?);
+    }
+    if !tensors.contains_key("embeddings.word_embeddings.weight") {
+        bail!(
+            "{} has no embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT encoder checkpoint",
+            path.display()
+        );
+    }
+    Ok(tensors)
+}
+
+/// `bert.encoder.layer.0.attention.output.LayerNorm.gamma` →
+/// `encoder.layer.0.attention.output.LayerNorm.weight`.
+pub fn normalise_tensor_name(name: &str) -> String {
+    let name = name.strip_prefix("bert.").unwrap_or(name);
+    if let Some(stem) = name.strip_suffix(".gamma") {
+        format!("{stem}.weight")
+    } else if let Some(stem) = name.strip_suffix(".beta") {
+        format!("{stem}.bias")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Where `scripts/fetch-test-model.sh` puts all-MiniLM-L6-v2:
+/// `$HEADSCOPE_CACHE/models/all-MiniLM-L6-v2`, by default under `~/.cache/headscope`.
+pub fn test_model_dir() -> PathBuf {
+    cache_dir().join("models").join("all-MiniLM-L6-v2")
+}
+
+/// headscope's own cache folder.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HEADSCOPE_CACHE") {
+        return PathBuf::from(dir);
+    }
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("headscope")
+}
+
+/// The model to open when the user named none: `$HEADSCOPE_MODEL`, the
+/// cached test model, or `bert-base-uncased` from the Hugging Face cache.
+pub fn find_default_model() -> Option<ModelSource> {
+    if let Some(text) = std::env::var_os("HEADSCOPE_MODEL") {
+        if let Ok(source) = ModelSource::parse(&text.to_string_lossy()) {
+            return Some(source);
+        }
+    }
+    let test_model = test_model_dir();
+    if is_model_folder(&test_model) {
+        return Some(ModelSource::Folder(test_model));
+    }
+    hub::cached_folder("bert-base-uncased").map(ModelSource::Folder)
+}
+
+/// Whether a folder holds the three files a model needs.
+pub fn is_model_folder(folder: &Path) -> bool {
+    ["config.json", "model.safetensors", "tokenizer.json"]
+        .iter()
+        .all(|f| folder.join(f).is_file())
+}

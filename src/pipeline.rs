@@ -1,0 +1,127 @@
+//! The one path from text to figures, shared by the CLI, the app's worker,
+//! the benchmarks and the tests: build the input (ANALYSIS.md §1), run the
+//! encoder with every head captured (§2), compute the figures (§3–§5).
+
+use crate::analysis::{analyze, Analysis, AnalysisOptions};
+use crate::captures::Captures;
+use crate::input::{build_input, BuiltInput, InputError, InputMode};
+use crate::model::{ForwardError, Model};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Which part of the text becomes the model input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct InputOptions {
+    pub mode: InputMode,
+    /// First sentence of the window (0-based); 0 analyses from the start.
+    pub first_sentence: usize,
+}
+
+/// Wall time of each stage of one run, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub input_ms: f64,
+    pub model_ms: f64,
+    pub analysis_ms: f64,
+    pub total_ms: f64,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutput {
+    pub input: BuiltInput,
+    pub captures: Captures,
+    pub analysis: Analysis,
+    pub timings: Timings,
+}
+
+/// Why a run produced nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A newer request replaced this one; not an error to show.
+    #[error("cancelled")]
+    Cancelled,
+    #[error("the model failed: {0}")]
+    Model(String),
+}
+
+impl From<ForwardError> for RunError {
+    fn from(e: ForwardError) -> Self {
+        match e {
+            ForwardError::Cancelled => RunError::Cancelled,
+            ForwardError::Candle(e) => RunError::Model(e.to_string()),
+        }
+    }
+}
+
+/// Builds the input only (fast: no model run), e.g. to report the window.
+pub fn prepare_input(
+    model: &Model,
+    text: &str,
+    input: &InputOptions,
+) -> Result<BuiltInput, InputError> {
+    build_input(
+        &model.tokenizer,
+        text,
+        input.mode,
+        model.max_tokens(),
+        input.first_sentence,
+        model.cls_id,
+        model.sep_id,
+    )
+}
+
+/// Runs the model and the analysis on the prepared input.
+pub fn run_prepared(
+    model: &Model,
+    built: BuiltInput,
+    options: &AnalysisOptions,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<RunOutput, RunError> {
+    let start = Instant::now();
+    let captures = model.capture(&built.tokens.input_ids, cancelled)?;
+    let model_ms = ms_since(start);
+    if cancelled() {
+        return Err(RunError::Cancelled);
+    }
+    let analysis_start = Instant::now();
+    let mut analysis = analyze(&built.tokens, &captures, options);
+    analysis.sentences_analysed = built.sentences_analysed;
+    analysis.sentences_left_out = built.sentences_left_out;
+    analysis.tokens_left_out = built.tokens_left_out;
+    let analysis_ms = ms_since(analysis_start);
+    Ok(RunOutput {
+        input: built,
+        captures,
+        analysis,
+        timings: Timings {
+            input_ms: 0.0,
+            model_ms,
+            analysis_ms,
+            total_ms: ms_since(start),
+        },
+    })
+}
+
+/// Text → input → captures → figures. `cancelled` is polled between layers.
+pub fn run(
+    model: &Model,
+    text: &str,
+    input: &InputOptions,
+    options: &AnalysisOptions,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<RunOutput, RunError> {
+    let start = Instant::now();
+    let built = prepare_input(model, text, input)?;
+    let input_ms = ms_since(start);
+    let mut output = run_prepared(model, built, options, cancelled)?;
+    output.timings.input_ms = input_ms;
+    output.timings.total_ms = ms_since(start);
+    Ok(output)
+}
+
+fn ms_since(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}

@@ -1,0 +1,78 @@
+//! The token sequence the model sees, with what the analysis needs to know
+//! about each position: its id and text, whether it is a special token, which
+//! sentence it belongs to and where it came from in the user's text.
+//!
+//! Pure data: built by [`crate::input`], read by [`crate::analysis`] and the UI.
+
+use serde::{Deserialize, Serialize};
+
+/// One model input: `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in document mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenSequence {
+    /// Vocabulary ids, one per position.
+    pub input_ids: Vec<u32>,
+    /// The tokenizer's text for each position (`[CLS]`, `harbour`, `##s`, ...).
+    pub token_texts: Vec<String>,
+    /// `[CLS]`, `[SEP]` and `[PAD]` positions; everything else is a content token.
+    pub special: Vec<bool>,
+    /// Sentence index of each position; `None` for `[CLS]`. The `[SEP]` that
+    /// closes sentence k has sentence id k.
+    pub sentence_ids: Vec<Option<usize>>,
+    /// Byte range of each position in the analysed text (`None` for special tokens).
+    pub offsets: Vec<Option<(usize, usize)>>,
+    /// Id of the separator token, used to find the separator keys.
+    pub sep_id: u32,
+    /// Id of the classifier token.
+    pub cls_id: u32,
+}
+
+impl TokenSequence {
+    /// Number of positions T.
+    pub fn len(&self) -> usize {
+        self.input_ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.input_ids.is_empty()
+    }
+
+    /// Positions of content tokens (not `[CLS]`, `[SEP]` or `[PAD]`), ascending.
+    pub fn content_positions(&self) -> Vec<usize> {
+        (0..self.len()).filter(|&i| !self.special[i]).collect()
+    }
+
+    /// Positions whose id is the separator id, ascending.
+    pub fn separator_positions(&self) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&i| self.input_ids[i] == self.sep_id)
+            .collect()
+    }
+
+    /// Positions whose id is the classifier id.
+    pub fn cls_positions(&self) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&i| self.input_ids[i] == self.cls_id)
+            .collect()
+    }
+
+    /// Text of the first position that holds `token_id`, if any.
+    pub fn text_of(&self, token_id: u32) -> Option<&str> {
+        self.input_ids
+            .iter()
+            .position(|&id| id == token_id)
+            .map(|i| self.token_texts[i].as_str())
+    }
+
+    /// Whether the token at `position` is punctuation only (for the classic
+    /// per-head statistics).
+    pub fn is_punctuation(&self, position: usize) -> bool {
+        !self.special[position] && {
+            let t = &self.token_texts[position];
+            !t.is_empty()
+                && t.chars().all(|c| {
+                    c.is_ascii_punctuation()
+                        || (!c.is_alphanumeric() && !c.is_whitespace() && c != '#')
+                })
+        }
+    }
+}

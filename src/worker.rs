@@ -1,0 +1,410 @@
+//! The model's own thread, which the app talks to only through channels.
+//!
+//! The UI never touches model state: it sends [`AnalysisWorker`] commands
+//! (load a model, analyse a text) and reads [`WorkerEvent`]s back, in the
+//! style of rerun's background workers. The thread is named
+//! `headscope-model` and owns the loaded [`Model`].
+//!
+//! Only the newest analysis matters. Every request gets a generation number,
+//! and an atomic "latest generation" is shared with the thread: requests
+//! queued behind a newer one are dropped unseen, and a run already in
+//! progress notices between two layers that it has gone stale and stops
+//! (reported as [`WorkerEvent::RunAbandoned`]).
+//!
+//! A panic inside a job is caught and reported as an event with a plain
+//! message; the thread keeps serving, so the app stays usable. Dropping the
+//! handle stops the thread and joins it.
+
+use crate::analysis::AnalysisOptions;
+use crate::model::{LoadProgress, Model, ModelSource};
+use crate::pipeline::{self, InputOptions, RunError, RunOutput};
+use crossbeam_channel::{Receiver, Sender};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Called after every event so the UI can repaint (e.g. `egui::Context::request_repaint`).
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// One analysis the UI asks for.
+#[derive(Debug, Clone)]
+pub struct AnalyseRequest {
+    pub generation: u64,
+    pub text: String,
+    pub input: InputOptions,
+    pub options: AnalysisOptions,
+}
+
+/// What a loaded model looks like, for the window and the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub source: ModelSource,
+    pub name: String,
+    pub layers: usize,
+    pub heads: usize,
+    /// The longest input the model takes, in tokens.
+    pub max_tokens: usize,
+}
+
+/// Why a run gave no result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFailure {
+    /// No model is loaded (yet, or the last load failed).
+    NoModel,
+    /// The text cannot become an input: empty, a sentence too long, ...
+    Input,
+    /// The model itself failed.
+    Model,
+    /// A bug: the job panicked. The worker keeps serving.
+    Panic,
+}
+
+/// What the worker tells the UI.
+#[derive(Debug, Clone)]
+pub enum WorkerEvent {
+    ModelLoading {
+        source: ModelSource,
+    },
+    /// Download or reading progress of the model being loaded.
+    ModelProgress(LoadProgress),
+    ModelReady(ModelInfo),
+    ModelFailed {
+        source: ModelSource,
+        message: String,
+    },
+    RunStarted {
+        generation: u64,
+    },
+    RunFinished {
+        generation: u64,
+        output: Arc<RunOutput>,
+    },
+    /// A newer request replaced this one while it ran; nothing to show.
+    RunAbandoned {
+        generation: u64,
+    },
+    RunFailed {
+        generation: u64,
+        failure: RunFailure,
+        message: String,
+    },
+}
+
+enum Command {
+    LoadModel(ModelSource),
+    Analyse(AnalyseRequest),
+    SetArtificialDelay(Duration),
+    InjectPanic,
+}
+
+/// Handle to the model thread. Dropping it stops the thread and joins it.
+pub struct AnalysisWorker {
+    commands: Option<Sender<Command>>,
+    events: Receiver<WorkerEvent>,
+    latest_generation: Arc<AtomicU64>,
+    shutdown: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AnalysisWorker {
+    /// Starts the thread; `wake` is called after each event is sent.
+    pub fn spawn(wake: Waker) -> std::io::Result<Self> {
+        let (command_tx, command_rx) = crossbeam_channel::unbounded();
+        let (event_tx, event_rx) = crossbeam_channel::unbounded();
+        let latest_generation = Arc::new(AtomicU64::new(0));
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let mut thread = WorkerThread {
+            model: None,
+            delay: Duration::ZERO,
+            panic_next_run: false,
+            events: event_tx,
+            wake,
+            latest_generation: latest_generation.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("headscope-model".into())
+            .spawn(move || thread.serve(&command_rx))?;
+        Ok(Self {
+            commands: Some(command_tx),
+            events: event_rx,
+            latest_generation,
+            shutdown,
+            thread: Some(handle),
+        })
+    }
+
+    /// Starts the thread, repainting `ctx` whenever an event arrives.
+    pub fn with_egui(ctx: egui::Context) -> std::io::Result<Self> {
+        Self::spawn(Arc::new(move || ctx.request_repaint()))
+    }
+
+    /// Loads a model, replacing the current one once it is ready.
+    pub fn load_model(&self, source: ModelSource) {
+        self.send(Command::LoadModel(source));
+    }
+
+    /// Asks for an analysis and returns its generation number. Any older
+    /// request still queued or running is abandoned.
+    pub fn analyse(&self, text: String, input: InputOptions, options: AnalysisOptions) -> u64 {
+        let generation = self.latest_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.send(Command::Analyse(AnalyseRequest {
+            generation,
+            text,
+            input,
+            options,
+        }));
+        generation
+    }
+
+    /// The generation of the newest request sent.
+    pub fn latest_generation(&self) -> u64 {
+        self.latest_generation.load(Ordering::SeqCst)
+    }
+
+    /// Makes every following run wait this long before the model starts
+    /// (still abandoned at once when a newer request comes): a slow model
+    /// for testing the UI.
+    pub fn set_artificial_delay(&self, delay: Duration) {
+        self.send(Command::SetArtificialDelay(delay));
+    }
+
+    /// Makes the next analysis panic, to check that a panic is reported and the
+    /// worker keeps serving. For tests.
+    #[doc(hidden)]
+    pub fn inject_panic(&self) {
+        self.send(Command::InjectPanic);
+    }
+
+    /// The next event, if one is waiting.
+    pub fn try_recv(&self) -> Option<WorkerEvent> {
+        self.events.try_recv().ok()
+    }
+
+    /// The event channel, e.g. for `recv_timeout` in tests.
+    pub fn events(&self) -> &Receiver<WorkerEvent> {
+        &self.events
+    }
+
+    /// Whether the thread is still running (false only after a bug killed it).
+    pub fn is_alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    fn send(&self, command: Command) {
+        if let Some(commands) = &self.commands {
+            // A send fails only when the thread is gone; `is_alive` tells.
+            let _ = commands.send(command);
+        }
+    }
+}
+
+impl Drop for AnalysisWorker {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        // Closing the channel ends the thread's wait for commands.
+        self.commands = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Unwinds out of a model download when the handle is dropped (the loader
+/// has no cancel hook of its own); caught by the job's `catch_unwind`.
+struct ShutdownRequested;
+
+/// The state that lives on the model thread.
+struct WorkerThread {
+    model: Option<Model>,
+    delay: Duration,
+    /// Set by [`AnalysisWorker::inject_panic`]: the next run panics.
+    panic_next_run: bool,
+    events: Sender<WorkerEvent>,
+    wake: Waker,
+    latest_generation: Arc<AtomicU64>,
+    shutdown: Arc<AtomicBool>,
+}
+
+impl WorkerThread {
+    fn serve(&mut self, commands: &Receiver<Command>) {
+        while let Ok(first) = commands.recv() {
+            // Take everything queued: loads and settings in order, and only
+            // the newest analysis request, run after them.
+            let mut newest_analysis = None;
+            for command in std::iter::once(first).chain(commands.try_iter()) {
+                if self.shutting_down() {
+                    return;
+                }
+                match command {
+                    Command::LoadModel(source) => self.load(source),
+                    Command::Analyse(request) => newest_analysis = Some(request),
+                    Command::SetArtificialDelay(delay) => self.delay = delay,
+                    Command::InjectPanic => self.panic_next_run = true,
+                }
+            }
+            if let Some(request) = newest_analysis {
+                if request.generation == self.latest_generation.load(Ordering::SeqCst) {
+                    self.analyse(request);
+                }
+            }
+        }
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+
+    fn emit(&self, event: WorkerEvent) {
+        // The receiver is gone only while the handle is being dropped.
+        let _ = self.events.send(event);
+        (self.wake)();
+    }
+
+    fn load(&mut self, source: ModelSource) {
+        self.emit(WorkerEvent::ModelLoading {
+            source: source.clone(),
+        });
+        let shutdown = self.shutdown.clone();
+        let events = self.events.clone();
+        let wake = self.wake.clone();
+        let mut last_report = None::<Instant>;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            Model::load(&source, &mut |progress| {
+                if shutdown.load(Ordering::SeqCst) {
+                    std::panic::resume_unwind(Box::new(ShutdownRequested));
+                }
+                // Downloads report every chunk: pass on a few per second.
+                let finished = matches!(&progress, LoadProgress::Downloading { done, total, .. } if done >= total);
+                let due = last_report.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
+                if due || finished || matches!(progress, LoadProgress::Reading(_)) {
+                    last_report = Some(Instant::now());
+                    let _ = events.send(WorkerEvent::ModelProgress(progress));
+                    wake();
+                }
+            })
+        }));
+        match result {
+            Ok(Ok(model)) => {
+                let info = ModelInfo {
+                    source,
+                    name: model.name.clone(),
+                    layers: model.layers(),
+                    heads: model.heads(),
+                    max_tokens: model.max_tokens(),
+                };
+                self.model = Some(model);
+                self.emit(WorkerEvent::ModelReady(info));
+            }
+            Ok(Err(error)) => self.emit(WorkerEvent::ModelFailed {
+                source,
+                message: format!("{error:#}"),
+            }),
+            Err(payload) => {
+                if payload.is::<ShutdownRequested>() {
+                    return;
+                }
+                self.emit(WorkerEvent::ModelFailed {
+                    source,
+                    message: format!(
+                        "loading the model crashed (a bug in headscope: {}); \
+                         the app is still usable, try another model",
+                        panic_message(payload.as_ref())
+                    ),
+                });
+            }
+        }
+    }
+
+    fn analyse(&mut self, request: AnalyseRequest) {
+        let generation = request.generation;
+        let panic_now = std::mem::take(&mut self.panic_next_run);
+        self.emit(WorkerEvent::RunStarted { generation });
+        let Some(model) = &self.model else {
+            self.emit(WorkerEvent::RunFailed {
+                generation,
+                failure: RunFailure::NoModel,
+                message: "no model is loaded: open a model folder or enter a Hugging Face model id"
+                    .into(),
+            });
+            return;
+        };
+        let latest = &self.latest_generation;
+        let shutdown = &self.shutdown;
+        let stale =
+            || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
+        let delay = self.delay;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            if panic_now {
+                panic!("panic injected for testing");
+            }
+            if !wait_unless(delay, &stale) {
+                return Err(RunError::Cancelled);
+            }
+            pipeline::run(
+                model,
+                &request.text,
+                &request.input,
+                &request.options,
+                &stale,
+            )
+        }));
+        let event = match result {
+            Ok(Ok(output)) => WorkerEvent::RunFinished {
+                generation,
+                output: Arc::new(output),
+            },
+            Ok(Err(RunError::Cancelled)) => WorkerEvent::RunAbandoned { generation },
+            Ok(Err(RunError::Input(error))) => WorkerEvent::RunFailed {
+                generation,
+                failure: RunFailure::Input,
+                message: error.to_string(),
+            },
+            Ok(Err(RunError::Model(message))) => WorkerEvent::RunFailed {
+                generation,
+                failure: RunFailure::Model,
+                message: format!("the model failed: {message}"),
+            },
+            Err(payload) => WorkerEvent::RunFailed {
+                generation,
+                failure: RunFailure::Panic,
+                message: panic_report(payload.as_ref()),
+            },
+        };
+        self.emit(event);
+    }
+}
+
+/// Sleeps for `delay` in short slices; false as soon as `stop` says so.
+fn wait_unless(delay: Duration, stop: &dyn Fn() -> bool) -> bool {
+    let end = Instant::now() + delay;
+    loop {
+        if stop() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(10)));
+    }
+}
+
+fn panic_report(payload: &(dyn std::any::Any + Send)) -> String {
+    format!(
+        "the analysis crashed (a bug in headscope: {}); the app is still usable: edit the text or change a setting to try again",
+        panic_message(payload)
+    )
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic".into()
+    }
+}

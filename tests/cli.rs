@@ -1,0 +1,223 @@
+//! The command line as scripts use it: `analyze` on real files with the real
+//! model, its JSON and NPZ, the cut of a long document, and a one-line error
+//! with a non-zero exit for every bad input.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Output};
+
+fn headscope(args: &[&str]) -> Output {
+    Command::new(headscope_bin())
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("run headscope")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A failure: non-zero exit, one line on stderr that contains `needle`, no panic.
+fn assert_fails_with(output: &Output, needle: &str) {
+    let message = stderr(output);
+    assert!(
+        !output.status.success(),
+        "expected failure, stderr: {message}"
+    );
+    assert!(!message.contains("panicked"), "panic: {message}");
+    assert!(
+        message.contains(needle),
+        "stderr {message:?} lacks {needle:?}"
+    );
+    assert_eq!(
+        message.trim_end().lines().count(),
+        1,
+        "one line expected: {message:?}"
+    );
+}
+
+fn model_arg() -> String {
+    test_model().to_string_lossy().into_owned()
+}
+
+#[test]
+fn analyze_writes_json_and_npz_matching_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let npz = dir.path().join("out.npz");
+    let output = headscope(&[
+        "analyze",
+        "--model",
+        &model_arg(),
+        "--one-sentence-per-line",
+        "--json",
+        json.to_str().unwrap(),
+        "--npz",
+        npz.to_str().unwrap(),
+        fixture("harbour.txt").to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("harbour.minilm.json")).unwrap())
+            .unwrap();
+    assert_eq!(ours["input_ids"], reference["input_ids"]);
+    assert_eq!(ours["sentences_left_out"], 0);
+    for (l, layer) in reference["layers"].as_array().unwrap().iter().enumerate() {
+        for (h, head) in layer["heads"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                ours["layers"][l]["heads"][h]["category"], head["category"],
+                "L{l} H{h}"
+            );
+            assert_eq!(
+                ours["layers"][l]["heads"][h]["focus_token_id"], head["focus_token_id"],
+                "L{l} H{h}"
+            );
+        }
+    }
+    let arrays = headscope::npz::read_npz(&npz).unwrap();
+    for key in ["input_ids", "attentions", "heads", "similarity"] {
+        assert!(arrays.contains_key(key), "npz lacks {key}");
+    }
+}
+
+#[test]
+fn analyze_prints_a_table_and_reads_stdin() {
+    let mut child = Command::new(headscope_bin())
+        .args(["analyze", "--model", &model_arg(), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"The cat sat on the mat. The cat slept. A dog came by and the cat ran.")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.contains("layer"), "{table}");
+    // One row per layer of the 6-layer model.
+    let rows = table
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        })
+        .count();
+    assert_eq!(rows, 6, "{table}");
+}
+
+#[test]
+fn a_long_document_is_cut_at_the_last_whole_sentence_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..60)
+        .map(|i| format!("Sentence number {i} tells how the quiet harbour slowly woke up before the early dawn.\n"))
+        .collect();
+    let file = dir.path().join("long.txt");
+    std::fs::write(&file, &text).unwrap();
+    let json = dir.path().join("long.json");
+    let output = headscope(&[
+        "analyze",
+        "--model",
+        &model_arg(),
+        "--one-sentence-per-line",
+        "--json",
+        json.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let analysed = report["sentences_analysed"].as_u64().unwrap();
+    let left_out = report["sentences_left_out"].as_u64().unwrap();
+    let tokens = report["tokens"].as_u64().unwrap();
+    assert_eq!(analysed + left_out, 60);
+    assert!(
+        left_out > 0 && tokens <= 512,
+        "{analysed} {left_out} {tokens}"
+    );
+    // Each sentence is the same length here, so one more would not fit.
+    let per_sentence = (tokens - 1) / analysed;
+    assert!(tokens + per_sentence > 512);
+    assert!(
+        stderr(&output).contains(&format!("left out {left_out} sentences")),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn bad_inputs_fail_with_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_arg();
+    let good = fixture("harbour.txt");
+    let good = good.to_str().unwrap();
+
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "  \n\n ").unwrap();
+    assert_fails_with(
+        &headscope(&["analyze", "--model", &model, empty.to_str().unwrap()]),
+        "empty",
+    );
+
+    let binary = dir.path().join("data.bin");
+    std::fs::write(&binary, [0u8, 159, 146, 150, 0, 1, 2, 3, 255]).unwrap();
+    assert_fails_with(
+        &headscope(&["analyze", "--model", &model, binary.to_str().unwrap()]),
+        "binary",
+    );
+
+    assert_fails_with(
+        &headscope(&["analyze", "--model", &model, "/no/such/file.txt"]),
+        "/no/such/file.txt",
+    );
+
+    assert_fails_with(
+        &headscope(&["analyze", "--model", "/no/such/model", good]),
+        "/no/such/model",
+    );
+
+    let no_tokenizer = dir.path().join("model");
+    std::fs::create_dir(&no_tokenizer).unwrap();
+    std::fs::copy(
+        test_model().join("config.json"),
+        no_tokenizer.join("config.json"),
+    )
+    .unwrap();
+    assert_fails_with(
+        &headscope(&["analyze", "--model", no_tokenizer.to_str().unwrap(), good]),
+        "tokenizer.json",
+    );
+
+    let hub = headscope(&["analyze", "--model", "bert-base-uncased", good]);
+    assert_fails_with(&hub, "bert-base-uncased");
+
+    assert_fails_with(
+        &headscope(&[
+            "analyze",
+            "--model",
+            &model,
+            "--json",
+            "/no/such/folder/out.json",
+            good,
+        ]),
+        "/no/such/folder",
+    );
+
+    // Latin-1 is read, with a warning.
+    let latin1 = dir.path().join("latin1.txt");
+    std::fs::write(&latin1, b"Le caf\xe9 est ferm\xe9. Il pleut sur la ville.").unwrap();
+    let output = headscope(&["analyze", "--model", &model, latin1.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("Latin-1"));
+}
