@@ -246,6 +246,7 @@ pub fn top_fraction_count(q: f64, candidates: usize) -> usize {
 /// One head's T×T similarity after `variant`. Cosine and row-over-diagonal
 /// give 0 where the diagonal makes the denominator zero; z-score gives 0
 /// everywhere when the head's S is constant. Non-finite results become 0.
+/// Panics unless `raw` holds T×T values.
 pub fn transformed_similarity(raw: &[f32], tokens: usize, variant: SimilarityVariant) -> Vec<f32> {
     assert_eq!(raw.len(), tokens * tokens, "similarity must be T×T");
     let transform = Transform::new(raw, tokens, variant);
@@ -264,6 +265,11 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     let t = captures.tokens;
     let (layers, heads) = (captures.layers, captures.heads);
     assert_eq!(tokens.len(), t, "token sequence and captures disagree on T");
+    assert_eq!(
+        tokens.token_texts.len(),
+        t,
+        "token texts must cover every position"
+    );
     assert_eq!(
         tokens.special.len(),
         t,
@@ -371,6 +377,8 @@ struct Document<'a> {
     options: &'a AnalysisOptions,
     t: usize,
     content: Vec<usize>,
+    /// The content positions as maximal runs of consecutive positions.
+    content_runs: Vec<std::ops::Range<usize>>,
     /// Candidate pairs (i, j) as positions, in pair order.
     pairs: Vec<(u32, u32)>,
     separators: Vec<usize>,
@@ -385,11 +393,19 @@ impl<'a> Document<'a> {
         for (a, &i) in content.iter().enumerate() {
             pairs.extend(content[a + 1..].iter().map(|&j| (i as u32, j as u32)));
         }
+        let mut content_runs: Vec<std::ops::Range<usize>> = Vec::new();
+        for &i in &content {
+            match content_runs.last_mut() {
+                Some(run) if run.end == i => run.end = i + 1,
+                _ => content_runs.push(i..i + 1),
+            }
+        }
         Self {
             tokens,
             options,
             t: tokens.len(),
             pairs,
+            content_runs,
             separators: tokens.separator_positions(),
             cls: tokens.cls_positions(),
             punctuation: (0..tokens.len())
@@ -485,8 +501,15 @@ fn analyse_head(
 
     let values = &mut scratch.values;
     values.clear();
-    for (a, &i) in doc.content.iter().enumerate() {
-        transform.extend_row(i, &doc.content[a + 1..], values);
+    // Row i's candidates are the content positions after i: the rest of its
+    // own run, then every later run (pair order).
+    for (r, run) in doc.content_runs.iter().enumerate() {
+        for i in run.clone() {
+            transform.extend_row(i, i + 1..run.end, values);
+            for later in &doc.content_runs[r + 1..] {
+                transform.extend_row(i, later.clone(), values);
+            }
+        }
     }
     let moments = Moments::of(values);
 
@@ -844,17 +867,21 @@ impl<'a> Transform<'a> {
     }
 
     /// Appends S'[i, j] for every j in `columns`: `get` with the variant's
-    /// dispatch hoisted out of the loop.
-    fn extend_row(&self, i: usize, columns: &[usize], out: &mut Vec<f32>) {
+    /// dispatch hoisted out of the loop and contiguous columns copied as
+    /// slices, which vectorises.
+    fn extend_row(&self, i: usize, columns: std::ops::Range<usize>, out: &mut Vec<f32>) {
         let row = &self.raw[i * self.t..(i + 1) * self.t];
-        let values = columns.iter().map(|&j| row[j]);
+        let values = row[columns.clone()].iter().copied();
         match &self.kind {
             TransformKind::Raw => out.extend(values.map(clean)),
-            TransformKind::Cosine(inv) => out.extend(
-                columns
-                    .iter()
-                    .map(|&j| clean(cosine(row[j], inv[i], inv[j]))),
-            ),
+            TransformKind::Cosine(inv) => {
+                let a = inv[i];
+                out.extend(
+                    values
+                        .zip(&inv[columns])
+                        .map(|(s, &b)| clean(cosine(s, a, b))),
+                )
+            }
             TransformKind::RowOverDiagonal(diag) => {
                 out.extend(values.map(|s| clean(over_diagonal(s, diag[i]))))
             }
@@ -948,25 +975,25 @@ fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec<usize> {
     }
     keys.clear();
     // A cheap threshold from a strided sample usually leaves only a few times
-    // k survivors; every value at least as good as the threshold survives,
+    // k survivors; every value at least as good as the threshold survives
+    // (IEEE comparison: ties and −0/+0 included, NaN, which ranks last, not),
     // so when at least k do, the k best are among them.
     let stride = (values.len() / 4096).max(1);
     if stride > 1 {
-        let mut sample: Vec<u64> = values
+        let mut sample: Vec<f32> = values
             .iter()
             .step_by(stride)
-            .map(|&v| rank_key(v, 0))
+            .copied()
+            .filter(|v| !v.is_nan())
             .collect();
         let rank = ((k as f64 / values.len() as f64) * sample.len() as f64 * 2.0) as usize + 8;
         if rank < sample.len() {
-            let threshold = *sample.select_nth_unstable(rank).1 | 0xffff_ffff;
-            keys.extend(
-                values
-                    .iter()
-                    .enumerate()
-                    .map(|(p, &v)| rank_key(v, p))
-                    .filter(|&key| key <= threshold),
-            );
+            let threshold = *sample.select_nth_unstable_by(rank, |a, b| b.total_cmp(a)).1;
+            for (p, &v) in values.iter().enumerate() {
+                if v >= threshold {
+                    keys.push(rank_key(v, p));
+                }
+            }
             if keys.len() < k {
                 keys.clear();
             }
@@ -1000,7 +1027,9 @@ fn top_k_per_row(
     let Scratch { row, keys, .. } = scratch;
     for &i in &doc.content {
         row.clear();
-        transform.extend_row(i, &doc.content, row);
+        for run in &doc.content_runs {
+            transform.extend_row(i, run.clone(), row);
+        }
         keys.clear();
         keys.extend(
             doc.content
@@ -1049,13 +1078,29 @@ fn correlation_matrix(profiles: Vec<Option<Vec<f64>>>) -> Vec<Vec<Option<f64>>> 
         grid[a][a] = Some(1.0);
         for b in a + 1..l {
             let Some(y) = &unit[b] else { continue };
-            let r = x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>();
+            let r = dot(x, y);
             let r = finite(r.clamp(-1.0, 1.0));
             grid[a][b] = r;
             grid[b][a] = r;
         }
     }
     grid
+}
+
+/// Σ a·b with eight independent accumulators (see `lane_sum`).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
+    let rest: f64 = (chunks_a.remainder().iter())
+        .zip(chunks_b.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (ca, cb) in chunks_a.zip(chunks_b) {
+        for ((lane, x), y) in lanes.iter_mut().zip(ca).zip(cb) {
+            *lane += x * y;
+        }
+    }
+    lanes.iter().sum::<f64>() + rest
 }
 
 fn fraction(count: usize, total: usize) -> Option<f64> {

@@ -293,7 +293,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     }
     let (model, output) = args.text.run()?;
     if let Some(path) = &args.npz {
-        let _ = path; // PENDING npz
+        crate::npz::write_captures_npz(path, &output.input.tokens.input_ids, &output.captures)?;
     }
     match &args.json {
         Some(path) => {
@@ -301,7 +301,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
             if path.as_os_str() == "-" {
                 println!("{json}");
             } else {
-                std::fs::write(path, &json)?; // PENDING
+                crate::export::save_text(&json, path)?;
             }
         }
         None => print_table(&model, &output),
@@ -441,6 +441,96 @@ fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
 }
 
 fn export(args: ExportArgs) -> anyhow::Result<()> {
-    let _ = args;
-    bail!("export is not wired yet")
+    use crate::analysis::transformed_similarity;
+    use crate::captures::HeadId;
+    use crate::colormap::{ColorMap, ValueRange};
+    use crate::export::{self as exp, GridRange};
+    if args.png.is_none() && args.csv.is_none() {
+        bail!("nothing to write: give --png OUT and/or --csv OUT");
+    }
+    if args.grid && args.csv.is_some() {
+        bail!("--csv writes one head's matrix: give --layer and --head instead of --grid");
+    }
+    let map = ColorMap::all()
+        .into_iter()
+        .find(|m| m.name().eq_ignore_ascii_case(&args.colormap))
+        .ok_or_else(|| {
+            let names: Vec<&str> = ColorMap::all().iter().map(|m| m.name()).collect();
+            anyhow!(
+                "--colormap {}: not one of {}",
+                args.colormap,
+                names.join(", ")
+            )
+        })?;
+    if args.scale == Some(0) {
+        bail!("--scale must be at least 1");
+    }
+    for path in [&args.png, &args.csv].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    let (model, output) = args.text.run()?;
+    let options = args.text.analysis.options()?;
+    let captures = &output.captures;
+    let tokens = captures.tokens;
+    let labels = &output.input.tokens.token_texts;
+    let what = if args.attention {
+        "attention"
+    } else {
+        "similarity"
+    };
+    // The matrix shown is the one the analysis ranks pairs by.
+    let matrix = |id: HeadId| -> Vec<f32> {
+        if args.attention {
+            captures.attention(id).to_vec()
+        } else {
+            transformed_similarity(captures.similarity(id), tokens, options.similarity)
+        }
+    };
+    if args.grid {
+        let panels: Vec<(String, Vec<f32>)> = captures
+            .head_ids()
+            .map(|id| {
+                let category = output.analysis.layers[id.layer].heads[id.head]
+                    .category
+                    .map_or("—".to_string(), |c| c.to_string());
+                (format!("L{} H{} {category}", id.layer, id.head), matrix(id))
+            })
+            .collect();
+        let image = exp::grid_image(&panels, tokens, captures.heads, map, GridRange::PerPanel);
+        if let Some(path) = &args.png {
+            exp::save_png(&image, path)?;
+        }
+        return Ok(());
+    }
+    let (layer, head) = (args.layer.unwrap_or(0), args.head.unwrap_or(0));
+    if layer >= captures.layers {
+        bail!(
+            "--layer {layer} is out of range: {} has layers 0 to {}",
+            model.name,
+            captures.layers - 1
+        );
+    }
+    if head >= captures.heads {
+        bail!(
+            "--head {head} is out of range: {} has heads 0 to {}",
+            model.name,
+            captures.heads - 1
+        );
+    }
+    let values = matrix(HeadId::new(layer, head));
+    let range = ValueRange::auto(map, &values);
+    if let Some(path) = &args.png {
+        let image = if args.labels {
+            let title = format!("{} · layer {layer} head {head} · {what}", model.name);
+            exp::labelled_heatmap(&values, tokens, labels, &title, map, range)
+        } else {
+            let scale = args.scale.unwrap_or_else(|| exp::default_scale(tokens));
+            exp::heatmap_image(&values, tokens, map, range, scale)
+        };
+        exp::save_png(&image, path)?;
+    }
+    if let Some(path) = &args.csv {
+        exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;
+    }
+    Ok(())
 }

@@ -35,7 +35,9 @@ pub fn default_scale(tokens: usize) -> u32 {
 
 /// Exactly the matrix and nothing else: T×T cells of `scale`×`scale` pixels,
 /// row i (query/token i) top to bottom, column j left to right. Missing
-/// values (a short `matrix`) show the NaN colour; `scale` 0 is taken as 1.
+/// values (a short `matrix`) show the NaN colour; `scale` 0 is taken as 1,
+/// and a scale that would make the image wider than 32768 pixels is reduced
+/// (to no less than 1) rather than exhaust memory.
 pub fn heatmap_image(
     matrix: &[f32],
     tokens: usize,
@@ -43,18 +45,14 @@ pub fn heatmap_image(
     range: ValueRange,
     scale: u32,
 ) -> RgbImage {
-    let scale = scale.max(1);
-    let side = side_pixels(tokens, scale);
+    let most = u32::try_from(32768 / tokens.max(1)).unwrap_or(1).max(1);
+    let scale = scale.clamp(1, most);
+    let side = u32::try_from(tokens)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(scale);
     let mut img = RgbImage::new(side, side);
     paint_heatmap(&mut img, 0, 0, matrix, tokens, map, range, scale);
     img
-}
-
-fn side_pixels(tokens: usize, scale: u32) -> u32 {
-    u32::try_from(tokens)
-        .ok()
-        .and_then(|t| t.checked_mul(scale))
-        .unwrap_or(u32::MAX)
 }
 
 /// Paints the heatmap with its top-left corner at (x0, y0); pixels outside
@@ -206,7 +204,8 @@ impl Typesetter {
         if self.width(text, px) <= max_width {
             return text.to_string();
         }
-        let mut chars: Vec<char> = text.chars().collect();
+        // Nothing longer than this fits any figure; it bounds the search.
+        let mut chars: Vec<char> = text.chars().take(400).collect();
         while !chars.is_empty() {
             chars.pop();
             let candidate: String = chars.iter().chain(['…'].iter()).collect();
@@ -268,6 +267,9 @@ fn blit(img: &mut RgbImage, mask: &Mask, left: i64, top: i64, rotated: bool) {
             if a <= 0.0 {
                 continue;
             }
+            // Ubuntu Light is thin; a gamma below 1 darkens the strokes'
+            // edges so small labels survive printing and downscaling.
+            let a = a.powf(0.7);
             // Rotating anticlockwise sends mask (mx, my) to (my, width-1-mx).
             let (dx, dy) = if rotated {
                 (my as i64, (mask.width - 1 - mx) as i64)
@@ -309,14 +311,15 @@ fn tick_labels(range: ValueRange, count: usize) -> Vec<(f32, String)> {
                 min + step * k as f64
             };
             let text = if scientific {
-                format!("{v:.2e}")
+                format!("{v:.2e}").replace('-', "\u{2212}")
             } else {
                 let s = format!("{v:.decimals$}");
-                // "-0.000" reads as a sign error; show zero unsigned.
-                if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
-                    s[1..].to_string()
-                } else {
-                    s
+                match s.strip_prefix('-') {
+                    // "-0.000" reads as a sign error; show zero unsigned.
+                    Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+                    // A typographic minus, as in printed figures.
+                    Some(rest) => format!("\u{2212}{rest}"),
+                    None => s,
                 }
             };
             let t = if max > min {
@@ -329,8 +332,8 @@ fn tick_labels(range: ValueRange, count: usize) -> Vec<(f32, String)> {
         .collect()
 }
 
-/// Draws a vertical colour bar (high at the top) with a frame and `ticks`
-/// labels on its right; returns nothing, the caller reserved the space.
+/// Draws a vertical colour bar (high at the top) with a frame and five tick
+/// values on its right, in space the caller reserved.
 #[allow(clippy::too_many_arguments)]
 fn draw_colour_bar(
     img: &mut RgbImage,
@@ -386,10 +389,10 @@ fn label_of(labels: &[String], i: usize) -> String {
 /// queries) and below (columns, keys, reading upwards), the heatmap itself
 /// framed in the middle and a colour bar with five tick values on the
 /// right, on white. Cells are sized so the heatmap is about 960 pixels
-/// across (4 to 40 pixels a cell); when cells are too small for a label
-/// each, only every k-th token is labelled (from 128 tokens on, every
-/// second). Labels shorter than `tokens` fall back to position numbers;
-/// long labels are shortened with an ellipsis.
+/// across, but up to 128 tokens at least 12 pixels a cell so that every
+/// token gets a readable label; beyond that cells shrink (to 4 pixels) and
+/// only every k-th token is labelled. Missing labels fall back to position
+/// numbers; long labels and titles are shortened with an ellipsis.
 pub fn labelled_heatmap(
     matrix: &[f32],
     tokens: usize,
@@ -400,7 +403,12 @@ pub fn labelled_heatmap(
 ) -> RgbImage {
     let ts = Typesetter::new();
     let ts = ts.as_ref();
-    let cell = 960usize.div_ceil(tokens.max(1)).clamp(4, 40);
+    let fill = 960usize.div_ceil(tokens.max(1));
+    let cell = if tokens <= 128 {
+        fill.clamp(12, 120)
+    } else {
+        fill.max(4)
+    };
     let side = cell * tokens;
     let label_px = (cell as f32 * 0.95).clamp(13.0, 19.0);
     let title_px = (label_px * 1.5).max(22.0);
@@ -433,11 +441,16 @@ pub fn labelled_heatmap(
     let bar_width = 28;
     let bar_labels = colour_bar_label_width(ts, range, tick_px);
 
-    let hx = margin + label_width + tick + 4;
+    let left_part = margin + label_width + tick + 4;
+    let content_width = left_part + side + bar_gap + bar_width + 10 + bar_labels + margin;
+    // A long title may widen the figure, up to a point; the rest is cut.
+    let title_room = content_width.max(1600) - 2 * margin;
+    let title = ts.map_or_else(String::new, |t| t.fit(title, title_px, title_room as f32));
+    let title_width = ts.map_or(0, |t| t.width(&title, title_px).ceil() as usize);
+    let width = content_width.max(title_width + 2 * margin);
+    // Content is centred when the title made the figure wider.
+    let hx = (width - content_width) / 2 + left_part;
     let hy = margin + title_height + margin / 2;
-    let content_right = hx + side + bar_gap + bar_width + 10 + bar_labels + margin;
-    let title_width = ts.map_or(0, |t| t.width(title, title_px).ceil() as usize);
-    let width = content_right.max(title_width + 2 * margin);
     let height = hy + side + tick + 4 + label_width + margin;
     let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
         return RgbImage::new(0, 0);
@@ -479,7 +492,7 @@ pub fn labelled_heatmap(
     draw_text(
         &mut img,
         ts,
-        title,
+        &title,
         title_px,
         centre,
         title_y,

@@ -18,6 +18,7 @@ pub mod bench;
 pub mod captures;
 pub mod cli;
 pub mod colormap;
+pub mod corpus;
 pub mod export;
 pub mod input;
 pub mod model;

@@ -1,1 +1,716 @@
-//! (in progress)
+//! NumPy `.npy` arrays in `.npz` archives, written for `numpy.load` and read
+//! from numpy's own `savez`/`savez_compressed` output (ANALYSIS.md §6).
+//!
+//! Only what headscope exchanges is supported: little-endian float32 and
+//! int64 arrays in C order (float64 and int32 are read and converted). The
+//! writer borrows its arrays ([`NpyView`]) because captures can be 150 MB
+//! and should not be copied just to be saved; it stores arrays
+//! uncompressed, as `numpy.savez` does, since attention floats barely
+//! compress (about 15 %) while deflating 150 MB takes around ten seconds.
+//! Archives are written through [`crate::export::write_atomically`];
+//! numpy 2.4's `numpy.load` reads them back identical to numpy's own
+//! `savez_compressed` output of the same arrays (checked by hand).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::captures::Captures;
+use crate::export::{write_atomically, ExportError};
+
+/// An array read from an `.npz`, row-major (C order).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NpyArray {
+    F32 { shape: Vec<usize>, data: Vec<f32> },
+    I64 { shape: Vec<usize>, data: Vec<i64> },
+}
+
+impl NpyArray {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            NpyArray::F32 { shape, .. } | NpyArray::I64 { shape, .. } => shape,
+        }
+    }
+
+    /// The values if this is a float array.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match self {
+            NpyArray::F32 { data, .. } => Some(data),
+            NpyArray::I64 { .. } => None,
+        }
+    }
+
+    /// The values if this is an integer array.
+    pub fn as_i64(&self) -> Option<&[i64]> {
+        match self {
+            NpyArray::I64 { data, .. } => Some(data),
+            NpyArray::F32 { .. } => None,
+        }
+    }
+
+    /// A borrowed view for [`write_npz`].
+    pub fn view(&self) -> NpyView<'_> {
+        match self {
+            NpyArray::F32 { shape, data } => NpyView::F32 {
+                shape: shape.clone(),
+                data,
+            },
+            NpyArray::I64 { shape, data } => NpyView::I64 {
+                shape: shape.clone(),
+                data,
+            },
+        }
+    }
+}
+
+/// An array to write, borrowing its values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NpyView<'a> {
+    F32 { shape: Vec<usize>, data: &'a [f32] },
+    I64 { shape: Vec<usize>, data: &'a [i64] },
+}
+
+impl NpyView<'_> {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            NpyView::F32 { shape, .. } | NpyView::I64 { shape, .. } => shape,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            NpyView::F32 { data, .. } => data.len(),
+            NpyView::I64 { data, .. } => data.len(),
+        }
+    }
+
+    fn descr(&self) -> &'static str {
+        match self {
+            NpyView::F32 { .. } => "<f4",
+            NpyView::I64 { .. } => "<i8",
+        }
+    }
+
+    fn item_size(&self) -> usize {
+        match self {
+            NpyView::F32 { .. } => 4,
+            NpyView::I64 { .. } => 8,
+        }
+    }
+}
+
+/// What went wrong reading or writing an `.npz`, naming the file (and the
+/// array, where one is at fault).
+#[derive(Debug, thiserror::Error)]
+pub enum NpzError {
+    /// The file itself could not be written.
+    #[error(transparent)]
+    Write(#[from] ExportError),
+    /// The arrays given to the writer are inconsistent.
+    #[error("cannot write {}: {reason}", .path.display())]
+    Invalid { path: PathBuf, reason: String },
+    /// The file could not be read or is not what was expected.
+    #[error("cannot read {}: {reason}", .path.display())]
+    Read { path: PathBuf, reason: String },
+}
+
+fn invalid(path: &Path, reason: impl Into<String>) -> NpzError {
+    NpzError::Invalid {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+fn unreadable(path: &Path, reason: impl Into<String>) -> NpzError {
+    NpzError::Read {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+fn shape_text(shape: &[usize]) -> String {
+    if shape.is_empty() {
+        return "() (a scalar)".into();
+    }
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    dims.join("×")
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+
+/// The `.npy` v1.0 header (v2.0 if it would not fit), padded with spaces
+/// so that the data starts on a 64-byte boundary, as numpy writes it.
+fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let shape = match shape {
+        [] => "()".to_string(),
+        [n] => format!("({n},)"),
+        dims => {
+            let dims: Vec<String> = dims.iter().map(usize::to_string).collect();
+            format!("({})", dims.join(", "))
+        }
+    };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let build = |prefix: usize| {
+        let unpadded = prefix + dict.len() + 1;
+        let padding = unpadded.next_multiple_of(64) - unpadded;
+        format!("{dict}{}\n", " ".repeat(padding))
+    };
+    let mut out = b"\x93NUMPY".to_vec();
+    let text = build(10);
+    if let Ok(len) = u16::try_from(text.len()) {
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    } else {
+        let text = build(12);
+        out.extend_from_slice(&[2, 0]);
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    out
+}
+
+/// Writes the values little-endian through a small buffer, so no copy of
+/// the whole array is made.
+fn write_values<T: Copy, const N: usize>(
+    w: &mut dyn Write,
+    data: &[T],
+    to_le: fn(T) -> [u8; N],
+) -> io::Result<()> {
+    let mut buffer = Vec::with_capacity(64 * 1024);
+    for chunk in data.chunks(64 * 1024 / N) {
+        buffer.clear();
+        for &v in chunk {
+            buffer.extend_from_slice(&to_le(v));
+        }
+        w.write_all(&buffer)?;
+    }
+    Ok(())
+}
+
+/// Writes `arrays` as `<name>.npy` members of an `.npz` at `path`,
+/// atomically, for `numpy.load(path)[name]`. Names must be unique and
+/// each shape must match its number of values.
+pub fn write_npz(path: &Path, arrays: &[(&str, NpyView<'_>)]) -> Result<(), NpzError> {
+    for (k, (name, array)) in arrays.iter().enumerate() {
+        if name.is_empty() {
+            return Err(invalid(path, "an array has an empty name"));
+        }
+        if arrays[..k].iter().any(|(other, _)| other == name) {
+            return Err(invalid(path, format!("two arrays are named '{name}'")));
+        }
+        let expected = array
+            .shape()
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d));
+        if expected != Some(array.len()) {
+            return Err(invalid(
+                path,
+                format!(
+                    "array '{name}' has shape {} but {} values",
+                    shape_text(array.shape()),
+                    array.len()
+                ),
+            ));
+        }
+    }
+    write_atomically(path, |w| {
+        // The atomic writer is not seekable; the zip crate's streaming mode
+        // writes sizes after each member instead, which numpy reads fine.
+        let mut zip = zip::ZipWriter::new_stream(w);
+        for (name, array) in arrays {
+            let header = npy_header(array.descr(), array.shape());
+            let bytes = header.len() as u64 + (array.len() * array.item_size()) as u64;
+            let options = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                // Streaming cannot go back to add zip64 fields later.
+                .large_file(bytes >= u64::from(u32::MAX));
+            zip.start_file(format!("{name}.npy"), options)
+                .map_err(io::Error::other)?;
+            zip.write_all(&header)?;
+            match array {
+                NpyView::F32 { data, .. } => write_values(&mut zip, data, f32::to_le_bytes)?,
+                NpyView::I64 { data, .. } => write_values(&mut zip, data, i64::to_le_bytes)?,
+            }
+        }
+        zip.finish().map_err(io::Error::other)?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Writes the captures with exactly the keys of ANALYSIS.md §6:
+/// `input_ids` (int64, T), `attentions` (float32, L×H×T×T), `heads`
+/// (float32, L×H×T×d) and `similarity` (float32, L×H×T×T).
+pub fn write_captures_npz(
+    path: &Path,
+    input_ids: &[u32],
+    captures: &Captures,
+) -> Result<(), NpzError> {
+    let (l, h, t, d) = (
+        captures.layers,
+        captures.heads,
+        captures.tokens,
+        captures.head_dim,
+    );
+    if input_ids.len() != t {
+        return Err(invalid(
+            path,
+            format!("{} input ids for captures of {t} tokens", input_ids.len()),
+        ));
+    }
+    let ids: Vec<i64> = input_ids.iter().map(|&id| i64::from(id)).collect();
+    write_npz(
+        path,
+        &[
+            (
+                "input_ids",
+                NpyView::I64 {
+                    shape: vec![t],
+                    data: &ids,
+                },
+            ),
+            (
+                "attentions",
+                NpyView::F32 {
+                    shape: vec![l, h, t, t],
+                    data: &captures.attentions,
+                },
+            ),
+            (
+                "heads",
+                NpyView::F32 {
+                    shape: vec![l, h, t, d],
+                    data: &captures.head_outputs,
+                },
+            ),
+            (
+                "similarity",
+                NpyView::F32 {
+                    shape: vec![l, h, t, t],
+                    data: &captures.similarity,
+                },
+            ),
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+
+/// Reads every `.npy` member of an `.npz` (numpy's `savez` or
+/// `savez_compressed`, or ours), keyed by name without `.npy`, as numpy
+/// does; other members are skipped. Float64 becomes float32 and int32
+/// becomes int64; other dtypes, big-endian data and Fortran order are
+/// refused with a message naming the array.
+pub fn read_npz(path: &Path) -> Result<BTreeMap<String, NpyArray>, NpzError> {
+    let file = File::open(path).map_err(|e| {
+        unreadable(
+            path,
+            match e.kind() {
+                io::ErrorKind::NotFound => "the file does not exist".to_string(),
+                io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                _ => e.to_string(),
+            },
+        )
+    })?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(unreadable(path, "it is a directory"));
+    }
+    let mut archive = zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|e| unreadable(path, format!("not an .npz (zip) file ({e})")))?;
+    let mut arrays = BTreeMap::new();
+    for index in 0..archive.len() {
+        let mut member = archive
+            .by_index(index)
+            .map_err(|e| unreadable(path, format!("damaged archive ({e})")))?;
+        let name = member
+            .name()
+            .map_err(|e| unreadable(path, format!("damaged archive ({e})")))?
+            .to_string();
+        let Some(key) = name.strip_suffix(".npy").map(str::to_string) else {
+            continue;
+        };
+        if member.is_dir() {
+            continue;
+        }
+        let size = member.size();
+        let array = read_npy(&mut member, size)
+            .map_err(|reason| unreadable(path, format!("array '{key}' {reason}")))?;
+        arrays.insert(key, array);
+    }
+    Ok(arrays)
+}
+
+/// Reads the file written by [`write_captures_npz`] (or numpy with the
+/// same keys and shapes) back into input ids and captures.
+pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> {
+    let mut arrays = read_npz(path)?;
+    let mut take = |key: &str| {
+        arrays
+            .remove(key)
+            .ok_or_else(|| unreadable(path, format!("array '{key}' is missing")))
+    };
+    let ids = take("input_ids")?;
+    let attentions = take("attentions")?;
+    let heads = take("heads")?;
+    let similarity = take("similarity")?;
+    let wrong = |key: &str, array: &NpyArray, wanted: &str| {
+        unreadable(
+            path,
+            format!(
+                "array '{key}' has shape {}, expected {wanted}",
+                shape_text(array.shape())
+            ),
+        )
+    };
+    let (l, h, t) = match attentions.shape() {
+        &[l, h, t, t2] if t == t2 => (l, h, t),
+        _ => return Err(wrong("attentions", &attentions, "L×H×T×T")),
+    };
+    let d = match heads.shape() {
+        &[l2, h2, t2, d] if (l2, h2, t2) == (l, h, t) => d,
+        _ => return Err(wrong("heads", &heads, &format!("{l}×{h}×{t}×d"))),
+    };
+    if similarity.shape() != attentions.shape() {
+        return Err(wrong(
+            "similarity",
+            &similarity,
+            &format!("{l}×{h}×{t}×{t}"),
+        ));
+    }
+    if ids.shape() != [t] {
+        return Err(wrong("input_ids", &ids, &t.to_string()));
+    }
+    let input_ids = match ids {
+        NpyArray::I64 { data, .. } => data
+            .iter()
+            .map(|&id| u32::try_from(id))
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| unreadable(path, "array 'input_ids' holds ids outside 0..2³²"))?,
+        NpyArray::F32 { .. } => {
+            return Err(unreadable(
+                path,
+                "array 'input_ids' holds floats, not integer ids",
+            ))
+        }
+    };
+    let floats = |key: &str, array: NpyArray| match array {
+        NpyArray::F32 { data, .. } => Ok(data),
+        NpyArray::I64 { .. } => Err(unreadable(
+            path,
+            format!("array '{key}' holds integers, not floats"),
+        )),
+    };
+    let captures = Captures {
+        layers: l,
+        heads: h,
+        tokens: t,
+        head_dim: d,
+        attentions: floats("attentions", attentions)?,
+        head_outputs: floats("heads", heads)?,
+        similarity: floats("similarity", similarity)?,
+    };
+    Ok((input_ids, captures))
+}
+
+/// The element types we read and what they become.
+#[derive(Clone, Copy)]
+enum Dtype {
+    F4,
+    F8,
+    I4,
+    I8,
+}
+
+impl Dtype {
+    fn parse(descr: &str) -> Result<Dtype, String> {
+        match descr {
+            "<f4" => Ok(Dtype::F4),
+            "<f8" => Ok(Dtype::F8),
+            "<i4" => Ok(Dtype::I4),
+            "<i8" => Ok(Dtype::I8),
+            d if d.starts_with('>') => Err(format!(
+                "is big-endian ('{d}'); save it little-endian, e.g. with .astype('<f4')"
+            )),
+            d => Err(format!(
+                "has dtype '{d}'; only float32, float64, int32 and int64 ('<f4', '<f8', '<i4', '<i8') are supported"
+            )),
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Dtype::F4 | Dtype::I4 => 4,
+            Dtype::F8 | Dtype::I8 => 8,
+        }
+    }
+}
+
+/// One `.npy` stream of `size` bytes; errors finish the sentence
+/// "array 'x' …".
+fn read_npy(r: &mut dyn Read, size: u64) -> Result<NpyArray, String> {
+    let truncated = |e: io::Error| match e.kind() {
+        io::ErrorKind::UnexpectedEof => "is truncated".to_string(),
+        _ => format!("cannot be read ({e})"),
+    };
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic).map_err(truncated)?;
+    if &magic[..6] != b"\x93NUMPY" {
+        return Err("is not a .npy array (bad magic bytes)".into());
+    }
+    let header_len = match magic[6] {
+        1 => {
+            let mut b = [0u8; 2];
+            r.read_exact(&mut b).map_err(truncated)?;
+            usize::from(u16::from_le_bytes(b))
+        }
+        2 | 3 => {
+            let mut b = [0u8; 4];
+            r.read_exact(&mut b).map_err(truncated)?;
+            u32::from_le_bytes(b) as usize
+        }
+        v => {
+            return Err(format!(
+                "uses .npy format version {v}, which is not supported"
+            ))
+        }
+    };
+    // numpy itself refuses headers over 10 000 bytes unless told otherwise.
+    if header_len > 1 << 20 || header_len as u64 > size {
+        return Err("has a damaged header".into());
+    }
+    let mut header = vec![0u8; header_len];
+    r.read_exact(&mut header).map_err(truncated)?;
+    let header = String::from_utf8(header).map_err(|_| "has a damaged header".to_string())?;
+    let (descr, fortran, shape) = parse_header(&header)?;
+    let dtype = Dtype::parse(&descr)?;
+    if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
+        return Err("is stored in Fortran order; save numpy.ascontiguousarray(a) instead".into());
+    }
+    let count = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or("has an impossibly large shape")?;
+    let data_bytes = count
+        .checked_mul(dtype.size())
+        .ok_or("has an impossibly large shape")?;
+    if (data_bytes as u64).saturating_add(header_len as u64) > size {
+        return Err(format!(
+            "is truncated: shape {} needs {data_bytes} bytes",
+            shape_text(&shape)
+        ));
+    }
+    let fail = |e: Option<io::Error>| match e {
+        Some(e) => truncated(e),
+        None => format!("is too large to load ({data_bytes} bytes)"),
+    };
+    Ok(match dtype {
+        Dtype::F4 => NpyArray::F32 {
+            data: read_values(r, count, f32::from_le_bytes, |v| v).map_err(fail)?,
+            shape,
+        },
+        Dtype::F8 => NpyArray::F32 {
+            data: read_values(r, count, f64::from_le_bytes, |v| v as f32).map_err(fail)?,
+            shape,
+        },
+        Dtype::I4 => NpyArray::I64 {
+            data: read_values(r, count, i32::from_le_bytes, i64::from).map_err(fail)?,
+            shape,
+        },
+        Dtype::I8 => NpyArray::I64 {
+            data: read_values(r, count, i64::from_le_bytes, |v| v).map_err(fail)?,
+            shape,
+        },
+    })
+}
+
+/// Reads `count` little-endian values of N bytes in chunks, converting each;
+/// `Err(None)` if memory for them cannot be reserved.
+fn read_values<T, U, const N: usize>(
+    r: &mut dyn Read,
+    count: usize,
+    from_le: fn([u8; N]) -> T,
+    convert: fn(T) -> U,
+) -> Result<Vec<U>, Option<io::Error>> {
+    let mut out = Vec::new();
+    // try_reserve: a damaged header must not abort the process.
+    out.try_reserve_exact(count).map_err(|_| None)?;
+    let mut buffer = vec![0u8; (64 * 1024 / N) * N];
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(buffer.len() / N);
+        let bytes = &mut buffer[..n * N];
+        r.read_exact(bytes).map_err(Some)?;
+        out.extend(bytes.chunks_exact(N).map(|c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            convert(from_le(a))
+        }));
+        left -= n;
+    }
+    Ok(out)
+}
+
+/// Parses the Python dict literal of a `.npy` header into its descr,
+/// fortran_order and shape.
+fn parse_header(text: &str) -> Result<(String, bool, Vec<usize>), String> {
+    let damaged = || "has a damaged header".to_string();
+    let mut p = Parser {
+        chars: text.chars().peekable(),
+    };
+    p.expect('{').ok_or_else(damaged)?;
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    loop {
+        p.skip_space();
+        if p.eat('}') {
+            break;
+        }
+        let key = p.string().ok_or_else(damaged)?;
+        p.expect(':').ok_or_else(damaged)?;
+        p.skip_space();
+        match key.as_str() {
+            "descr" => match p.chars.peek() {
+                Some('[') => {
+                    return Err("has a structured dtype, which is not supported".into());
+                }
+                _ => descr = Some(p.string().ok_or_else(damaged)?),
+            },
+            "fortran_order" => fortran = Some(p.boolean().ok_or_else(damaged)?),
+            "shape" => shape = Some(p.tuple().ok_or_else(damaged)?),
+            _ => return Err(damaged()),
+        }
+        p.skip_space();
+        p.eat(',');
+    }
+    match (descr, fortran, shape) {
+        (Some(d), Some(f), Some(s)) => Ok((d, f, s)),
+        _ => Err(damaged()),
+    }
+}
+
+struct Parser<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+}
+
+impl Parser<'_> {
+    fn skip_space(&mut self) {
+        while self.chars.next_if(|c| c.is_whitespace()).is_some() {}
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.chars.next_if_eq(&c).is_some()
+    }
+
+    fn expect(&mut self, c: char) -> Option<()> {
+        self.skip_space();
+        self.eat(c).then_some(())
+    }
+
+    fn string(&mut self) -> Option<String> {
+        self.skip_space();
+        let quote = self.chars.next_if(|&c| c == '\'' || c == '"')?;
+        let mut out = String::new();
+        loop {
+            match self.chars.next()? {
+                c if c == quote => return Some(out),
+                '\\' => out.push(self.chars.next()?),
+                c => out.push(c),
+            }
+        }
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        let word: String =
+            std::iter::from_fn(|| self.chars.next_if(|c| c.is_ascii_alphabetic())).collect();
+        match word.as_str() {
+            "True" => Some(true),
+            "False" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// A tuple of non-negative integers, allowing Python 2's `3L`.
+    fn tuple(&mut self) -> Option<Vec<usize>> {
+        self.expect('(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.skip_space();
+            if self.eat(')') {
+                return Some(dims);
+            }
+            let digits: String =
+                std::iter::from_fn(|| self.chars.next_if(|c| c.is_ascii_digit())).collect();
+            dims.push(digits.parse().ok()?);
+            self.eat('L');
+            self.skip_space();
+            if !self.eat(',') {
+                self.expect(')')?;
+                return Some(dims);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_is_aligned_and_parses_back() {
+        for shape in [vec![], vec![65], vec![6, 12, 65, 65]] {
+            let header = npy_header("<f4", &shape);
+            assert_eq!(header.len() % 64, 0);
+            assert_eq!(*header.last().unwrap(), b'\n');
+            let text = std::str::from_utf8(&header[10..]).unwrap();
+            assert_eq!(
+                parse_header(text).unwrap(),
+                ("<f4".to_string(), false, shape)
+            );
+        }
+    }
+
+    #[test]
+    fn parses_numpy_header_variants() {
+        let (d, f, s) =
+            parse_header("{'descr': '<i8', 'fortran_order': True, 'shape': (3L, 4L), }    \n")
+                .unwrap();
+        assert_eq!((d.as_str(), f, s), ("<i8", true, vec![3, 4]));
+        assert!(
+            parse_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }")
+                .unwrap_err()
+                .contains("structured")
+        );
+        assert!(parse_header("{'descr': '<f4'").is_err());
+    }
+
+    #[test]
+    fn refuses_unsupported_arrays_in_words() {
+        let npy = |descr: &str, fortran: bool| {
+            let mut bytes = npy_header(descr, &[2, 2]);
+            if fortran {
+                // Same length, so the alignment padding still fits.
+                let at = bytes.windows(5).position(|w| w == b"False").unwrap();
+                bytes[at..at + 5].copy_from_slice(b"True ");
+            }
+            bytes.extend_from_slice(&[0; 32]);
+            bytes
+        };
+        let read = |bytes: Vec<u8>| read_npy(&mut bytes.as_slice(), bytes.len() as u64);
+        assert!(read(npy(">f4", false)).unwrap_err().contains("big-endian"));
+        assert!(read(npy("<u2", false)).unwrap_err().contains("'<u2'"));
+        assert!(read(npy("<f4", true)).unwrap_err().contains("Fortran"));
+        let mut short = npy("<f8", false);
+        short.truncate(short.len() - 1);
+        assert!(read(short).unwrap_err().contains("truncated"));
+        assert_eq!(
+            read(npy("<i4", false)).unwrap(),
+            NpyArray::I64 {
+                shape: vec![2, 2],
+                data: vec![0; 4]
+            }
+        );
+    }
+}

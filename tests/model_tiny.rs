@@ -239,12 +239,13 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     write_tiny_model(dir.path(), &tiny_config(), NameStyle::default());
     let model = load(dir.path()).unwrap();
+    const LIMIT: usize = 24;
     let text = "The cat sat on the mat.\nA dog barked at the moon.\nBirds sang loudly.\nThe end came quickly for everyone.\nNothing else happened.\n";
     let built = build_input(
         &model.tokenizer,
         text,
         InputMode::OneSentencePerLine,
-        40,
+        LIMIT,
         0,
         model.cls_id,
         model.sep_id,
@@ -254,11 +255,11 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         .iter()
         .map(|&(s, e)| model.tokenizer.encode(&text[s..e], false).unwrap().len())
         .collect();
-    // Expected: as many whole sentences as fit in 40 positions.
+    // Expected: as many whole sentences as fit in LIMIT positions.
     let mut used = 1;
     let mut fit = 0;
     for &n in &lengths {
-        if used + n + 1 > 40 {
+        if used + n + 1 > LIMIT {
             break;
         }
         used += n + 1;
@@ -288,7 +289,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         &model.tokenizer,
         text,
         InputMode::OneSentencePerLine,
-        40,
+        LIMIT,
         fit,
         model.cls_id,
         model.sep_id,
@@ -302,7 +303,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
             &model.tokenizer,
             " \n\t ",
             InputMode::Document,
-            40,
+            LIMIT,
             0,
             model.cls_id,
             model.sep_id
@@ -315,13 +316,13 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         &model.tokenizer,
         text,
         InputMode::Plain,
-        40,
+        LIMIT,
         0,
         model.cls_id,
         model.sep_id,
     )
     .unwrap();
-    assert!(plain.tokens.len() <= 40);
+    assert!(plain.tokens.len() <= LIMIT);
     assert_eq!(plain.tokens.separator_positions().len(), 1);
     assert!(plain.sentences_left_out >= 1);
 }

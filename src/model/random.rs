@@ -63,7 +63,7 @@ pub fn tensor_shapes(config: &BertConfig) -> Vec<(String, Vec<usize>)> {
 /// Random tensors for every name of [`tensor_shapes`], seeded.
 pub fn random_weights(config: &BertConfig, seed: u64) -> anyhow::Result<HashMap<String, Tensor>> {
     let device = Device::Cpu;
-    device.set_seed(seed)?;
+    let mut normal = SeededNormal::new(seed);
     let mut tensors = HashMap::new();
     for (name, shape) in tensor_shapes(config) {
         let tensor = if name.contains("LayerNorm.weight") {
@@ -71,11 +71,47 @@ pub fn random_weights(config: &BertConfig, seed: u64) -> anyhow::Result<HashMap<
         } else if name.ends_with(".bias") {
             Tensor::zeros(shape, DType::F32, &device)?
         } else {
-            Tensor::randn(0f32, 0.02f32, shape, &device)?
+            let count = shape.iter().product();
+            let values: Vec<f32> = (0..count).map(|_| 0.02 * normal.sample()).collect();
+            Tensor::from_vec(values, shape, &device)?
         };
         tensors.insert(name, tensor);
     }
     Ok(tensors)
+}
+
+/// Standard normal samples from a seeded xorshift generator (Box–Muller);
+/// candle's CPU device cannot be seeded, and folders must be reproducible.
+struct SeededNormal {
+    state: u64,
+    spare: Option<f32>,
+}
+
+impl SeededNormal {
+    fn new(seed: u64) -> Self {
+        Self {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            spare: None,
+        }
+    }
+
+    fn uniform(&mut self) -> f64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        // 53 random bits in (0, 1].
+        ((self.state >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+
+    fn sample(&mut self) -> f32 {
+        if let Some(value) = self.spare.take() {
+            return value;
+        }
+        let radius = (-2.0 * self.uniform().ln()).sqrt();
+        let angle = std::f64::consts::TAU * self.uniform();
+        self.spare = Some((radius * angle.sin()) as f32);
+        (radius * angle.cos()) as f32
+    }
 }
 
 /// Renames tensors to the given style.

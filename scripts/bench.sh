@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Measures headscope against the Hugging Face transformers reference
+# (PyTorch, CPU) side by side, on the same machine in one run, for
+# all-MiniLM-L6-v2 and a BERT-base-shaped model with random weights, at 128
+# and 512 tokens, and prints the README's markdown table.
+#
+#   scripts/bench.sh            # needs the reference venv, see below
+#
+# The reference needs `python3 -m venv .venv-ref && .venv-ref/bin/pip install
+# torch transformers tokenizers numpy safetensors` (several GB); set REF_PY to
+# another python with those packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${RUNS:-7}"
+ref_py="${REF_PY:-.venv-ref/bin/python}"
+minilm="$(scripts/fetch-test-model.sh)"
+cargo build --release --quiet --bin headscope
+bin=target/release/headscope
+base="${BERT_BASE_DIR:-target/bert-base-random}"
+if [ ! -f "$base/model.safetensors" ]; then
+  "$bin" make-random-model --like bert-base-uncased --tokenizer "$minilm/tokenizer.json" --out "$base"
+fi
+json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d['$1'])"; }
+printf '| model | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB |\n'
+printf '|---|---:|---:|---:|---:|---:|\n'
+for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init"; do
+  IFS=: read -r name dir flag <<<"$spec"
+  for tokens in 128 512; do
+    ours="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "$runs")"
+    theirs="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "$runs" $flag 2>/dev/null)"
+    o="$(json median_ms <<<"$ours")"; t="$(json median_ms <<<"$theirs")"; m="$(json peak_rss_mb <<<"$ours")"
+    python3 -c "print(f'| $name | $tokens | {float($o):.1f} | {float($t):.1f} | {float($o)/float($t):.2f} | {float($m):.0f} |')"
+  done
+done

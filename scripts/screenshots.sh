@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Screenshots of the real app: builds headscope, starts it under Xvfb
+# (1600x1000) on the test model with assets/sample.txt, waits for the
+# overview grid and saves screenshots/overview.png, then clicks a head and
+# saves screenshots/head.png.
+#
+# Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
+# settings and cache folder, so it starts fresh and leaves the user's
+# autosave alone. HEADSCOPE_TRACE=1 makes the app report on stderr when a
+# result is on screen and which head is open; the script waits on those lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+model="$(scripts/fetch-test-model.sh)"
+cargo build --bin headscope >&2
+
+scratch="$(mktemp -d)"
+display=":$(( 90 + RANDOM % 9 ))"
+log="$scratch/app.log"
+app_pid=""
+xvfb_pid=""
+cleanup() {
+  [ -n "$app_pid" ] && kill "$app_pid" 2>/dev/null || true
+  [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null || true
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+Xvfb "$display" -screen 0 1600x1000x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb_pid=$!
+export DISPLAY="$display"
+for _ in $(seq 100); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
+
+# Waits until the app's log has a line matching $1 (at most $2 seconds).
+wait_for_log() {
+  for _ in $(seq $(( $2 * 10 ))); do
+    grep -q "$1" "$log" 2>/dev/null && return 0
+    kill -0 "$app_pid" 2>/dev/null || { cat "$log" >&2; echo "screenshots: the app exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "screenshots: timed out waiting for '$1'" >&2
+  exit 1
+}
+
+XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
+HEADSCOPE_CACHE="$scratch/cache" HEADSCOPE_TRACE=1 \
+  target/debug/headscope --model "$model" assets/sample.txt >"$log" 2>&1 &
+app_pid=$!
+
+wait_for_log "headscope: result" 180
+window="$(xdotool search --sync --name '^headscope' | head -n 1)"
+xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+sleep 2   # let the resized frame settle
+mkdir -p screenshots
+import -window root screenshots/overview.png
+
+# Open layer 2, head 5 of the grid. The grid fills the area right of the
+# 380 px text panel; its geometry mirrors src/app/overview.rs.
+read -r x y < <(python3 - <<'PY'
+left_panel, top, bottom = 380 + 8, 24 + 8 + 36 + 6, 1000 - 26
+width, height = 1600 - left_panel - 8, bottom - top
+layers, heads = 6, 12
+row_header, column_header, label_height, gap = 30, 18, 16, 6
+cell_w = (width - row_header) // heads
+fit_h = (height - column_header) // layers
+thumb = max(40, min(cell_w - gap, fit_h - label_height - gap))
+layer, head = 2, 5
+x = left_panel + row_header + (thumb + gap) * head + gap / 2 + thumb / 2
+y = top + column_header + (thumb + label_height + gap) * layer + thumb / 2
+print(int(x), int(y))
+PY
+)
+xdotool mousemove "$x" "$y" click 1
+wait_for_log "headscope: showing head" 30
+sleep 1
+xdotool mousemove 1100 500   # point at a cell so the hover read-out shows
+sleep 1
+import -window root screenshots/head.png
+grep "showing head" "$log" >&2
+echo "screenshots: wrote screenshots/overview.png and screenshots/head.png" >&2

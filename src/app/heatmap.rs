@@ -1,0 +1,192 @@
+//! Matrices to pictures: the per-head values a heatmap shows, their colour
+//! images (through [`crate::colormap`], so the screen matches exported
+//! PNGs), shrunken thumbnails, and the colour bar legend.
+//!
+//! Everything here runs only when a result or a view choice changes; the
+//! images become textures that the views draw every frame at no cost.
+
+use super::settings::MatrixKind;
+use crate::analysis::{transformed_similarity, SimilarityVariant};
+use crate::captures::HeadId;
+use crate::colormap::{ColorMap, ValueRange};
+use crate::pipeline::RunOutput;
+use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
+use std::borrow::Cow;
+
+/// Thumbnails are at most this many pixels a side (larger inputs are
+/// averaged down), which keeps the grid of a 12×12 model at 512 tokens
+/// small in memory.
+pub const THUMBNAIL_PIXELS: usize = 128;
+
+/// The T×T values a heatmap of `head` shows.
+pub fn head_matrix(
+    output: &RunOutput,
+    head: HeadId,
+    kind: MatrixKind,
+    variant: SimilarityVariant,
+) -> Cow<'_, [f32]> {
+    let captures = &output.captures;
+    match kind {
+        MatrixKind::Attention => Cow::Borrowed(captures.attention(head)),
+        MatrixKind::Similarity => match variant {
+            SimilarityVariant::Raw => Cow::Borrowed(captures.similarity(head)),
+            other => Cow::Owned(transformed_similarity(
+                captures.similarity(head),
+                captures.tokens,
+                other,
+            )),
+        },
+    }
+}
+
+/// The colour range a map uses for `values` (symmetric for diverging maps).
+pub fn range_of(map: ColorMap, values: &[f32]) -> ValueRange {
+    ValueRange::auto(map, values)
+}
+
+/// The smallest range holding all of `ranges`.
+pub fn union(ranges: &[ValueRange]) -> ValueRange {
+    let min = ranges.iter().map(|r| r.min).fold(f32::INFINITY, f32::min);
+    let max = ranges.iter().map(|r| r.max).fold(f32::NEG_INFINITY, f32::max);
+    if min <= max {
+        ValueRange::new(min, max)
+    } else {
+        ValueRange::default()
+    }
+}
+
+/// A side×side matrix coloured by `map` over `range`.
+pub fn colour_image(values: &[f32], side: usize, map: ColorMap, range: ValueRange) -> ColorImage {
+    debug_assert_eq!(values.len(), side * side);
+    let pixels = values
+        .iter()
+        .map(|&v| {
+            let [r, g, b] = map.rgb(range.normalise(v));
+            Color32::from_rgb(r, g, b)
+        })
+        .collect();
+    ColorImage::new([side, side], pixels)
+}
+
+/// Averages a T×T matrix down to at most `limit`×`limit` (block means;
+/// blocks at the edge may be smaller). Returns the new side.
+pub fn shrink(values: &[f32], tokens: usize, limit: usize) -> (Cow<'_, [f32]>, usize) {
+    if tokens <= limit {
+        return (Cow::Borrowed(values), tokens);
+    }
+    let side = limit;
+    let mut sums = vec![0.0f64; side * side];
+    let mut counts = vec![0u32; side * side];
+    let bucket: Vec<usize> = (0..tokens).map(|i| i * side / tokens).collect();
+    for i in 0..tokens {
+        let row = bucket[i] * side;
+        for (j, &v) in values[i * tokens..(i + 1) * tokens].iter().enumerate() {
+            if v.is_finite() {
+                sums[row + bucket[j]] += f64::from(v);
+                counts[row + bucket[j]] += 1;
+            }
+        }
+    }
+    let averaged = sums
+        .iter()
+        .zip(&counts)
+        .map(|(&s, &c)| if c > 0 { (s / f64::from(c)) as f32 } else { f32::NAN })
+        .collect();
+    (Cow::Owned(averaged), side)
+}
+
+/// Replaces a texture's pixels, or makes the texture when there is none.
+pub fn upload(
+    ctx: &egui::Context,
+    slot: &mut Option<TextureHandle>,
+    name: &str,
+    image: ColorImage,
+) {
+    // Magnified: one token pair is one crisp cell. Minified (a long input
+    // in a small thumbnail): averaged through mipmaps instead of aliasing.
+    let options = TextureOptions {
+        magnification: egui::TextureFilter::Nearest,
+        minification: egui::TextureFilter::Linear,
+        mipmap_mode: Some(egui::TextureFilter::Linear),
+        ..TextureOptions::NEAREST
+    };
+    match slot {
+        Some(texture) => texture.set(image, options),
+        None => *slot = Some(ctx.load_texture(name, image, options)),
+    }
+}
+
+/// A one-line legend: min, the colour bar, max, and what the colours mean.
+/// Without a range (each head scaled to itself) the ends read "min" / "max".
+pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, caption: &str) {
+    let (low, high) = match range {
+        Some(range) => (format_value(range.min), format_value(range.max)),
+        None => ("min".to_string(), "max".to_string()),
+    };
+    ui.horizontal(|ui| {
+        ui.spacing_mut().item_spacing.x = 6.0;
+        ui.label(egui::RichText::new(low).small());
+        let width = 160.0;
+        let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        let steps = 64;
+        for step in 0..steps {
+            let t0 = step as f32 / steps as f32;
+            let t1 = (step + 1) as f32 / steps as f32;
+            let [r, g, b] = map.rgb((t0 + t1) / 2.0);
+            let cell = Rect::from_min_max(
+                egui::pos2(rect.left() + t0 * width, rect.top()),
+                egui::pos2(rect.left() + t1 * width + 0.5, rect.bottom()),
+            );
+            painter.rect_filled(cell, 0.0, Color32::from_rgb(r, g, b));
+        }
+        painter.rect_stroke(
+            rect,
+            0.0,
+            Stroke::new(1.0, ui.visuals().weak_text_color()),
+            egui::StrokeKind::Inside,
+        );
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(egui::Role::Image, true, format!("colour bar {}", map.name()))
+        });
+        ui.label(egui::RichText::new(high).small());
+        ui.label(egui::RichText::new(caption).small().weak());
+    });
+}
+
+/// A matrix value in a few significant digits.
+pub fn format_value(value: f32) -> String {
+    let magnitude = value.abs();
+    if value == 0.0 {
+        "0".into()
+    } else if !(0.001..10_000.0).contains(&magnitude) {
+        format!("{value:.2e}")
+    } else if magnitude >= 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrink_averages_blocks() {
+        let tokens = 4;
+        let values: Vec<f32> = (0..16).map(|v| v as f32).collect();
+        let (small, side) = shrink(&values, tokens, 2);
+        assert_eq!(side, 2);
+        assert_eq!(&*small, &[2.5, 4.5, 10.5, 12.5]);
+        let (same, side) = shrink(&values, tokens, 8);
+        assert_eq!(side, 4);
+        assert_eq!(&*same, &values[..]);
+    }
+
+    #[test]
+    fn union_covers_all_ranges() {
+        let r = union(&[ValueRange::new(-1.0, 2.0), ValueRange::new(0.0, 5.0)]);
+        assert_eq!((r.min, r.max), (-1.0, 5.0));
+    }
+}

@@ -1,0 +1,69 @@
+//! The status bar: whether a run is in progress, the model, and the size
+//! and timing of the result on screen.
+
+use super::editor::WindowInfo;
+use super::model_panel::ModelStatus;
+use crate::pipeline::RunOutput;
+
+/// What the status bar reports.
+pub struct StatusInfo<'a> {
+    pub working: bool,
+    pub model: &'a ModelStatus,
+    pub shown: Option<&'a RunOutput>,
+    pub window: Option<WindowInfo>,
+    pub autosave_error: Option<String>,
+}
+
+/// The label shown while an analysis is pending or running.
+pub const WORKING_LABEL: &str = "Working…";
+
+pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
+    ui.horizontal(|ui| {
+        if info.working {
+            ui.add(egui::Spinner::new().size(14.0));
+            ui.label(WORKING_LABEL);
+        } else {
+            ui.weak("Ready");
+        }
+        ui.separator();
+        match info.model {
+            ModelStatus::Ready(model) => {
+                ui.label(format!(
+                    "{} · {} layers × {} heads",
+                    model.name, model.layers, model.heads
+                ));
+            }
+            ModelStatus::Loading { source, .. } => {
+                ui.label(format!("loading {source}…"));
+            }
+            ModelStatus::Failed { .. } => {
+                ui.colored_label(ui.visuals().error_fg_color, "model not loaded");
+            }
+            ModelStatus::NotChosen => {
+                ui.weak("no model");
+            }
+        }
+        if let Some(output) = info.shown {
+            let analysis = &output.analysis;
+            ui.separator();
+            ui.label(format!(
+                "{} tokens ({} content) · {} candidate pairs",
+                analysis.tokens, analysis.content_tokens, analysis.pairs
+            ));
+            ui.separator();
+            let t = &output.timings;
+            ui.label(format!("{:.0} ms", t.total_ms)).on_hover_text(format!(
+                "input {:.1} ms · model {:.1} ms · figures {:.1} ms",
+                t.input_ms, t.model_ms, t.analysis_ms
+            ));
+        }
+        if let Some(window) = info.window {
+            ui.separator();
+            ui.label(window.describe());
+        }
+        if let Some(error) = &info.autosave_error {
+            ui.separator();
+            ui.colored_label(ui.visuals().warn_fg_color, error);
+        }
+    });
+}

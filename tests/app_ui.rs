@@ -1,0 +1,406 @@
+//! The desktop app driven through its accessibility tree, with the real
+//! test model (all-MiniLM-L6-v2, 6 layers × 12 heads) on the worker thread.
+//!
+//! Widgets are found by their labels ("Text to analyse", "L2 H5 …",
+//! "Next window ▶"), clicked and typed into like a user would; waiting for
+//! the model is a bounded loop of frames, never a fixed sleep. One test
+//! renders the window through wgpu (Mesa's software Vulkan here) and checks
+//! the picture; the others need no GPU.
+//!
+//! Needs the model that `scripts/fetch-test-model.sh` unpacks.
+
+use egui::Role;
+use egui_kittest::kittest::{NodeT, Queryable};
+use egui_kittest::Harness;
+use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::status_bar::WORKING_LABEL;
+use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use headscope::captures::HeadId;
+use headscope::model::{is_model_folder, test_model_dir};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A bound for waiting on the model, not a speed requirement.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+type AppHarness = Harness<'static, HeadscopeApp>;
+
+fn model_arg() -> String {
+    let dir = test_model_dir();
+    assert!(
+        is_model_folder(&dir),
+        "the test model is missing at {}: run scripts/fetch-test-model.sh",
+        dir.display()
+    );
+    dir.display().to_string()
+}
+
+/// The app on the test model, with no persisted state and no autosave
+/// unless `autosave` names a file.
+fn start(file: Option<PathBuf>, autosave: Option<PathBuf>) -> AppHarness {
+    start_with(Some(model_arg()), file, autosave)
+}
+
+fn start_with(model: Option<String>, file: Option<PathBuf>, autosave: Option<PathBuf>) -> AppHarness {
+    let restore_text = autosave.is_some();
+    let config = AppConfig {
+        start: StartOptions { model, file },
+        autosave_path: autosave,
+        restore_text,
+    };
+    Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
+}
+
+/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
+fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // One more frame so the UI shows what the state now holds.
+    harness.step();
+}
+
+/// Whether some widget's label contains `text` (several may: the status bar
+/// repeats what the panels say).
+fn shows(harness: &AppHarness, text: &str) -> bool {
+    harness.query_all_by_label_contains(text).next().is_some()
+}
+
+/// The first label containing `text`.
+fn label_containing(harness: &AppHarness, text: &str) -> String {
+    harness
+        .get_all_by_label_contains(text)
+        .next()
+        .and_then(|n| n.accesskit_node().label())
+        .unwrap_or_default()
+}
+
+fn shown_tokens(harness: &AppHarness) -> Option<usize> {
+    harness.state().shown_output().map(|o| o.analysis.tokens)
+}
+
+fn wait_for_result(harness: &mut AppHarness) {
+    step_until(harness, "the first result", |h| {
+        h.state().shown_output().is_some() && !h.state().is_working()
+    });
+}
+
+fn assert_grid_has_every_head(harness: &AppHarness, layers: usize, heads: usize) {
+    for layer in 0..layers {
+        for head in 0..heads {
+            // The trailing space keeps "L0 H1 " from matching "L0 H10 …".
+            let label = format!("L{layer} H{head} ");
+            let node = harness.get_by_label_contains(&label);
+            assert_eq!(node.accesskit_node().role(), Role::Button);
+        }
+    }
+    let thumbnails = harness
+        .query_all_by_role(Role::Button)
+        .filter(|n| n.accesskit_node().label().is_some_and(|l| l.starts_with('L') && l.contains(" H")))
+        .count();
+    assert_eq!(thumbnails, layers * heads);
+}
+
+#[test]
+fn typing_recomputes_and_the_grid_shows_every_head() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    assert_grid_has_every_head(&harness, 6, 12);
+    harness.check_accessibility();
+    let before = shown_tokens(&harness).expect("a result");
+    assert!(harness.state().text().contains("lighthouse"), "the sample text is in the editor");
+    assert!(shows(&harness, &format!("{before} tokens")));
+
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text(" The keeper smiled at the sailors again. ");
+    harness.step();
+    assert!(harness.state().text().contains("smiled at the sailors"));
+    assert!(harness.state().is_working(), "an edit schedules a new run");
+    step_until(&mut harness, "the result of the edited text", |h| {
+        !h.state().is_working() && shown_tokens(h) != Some(before)
+    });
+    let after = shown_tokens(&harness).expect("a result");
+    assert!(after > before, "{after} tokens after adding a sentence, {before} before");
+    let output = harness.state().shown_output().expect("a result").clone();
+    assert!(output.input.tokens.token_texts.iter().any(|t| t == "smiled"));
+    assert_grid_has_every_head(&harness, 6, 12);
+
+    // A setting applies live: top-k per row has no fixed k per head.
+    harness.get_by_label("Top k per row").click();
+    step_until(&mut harness, "the result under the new rule", |h| {
+        !h.state().is_working()
+            && h.state()
+                .shown_output()
+                .is_some_and(|o| o.analysis.selected_per_head.is_none())
+    });
+
+    // Emptying the text gives a clear message and keeps the last heatmaps.
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness.key_press(egui::Key::Backspace);
+    harness.step();
+    assert_eq!(harness.state().text(), "");
+    step_until(&mut harness, "the empty-text message", |h| {
+        !h.state().is_working() && shows(h, "the text is empty")
+    });
+    assert!(harness.state().shown_output().is_some(), "the last result stays");
+    assert_grid_has_every_head(&harness, 6, 12);
+}
+
+#[test]
+fn clicking_a_head_opens_its_detail_and_arrow_keys_step() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    harness.get_by_label_contains("L2 H5 ").click();
+    step_until(&mut harness, "the detail view", |h| {
+        h.state().detail_head() == Some(HeadId::new(2, 5))
+    });
+    assert!(harness.query_by_label("Layer 2 · Head 5").is_some());
+    assert!(harness.query_by_label("heatmap of L2 H5").is_some());
+    // The figures of ANALYSIS.md §4 beside it.
+    for name in ["mean distance", "same-sentence fraction", "repetition fraction", "focus share"] {
+        assert!(harness.query_all_by_label(name).next().is_some(), "{name} is shown");
+    }
+    assert!(harness.query_by_label("local fraction (w = 4)").is_some());
+    harness.check_accessibility();
+
+    harness.key_press(egui::Key::ArrowRight);
+    harness.step();
+    assert_eq!(harness.state().detail_head(), Some(HeadId::new(2, 6)));
+    harness.key_press(egui::Key::ArrowDown);
+    harness.step();
+    assert_eq!(harness.state().detail_head(), Some(HeadId::new(3, 6)));
+    harness.key_press(egui::Key::ArrowLeft);
+    harness.key_press(egui::Key::ArrowUp);
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().detail_head(), Some(HeadId::new(2, 5)));
+    harness.step();
+    assert!(harness.query_by_label("Layer 2 · Head 5").is_some());
+
+    harness.get_by_label("Next head ▶").click();
+    harness.step();
+    assert_eq!(harness.state().detail_head(), Some(HeadId::new(2, 6)));
+    harness.get_by_label("⬅ Overview").click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().detail_head(), None);
+    assert_grid_has_every_head(&harness, 6, 12);
+}
+
+#[test]
+fn opening_a_file_loads_it_and_sets_the_title() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("harbour.txt");
+    let text = "The harbour was quiet before dawn. A fisherman untied his boat.\n";
+    std::fs::write(&path, text).expect("write the file");
+
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    harness.state_mut().open_file(&path);
+    step_until(&mut harness, "the file's result", |h| {
+        !h.state().is_working()
+            && h.state().shown_output().is_some_and(|o| {
+                o.input.tokens.token_texts.iter().any(|t| t == "fisherman")
+            })
+    });
+    assert_eq!(harness.state().text(), text);
+    assert!(
+        harness.state().window_title().contains("harbour.txt"),
+        "title: {}",
+        harness.state().window_title()
+    );
+    assert!(shows(&harness, "all 2 sentences"));
+
+    // A binary file: a clear message, the text stays.
+    let binary = dir.path().join("picture.png");
+    std::fs::write(&binary, [0x89, b'P', b'N', b'G', 0, 0, 0, 13, 0, 1, 2, 3]).expect("write");
+    harness.state_mut().open_file(&binary);
+    step_until(&mut harness, "the binary-file message", |h| h.state().notice().is_some());
+    assert!(shows(&harness, "is a binary file"));
+    assert_eq!(harness.state().text(), text, "the editor text is kept");
+    assert!(harness.state().window_title().contains("harbour.txt"));
+
+    // A missing file, the same.
+    harness.state_mut().open_file(&dir.path().join("missing.txt"));
+    step_until(&mut harness, "the missing-file message", |h| {
+        h.state().notice().is_some_and(|n| n.contains("no such file"))
+    });
+    assert_eq!(harness.state().text(), text);
+
+    // The command line's file is opened the same way.
+    drop(harness);
+    let mut harness = start(Some(path.clone()), None);
+    step_until(&mut harness, "the command line's file", |h| {
+        h.state().text() == text && h.state().shown_output().is_some() && !h.state().is_working()
+    });
+    assert!(harness.state().window_title().contains("harbour.txt"));
+}
+
+#[test]
+fn a_slow_model_does_not_freeze_the_ui() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let old = shown_tokens(&harness).expect("a result");
+    harness.state().worker().set_artificial_delay(Duration::from_secs(3600));
+
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text(" Another sentence arrives slowly. ");
+    // Frames keep coming while the model is busy: each step returns, the
+    // working indicator shows, and the old result stays on screen.
+    for _ in 0..40 {
+        harness.step();
+    }
+    assert!(harness.state().is_working());
+    assert!(harness.query_by_label(WORKING_LABEL).is_some(), "the working indicator shows");
+    assert_eq!(shown_tokens(&harness), Some(old), "the old result stays");
+    assert_grid_has_every_head(&harness, 6, 12);
+    harness.get_by_label_contains("L0 H3 ").click();
+    harness.step();
+    assert_eq!(
+        harness.state().detail_head(),
+        Some(HeadId::new(0, 3)),
+        "the UI still answers clicks"
+    );
+
+    // Back to normal speed: the next edit supersedes the slow run.
+    harness.state().worker().set_artificial_delay(Duration::ZERO);
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text("Done. ");
+    step_until(&mut harness, "the result after the slow run", |h| {
+        !h.state().is_working() && shown_tokens(h) != Some(old)
+    });
+    assert!(harness.query_by_label(WORKING_LABEL).is_none());
+}
+
+#[test]
+fn a_large_file_opens_in_sentence_windows() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("big.txt");
+    // About 10 MB of numbered sentences.
+    let mut text = String::with_capacity(10_500_000);
+    let mut n = 0;
+    while text.len() < 10_000_000 {
+        n += 1;
+        text.push_str(&format!("Sentence {n} tells of the keeper and the lamp. "));
+        if n % 8 == 0 {
+            text.push('\n');
+        }
+    }
+    std::fs::write(&path, &text).expect("write the file");
+
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    harness.state_mut().open_file(&path);
+    step_until(&mut harness, "the large file's first window", |h| {
+        !h.state().is_working() && shows(h, "sentences 1–")
+    });
+    assert_eq!(harness.state().text().len(), text.len());
+    let label = label_containing(&harness, "sentences 1–");
+    assert!(label.ends_with(&format!("of {n}")), "window label: {label}");
+    let analysed = harness.state().shown_output().expect("a result").input.sentences_analysed;
+    assert!(analysed > 5 && analysed < n, "{analysed} sentences fit the model");
+    // The editor holds a part of the text, not megabytes.
+    let shown = harness.get_by_label(EDITOR_LABEL).value().unwrap_or_default();
+    assert!(shown.starts_with("Sentence 1 tells"), "editor starts at the window");
+    assert!(shown.len() < 100_000, "the editor holds {} bytes", shown.len());
+
+    harness.get_by_label("Next window ▶").click();
+    let next = format!("sentences {}–", analysed + 1);
+    step_until(&mut harness, "the second window", |h| {
+        !h.state().is_working() && shows(h, &next)
+    });
+    let shown = harness.get_by_label(EDITOR_LABEL).value().unwrap_or_default();
+    assert!(
+        shown.starts_with(&format!("Sentence {} tells", analysed + 1)),
+        "the editor moved with the window: {}",
+        &shown[..shown.len().min(60)]
+    );
+    harness.get_by_label("◀ Previous window").click();
+    step_until(&mut harness, "the first window again", |h| {
+        !h.state().is_working() && shows(h, "sentences 1–")
+    });
+}
+
+#[test]
+fn the_text_is_autosaved_and_restored() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let autosave = dir.path().join("autosave.txt");
+    let mut harness = start(None, Some(autosave.clone()));
+    wait_for_result(&mut harness);
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text("Remember this line. ");
+    harness.step();
+    let edited = harness.state().text().to_string();
+    assert!(edited.contains("Remember this line."));
+    step_until(&mut harness, "the autosave", |_| {
+        std::fs::read_to_string(&autosave).is_ok_and(|saved| saved == edited)
+    });
+    // A kill now loses nothing: a new app restores the text.
+    drop(harness);
+    let mut harness = start(None, Some(autosave.clone()));
+    step_until(&mut harness, "the restored text", |h| h.state().text() == edited);
+    wait_for_result(&mut harness);
+    let output = harness.state().shown_output().expect("a result").clone();
+    assert!(output.input.tokens.token_texts.iter().any(|t| t == "remember"));
+}
+
+#[test]
+fn a_model_that_fails_to_load_is_explained_in_the_window() {
+    let missing = std::env::temp_dir().join("headscope-test-no-such-model");
+    let mut harness = start_with(Some(missing.display().to_string()), None, None);
+    step_until(&mut harness, "the model panel", |h| {
+        shows(h, "could not be loaded")
+    });
+    assert!(harness.query_by_label("Choose a model").is_some());
+    assert!(harness.query_by_label("Open model folder…").is_some());
+    assert!(shows(&harness, "does not exist"));
+    // The editor stays usable without a model.
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text("Still here. ");
+    harness.step();
+    assert!(harness.state().text().contains("Still here."));
+    harness.check_accessibility();
+}
+
+#[test]
+fn the_window_renders_distinct_heatmaps() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    harness.step();
+    let image = harness.render().expect("wgpu renders the window");
+    let thumbnail = |label: &str| {
+        let rect = harness.get_by_label_contains(label).rect();
+        let size = rect.width().min(rect.height());
+        let mut colours = Vec::new();
+        for y in 0..16 {
+            for x in 0..16 {
+                let px = (rect.left() + (x as f32 + 0.5) * size / 16.0) as u32;
+                let py = (rect.top() + (y as f32 + 0.5) * size / 16.0) as u32;
+                colours.push(image.get_pixel(px, py).0);
+            }
+        }
+        colours
+    };
+    let a = thumbnail("L0 H0 ");
+    let b = thumbnail("L5 H11 ");
+    let distinct = |c: &Vec<[u8; 4]>| {
+        let mut c = c.clone();
+        c.sort_unstable();
+        c.dedup();
+        c.len()
+    };
+    assert!(distinct(&a) > 8, "a thumbnail shows a heatmap, not a flat colour");
+    assert_ne!(a, b, "different heads look different");
+}
