@@ -41,6 +41,8 @@ enum Command {
     Bench(BenchArgs),
     /// Write a model folder with random weights of a given BERT shape.
     MakeRandomModel(RandomModelArgs),
+    /// Average every figure over a corpus of .txt files, with spread and 95% intervals.
+    Corpus(CorpusArgs),
 }
 
 /// Options shared by every command that runs the model on a text.
@@ -222,6 +224,30 @@ struct BenchArgs {
 }
 
 #[derive(Args, Debug)]
+struct CorpusArgs {
+    /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
+    #[arg(long)]
+    model: String,
+    /// Each non-empty line is one sentence.
+    #[arg(long, conflicts_with = "plain")]
+    one_sentence_per_line: bool,
+    /// The tokenizer's own encoding of each window: one [CLS] ... [SEP].
+    #[arg(long)]
+    plain: bool,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+    /// Write the corpus statistics as JSON to this file, - for stdout.
+    #[arg(long)]
+    json: PathBuf,
+    /// Also write one row per layer/head figure (mean, std, ci95, n) as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Text files, and folders searched recursively for .txt files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 struct RandomModelArgs {
     /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, or a config.json / model folder.
     #[arg(long)]
@@ -265,6 +291,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Export(args)) => export(args),
         Some(Command::Bench(args)) => bench(args),
         Some(Command::MakeRandomModel(args)) => make_random_model(args),
+        Some(Command::Corpus(args)) => corpus(args),
     }
 }
 
@@ -532,5 +559,96 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.csv {
         exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;
     }
+    Ok(())
+}
+
+fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
+    use crate::corpus::{self, CorpusEvent, CorpusOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let is_stdout = |path: &Path| path.as_os_str() == "-";
+    if is_stdout(&args.json) && args.csv.as_deref().is_some_and(is_stdout) {
+        bail!("--json and --csv cannot both go to standard output");
+    }
+    let options = CorpusOptions {
+        mode: if args.plain {
+            InputMode::Plain
+        } else if args.one_sentence_per_line {
+            InputMode::OneSentencePerLine
+        } else {
+            InputMode::Document
+        },
+        analysis: args.analysis.options()?,
+    };
+    // Check the outputs and find the files before the model loads, so a
+    // typo costs nothing.
+    check_writable(&args.json)?;
+    if let Some(path) = &args.csv {
+        check_writable(path)?;
+    }
+    let files = corpus::find_text_files(&args.paths)?;
+    let model = load_model(&args.model)?;
+    // The first Ctrl+C stops at the next layer and writes what was done;
+    // a second one quits at once.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    if let Err(e) = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    }) {
+        eprintln!("headscope: warning: Ctrl+C will stop without writing anything: {e}");
+    }
+    // Messages start with \r and are padded so they cover the progress line.
+    let report = corpus::run_files(
+        &model,
+        files,
+        &options,
+        &mut |event| match event {
+            CorpusEvent::Progress(p) => eprint!("\rheadscope: {:<70}", p.line()),
+            CorpusEvent::Skipped(s) => {
+                eprintln!(
+                    "\r{:<80}",
+                    format!("headscope: skipped {}: {}", s.path, s.reason)
+                )
+            }
+            CorpusEvent::Warning(w) => {
+                eprintln!(
+                    "\r{:<80}",
+                    format!("headscope: warning: {}: {}", w.path, w.warning)
+                )
+            }
+        },
+        &cancel,
+    );
+    eprintln!();
+    let write = |path: &Path, text: String| -> anyhow::Result<()> {
+        if is_stdout(path) {
+            println!("{text}");
+        } else {
+            crate::export::save_text(&text, path)?;
+        }
+        Ok(())
+    };
+    write(&args.json, report.to_json())?;
+    if let Some(path) = &args.csv {
+        write(path, report.to_csv())?;
+    }
+    if report.partial {
+        bail!(
+            "interrupted: wrote the {} window{} done so far (\"partial\": true)",
+            report.windows,
+            if report.windows == 1 { "" } else { "s" }
+        );
+    }
+    eprintln!(
+        "headscope: {} windows of {} files ({} tokens; {} skipped) in {:.1} s",
+        report.windows,
+        report.files,
+        report.tokens,
+        report.skipped.len(),
+        report.elapsed_seconds
+    );
     Ok(())
 }

@@ -47,7 +47,7 @@
 //!   "bytes": 123456,                     // size of the files analysed
 //!   "elapsed_seconds": 12.5,
 //!   "skipped": [{"path": "a/b.txt", "reason": "binary file, not text"}],
-//!   "warnings": [{"path": "a/c.txt", "warning": "..."}],
+//!   "warnings": [{"path": "a/c.txt", "warning": "not UTF-8: read it as Latin-1 ..."}],
 //!   "documents": [{"path": "a/d.txt", "bytes": 812, "sentences": 9,
 //!                  "windows": 1, "tokens": 190, "sentences_left_out": 0,
 //!                  "complete": true}],
@@ -1001,9 +1001,12 @@ pub fn run_files(
         let text = match read_text_file(&found.path) {
             Ok(file) => {
                 if let Some(warning) = file.warning {
+                    // The message names the file; the report lists the path beside it.
                     let warning = FileWarning {
+                        warning: warning
+                            .strip_prefix(&format!("{name} is "))
+                            .map_or(warning.clone(), str::to_string),
                         path: name.clone(),
-                        warning,
                     };
                     on_event(CorpusEvent::Warning(&warning));
                     report.warnings.push(warning);
