@@ -51,6 +51,7 @@ app_pid=$!
 wait_for_log "headscope: result" 180
 window="$(xdotool search --sync --name '^headscope' | head -n 1)"
 xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+xdotool mousemove 1590 5   # keep the pointer (and tooltips) off the grid
 sleep 2   # let the resized frame settle
 mkdir -p screenshots
 import -window root screenshots/overview.png

@@ -292,14 +292,18 @@ fn build_plain(
         }
     }
     let mut tokens = empty_sequence(cls_id, sep_id);
-    for index in 0..kept {
-        let (s, e) = encoding.get_offsets()[index];
-        tokens.input_ids.push(encoding.get_ids()[index]);
-        tokens
-            .token_texts
-            .push(encoding.get_tokens()[index].clone());
+    let kept_tokens = encoding
+        .get_ids()
+        .iter()
+        .zip(encoding.get_tokens())
+        .zip(encoding.get_offsets())
+        .zip(&sentence_of)
+        .take(kept);
+    for (((&id, token), &(s, e)), &sentence) in kept_tokens {
+        tokens.input_ids.push(id);
+        tokens.token_texts.push(token.clone());
         tokens.special.push(false);
-        tokens.sentence_ids.push(Some(sentence_of[index]));
+        tokens.sentence_ids.push(Some(sentence));
         tokens
             .offsets
             .push(Some((window_start + s, window_start + e)));

@@ -70,8 +70,16 @@ fn options_strategy() -> impl Strategy<Value = AnalysisOptions> {
     })
 }
 
+/// `PROPTEST_CASES` when set (the full campaign), else a quick run.
+fn campaign_size() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: campaign_size(), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn any_text_gives_figures_in_range(text in text_strategy(), mode_index in 0usize..3, options in options_strategy()) {

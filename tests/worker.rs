@@ -28,7 +28,10 @@ fn model_source() -> ModelSource {
 }
 
 /// Collects events until one matches `done`; panics on timeout.
-fn wait_for(worker: &AnalysisWorker, mut done: impl FnMut(&WorkerEvent) -> bool) -> Vec<WorkerEvent> {
+fn wait_for(
+    worker: &AnalysisWorker,
+    mut done: impl FnMut(&WorkerEvent) -> bool,
+) -> Vec<WorkerEvent> {
     let deadline = Instant::now() + PATIENCE;
     let mut seen = Vec::new();
     loop {
@@ -51,7 +54,11 @@ fn ready_worker() -> AnalysisWorker {
 }
 
 fn analyse(worker: &AnalysisWorker, text: &str) -> u64 {
-    worker.analyse(text.to_string(), InputOptions::default(), AnalysisOptions::default())
+    worker.analyse(
+        text.to_string(),
+        InputOptions::default(),
+        AnalysisOptions::default(),
+    )
 }
 
 #[test]
@@ -59,7 +66,10 @@ fn a_request_gives_every_head_of_every_layer() {
     let worker = ready_worker();
     let generation = analyse(&worker, TEXT);
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
     });
     assert!(
         events
@@ -67,7 +77,11 @@ fn a_request_gives_every_head_of_every_layer() {
             .any(|e| matches!(e, WorkerEvent::RunStarted { generation: g } if *g == generation)),
         "a run-started event comes first: {events:?}"
     );
-    let Some(WorkerEvent::RunFinished { generation: g, output }) = events.last() else {
+    let Some(WorkerEvent::RunFinished {
+        generation: g,
+        output,
+    }) = events.last()
+    else {
         panic!("the run failed: {:?}", events.last());
     };
     assert_eq!(*g, generation);
@@ -89,14 +103,13 @@ fn a_burst_of_requests_ends_with_the_newest() {
     // A slow model makes sure the burst arrives while the first request is
     // still waiting, so the older ones must be abandoned or skipped.
     worker.set_artificial_delay(Duration::from_millis(400));
-    let texts: Vec<String> = (1..=6)
-        .map(|n| "The boat came back. ".repeat(n))
-        .collect();
+    let texts: Vec<String> = (1..=6).map(|n| "The boat came back. ".repeat(n)).collect();
     let generations: Vec<u64> = texts.iter().map(|t| analyse(&worker, t)).collect();
     let newest = *generations.last().expect("six requests");
-    let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { generation, .. } | WorkerEvent::RunFailed { generation, .. } if *generation == newest)
-    });
+    let events = wait_for(
+        &worker,
+        |e| matches!(e, WorkerEvent::RunFinished { generation, .. } | WorkerEvent::RunFailed { generation, .. } if *generation == newest),
+    );
     let finished: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -104,7 +117,11 @@ fn a_burst_of_requests_ends_with_the_newest() {
             _ => None,
         })
         .collect();
-    assert_eq!(finished, vec![newest], "only the newest request finishes: {events:?}");
+    assert_eq!(
+        finished,
+        vec![newest],
+        "only the newest request finishes: {events:?}"
+    );
     let Some(WorkerEvent::RunFinished { output, .. }) = events.last() else {
         panic!("the newest run failed: {:?}", events.last());
     };
@@ -115,10 +132,13 @@ fn a_burst_of_requests_ends_with_the_newest() {
     // A request after the burst is served normally.
     worker.set_artificial_delay(Duration::ZERO);
     let again = analyse(&worker, TEXT);
-    let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { generation, .. } if *generation == again)
-    });
-    assert!(!events.iter().any(|e| matches!(e, WorkerEvent::RunFailed { .. })));
+    let events = wait_for(
+        &worker,
+        |e| matches!(e, WorkerEvent::RunFinished { generation, .. } if *generation == again),
+    );
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, WorkerEvent::RunFailed { .. })));
 }
 
 #[test]
@@ -126,7 +146,10 @@ fn an_empty_text_gives_a_clear_error() {
     let worker = ready_worker();
     let generation = analyse(&worker, "   \n\t ");
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
     });
     match events.last() {
         Some(WorkerEvent::RunFailed {
@@ -148,7 +171,10 @@ fn a_panic_is_reported_and_the_worker_keeps_serving() {
     worker.inject_panic();
     let broken = analyse(&worker, TEXT);
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
     });
     match events.last() {
         Some(WorkerEvent::RunFailed {
@@ -164,7 +190,10 @@ fn a_panic_is_reported_and_the_worker_keeps_serving() {
     assert!(worker.is_alive());
     let fine = analyse(&worker, TEXT);
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
     });
     assert!(
         matches!(events.last(), Some(WorkerEvent::RunFinished { generation, .. }) if *generation == fine),
@@ -179,7 +208,10 @@ fn a_failed_load_is_explained_and_keeps_the_old_model() {
     let missing = std::env::temp_dir().join("headscope-no-such-model-folder");
     worker.load_model(ModelSource::Folder(missing.clone()));
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+        )
     });
     match events.last() {
         Some(WorkerEvent::ModelFailed { message, .. }) => {
@@ -192,7 +224,10 @@ fn a_failed_load_is_explained_and_keeps_the_old_model() {
     }
     let generation = analyse(&worker, TEXT);
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
     });
     assert!(
         matches!(events.last(), Some(WorkerEvent::RunFinished { generation: g, .. }) if *g == generation),
@@ -225,7 +260,10 @@ fn events_wake_the_ui() {
     .expect("spawn worker");
     analyse(&worker, TEXT);
     wait_for(&worker, |e| matches!(e, WorkerEvent::RunFailed { .. }));
-    assert!(wakes.load(Ordering::SeqCst) >= 2, "started and failed each wake the UI");
+    assert!(
+        wakes.load(Ordering::SeqCst) >= 2,
+        "started and failed each wake the UI"
+    );
 }
 
 #[test]
@@ -236,8 +274,14 @@ fn dropping_the_worker_joins_its_thread_even_mid_run() {
     let worker = ready_worker_with(marker.clone());
     worker.set_artificial_delay(Duration::from_secs(3600));
     let generation = analyse(&worker, TEXT);
-    wait_for(&worker, |e| matches!(e, WorkerEvent::RunStarted { generation: g } if *g == generation));
-    assert!(Arc::strong_count(&marker) > 1, "the thread holds the waker while it runs");
+    wait_for(
+        &worker,
+        |e| matches!(e, WorkerEvent::RunStarted { generation: g } if *g == generation),
+    );
+    assert!(
+        Arc::strong_count(&marker) > 1,
+        "the thread holds the waker while it runs"
+    );
     drop(worker);
     assert_eq!(
         Arc::strong_count(&marker),
@@ -250,7 +294,10 @@ fn ready_worker_with(wake: Arc<dyn Fn() + Send + Sync>) -> AnalysisWorker {
     let worker = AnalysisWorker::spawn(wake).expect("spawn worker");
     worker.load_model(model_source());
     let events = wait_for(&worker, |e| {
-        matches!(e, WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. })
+        matches!(
+            e,
+            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+        )
     });
     match events.last() {
         Some(WorkerEvent::ModelReady(info)) => {

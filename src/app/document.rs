@@ -123,7 +123,11 @@ impl Document {
             return None;
         }
         let first = first_sentence.min(self.spans.len().saturating_sub(1));
-        if self.chunk.as_ref().is_none_or(|c| c.first_sentence != first) {
+        if self
+            .chunk
+            .as_ref()
+            .is_none_or(|c| c.first_sentence != first)
+        {
             self.chunk = Some(self.make_chunk(first));
         }
         self.chunk.as_mut()
@@ -252,7 +256,7 @@ pub fn human_bytes(bytes: u64) -> String {
 /// channel, calling `wake` when it is there.
 pub fn spawn_job<T: Send + 'static>(
     name: &str,
-    wake: Arc<dyn Fn() + Send + Sync>,
+    wake: crate::worker::Waker,
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Receiver<T> {
     let (tx, rx) = crossbeam_channel::bounded(1);

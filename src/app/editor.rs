@@ -66,9 +66,16 @@ pub fn editor_ui(
     first_sentence: usize,
     window: Option<WindowInfo>,
     busy: Option<&str>,
+    source: &str,
 ) -> EditorOutput {
     let mut output = EditorOutput::default();
-    let label = ui.strong(EDITOR_LABEL);
+    let label = ui
+        .horizontal(|ui| {
+            let label = ui.strong(EDITOR_LABEL);
+            ui.weak(source);
+            label
+        })
+        .inner;
     let Some(document) = document else {
         ui.horizontal(|ui| {
             ui.add(egui::Spinner::new());

@@ -139,8 +139,16 @@ impl HeadView {
             if working {
                 ui.add(egui::Spinner::new());
             }
+            ui.separator();
+            if ui
+                .add_enabled(self.zoom > 1.0, egui::Button::new("Fit"))
+                .on_hover_text("Show the whole matrix again (or double-click it)")
+                .clicked()
+            {
+                self.zoom = 1.0;
+            }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                ui.weak("scroll: zoom · drag: pan · double-click: fit · arrow keys: heads and layers");
+                ui.weak("scroll: zoom · drag: pan · arrow keys: heads and layers");
             });
         });
         ui.separator();
@@ -160,7 +168,13 @@ impl HeadView {
         action
     }
 
-    fn heatmap_ui(&mut self, ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Settings) {
+    fn heatmap_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        output: &RunOutput,
+        head: HeadId,
+        settings: &Settings,
+    ) {
         let Some(texture_id) = self.texture.as_ref().map(TextureHandle::id) else {
             return;
         };
@@ -178,10 +192,7 @@ impl HeadView {
             Vec2::new(side + LABEL_MARGIN, side + LABEL_MARGIN + hover_line_height),
             Sense::hover(),
         );
-        let plot = Rect::from_min_size(
-            outer.min + Vec2::splat(LABEL_MARGIN),
-            Vec2::splat(side),
-        );
+        let plot = Rect::from_min_size(outer.min + Vec2::splat(LABEL_MARGIN), Vec2::splat(side));
         let id = ui.scope_id().with("head heatmap");
         let response = ui.interact(plot, id, Sense::click_and_drag());
         response.widget_info(|| {
@@ -315,17 +326,15 @@ impl HeadView {
                 let cell = self.cell_at(plot, pointer);
                 let (i, j) = (cell.y.floor(), cell.x.floor());
                 (i >= 0.0 && j >= 0.0 && (i as usize) < tokens && (j as usize) < tokens)
-                    .then(|| (i as usize, j as usize))
+                    .then_some((i as usize, j as usize))
             })
             .map(|(i, j)| {
                 let row_rect = Rect::from_min_size(
                     Pos2::new(plot.left(), cell_y(i)),
                     Vec2::new(side, cell_px),
                 );
-                let column_rect = Rect::from_min_size(
-                    Pos2::new(cell_x(j), plot.top()),
-                    Vec2::new(cell_px, side),
-                );
+                let column_rect =
+                    Rect::from_min_size(Pos2::new(cell_x(j), plot.top()), Vec2::new(cell_px, side));
                 let guide = Stroke::new(1.0, Color32::from_white_alpha(110));
                 painter.rect_stroke(row_rect, 0.0, guide, egui::StrokeKind::Inside);
                 painter.rect_stroke(column_rect, 0.0, guide, egui::StrokeKind::Inside);
@@ -342,13 +351,18 @@ impl HeadView {
                     heatmap::format_value(value)
                 )
             });
-        let text = hover_text.unwrap_or_else(|| "Point at a cell to read its token pair and value.".into());
-        painter.text(
-            Pos2::new(plot.left(), plot.bottom() + 4.0),
-            Align2::LEFT_TOP,
-            text,
-            FontId::proportional(13.0),
-            label_colour,
+        let text = hover_text
+            .unwrap_or_else(|| "Point at a cell to read its token pair and value.".into());
+        // A real label, so screen readers (and tests) can read it.
+        let readout = Rect::from_min_size(
+            Pos2::new(plot.left(), plot.bottom() + 2.0),
+            Vec2::new(side, hover_line_height),
+        );
+        ui.scope_builder(
+            egui::UiBuilder::new()
+                .max_rect(readout)
+                .layout(egui::Layout::left_to_right(egui::Align::Center)),
+            |ui| ui.add(egui::Label::new(egui::RichText::new(text).size(13.0)).truncate()),
         );
     }
 
@@ -473,10 +487,22 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
             .spacing([12.0, 4.0])
             .show(ui, |ui| {
                 row(ui, "mean distance", figure(layer.mean_distance, 2));
-                row(ui, "same-sentence fraction", figure(layer.same_sentence_fraction, 3));
-                row(ui, "separator attention", figure(layer.separator_attention, 3));
+                row(
+                    ui,
+                    "same-sentence fraction",
+                    figure(layer.same_sentence_fraction, 3),
+                );
+                row(
+                    ui,
+                    "separator attention",
+                    figure(layer.separator_attention, 3),
+                );
                 row(ui, "focus uniqueness", figure(layer.focus_uniqueness, 3));
-                row(ui, "segmentation accuracy", figure(layer.segmentation_accuracy, 3));
+                row(
+                    ui,
+                    "segmentation accuracy",
+                    figure(layer.segmentation_accuracy, 3),
+                );
             });
     }
 
@@ -485,13 +511,24 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
     let texts = &output.input.tokens.token_texts;
     let token = |k: usize| texts.get(k).map(String::as_str).unwrap_or("?");
     let shown = 40;
-    for &(i, j) in f.selected_pairs.iter().take(shown) {
-        ui.label(
-            egui::RichText::new(format!("{i:>3} {:<10} ↔ {j:>3} {:<10} Δ {}", token(i), token(j), j - i))
-                .monospace()
-                .small(),
-        );
-    }
+    egui::Grid::new("selected pairs grid")
+        .num_columns(5)
+        .striped(true)
+        .spacing([8.0, 2.0])
+        .show(ui, |ui| {
+            for header in ["i", "token", "j", "token", "j − i"] {
+                ui.weak(header);
+            }
+            ui.end_row();
+            for &(i, j) in f.selected_pairs.iter().take(shown) {
+                ui.label(i.to_string());
+                ui.label(short_token(token(i)));
+                ui.label(j.to_string());
+                ui.label(short_token(token(j)));
+                ui.label((j - i).to_string());
+                ui.end_row();
+            }
+        });
     if selected > shown {
         ui.weak(format!("… and {} more", selected - shown));
     }

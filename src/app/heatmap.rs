@@ -47,7 +47,10 @@ pub fn range_of(map: ColorMap, values: &[f32]) -> ValueRange {
 /// The smallest range holding all of `ranges`.
 pub fn union(ranges: &[ValueRange]) -> ValueRange {
     let min = ranges.iter().map(|r| r.min).fold(f32::INFINITY, f32::min);
-    let max = ranges.iter().map(|r| r.max).fold(f32::NEG_INFINITY, f32::max);
+    let max = ranges
+        .iter()
+        .map(|r| r.max)
+        .fold(f32::NEG_INFINITY, f32::max);
     if min <= max {
         ValueRange::new(min, max)
     } else {
@@ -90,7 +93,13 @@ pub fn shrink(values: &[f32], tokens: usize, limit: usize) -> (Cow<'_, [f32]>, u
     let averaged = sums
         .iter()
         .zip(&counts)
-        .map(|(&s, &c)| if c > 0 { (s / f64::from(c)) as f32 } else { f32::NAN })
+        .map(|(&s, &c)| {
+            if c > 0 {
+                (s / f64::from(c)) as f32
+            } else {
+                f32::NAN
+            }
+        })
         .collect();
     (Cow::Owned(averaged), side)
 }
@@ -127,7 +136,8 @@ pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, c
         ui.spacing_mut().item_spacing.x = 6.0;
         ui.label(egui::RichText::new(low).small());
         let width = 160.0;
-        let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
+        let (rect, response) =
+            ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
         let painter = ui.painter_at(rect);
         let steps = 64;
         for step in 0..steps {
@@ -147,7 +157,11 @@ pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, c
             egui::StrokeKind::Inside,
         );
         response.widget_info(|| {
-            egui::WidgetInfo::labeled(egui::Role::Image, true, format!("colour bar {}", map.name()))
+            egui::WidgetInfo::labeled(
+                egui::Role::Image,
+                true,
+                format!("colour bar {}", map.name()),
+            )
         });
         ui.label(egui::RichText::new(high).small());
         ui.label(egui::RichText::new(caption).small().weak());

@@ -153,7 +153,7 @@ struct Shown {
 pub struct HeadscopeApp {
     settings: Settings,
     worker: AnalysisWorker,
-    wake: Arc<dyn Fn() + Send + Sync>,
+    wake: crate::worker::Waker,
     model_status: ModelStatus,
     /// The model the worker is using (a failed load keeps the old one).
     active_model: Option<crate::worker::ModelInfo>,
@@ -202,7 +202,7 @@ impl HeadscopeApp {
             .and_then(|storage| eframe::get_value(storage, eframe::APP_KEY))
             .unwrap_or_default();
         let wake_ctx = ctx.clone();
-        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || wake_ctx.request_repaint());
+        let wake: crate::worker::Waker = Arc::new(move || wake_ctx.request_repaint());
         let worker = AnalysisWorker::spawn(wake.clone())
             .map_err(|e| anyhow::anyhow!("cannot start the model thread: {e}"))?;
         let mut app = Self {
@@ -271,7 +271,10 @@ impl HeadscopeApp {
             .as_ref()
             .filter(|path| config.restore_text && path.is_file());
         if let Some(file) = &config.start.file {
-            app.document = Some(Document::new(app.fallback_text.clone(), app.settings.input_mode));
+            app.document = Some(Document::new(
+                app.fallback_text.clone(),
+                app.settings.input_mode,
+            ));
             app.first_sentence = 0;
             app.open_file(file);
         } else if let Some(path) = autosave {
@@ -297,6 +300,11 @@ impl HeadscopeApp {
         &self.worker
     }
 
+    /// The user's settings as they stand.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// The window title the app asks for.
     pub fn window_title(&self) -> &str {
         &self.title
@@ -304,12 +312,32 @@ impl HeadscopeApp {
 
     /// Whether an analysis is owed or running.
     pub fn is_working(&self) -> bool {
-        self.pending_since.is_some() || self.in_flight.is_some()
+        // A run owed while no model is loaded is not work in progress:
+        // it starts once a model is ready.
+        self.in_flight.is_some() || (self.pending_since.is_some() && self.active_model.is_some())
     }
 
     /// The result on screen, if any.
     pub fn shown_output(&self) -> Option<&Arc<RunOutput>> {
         self.shown.as_ref().map(|s| &s.output)
+    }
+
+    /// Whether the overview's pictures show the current result with the
+    /// current view settings (they are built off the UI thread).
+    pub fn overview_is_current(&self) -> bool {
+        self.shown
+            .as_ref()
+            .is_some_and(|shown| self.overview.is_current(self.view_key(shown.generation)))
+    }
+
+    fn view_key(&self, generation: u64) -> ViewKey {
+        ViewKey {
+            generation,
+            kind: self.settings.matrix,
+            variant: self.settings.similarity,
+            colormap: self.settings.colormap,
+            shared_scale: self.settings.shared_scale,
+        }
     }
 
     /// The head open in the detail view.
@@ -632,6 +660,9 @@ impl HeadscopeApp {
         let Some(document) = &self.document else {
             return;
         };
+        self.first_sentence = self
+            .first_sentence
+            .min(document.sentence_count().saturating_sub(1));
         let first = self.first_sentence;
         let (text, input_first) = document.request(first);
         let input = InputOptions {
@@ -666,7 +697,13 @@ impl HeadscopeApp {
 
     fn update_title(&mut self, ctx: &egui::Context) {
         let name = match (&self.text_job, &self.file) {
-            (Some(TextJob { source: TextSource::File(path), .. }), _) => {
+            (
+                Some(TextJob {
+                    source: TextSource::File(path),
+                    ..
+                }),
+                _,
+            ) => {
                 format!("opening {}…", file_name(path))
             }
             (_, Some(path)) => match path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -697,7 +734,8 @@ impl HeadscopeApp {
         let info = self.window_info();
         match step {
             WindowMove::Next => {
-                if let Some(info) = info.filter(|w| w.first == self.first_sentence && w.has_next()) {
+                if let Some(info) = info.filter(|w| w.first == self.first_sentence && w.has_next())
+                {
                     self.window_history.push(self.first_sentence);
                     self.first_sentence = info.first + info.analysed;
                 }
@@ -740,12 +778,23 @@ impl HeadscopeApp {
                 }
             });
             ui.menu_button("View", |ui| {
-                ui.radio_value(&mut self.settings.matrix, MatrixKind::Similarity, "Similarity S");
-                ui.radio_value(&mut self.settings.matrix, MatrixKind::Attention, "Attention P");
+                ui.radio_value(
+                    &mut self.settings.matrix,
+                    MatrixKind::Similarity,
+                    "Similarity S",
+                );
+                ui.radio_value(
+                    &mut self.settings.matrix,
+                    MatrixKind::Attention,
+                    "Attention P",
+                );
                 ui.separator();
                 ui.checkbox(&mut self.settings.show_text_panel, "Text panel");
                 ui.checkbox(&mut self.settings.mark_pairs, "Outline selected pairs");
-                ui.checkbox(&mut self.settings.shared_scale, "One colour scale for all heads");
+                ui.checkbox(
+                    &mut self.settings.shared_scale,
+                    "One colour scale for all heads",
+                );
             });
         });
     }
@@ -770,24 +819,33 @@ impl HeadscopeApp {
             self.schedule_run(&ctx);
         }
         let busy = match &self.text_job {
-            Some(TextJob { source: TextSource::File(path), .. }) => {
-                Some(format!("Opening {}…", file_name(path)))
-            }
-            Some(TextJob { source: TextSource::Autosave, .. }) => {
-                Some("Restoring the last text…".to_string())
-            }
-            Some(TextJob { source: TextSource::Resplit, .. }) => {
-                Some("Splitting the text into sentences…".to_string())
-            }
+            Some(TextJob {
+                source: TextSource::File(path),
+                ..
+            }) => Some(format!("Opening {}…", file_name(path))),
+            Some(TextJob {
+                source: TextSource::Autosave,
+                ..
+            }) => Some("Restoring the last text…".to_string()),
+            Some(TextJob {
+                source: TextSource::Resplit,
+                ..
+            }) => Some("Splitting the text into sentences…".to_string()),
             None => None,
         };
         let window = self.window_info();
+        let source = match (&self.file, &self.autosaver) {
+            (Some(path), _) => file_name(path),
+            (None, Some(_)) => "untitled, autosaved".to_string(),
+            (None, None) => "untitled".to_string(),
+        };
         let output = editor::editor_ui(
             ui,
             self.document.as_mut(),
             self.first_sentence,
             window,
             busy.as_deref(),
+            &source,
         );
         if output.text_changed {
             self.text_changed(&ctx);
@@ -808,8 +866,14 @@ impl HeadscopeApp {
             let mut dismissed = false;
             egui::Frame::group(ui.style()).show(ui, |ui| {
                 ui.horizontal(|ui| {
-                    ui.add(egui::Label::new(egui::RichText::new(&notice.text).color(colour)).wrap());
-                    if ui.small_button("×").on_hover_text("Dismiss this message").clicked() {
+                    ui.add(
+                        egui::Label::new(egui::RichText::new(&notice.text).color(colour)).wrap(),
+                    );
+                    if ui
+                        .small_button("×")
+                        .on_hover_text("Dismiss this message")
+                        .clicked()
+                    {
                         dismissed = true;
                     }
                 });
@@ -834,7 +898,12 @@ impl HeadscopeApp {
 
         if self.active_model.is_none() {
             ui.add_space(24.0);
-            ui.vertical_centered(|ui| ui.heading("Choose a model"));
+            let heading = if matches!(self.model_status, ModelStatus::Loading { .. }) {
+                "Loading the model"
+            } else {
+                "Choose a model"
+            };
+            ui.vertical_centered(|ui| ui.heading(heading));
             ui.add_space(8.0);
             egui::Frame::group(ui.style()).show(ui, |ui| {
                 ui.set_max_width(640.0);
@@ -854,41 +923,50 @@ impl HeadscopeApp {
             return;
         };
         let output = shown.output.clone();
-        let key = ViewKey {
-            generation: shown.generation,
-            kind: self.settings.matrix,
-            variant: self.settings.similarity,
-            colormap: self.settings.colormap,
-            shared_scale: self.settings.shared_scale,
-        };
+        let key = self.view_key(shown.generation);
         let working = self.is_working();
         match self.detail {
             Some(head) => {
                 self.head_view.update(&ctx, &output, key, head);
                 let caption = match self.settings.matrix {
                     MatrixKind::Similarity => {
-                        format!("L{} H{}: similarity S, {}", head.layer, head.head, self.settings.similarity.label())
+                        format!(
+                            "L{} H{}: similarity S, {}",
+                            head.layer,
+                            head.head,
+                            self.settings.similarity.label()
+                        )
                     }
                     MatrixKind::Attention => {
-                        format!("L{} H{}: attention P (rows: query, columns: key)", head.layer, head.head)
+                        format!(
+                            "L{} H{}: attention P (rows: query, columns: key)",
+                            head.layer, head.head
+                        )
                     }
                 };
                 self.view_controls(ui, working, Some(self.head_view.range()), &caption);
                 ui.separator();
-                match self.head_view.ui(ui, &output, head, &self.settings, working) {
+                match self
+                    .head_view
+                    .ui(ui, &output, head, &self.settings, working)
+                {
                     Some(HeadAction::Back) => self.detail = None,
                     Some(HeadAction::Show(next)) => self.detail = Some(next),
                     None => {}
                 }
             }
             None => {
-                self.overview.update(&ctx, &output, key);
+                self.overview.update(&ctx, &output, key, &self.wake);
                 let range = self.overview.shared_range();
                 let caption = match (self.settings.matrix, range.is_some()) {
                     (MatrixKind::Similarity, true) => "similarity S, one scale for all heads",
-                    (MatrixKind::Similarity, false) => "similarity S, each head from its own min to max",
+                    (MatrixKind::Similarity, false) => {
+                        "similarity S, each head from its own min to max"
+                    }
                     (MatrixKind::Attention, true) => "attention P, one scale for all heads",
-                    (MatrixKind::Attention, false) => "attention P, each head from its own min to max",
+                    (MatrixKind::Attention, false) => {
+                        "attention P, each head from its own min to max"
+                    }
                 };
                 self.view_controls(ui, working, range, caption);
                 ui.separator();
@@ -908,10 +986,18 @@ impl HeadscopeApp {
         caption: &str,
     ) {
         ui.horizontal(|ui| {
-            ui.selectable_value(&mut self.settings.matrix, MatrixKind::Similarity, "Similarity")
-                .on_hover_text("The context similarity S of each head's output vectors");
-            ui.selectable_value(&mut self.settings.matrix, MatrixKind::Attention, "Attention")
-                .on_hover_text("The attention probabilities P (rows: query, columns: key)");
+            ui.selectable_value(
+                &mut self.settings.matrix,
+                MatrixKind::Similarity,
+                "Similarity",
+            )
+            .on_hover_text("The context similarity S of each head's output vectors");
+            ui.selectable_value(
+                &mut self.settings.matrix,
+                MatrixKind::Attention,
+                "Attention",
+            )
+            .on_hover_text("The attention probabilities P (rows: query, columns: key)");
             ui.separator();
             let label = ui.label("Colour map");
             egui::ComboBox::from_id_salt("colour map")
@@ -1064,6 +1150,8 @@ fn poll_dialog(slot: &mut Option<Receiver<Option<PathBuf>>>) -> Option<PathBuf> 
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }

@@ -1,17 +1,22 @@
 //! The overview: one heatmap thumbnail per head, L rows × H columns.
 //!
 //! Each thumbnail is a texture built once per result and view choice
-//! ([`ViewKey`]), never per frame; a frame only draws L·H textured
-//! rectangles and their labels. Each thumbnail is a clickable widget named
+//! ([`ViewKey`]), never per frame, and the images are computed on a short-
+//! lived thread (a 12×12 model at 512 tokens has 37 million values); a
+//! frame only draws L·H textured rectangles and their labels. Each thumbnail is a clickable widget named
 //! "L{layer} H{head} {category}" for screen readers and UI tests.
 
+use super::document::spawn_job;
 use super::heatmap::{self, THUMBNAIL_PIXELS};
 use super::settings::MatrixKind;
 use crate::analysis::{Category, SimilarityVariant};
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
-use egui::{Align2, Color32, FontId, Rect, Sense, Stroke, TextureHandle};
+use crate::worker::Waker;
+use crossbeam_channel::Receiver;
+use egui::{Align2, Color32, ColorImage, FontId, Rect, Sense, Stroke, TextureHandle};
+use std::sync::Arc;
 
 /// Everything the pictures depend on; a change rebuilds the textures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -23,12 +28,20 @@ pub struct ViewKey {
     pub shared_scale: bool,
 }
 
-/// The grid's textures and colour ranges.
+/// The grid's textures, and the thumbnails being built for the newest key.
 #[derive(Default)]
 pub struct Overview {
-    key: Option<ViewKey>,
+    /// What the textures on screen show.
+    shown_key: Option<ViewKey>,
     textures: Vec<Option<TextureHandle>>,
-    ranges: Vec<ValueRange>,
+    shared: Option<ValueRange>,
+    /// Thumbnails being computed off the UI thread, for this key.
+    building: Option<(ViewKey, Receiver<Thumbnails>)>,
+}
+
+/// The colour images of every head, computed off the UI thread.
+struct Thumbnails {
+    images: Vec<ColorImage>,
     shared: Option<ValueRange>,
 }
 
@@ -45,35 +58,78 @@ pub fn category_style(category: Option<Category>) -> (&'static str, Color32) {
 
 /// The accessible name of a head's thumbnail.
 pub fn thumbnail_label(head: HeadId, category: Option<Category>) -> String {
-    format!("L{} H{} {}", head.layer, head.head, category_style(category).0)
+    format!(
+        "L{} H{} {}",
+        head.layer,
+        head.head,
+        category_style(category).0
+    )
+}
+
+/// Every head's thumbnail image for `key` (the transform, the colour
+/// ranges and the shrinking touch all L·H·T² values, hence a thread).
+fn build_thumbnails(output: &RunOutput, key: ViewKey) -> Thumbnails {
+    let captures = &output.captures;
+    let mut shrunk = Vec::with_capacity(captures.layers * captures.heads);
+    let mut ranges = Vec::with_capacity(captures.layers * captures.heads);
+    for head in captures.head_ids() {
+        let values = heatmap::head_matrix(output, head, key.kind, key.variant);
+        ranges.push(heatmap::range_of(key.colormap, &values));
+        let (small, side) = heatmap::shrink(&values, captures.tokens, THUMBNAIL_PIXELS);
+        shrunk.push((small.into_owned(), side));
+    }
+    let shared = key.shared_scale.then(|| heatmap::union(&ranges));
+    let images = shrunk
+        .iter()
+        .zip(&ranges)
+        .map(|((values, side), &range)| {
+            heatmap::colour_image(values, *side, key.colormap, shared.unwrap_or(range))
+        })
+        .collect();
+    Thumbnails { images, shared }
 }
 
 impl Overview {
-    /// Rebuilds the textures if the result or a view choice changed.
-    pub fn update(&mut self, ctx: &egui::Context, output: &RunOutput, key: ViewKey) {
-        if self.key == Some(key) {
-            return;
+    /// Starts building the thumbnails when the result or a view choice
+    /// changed, and puts finished ones on screen. Until then the previous
+    /// pictures stay.
+    pub fn update(
+        &mut self,
+        ctx: &egui::Context,
+        output: &Arc<RunOutput>,
+        key: ViewKey,
+        wake: &Waker,
+    ) {
+        if let Some((built_key, receiver)) = &self.building {
+            match receiver.try_recv() {
+                Ok(thumbnails) => {
+                    let built_key = *built_key;
+                    self.building = None;
+                    self.textures.resize_with(thumbnails.images.len(), || None);
+                    for (index, image) in thumbnails.images.into_iter().enumerate() {
+                        let name = format!("thumbnail {index}");
+                        heatmap::upload(ctx, &mut self.textures[index], &name, image);
+                    }
+                    self.shared = thumbnails.shared;
+                    self.shown_key = Some(built_key);
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => {}
+                Err(crossbeam_channel::TryRecvError::Disconnected) => self.building = None,
+            }
         }
-        let captures = &output.captures;
-        let heads: Vec<HeadId> = captures.head_ids().collect();
-        self.textures.resize_with(heads.len(), || None);
-        self.textures.truncate(heads.len());
-        let mut images = Vec::with_capacity(heads.len());
-        self.ranges.clear();
-        for &head in &heads {
-            let values = heatmap::head_matrix(output, head, key.kind, key.variant);
-            self.ranges.push(heatmap::range_of(key.colormap, &values));
-            let (small, side) = heatmap::shrink(&values, captures.tokens, THUMBNAIL_PIXELS);
-            images.push((small.into_owned(), side));
+        let wanted = Some(key);
+        if self.shown_key != wanted && self.building.as_ref().map(|(k, _)| *k) != wanted {
+            let output = output.clone();
+            let receiver = spawn_job("headscope-thumbnails", wake.clone(), move || {
+                build_thumbnails(&output, key)
+            });
+            self.building = Some((key, receiver));
         }
-        self.shared = key.shared_scale.then(|| heatmap::union(&self.ranges));
-        for (index, (values, side)) in images.into_iter().enumerate() {
-            let range = self.shared.unwrap_or(self.ranges[index]);
-            let image = heatmap::colour_image(&values, side, key.colormap, range);
-            let name = format!("thumbnail {}", heads[index]);
-            heatmap::upload(ctx, &mut self.textures[index], &name, image);
-        }
-        self.key = Some(key);
+    }
+
+    /// Whether the pictures on screen are those of `key`.
+    pub fn is_current(&self, key: ViewKey) -> bool {
+        self.shown_key == Some(key)
     }
 
     /// The one range all thumbnails share, when shared scaling is on.
@@ -89,9 +145,12 @@ impl Overview {
         selected: Option<HeadId>,
     ) -> Option<HeadId> {
         let (layers, heads) = (output.captures.layers, output.captures.heads);
-        if layers == 0 || heads == 0 || self.textures.len() != layers * heads {
+        if layers == 0 || heads == 0 {
             return None;
         }
+        // Textures of another model's shape are not shown (placeholders
+        // until the new ones are built).
+        let textures_fit = self.textures.len() == layers * heads;
         let row_header = 30.0;
         let column_header = 18.0;
         let label_height = 16.0;
@@ -142,7 +201,11 @@ impl Overview {
                             egui::vec2(thumb, thumb + label_height),
                         );
                         let image_rect = Rect::from_min_size(rect.min, egui::vec2(thumb, thumb));
-                        let response = ui.interact(rect, ui.scope_id().with(("thumbnail", l, h)), Sense::click());
+                        let response = ui.interact(
+                            rect,
+                            ui.scope_id().with(("thumbnail", l, h)),
+                            Sense::click(),
+                        );
                         let figures = output.analysis.head(head);
                         let category = figures.and_then(|f| f.category);
                         let label = thumbnail_label(head, category);
@@ -154,13 +217,18 @@ impl Overview {
                                 &label,
                             )
                         });
-                        if let Some(texture) = &self.textures[l * heads + h] {
-                            painter.image(
-                                texture.id(),
-                                image_rect,
-                                Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
-                                Color32::WHITE,
-                            );
+                        match self.textures.get(l * heads + h).filter(|_| textures_fit) {
+                            Some(Some(texture)) => {
+                                painter.image(
+                                    texture.id(),
+                                    image_rect,
+                                    Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
+                                    Color32::WHITE,
+                                );
+                            }
+                            _ => {
+                                painter.rect_filled(image_rect, 2.0, ui.visuals().faint_bg_color);
+                            }
                         }
                         let outline = if selected == Some(head) {
                             Some(Stroke::new(2.5, ui.visuals().selection.stroke.color))
@@ -196,9 +264,31 @@ impl Overview {
                         }
                     }
                 }
+                ui.add_space(4.0);
+                category_legend(ui);
             });
         clicked
     }
+}
+
+/// What the category colours of the captions mean (ANALYSIS.md §4).
+fn category_legend(ui: &mut egui::Ui) {
+    ui.horizontal_wrapped(|ui| {
+        ui.weak("Categories, from each head's selected pairs:");
+        for (category, rule) in [
+            (Category::Repetition, "half or more pair a word with itself"),
+            (Category::Focus, "half or more touch one token"),
+            (Category::Local, "half or more are close, in one sentence"),
+            (Category::Mixed, "none of these"),
+        ] {
+            let (name, colour) = category_style(Some(category));
+            ui.colored_label(colour, name);
+            ui.weak(format!("{rule};"));
+        }
+        let (name, colour) = category_style(None);
+        ui.colored_label(colour, name);
+        ui.weak("fewer than two content tokens.");
+    });
 }
 
 fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {

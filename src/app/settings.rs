@@ -154,8 +154,12 @@ pub fn settings_ui(ui: &mut egui::Ui, settings: &mut Settings) -> SettingsChange
         .num_columns(2)
         .spacing([8.0, 4.0])
         .show(ui, |ui| {
-            ui.radio_value(&mut settings.rule, SelectionRule::TopFraction, "Top fraction")
-                .on_hover_text("The top q of the candidate pairs by similarity");
+            ui.radio_value(
+                &mut settings.rule,
+                SelectionRule::TopFraction,
+                "Top fraction",
+            )
+            .on_hover_text("The top q of the candidate pairs by similarity");
             let mut percent = settings.q * 100.0;
             let response = ui
                 .add_enabled(
@@ -186,8 +190,12 @@ pub fn settings_ui(ui: &mut egui::Ui, settings: &mut Settings) -> SettingsChange
             .on_hover_text("z: standard deviations above the mean");
             ui.end_row();
 
-            ui.radio_value(&mut settings.rule, SelectionRule::TopKPerRow, "Top k per row")
-                .on_hover_text("Each content token's k most similar partners");
+            ui.radio_value(
+                &mut settings.rule,
+                SelectionRule::TopKPerRow,
+                "Top k per row",
+            )
+            .on_hover_text("Each content token's k most similar partners");
             ui.add_enabled(
                 settings.rule == SelectionRule::TopKPerRow,
                 egui::DragValue::new(&mut settings.k)

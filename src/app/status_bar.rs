@@ -52,10 +52,11 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
             ));
             ui.separator();
             let t = &output.timings;
-            ui.label(format!("{:.0} ms", t.total_ms)).on_hover_text(format!(
-                "input {:.1} ms · model {:.1} ms · figures {:.1} ms",
-                t.input_ms, t.model_ms, t.analysis_ms
-            ));
+            ui.label(format!("{:.0} ms", t.total_ms))
+                .on_hover_text(format!(
+                    "input {:.1} ms · model {:.1} ms · figures {:.1} ms",
+                    t.input_ms, t.model_ms, t.analysis_ms
+                ));
         }
         if let Some(window) = info.window {
             ui.separator();
