@@ -109,7 +109,8 @@ pub struct AnalysisWorker {
 }
 
 impl AnalysisWorker {
-    /// Starts the thread; `wake` is called after each event is sent.
+    /// Starts the thread; `wake` is called after each event is sent (the
+    /// app passes `egui::Context::request_repaint`).
     pub fn spawn(wake: Waker) -> std::io::Result<Self> {
         let (command_tx, command_rx) = crossbeam_channel::unbounded();
         let (event_tx, event_rx) = crossbeam_channel::unbounded();
@@ -134,11 +135,6 @@ impl AnalysisWorker {
             shutdown,
             thread: Some(handle),
         })
-    }
-
-    /// Starts the thread, repainting `ctx` whenever an event arrives.
-    pub fn with_egui(ctx: egui::Context) -> std::io::Result<Self> {
-        Self::spawn(Arc::new(move || ctx.request_repaint()))
     }
 
     /// Loads a model, replacing the current one once it is ready.

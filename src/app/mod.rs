@@ -14,14 +14,23 @@
 //! also autosaved to a file in headscope's cache folder shortly after each
 //! edit and restored at start, so a crash or a kill loses nothing.
 
+pub mod derived;
 pub mod document;
 pub mod editor;
 pub mod head_view;
 pub mod heatmap;
+pub mod layers_view;
 pub mod model_panel;
 pub mod overview;
+pub mod selection;
+pub mod separators_view;
 pub mod settings;
+pub mod specialisation_view;
 pub mod status_bar;
+pub mod table;
+pub mod token_focus_view;
+pub mod token_text;
+pub mod views;
 
 use crate::captures::HeadId;
 use crate::colormap::ColorMap;
@@ -38,6 +47,7 @@ use model_panel::{ModelAction, ModelPanel, ModelStatus};
 use overview::{Overview, ViewKey};
 use serde::{Deserialize, Serialize};
 use settings::{MatrixKind, Settings};
+use views::{CentralView, ViewAction, ViewsState};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -180,6 +190,8 @@ pub struct HeadscopeApp {
     overview: Overview,
     head_view: HeadView,
     detail: Option<HeadId>,
+    /// The study's views: picked tokens, chosen layer, filters.
+    views: ViewsState,
 
     autosaver: Option<Autosaver>,
     autosave_due: Option<f64>,
@@ -191,6 +203,7 @@ pub struct HeadscopeApp {
     /// for scripts that drive the real window (screenshots).
     trace: bool,
     traced_detail: Option<HeadId>,
+    traced_view: Option<CentralView>,
 }
 
 impl HeadscopeApp {
@@ -232,6 +245,7 @@ impl HeadscopeApp {
             overview: Overview::default(),
             head_view: HeadView::default(),
             detail: None,
+            views: ViewsState::default(),
             autosaver: config.autosave_path.clone().map(Autosaver::new),
             autosave_due: None,
             file_dialog: None,
@@ -240,6 +254,7 @@ impl HeadscopeApp {
             title_sent: String::new(),
             trace: std::env::var_os("HEADSCOPE_TRACE").is_some_and(|v| v == "1"),
             traced_detail: None,
+            traced_view: None,
         };
 
         // The model: the command line's, else the last one that loaded,
@@ -338,6 +353,21 @@ impl HeadscopeApp {
             colormap: self.settings.colormap,
             shared_scale: self.settings.shared_scale,
         }
+    }
+
+    /// The tab the central area shows.
+    pub fn central_view(&self) -> CentralView {
+        self.settings.view
+    }
+
+    /// The tokens picked in the study's views.
+    pub fn picked_tokens(&self) -> &selection::TokenSelection {
+        &self.views.selection
+    }
+
+    /// The layer the Heads grid is limited to, if any.
+    pub fn grid_layer(&self) -> Option<usize> {
+        self.views.grid_layer
     }
 
     /// The head open in the detail view.
@@ -594,7 +624,9 @@ impl HeadscopeApp {
             self.open_file(&path);
         }
         // Arrow keys step through heads unless the user is typing.
-        if let (Some(head), Some(shown)) = (self.detail, &self.shown) {
+        if let (Some(head), Some(shown), CentralView::Heads) =
+            (self.detail, &self.shown, self.settings.view)
+        {
             if !ctx.text_edit_focused() {
                 let (layers, heads) = (shown.output.captures.layers, shown.output.captures.heads);
                 let mut target = head;
@@ -925,9 +957,29 @@ impl HeadscopeApp {
         let output = shown.output.clone();
         let key = self.view_key(shown.generation);
         let working = self.is_working();
+        let generation = shown.generation;
+        self.views.sync(generation, &output);
+        if self
+            .views
+            .tab_row(ui, &mut self.settings.view, &output, working)
+        {
+            self.detail = None;
+        }
+        if self.settings.view != CentralView::Heads {
+            ui.separator();
+            let view = self.settings.view;
+            if let Some(action) = self
+                .views
+                .ui(ui, view, &output, generation, &self.settings)
+            {
+                self.view_action(action);
+            }
+            return;
+        }
         match self.detail {
             Some(head) => {
                 self.head_view.update(&ctx, &output, key, head);
+                let picked: Vec<usize> = self.views.selection.positions().collect();
                 let caption = match self.settings.matrix {
                     MatrixKind::Similarity => {
                         format!(
@@ -948,7 +1000,7 @@ impl HeadscopeApp {
                 ui.separator();
                 match self
                     .head_view
-                    .ui(ui, &output, head, &self.settings, working)
+                    .ui(ui, &output, head, &self.settings, working, &picked)
                 {
                     Some(HeadAction::Back) => self.detail = None,
                     Some(HeadAction::Show(next)) => self.detail = Some(next),
@@ -969,11 +1021,32 @@ impl HeadscopeApp {
                     }
                 };
                 self.view_controls(ui, working, range, caption);
+                self.views.grid_controls(ui, &mut self.settings);
                 ui.separator();
-                if let Some(head) = self.overview.ui(ui, &output, self.detail) {
+                let marks = self.views.grid_marks(&output, &self.settings);
+                if let Some(head) = self.overview.ui(ui, &output, self.detail, &marks) {
                     self.detail = Some(head);
                     self.head_view.request_focus();
                 }
+            }
+        }
+    }
+
+    /// Does what one of the study's views asked for.
+    fn view_action(&mut self, action: ViewAction) {
+        self.settings.view = CentralView::Heads;
+        match action {
+            ViewAction::OpenHead(head) => {
+                self.detail = Some(head);
+                self.head_view.request_focus();
+            }
+            ViewAction::ShowLayer(layer) => {
+                self.detail = None;
+                self.views.grid_layer = Some(layer);
+            }
+            ViewAction::ShowSeparatorOverlay => {
+                self.detail = None;
+                self.settings.separator_overlay = true;
             }
         }
     }
@@ -1074,6 +1147,10 @@ impl eframe::App for HeadscopeApp {
                 None => eprintln!("headscope: showing the overview"),
             }
             self.traced_detail = self.detail;
+        }
+        if self.trace && self.traced_view != Some(self.settings.view) {
+            eprintln!("headscope: showing the {} tab", self.settings.view.label());
+            self.traced_view = Some(self.settings.view);
         }
 
         let hovering_files = ctx.input(|i| !i.raw.hovered_files.is_empty());

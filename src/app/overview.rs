@@ -28,6 +28,19 @@ pub struct ViewKey {
     pub shared_scale: bool,
 }
 
+/// What the study's views draw over the grid (see [`super::views`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GridMarks {
+    /// Per head, layer-major: why it is highlighted, if it is. Empty when
+    /// nothing is; otherwise the others are dimmed.
+    pub highlights: Vec<Option<String>>,
+    /// Per head, layer-major: its separator attention, drawn on the
+    /// thumbnail (`None`: the overlay is off).
+    pub separator_attention: Option<Vec<Option<f64>>>,
+    /// Show only this layer's row.
+    pub only_layer: Option<usize>,
+}
+
 /// The grid's textures, and the thumbnails being built for the newest key.
 #[derive(Default)]
 pub struct Overview {
@@ -143,11 +156,19 @@ impl Overview {
         ui: &mut egui::Ui,
         output: &RunOutput,
         selected: Option<HeadId>,
+        marks: &GridMarks,
     ) -> Option<HeadId> {
         let (layers, heads) = (output.captures.layers, output.captures.heads);
         if layers == 0 || heads == 0 {
             return None;
         }
+        // The rows drawn: every layer, or the one the Layers view asked for.
+        let shown_layers: Vec<usize> = match marks.only_layer {
+            Some(l) if l < layers => vec![l],
+            _ => (0..layers).collect(),
+        };
+        let rows = shown_layers.len();
+        let any_highlight = marks.highlights.iter().any(Option::is_some);
         // Textures of another model's shape are not shown (placeholders
         // until the new ones are built).
         let textures_fit = self.textures.len() == layers * heads;
@@ -157,14 +178,14 @@ impl Overview {
         let gap = 6.0;
         let available = ui.available_size();
         let cell_width = ((available.x - row_header) / heads as f32).floor();
-        let fit_height = ((available.y - column_header) / layers as f32).floor();
+        let fit_height = ((available.y - column_header) / rows as f32).floor();
         let thumb = (cell_width - gap)
             .min(fit_height - label_height - gap)
             .clamp(40.0, 260.0);
         let cell = egui::vec2(thumb + gap, thumb + label_height + gap);
         let grid_size = egui::vec2(
             row_header + cell.x * heads as f32,
-            column_header + cell.y * layers as f32,
+            column_header + cell.y * rows as f32,
         );
         let mut clicked = None;
         egui::ScrollArea::both()
@@ -184,8 +205,8 @@ impl Overview {
                         weak,
                     );
                 }
-                for l in 0..layers {
-                    let top = grid_rect.top() + column_header + cell.y * l as f32;
+                for (row, &l) in shown_layers.iter().enumerate() {
+                    let top = grid_rect.top() + column_header + cell.y * row as f32;
                     painter.text(
                         egui::pos2(grid_rect.left() + row_header / 2.0, top + thumb / 2.0),
                         Align2::CENTER_CENTER,
@@ -208,7 +229,22 @@ impl Overview {
                         );
                         let figures = output.analysis.head(head);
                         let category = figures.and_then(|f| f.category);
-                        let label = thumbnail_label(head, category);
+                        let index = l * heads + h;
+                        let highlight = marks.highlights.get(index).cloned().flatten();
+                        let separator = marks
+                            .separator_attention
+                            .as_ref()
+                            .map(|values| values.get(index).copied().flatten());
+                        let mut label = thumbnail_label(head, category);
+                        if highlight.is_some() {
+                            label.push_str(" · highlighted");
+                        }
+                        if let Some(value) = separator {
+                            label.push_str(&format!(
+                                " · separator attention {}",
+                                super::head_view::figure(value, 2)
+                            ));
+                        }
                         response.widget_info(|| {
                             egui::WidgetInfo::selected(
                                 egui::Role::Button,
@@ -229,6 +265,21 @@ impl Overview {
                             _ => {
                                 painter.rect_filled(image_rect, 2.0, ui.visuals().faint_bg_color);
                             }
+                        }
+                        if any_highlight && highlight.is_none() {
+                            // Dimmed, so the highlighted heads stand out.
+                            painter.rect_filled(image_rect, 2.0, Color32::from_black_alpha(150));
+                        }
+                        if let Some(value) = separator {
+                            separator_overlay(&painter, image_rect, value);
+                        }
+                        if highlight.is_some() {
+                            painter.rect_stroke(
+                                image_rect.expand(2.5),
+                                3.0,
+                                Stroke::new(3.0, super::views::HIGHLIGHT),
+                                egui::StrokeKind::Outside,
+                            );
                         }
                         let outline = if selected == Some(head) {
                             Some(Stroke::new(2.5, ui.visuals().selection.stroke.color))
@@ -258,7 +309,15 @@ impl Overview {
                             FontId::proportional(11.0),
                             colour,
                         );
-                        let response = response.on_hover_ui(|ui| head_tooltip(ui, output, head));
+                        let response = response.on_hover_ui(|ui| {
+                            head_tooltip(ui, output, head);
+                            if let Some(why) = &highlight {
+                                ui.colored_label(
+                                    super::views::HIGHLIGHT,
+                                    format!("highlighted: {why}"),
+                                );
+                            }
+                        });
                         if response.clicked() {
                             clicked = Some(head);
                         }
@@ -269,6 +328,36 @@ impl Overview {
             });
         clicked
     }
+}
+
+/// A head's separator attention on its thumbnail: the value in the top
+/// left corner and a bar along the bottom (full width = 1).
+fn separator_overlay(painter: &egui::Painter, image: Rect, value: Option<f64>) {
+    let bar_height = (image.height() * 0.09).clamp(4.0, 10.0);
+    let track = Rect::from_min_max(
+        egui::pos2(image.left(), image.bottom() - bar_height),
+        image.right_bottom(),
+    );
+    painter.rect_filled(track, 0.0, Color32::from_black_alpha(170));
+    if let Some(v) = value.filter(|v| v.is_finite()) {
+        let fill = Rect::from_min_max(
+            track.min,
+            egui::pos2(
+                track.left() + track.width() * v.clamp(0.0, 1.0) as f32,
+                track.bottom(),
+            ),
+        );
+        painter.rect_filled(fill, 0.0, Color32::from_rgb(255, 160, 50));
+    }
+    let text = super::head_view::figure(value, 2);
+    let font = FontId::proportional((image.height() * 0.16).clamp(10.0, 14.0));
+    let galley = painter.layout_no_wrap(text, font, Color32::WHITE);
+    let badge = Rect::from_min_size(
+        image.min + egui::vec2(2.0, 2.0),
+        galley.size() + egui::vec2(6.0, 2.0),
+    );
+    painter.rect_filled(badge, 2.0, Color32::from_black_alpha(190));
+    painter.galley(badge.min + egui::vec2(3.0, 1.0), galley, Color32::WHITE);
 }
 
 /// What the category colours of the captions mean (ANALYSIS.md §4).

@@ -7,6 +7,7 @@
 //! The parameters of the rules not in use are kept too, so switching rules
 //! back and forth does not lose a value the user typed.
 
+use super::views::CentralView;
 use crate::analysis::{AnalysisOptions, Selection, SimilarityVariant};
 use crate::colormap::ColorMap;
 use crate::input::InputMode;
@@ -63,6 +64,10 @@ pub struct Settings {
     pub mark_pairs: bool,
     /// Show the text panel on the left.
     pub show_text_panel: bool,
+    /// The tab the central area shows.
+    pub view: CentralView,
+    /// Draw each head's separator attention on its grid thumbnail.
+    pub separator_overlay: bool,
 }
 
 impl Default for Settings {
@@ -81,6 +86,8 @@ impl Default for Settings {
             shared_scale: false,
             mark_pairs: true,
             show_text_panel: true,
+            view: CentralView::default(),
+            separator_overlay: false,
         }
     }
 }

@@ -1,0 +1,218 @@
+//! Per-token arrays the study's views draw, derived from a result once per
+//! result generation rather than every frame.
+//!
+//! These are displays of the captured attention, not figures: every
+//! figure on screen comes from the [`Analysis`](crate::analysis::Analysis)
+//! the worker delivered. The one place where a display must agree with a
+//! figure is the segmentation: each content token is assigned to the
+//! `[SEP]` it attends to most with the head-averaged attention summed in
+//! f32 in head order, exactly as ANALYSIS.md §5 and `analysis.rs` compute
+//! `segmentation_accuracy`, so the tokens marked as misplaced are the ones
+//! that figure counts.
+//!
+//! Similarity rows (for the token focus view) read the captured S directly
+//! for the raw variant; for the other variants the chosen layer's heads are
+//! transformed once (with the analysis' own transform) and kept until the
+//! layer, the variant or the result changes.
+
+use crate::analysis::{transformed_similarity, SimilarityVariant};
+use crate::captures::HeadId;
+use crate::pipeline::RunOutput;
+
+/// One layer's per-token arrays.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LayerTokens {
+    /// Per position i: mean over the layer's heads of Σ over `[SEP]` keys
+    /// of P[i, ·].
+    pub separator_attention: Vec<f64>,
+    /// Per position: for a content token, the index (into
+    /// [`Derived::separators`]) of the `[SEP]` its head-averaged attention
+    /// is largest on (the first on ties); `None` for special tokens or when
+    /// there is no separator.
+    pub assigned: Vec<Option<usize>>,
+    /// Content tokens assigned to the `[SEP]` that closes their own sentence.
+    pub correct: usize,
+}
+
+impl LayerTokens {
+    /// Whether the content token at `position` was assigned to a separator
+    /// of another sentence.
+    pub fn misplaced(&self, derived: &Derived, output: &RunOutput, position: usize) -> bool {
+        let ids = &output.input.tokens.sentence_ids;
+        match self.assigned.get(position).copied().flatten() {
+            Some(s) => derived
+                .separators
+                .get(s)
+                .is_none_or(|&k| ids.get(k) != ids.get(position)),
+            None => false,
+        }
+    }
+}
+
+/// The transformed similarity of one layer's heads.
+struct SimilarityLayer {
+    layer: usize,
+    variant: SimilarityVariant,
+    heads: Vec<Vec<f32>>,
+}
+
+/// Everything derived from one result.
+pub struct Derived {
+    pub generation: u64,
+    /// Positions of the `[SEP]` tokens, ascending.
+    pub separators: Vec<usize>,
+    /// Number of content tokens.
+    pub content: usize,
+    /// One entry per layer; empty when the captures are inconsistent.
+    pub layers: Vec<LayerTokens>,
+    similarity: Option<SimilarityLayer>,
+}
+
+impl Derived {
+    /// Computes the per-layer arrays: L·H·T·(separators) reads of P.
+    pub fn new(generation: u64, output: &RunOutput) -> Self {
+        let tokens = &output.input.tokens;
+        let captures = &output.captures;
+        let t = captures.tokens;
+        let separators = tokens.separator_positions();
+        let consistent = tokens.len() == t
+            && tokens.special.len() == t
+            && tokens.sentence_ids.len() == t
+            && captures.attentions.len() == captures.layers * captures.heads * t * t;
+        let mut derived = Self {
+            generation,
+            content: tokens.special.iter().filter(|&&s| !s).count(),
+            separators,
+            layers: Vec::new(),
+            similarity: None,
+        };
+        if !consistent || captures.heads == 0 {
+            return derived;
+        }
+        derived.layers = (0..captures.layers)
+            .map(|layer| derived.layer_tokens(output, layer))
+            .collect();
+        derived
+    }
+
+    fn layer_tokens(&self, output: &RunOutput, layer: usize) -> LayerTokens {
+        let tokens = &output.input.tokens;
+        let captures = &output.captures;
+        let (t, heads) = (captures.tokens, captures.heads);
+        let seps = &self.separators;
+        let n = seps.len();
+        let mut separator_attention = vec![0.0f64; t];
+        // Σ over heads of P[i, s], in f32 and head order like the analysis.
+        let mut sums = vec![0.0f32; t * n];
+        for head in 0..heads {
+            let attention = captures.attention(HeadId::new(layer, head));
+            for (i, row) in attention.chunks_exact(t.max(1)).enumerate() {
+                separator_attention[i] += seps.iter().map(|&k| f64::from(row[k])).sum::<f64>();
+                if tokens.special[i] {
+                    continue;
+                }
+                for (sum, &k) in sums[i * n..(i + 1) * n].iter_mut().zip(seps) {
+                    *sum = if head == 0 { row[k] } else { *sum + row[k] };
+                }
+            }
+        }
+        separator_attention
+            .iter_mut()
+            .for_each(|v| *v /= heads as f64);
+
+        let h = heads as f32;
+        let mut correct = 0;
+        let assigned: Vec<Option<usize>> = (0..t)
+            .map(|i| {
+                if tokens.special[i] || n == 0 {
+                    return None;
+                }
+                let row = &sums[i * n..(i + 1) * n];
+                let mut best = 0;
+                for (s, &sum) in row.iter().enumerate().skip(1) {
+                    if sum / h > row[best] / h {
+                        best = s;
+                    }
+                }
+                if tokens.sentence_ids[seps[best]] == tokens.sentence_ids[i] {
+                    correct += 1;
+                }
+                Some(best)
+            })
+            .collect();
+        LayerTokens {
+            separator_attention,
+            assigned,
+            correct,
+        }
+    }
+
+    /// The arrays of `layer`, if the result has it.
+    pub fn layer(&self, layer: usize) -> Option<&LayerTokens> {
+        self.layers.get(layer)
+    }
+
+    /// Makes [`Derived::similarity_row`] ready for `layer` under `variant`
+    /// (transforms the layer's heads once when the variant is not raw).
+    pub fn prepare_similarity(
+        &mut self,
+        output: &RunOutput,
+        layer: usize,
+        variant: SimilarityVariant,
+    ) {
+        let captures = &output.captures;
+        let t = captures.tokens;
+        if variant == SimilarityVariant::Raw
+            || layer >= captures.layers
+            || captures.similarity.len() != captures.layers * captures.heads * t * t
+        {
+            return;
+        }
+        let current = self
+            .similarity
+            .as_ref()
+            .is_some_and(|s| s.layer == layer && s.variant == variant);
+        if !current {
+            let heads = (0..captures.heads)
+                .map(|h| {
+                    transformed_similarity(captures.similarity(HeadId::new(layer, h)), t, variant)
+                })
+                .collect();
+            self.similarity = Some(SimilarityLayer {
+                layer,
+                variant,
+                heads,
+            });
+        }
+    }
+
+    /// Row `i` of head `head`'s similarity under `variant` (T values), if
+    /// available (see [`Derived::prepare_similarity`]).
+    pub fn similarity_row<'a>(
+        &'a self,
+        output: &'a RunOutput,
+        head: HeadId,
+        variant: SimilarityVariant,
+        i: usize,
+    ) -> Option<&'a [f32]> {
+        let captures = &output.captures;
+        let t = captures.tokens;
+        if head.layer >= captures.layers
+            || head.head >= captures.heads
+            || i >= t
+            || captures.similarity.len() != captures.layers * captures.heads * t * t
+        {
+            return None;
+        }
+        let matrix: &[f32] = if variant == SimilarityVariant::Raw {
+            captures.similarity(head)
+        } else {
+            let cached = self.similarity.as_ref()?;
+            if cached.layer != head.layer || cached.variant != variant {
+                return None;
+            }
+            cached.heads.get(head.head)?
+        };
+        matrix.get(i * t..(i + 1) * t)
+    }
+}
