@@ -2,7 +2,9 @@
 # Screenshots of the real app: builds headscope, starts it under Xvfb
 # (1600x1000) on the test model with assets/sample.txt, waits for the
 # overview grid and saves screenshots/overview.png, then clicks a head and
-# saves screenshots/head.png.
+# saves screenshots/head.png, then saves one screenshot of each of the
+# study's views (layers.png, token-focus.png, separators.png,
+# specialisation.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -79,4 +81,35 @@ xdotool mousemove 1100 500   # point at a cell so the hover read-out shows
 sleep 1
 import -window root screenshots/head.png
 grep "showing head" "$log" >&2
-echo "screenshots: wrote screenshots/overview.png and screenshots/head.png" >&2
+
+# The study's views, one tab each, switched with Ctrl+2 … Ctrl+5 (see
+# src/app/views.rs); the app logs "showing the … tab" when one is on screen.
+show_tab() {  # $1: the digit, $2: the tab's name
+  xdotool mousemove 1590 5 key "ctrl+$1"
+  wait_for_log "showing the $2 tab" 30
+  sleep 1.5
+}
+
+show_tab 2 Layers
+import -window root screenshots/layers.png
+
+# Token focus: pick "keeper" (first sentence) and shift-pick "lamp" (fourth
+# sentence) in the text chips; their places follow from the sample text at
+# 1600x1000 and were read off the screenshot.
+show_tab 4 "Token focus"
+xdotool mousemove 700 133 click 1
+sleep 0.5
+xdotool keydown shift mousemove 1003 181 click 1 keyup shift
+sleep 1
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/token-focus.png
+
+# Separators: layer 2, with the tokens picked above still outlined.
+show_tab 3 Separators
+import -window root screenshots/separators.png
+
+show_tab 5 Specialisation
+import -window root screenshots/specialisation.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,token-focus,specialisation}.png" >&2

@@ -14,12 +14,20 @@
 //! A panic inside a job is caught and reported as an event with a plain
 //! message; the thread keeps serving, so the app stays usable. Dropping the
 //! handle stops the thread and joins it.
+//!
+//! A corpus run ([`AnalysisWorker::run_corpus`]) borrows the loaded model
+//! (shared, not copied) on a thread of its own, `headscope-corpus`, so the
+//! interactive analysis keeps answering while it works; its news comes back
+//! on a channel of its own ([`CorpusUpdate`]), and it stops between windows
+//! when its cancel flag is set or the handle is dropped.
 
 use crate::analysis::AnalysisOptions;
+use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
 use crate::model::{LoadProgress, Model, ModelSource};
 use crate::pipeline::{self, InputOptions, RunError, RunOutput};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -92,9 +100,73 @@ pub enum WorkerEvent {
     },
 }
 
+/// What a corpus run tells the app, on the channel
+/// [`AnalysisWorker::run_corpus`] returns. The last message is always
+/// `Finished` or `Failed`.
+#[derive(Debug, Clone)]
+pub enum CorpusUpdate {
+    /// Where the run stands (a few per second at most).
+    Progress(CorpusProgress),
+    /// A file gave no text or could not be analysed; the run goes on.
+    Skipped(SkippedFile),
+    /// A file was read as Latin-1, or a sentence was too long to fit.
+    Warning(FileWarning),
+    /// The run ended: complete, or marked `partial` when cancelled.
+    Finished(Arc<CorpusReport>),
+    /// The run could not start (no model, no text file) or crashed.
+    Failed(String),
+}
+
+/// An owned copy of [`corpus::Progress`], which can cross threads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusProgress {
+    pub file: PathBuf,
+    pub files_done: usize,
+    pub files_total: usize,
+    pub windows_done: usize,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    pub elapsed: Duration,
+}
+
+impl CorpusProgress {
+    fn of(progress: &corpus::Progress<'_>) -> Self {
+        Self {
+            file: progress.file.to_path_buf(),
+            files_done: progress.files_done,
+            files_total: progress.files_total,
+            windows_done: progress.windows_done,
+            bytes_done: progress.bytes_done,
+            bytes_total: progress.bytes_total,
+            elapsed: progress.elapsed,
+        }
+    }
+
+    /// The borrowed form, for its `fraction`, `eta` and `line`.
+    pub fn progress(&self) -> corpus::Progress<'_> {
+        corpus::Progress {
+            file: &self.file,
+            files_done: self.files_done,
+            files_total: self.files_total,
+            windows_done: self.windows_done,
+            bytes_done: self.bytes_done,
+            bytes_total: self.bytes_total,
+            elapsed: self.elapsed,
+        }
+    }
+}
+
+struct CorpusJob {
+    paths: Vec<PathBuf>,
+    options: CorpusOptions,
+    cancel: Arc<AtomicBool>,
+    updates: Sender<CorpusUpdate>,
+}
+
 enum Command {
     LoadModel(ModelSource),
     Analyse(AnalyseRequest),
+    Corpus(CorpusJob),
     SetArtificialDelay(Duration),
     InjectPanic,
 }
@@ -118,6 +190,7 @@ impl AnalysisWorker {
         let shutdown = Arc::new(AtomicBool::new(false));
         let mut thread = WorkerThread {
             model: None,
+            corpus_runs: Vec::new(),
             delay: Duration::ZERO,
             panic_next_run: false,
             events: event_tx,
@@ -127,7 +200,10 @@ impl AnalysisWorker {
         };
         let handle = std::thread::Builder::new()
             .name("headscope-model".into())
-            .spawn(move || thread.serve(&command_rx))?;
+            .spawn(move || {
+                thread.serve(&command_rx);
+                thread.stop_corpus_runs();
+            })?;
         Ok(Self {
             commands: Some(command_tx),
             events: event_rx,
@@ -153,6 +229,27 @@ impl AnalysisWorker {
             options,
         }));
         generation
+    }
+
+    /// Runs the corpus statistics of `paths` (text files and folders, as
+    /// [`corpus::find_text_files`] takes them) with the model loaded when
+    /// the command is reached, on a thread of its own. Setting `cancel`
+    /// stops it between windows; the report then comes back `partial`.
+    /// The artificial delay, if set, is waited after every window.
+    pub fn run_corpus(
+        &self,
+        paths: Vec<PathBuf>,
+        options: CorpusOptions,
+        cancel: Arc<AtomicBool>,
+    ) -> Receiver<CorpusUpdate> {
+        let (updates, receiver) = crossbeam_channel::unbounded();
+        self.send(Command::Corpus(CorpusJob {
+            paths,
+            options,
+            cancel,
+            updates,
+        }));
+        receiver
     }
 
     /// The generation of the newest request sent.
@@ -214,7 +311,9 @@ struct ShutdownRequested;
 
 /// The state that lives on the model thread.
 struct WorkerThread {
-    model: Option<Model>,
+    model: Option<Arc<Model>>,
+    /// Corpus runs started, with their cancel flags (set at shutdown).
+    corpus_runs: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
     delay: Duration,
     /// Set by [`AnalysisWorker::inject_panic`]: the next run panics.
     panic_next_run: bool,
@@ -237,6 +336,7 @@ impl WorkerThread {
                 match command {
                     Command::LoadModel(source) => self.load(source),
                     Command::Analyse(request) => newest_analysis = Some(request),
+                    Command::Corpus(job) => self.start_corpus(job),
                     Command::SetArtificialDelay(delay) => self.delay = delay,
                     Command::InjectPanic => self.panic_next_run = true,
                 }
@@ -291,7 +391,7 @@ impl WorkerThread {
                     heads: model.heads(),
                     max_tokens: model.max_tokens(),
                 };
-                self.model = Some(model);
+                self.model = Some(Arc::new(model));
                 self.emit(WorkerEvent::ModelReady(info));
             }
             Ok(Err(error)) => self.emit(WorkerEvent::ModelFailed {
@@ -311,6 +411,41 @@ impl WorkerThread {
                     ),
                 });
             }
+        }
+    }
+
+    fn start_corpus(&mut self, job: CorpusJob) {
+        self.corpus_runs.retain(|(_, thread)| !thread.is_finished());
+        let Some(model) = self.model.clone() else {
+            let _ = job.updates.send(CorpusUpdate::Failed(
+                "no model is loaded: open a model folder or enter a Hugging Face model id".into(),
+            ));
+            (self.wake)();
+            return;
+        };
+        let cancel = job.cancel.clone();
+        let wake = self.wake.clone();
+        let delay = self.delay;
+        let spawned = std::thread::Builder::new()
+            .name("headscope-corpus".into())
+            .spawn(move || run_corpus_job(&model, job, delay, &wake));
+        match spawned {
+            Ok(thread) => self.corpus_runs.push((cancel, thread)),
+            Err(error) => {
+                // The job (and its sender) went with the closure: the
+                // receiver sees the channel closed and says so.
+                eprintln!("headscope: cannot start the corpus thread: {error}");
+                (self.wake)();
+            }
+        }
+    }
+
+    fn stop_corpus_runs(&mut self) {
+        for (cancel, _) in &self.corpus_runs {
+            cancel.store(true, Ordering::SeqCst);
+        }
+        for (_, thread) in self.corpus_runs.drain(..) {
+            let _ = thread.join();
         }
     }
 
@@ -371,6 +506,51 @@ impl WorkerThread {
         };
         self.emit(event);
     }
+}
+
+/// The body of a `headscope-corpus` thread.
+fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) {
+    let updates = &job.updates;
+    let send = |update: CorpusUpdate| {
+        let _ = updates.send(update);
+        wake();
+    };
+    let cancel = &*job.cancel;
+    let mut last_progress = None::<Instant>;
+    let mut windows_seen = 0;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let list = corpus::find_text_files(&job.paths).map_err(|e| e.to_string())?;
+        let mut on_event = |event: CorpusEvent<'_>| match event {
+            CorpusEvent::Progress(progress) => {
+                let due = last_progress.is_none_or(|t| t.elapsed() >= Duration::from_millis(50));
+                if due || progress.files_done == progress.files_total {
+                    last_progress = Some(Instant::now());
+                    send(CorpusUpdate::Progress(CorpusProgress::of(&progress)));
+                }
+                if progress.windows_done > windows_seen {
+                    windows_seen = progress.windows_done;
+                    wait_unless(delay, &|| cancel.load(Ordering::SeqCst));
+                }
+            }
+            CorpusEvent::Skipped(skipped) => send(CorpusUpdate::Skipped(skipped.clone())),
+            CorpusEvent::Warning(warning) => send(CorpusUpdate::Warning(warning.clone())),
+        };
+        Ok(corpus::run_files(
+            model,
+            list,
+            &job.options,
+            &mut on_event,
+            cancel,
+        ))
+    }));
+    send(match result {
+        Ok(Ok(report)) => CorpusUpdate::Finished(Arc::new(report)),
+        Ok(Err(message)) => CorpusUpdate::Failed(message),
+        Err(payload) => CorpusUpdate::Failed(format!(
+            "the corpus run crashed (a bug in headscope: {}); the app is still usable",
+            panic_message(payload.as_ref())
+        )),
+    });
 }
 
 /// Sleeps for `delay` in short slices; false as soon as `stop` says so.

@@ -156,12 +156,20 @@ impl ViewsState {
         working: bool,
     ) -> bool {
         let mut heads_clicked = false;
+        // Ctrl+1 … Ctrl+5 switch tabs.
+        for (index, tab) in CentralView::ALL.into_iter().enumerate() {
+            let shortcut = egui::KeyboardShortcut::new(egui::Modifiers::COMMAND, TAB_KEYS[index]);
+            if ui.input_mut(|i| i.consume_shortcut(&shortcut)) {
+                heads_clicked |= tab == CentralView::Heads;
+                *view = tab;
+            }
+        }
         ui.horizontal(|ui| {
-            for tab in CentralView::ALL {
+            for (index, tab) in CentralView::ALL.into_iter().enumerate() {
                 let text = egui::RichText::new(tab.label()).size(15.0);
                 let response = ui
                     .selectable_label(*view == tab, text)
-                    .on_hover_text(tab.hint());
+                    .on_hover_text(format!("{} (Ctrl+{})", tab.hint(), index + 1));
                 if response.clicked() {
                     heads_clicked |= tab == CentralView::Heads;
                     *view = tab;
@@ -317,6 +325,15 @@ impl ViewsState {
         }
     }
 }
+
+/// The keys that, with Ctrl (Cmd), switch to each tab.
+const TAB_KEYS: [egui::Key; 5] = [
+    egui::Key::Num1,
+    egui::Key::Num2,
+    egui::Key::Num3,
+    egui::Key::Num4,
+    egui::Key::Num5,
+];
 
 /// The colour of highlighted heads in the grid.
 pub const HIGHLIGHT: Color32 = Color32::from_rgb(255, 200, 40);
