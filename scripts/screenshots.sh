@@ -4,7 +4,7 @@
 # overview grid and saves screenshots/overview.png, then clicks a head and
 # saves screenshots/head.png, then saves one screenshot of each of the
 # study's views (layers.png, token-focus.png, separators.png,
-# specialisation.png).
+# heads-marked.png, specialisation.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -53,6 +53,8 @@ app_pid=$!
 wait_for_log "headscope: result" 180
 window="$(xdotool search --sync --name '^headscope' | head -n 1)"
 xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+# Without a window manager the window only gets key events once focused.
+xdotool windowfocus --sync "$window"
 xdotool mousemove 1590 5   # keep the pointer (and tooltips) off the grid
 sleep 2   # let the resized frame settle
 mkdir -p screenshots
@@ -61,7 +63,8 @@ import -window root screenshots/overview.png
 # Open layer 2, head 5 of the grid. The grid fills the area right of the
 # 380 px text panel; its geometry mirrors src/app/overview.rs.
 read -r x y < <(python3 - <<'PY'
-left_panel, top, bottom = 380 + 8, 24 + 8 + 36 + 6, 1000 - 26
+# top: menu bar, tab row, view controls, highlight row (read off overview.png)
+left_panel, top, bottom = 380 + 8, 111, 1000 - 26
 width, height = 1600 - left_panel - 8, bottom - top
 layers, heads = 6, 12
 row_header, column_header, label_height, gap = 30, 18, 16, 6
@@ -93,23 +96,73 @@ show_tab() {  # $1: the digit, $2: the tab's name
 show_tab 2 Layers
 import -window root screenshots/layers.png
 
-# Token focus: pick "keeper" (first sentence) and shift-pick "lamp" (fourth
-# sentence) in the text chips; their places follow from the sample text at
-# 1600x1000 and were read off the screenshot.
+# Token focus: pick "light" (fourth sentence) and shift-pick "boats"
+# (second), the focus tokens of L0 H3 and L0 H10, in the text chips; their
+# places follow from the sample text at 1600x1000 and were read off the
+# screenshot.
 show_tab 4 "Token focus"
-xdotool mousemove 700 133 click 1
+xdotool mousemove 668 202 click 1
 sleep 0.5
-xdotool keydown shift mousemove 1003 181 click 1 keyup shift
+xdotool mousemove 537 178 keydown shift click 1 keyup shift
 sleep 1
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/token-focus.png
 
-# Separators: layer 2, with the tokens picked above still outlined.
+# Separators, with the tokens picked above still outlined.
 show_tab 3 Separators
 import -window root screenshots/separators.png
+
+# "Show on the Heads grid" (top of the Separators view): the grid with each
+# head's separator attention, the heads focused on a picked token outlined.
+xdotool mousemove 1074 104 click 1
+for _ in $(seq 100); do
+  [ "$(grep -c "showing the Heads tab" "$log")" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(grep -c "showing the Heads tab" "$log")" -ge 2 ] \
+  || { cat "$log" >&2; echo "screenshots: the Heads grid did not come back" >&2; exit 1; }
+xdotool mousemove 1590 5
+sleep 2
+import -window root screenshots/heads-marked.png
 
 show_tab 5 Specialisation
 import -window root screenshots/specialisation.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,token-focus,specialisation}.png" >&2
+# The corpus statistics window (File → Corpus statistics…) on a folder of
+# 16 small texts made from the sample texts, plus one binary file the run
+# lists as skipped; the app logs "corpus finished" when the result is on
+# screen. The menu and field places were read off the screenshot.
+python3 - "$scratch/corpus" assets/sample.txt tests/fixtures/harbour.txt <<'PY'
+import os, random, re, sys
+out = sys.argv[1]
+os.makedirs(os.path.join(out, "letters"), exist_ok=True)
+sentences = []
+for name in sys.argv[2:]:
+    text = open(name).read().replace("\n", " ")
+    sentences += [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+rng = random.Random(7)
+for i in range(16):
+    chosen = rng.sample(sentences, min(rng.randint(4, 9), len(sentences)))
+    folder = os.path.join(out, "letters" if i % 4 == 3 else "")
+    with open(os.path.join(folder, f"story{i:02}.txt"), "w") as f:
+        f.write(" ".join(chosen) + "\n")
+with open(os.path.join(out, "scan.txt"), "wb") as f:
+    f.write(bytes([0, 159, 146, 150, 0, 0, 1, 2, 3]))
+PY
+xdotool mousemove 18 12 click 1          # File
+sleep 1
+xdotool mousemove 70 107 click 1         # Corpus statistics…
+sleep 1.5
+xdotool mousemove 650 90 click 1         # the folder field
+sleep 0.3
+xdotool windowfocus --sync "$window"
+xdotool type --delay 20 "$scratch/corpus"
+xdotool key Return                       # Enter runs, like the Run button
+wait_for_log "headscope: corpus finished" 300
+xdotool mousemove 1002 656               # hover L5 H3 of the head grid
+sleep 2
+import -window root screenshots/corpus.png
+echo "screenshots: wrote screenshots/corpus.png" >&2
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation}.png" >&2

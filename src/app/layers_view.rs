@@ -17,7 +17,7 @@ use crate::analysis::Analysis;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Vec2};
-use egui_plot::{HLine, Legend, Line, LineStyle, MarkerShape, Plot, PlotPoints, Points};
+use egui_plot::{HLine, Line, LineStyle, MarkerShape, Plot, PlotPoints, Points};
 
 /// At most this many bars per histogram; longer distances share a bar.
 const MAX_BARS: usize = 40;
@@ -59,8 +59,22 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
             ui.columns(2, |columns| {
                 columns[0].strong("Mean distance against layer");
                 mean_distance_plot(&mut columns[0], analysis, plot_height);
+                legend(
+                    &mut columns[0],
+                    &[(MEAN_DISTANCE, "mean j − i over the pooled pairs", false)],
+                );
                 columns[1].strong("Fractions against layer");
                 fractions_plot(&mut columns[1], analysis, plot_height);
+                legend(
+                    &mut columns[1],
+                    &[
+                        (SAME_SENTENCE, "same sentence", false),
+                        (CHANCE, "same sentence by chance", true),
+                        (SEPARATOR, "separator attention", false),
+                        (FOCUS_UNIQUENESS, "focus uniqueness", false),
+                        (SEGMENTATION, "segmentation accuracy", false),
+                    ],
+                );
             });
             ui.add_space(8.0);
 
@@ -334,6 +348,50 @@ fn add_curve(
     }
 }
 
+/// The curves' names under a plot (a legend inside would hide points).
+/// Each entry (swatch and name) is one piece, so a line break never
+/// separates them.
+fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str, bool)]) {
+    ui.horizontal_wrapped(|ui| {
+        ui.spacing_mut().item_spacing.x = 14.0;
+        let font = FontId::proportional(13.0);
+        let text_colour = ui.visuals().text_color();
+        for &(colour, name, dashed) in entries {
+            let galley = ui
+                .painter()
+                .layout_no_wrap(name.to_owned(), font.clone(), text_colour);
+            let swatch = 22.0;
+            let size = Vec2::new(swatch + 6.0 + galley.size().x, galley.size().y.max(14.0));
+            let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+            let painter = ui.painter();
+            let y = rect.center().y;
+            if dashed {
+                for k in 0..3 {
+                    let x = rect.left() + k as f32 * 8.0;
+                    painter.line_segment(
+                        [Pos2::new(x, y), Pos2::new(x + 5.0, y)],
+                        Stroke::new(2.0, colour),
+                    );
+                }
+            } else {
+                painter.line_segment(
+                    [
+                        Pos2::new(rect.left(), y),
+                        Pos2::new(rect.left() + swatch, y),
+                    ],
+                    Stroke::new(2.0, colour),
+                );
+                painter.circle_filled(Pos2::new(rect.left() + swatch / 2.0, y), 3.5, colour);
+            }
+            painter.galley(
+                Pos2::new(rect.left() + swatch + 6.0, y - galley.size().y / 2.0),
+                galley,
+                text_colour,
+            );
+        }
+    });
+}
+
 fn layer_plot(id: &str, layers: usize, height: f32) -> Plot<'static> {
     Plot::new(id.to_owned())
         .height(height)
@@ -362,7 +420,6 @@ fn mean_distance_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
     layer_plot("layers mean distance", layers, height)
         .include_y(0.0)
         .y_axis_label("tokens")
-        .legend(Legend::default().position(egui_plot::Corner::RightTop))
         .show(ui, |plot_ui| {
             add_curve(
                 plot_ui,
@@ -378,7 +435,6 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
     layer_plot("layers fractions", layers, height)
         .include_y(0.0)
         .include_y(1.0)
-        .legend(Legend::default().position(egui_plot::Corner::RightBottom))
         .show(ui, |plot_ui| {
             if let Some(chance) = analysis
                 .baseline_same_sentence_fraction

@@ -14,6 +14,7 @@
 //! also autosaved to a file in headscope's cache folder shortly after each
 //! edit and restored at start, so a crash or a kill loses nothing.
 
+pub mod corpus_view;
 pub mod derived;
 pub mod document;
 pub mod editor;
@@ -192,6 +193,8 @@ pub struct HeadscopeApp {
     detail: Option<HeadId>,
     /// The study's views: picked tokens, chosen layer, filters.
     views: ViewsState,
+    /// The corpus statistics window (File → Corpus statistics…).
+    corpus: corpus_view::CorpusView,
 
     autosaver: Option<Autosaver>,
     autosave_due: Option<f64>,
@@ -246,6 +249,7 @@ impl HeadscopeApp {
             head_view: HeadView::default(),
             detail: None,
             views: ViewsState::default(),
+            corpus: corpus_view::CorpusView::default(),
             autosaver: config.autosave_path.clone().map(Autosaver::new),
             autosave_due: None,
             file_dialog: None,
@@ -313,6 +317,16 @@ impl HeadscopeApp {
     /// The model thread (tests use it to slow the model down).
     pub fn worker(&self) -> &AnalysisWorker {
         &self.worker
+    }
+
+    /// The corpus statistics window's state.
+    pub fn corpus_view(&self) -> &corpus_view::CorpusView {
+        &self.corpus
+    }
+
+    /// The corpus statistics window's state, to drive it (tests).
+    pub fn corpus_view_mut(&mut self) -> &mut corpus_view::CorpusView {
+        &mut self.corpus
     }
 
     /// The user's settings as they stand.
@@ -804,6 +818,10 @@ impl HeadscopeApp {
                     self.show_model_window = true;
                     ui.close();
                 }
+                if ui.button(corpus_view::MENU_LABEL).clicked() {
+                    self.corpus.open();
+                    ui.close();
+                }
                 ui.separator();
                 if ui.button("Quit").clicked() {
                     ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
@@ -1130,6 +1148,9 @@ impl eframe::App for HeadscopeApp {
                 .show(ui, |ui| self.text_panel(ui));
         }
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
+        let model = self.active_model.as_ref().map(|m| m.name.as_str());
+        self.corpus
+            .show(&ctx, &self.worker, &self.settings, model, &self.wake);
 
         if self.show_model_window && self.active_model.is_some() {
             let mut open = true;

@@ -274,11 +274,12 @@ impl Overview {
                             separator_overlay(&painter, image_rect, value);
                         }
                         if highlight.is_some() {
+                            // Inside the picture: outside it would cover the caption.
                             painter.rect_stroke(
-                                image_rect.expand(2.5),
-                                3.0,
+                                image_rect,
+                                2.0,
                                 Stroke::new(3.0, super::views::HIGHLIGHT),
-                                egui::StrokeKind::Outside,
+                                egui::StrokeKind::Inside,
                             );
                         }
                         let outline = if selected == Some(head) {

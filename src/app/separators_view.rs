@@ -73,7 +73,14 @@ pub fn ui(
                     action = Some(ViewAction::ShowSeparatorOverlay);
                 }
             });
-            if let Some(a) = head_grid(ui, output, views.layer, settings.colormap) {
+            let head_range = head_range(output);
+            heatmap::colour_bar(
+                ui,
+                settings.colormap,
+                Some(head_range),
+                "separator attention, 0 to the largest head's",
+            );
+            if let Some(a) = head_grid(ui, output, views.layer, settings.colormap, head_range) {
                 action = Some(a);
             }
             ui.add_space(8.0);
@@ -105,6 +112,20 @@ pub fn ui(
     action
 }
 
+/// The colour range of the head grid: 0 to the largest head's value, so
+/// the small values most heads have still differ in colour.
+fn head_range(output: &RunOutput) -> ValueRange {
+    let largest = output
+        .analysis
+        .layers
+        .iter()
+        .flat_map(|l| &l.heads)
+        .filter_map(|f| f.separator_attention)
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    ValueRange::new(0.0, largest.max(0.01) as f32)
+}
+
 /// Every head's separator_attention: rows are layers, the last column the
 /// layer's figure. Returns the head clicked.
 fn head_grid(
@@ -112,6 +133,7 @@ fn head_grid(
     output: &RunOutput,
     chosen: usize,
     map: ColorMap,
+    range: ValueRange,
 ) -> Option<ViewAction> {
     let analysis = &output.analysis;
     let layers = analysis.layers.len();
@@ -139,7 +161,6 @@ fn head_grid(
     });
     let painter = ui.painter_at(rect);
     let visuals = ui.visuals();
-    let range = ValueRange::new(0.0, 1.0);
     let font = FontId::proportional(12.0);
     let top = rect.top() + cell_h;
     let x_of = |column: usize| {
@@ -305,17 +326,26 @@ fn separator_text(
 ) -> Option<(usize, bool)> {
     ui.strong(format!("Attention to [SEP], L{layer}"));
     ui.weak("each token's attention to the separators, mean over the layer's heads");
-    let range = ValueRange::new(0.0, 1.0);
-    heatmap::colour_bar(
-        ui,
-        settings.colormap,
-        Some(range),
-        "Σ over [SEP] of P[i, ·]",
-    );
     let Some(tokens) = views.derived.as_ref().and_then(|d| d.layer(layer)) else {
         ui.weak("—");
         return None;
     };
+    // 0 to the largest content token's value: most tokens pay little
+    // attention to [SEP], and a 0–1 scale would paint them all alike.
+    let special = &output.input.tokens.special;
+    let largest = tokens
+        .separator_attention
+        .iter()
+        .zip(special)
+        .filter(|&(v, &s)| !s && v.is_finite())
+        .fold(0.0f64, |m, (&v, _)| m.max(v));
+    let range = ValueRange::new(0.0, largest.max(0.01) as f32);
+    heatmap::colour_bar(
+        ui,
+        settings.colormap,
+        Some(range),
+        "Σ over [SEP] of P[i, ·], 0 to the largest content token's",
+    );
     let texts = &output.input.tokens.token_texts;
     let map = settings.colormap;
     let (weak, picked) = (ui.visuals().weak_text_color(), picked_colour(ui));
@@ -348,6 +378,7 @@ fn separator_text(
         font_size: 14.0,
         chip_prefix: Some("token"),
         name: "",
+        wrap: true,
     }
     .show(ui, &style, &tooltip)
     .clicked
@@ -463,6 +494,7 @@ fn segmentation_text(
         font_size: 14.0,
         chip_prefix: Some("segmentation token"),
         name: "",
+        wrap: true,
     }
     .show(ui, &style, &tooltip)
     .clicked

@@ -229,7 +229,11 @@ mod tests {
         ];
         assert_eq!(fit_widths(&columns, 100.0), vec![50.0, 100.0]);
         assert_eq!(fit_widths(&columns, 210.0), vec![70.0, 140.0]);
-        assert_eq!(fit_widths(&columns, 900.0), vec![80.0, 160.0], "at most 1.6 times");
+        assert_eq!(
+            fit_widths(&columns, 900.0),
+            vec![80.0, 160.0],
+            "at most 1.6 times"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ const FOCUS_MARK: Color32 = Color32::from_rgb(235, 110, 200);
 const FOCUS_COLUMNS: [Column; 4] = [
     Column {
         title: "head",
-        width: 52.0,
+        width: 46.0,
         tooltip: "Click to open the head",
         numeric: false,
     },
@@ -47,7 +47,7 @@ const FOCUS_COLUMNS: [Column; 4] = [
     },
     Column {
         title: "category",
-        width: 80.0,
+        width: 92.0,
         tooltip: "The head's category",
         numeric: false,
     },
@@ -94,7 +94,7 @@ pub fn ui(
 
     egui::Panel::right("focus tokens")
         .resizable(true)
-        .default_size(340.0)
+        .default_size(360.0)
         .size_range(280.0..=520.0)
         .show(ui, |ui| {
             if let Some(head) = focus_table(ui, output, views, layer) {
@@ -186,16 +186,24 @@ fn text_chips(
         font_size: 15.0,
         chip_prefix: Some("token"),
         name: "",
+        wrap: true,
     }
     .show(ui, &style, &tooltip)
     .clicked
 }
 
-/// For each picked token, each head's similarity row as tinted text.
+/// Space between the lines of the heads.
+const ROW_GAP: f32 = 2.0;
+/// Width of the head labels left of the lines.
+const LABEL_WIDTH: f32 = 46.0;
+
+/// For each picked token, each head's similarity row as one line of tinted
+/// text. The lines of one token share a horizontal scroll, so a column is
+/// one token across the heads; it starts centred on the picked token.
 fn picked_rows(
     ui: &mut egui::Ui,
     output: &RunOutput,
-    views: &ViewsState,
+    views: &mut ViewsState,
     settings: &Settings,
     layer: usize,
 ) {
@@ -215,12 +223,28 @@ fn picked_rows(
         settings.colormap,
         None,
         &format!(
-            "similarity S ({}), each row from its min to its max over the other content tokens; \
-             outlined: the token; underlined: its partners among the head's selected pairs",
+            "similarity S ({}), each line from its min to its max over the other content tokens",
             settings.similarity.label()
         ),
     );
+    ui.horizontal_wrapped(|ui| {
+        ui.weak("outlined: the picked token ·");
+        ui.label(
+            egui::RichText::new("underlined")
+                .color(FOCUS_MARK)
+                .underline(),
+        );
+        ui.weak("its partners among the head's selected pairs ·");
+        ui.weak(
+            "◆ the head's focus token is this token · scroll sideways for the rest of the text",
+        );
+    });
     let heads = output.captures.heads;
+    let line_height = super::token_text::line_height(ui, ROW_FONT);
+    let (weak, picked) = (ui.visuals().weak_text_color(), picked_colour(ui));
+    views
+        .centred
+        .retain(|&(p, l)| l == layer && views.selection.contains(p));
     for &(position, token_id) in views.selection.entries() {
         let text = input.token_texts.get(position).map_or("?", String::as_str);
         let focused: Vec<String> = figures
@@ -230,112 +254,168 @@ fn picked_rows(
             .filter(|(_, f)| f.focus_token_id == Some(token_id))
             .map(|(h, _)| format!("H{h}"))
             .collect();
-        ui.add_space(6.0);
+        ui.add_space(8.0);
         ui.horizontal_wrapped(|ui| {
             ui.label(
                 egui::RichText::new(format!("“{text}”"))
                     .strong()
                     .size(16.0)
-                    .color(picked_colour(ui)),
+                    .color(picked),
             );
             ui.weak(format!("position {position} · id {token_id}"));
             if focused.is_empty() {
                 ui.weak(format!("· the focus token of no head in L{layer}"));
             } else {
                 ui.label(format!(
-                    "· the focus token of L{layer} {} ★",
+                    "· the focus token of L{layer} {} ◆",
                     focused.join(", ")
                 ));
             }
         });
-        for h in 0..heads {
-            let head = HeadId::new(layer, h);
-            let Some(row) = derived.similarity_row(output, head, settings.similarity, position)
-            else {
-                continue;
-            };
-            let f = output.analysis.head(head);
-            let partners: Vec<usize> = f
-                .map(|f| {
-                    f.selected_pairs
-                        .iter()
-                        .filter_map(|&(i, j)| {
-                            if i == position {
-                                Some(j)
-                            } else if j == position {
-                                Some(i)
-                            } else {
-                                None
-                            }
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let others: Vec<f32> = row
-                .iter()
-                .enumerate()
-                .filter(|&(j, v)| j != position && !input.special[j] && v.is_finite())
-                .map(|(_, &v)| v)
-                .collect();
-            let range = ValueRange::auto(settings.colormap, &others);
-            let is_focus = f.is_some_and(|f| f.focus_token_id == Some(token_id));
-            let (weak, picked) = (ui.visuals().weak_text_color(), picked_colour(ui));
-            let style = |j: usize| {
-                let special = input.special.get(j).copied().unwrap_or(true);
-                let mut chip = if special || j == position {
-                    ChipStyle::plain(weak)
-                } else {
-                    let [r, g, b] = settings.colormap.color(row[j], range);
-                    ChipStyle::filled(Color32::from_rgb(r, g, b))
-                };
-                if j == position {
-                    chip.outline = Some(Stroke::new(2.0, picked));
-                    chip.text = picked;
+        let rows: Vec<(usize, &[f32])> = (0..heads)
+            .filter_map(|h| {
+                let head = HeadId::new(layer, h);
+                Some((
+                    h,
+                    derived.similarity_row(output, head, settings.similarity, position)?,
+                ))
+            })
+            .collect();
+        let flow = |name: &'static str| TokenFlow {
+            id_salt: name,
+            texts: &input.token_texts,
+            font_size: ROW_FONT,
+            chip_prefix: None,
+            name,
+            wrap: false,
+        };
+        ui.horizontal_top(|ui| {
+            ui.vertical(|ui| {
+                ui.spacing_mut().item_spacing.y = ROW_GAP;
+                for &(h, _) in &rows {
+                    let f = figures.heads.get(h);
+                    let is_focus = f.is_some_and(|f| f.focus_token_id == Some(token_id));
+                    let label =
+                        egui::RichText::new(format!("H{h}{}", if is_focus { " ◆" } else { "" }))
+                            .monospace();
+                    let label = if is_focus { label.color(picked) } else { label };
+                    // Same height as a line of chips (plus the flow's margin).
+                    ui.add_sized([LABEL_WIDTH, line_height + 2.0], egui::Label::new(label))
+                        .on_hover_text(format!(
+                            "L{layer} H{h}: {}",
+                            category_style(f.and_then(|f| f.category)).0
+                        ));
                 }
-                if partners.contains(&j) {
-                    chip.underline = Some(Stroke::new(2.5, FOCUS_MARK));
-                }
-                chip
-            };
-            let tooltip = |j: usize| {
-                let other = input.token_texts.get(j).map_or("?", String::as_str);
-                format!(
-                    "{head}: S[“{text}” {position}, “{other}” {j}] = {}{}",
-                    heatmap::format_value(row[j]),
-                    if partners.contains(&j) {
-                        " · a selected pair"
-                    } else {
-                        ""
-                    }
-                )
-            };
-            let name = row_name(position, text, head);
-            ui.horizontal_top(|ui| {
-                let mark = if is_focus { " ★" } else { "" };
-                let label = egui::RichText::new(format!("H{h}{mark}")).monospace();
-                let label = if is_focus {
-                    label.color(picked_colour(ui))
-                } else {
-                    label
-                };
-                ui.add_sized([44.0, 18.0], egui::Label::new(label))
-                    .on_hover_text(format!(
-                        "{head}: {}",
-                        category_style(f.and_then(|f| f.category)).0
-                    ));
+            });
+            let mut area = egui::ScrollArea::horizontal()
+                .id_salt(("similarity lines", position))
+                .auto_shrink([false, true]);
+            // One layout for all the heads' lines: the same tokens, one line.
+            let layout = flow("").layout(ui);
+            if !views.centred.contains(&(position, layer)) {
+                let centre = layout.chip(position).map_or(0.0, |r| r.center().x);
+                area =
+                    area.horizontal_scroll_offset((centre - ui.available_width() / 2.0).max(0.0));
+                views.centred.push((position, layer));
+            }
+            area.show(ui, |ui| {
+                // One line per head, stacked (the scroll area would
+                // otherwise inherit the row's left-to-right layout).
                 ui.vertical(|ui| {
-                    TokenFlow {
-                        id_salt: &name,
-                        texts: &input.token_texts,
-                        font_size: 12.5,
-                        chip_prefix: None,
-                        name: &name,
+                    ui.spacing_mut().item_spacing.y = ROW_GAP;
+                    for &(h, row) in &rows {
+                        let head = HeadId::new(layer, h);
+                        similarity_line(
+                            ui, output, head, row, position, settings, weak, picked, &flow, &layout,
+                        );
                     }
-                    .show(ui, &style, &tooltip);
                 });
             });
-        }
+        });
     }
+}
+
+/// The font size of the similarity lines.
+const ROW_FONT: f32 = 12.5;
+
+/// One head's similarity row for the token at `position`, as one line.
+#[allow(clippy::too_many_arguments)]
+fn similarity_line<'a>(
+    ui: &mut egui::Ui,
+    output: &RunOutput,
+    head: HeadId,
+    row: &[f32],
+    position: usize,
+    settings: &Settings,
+    weak: Color32,
+    picked: Color32,
+    flow: &dyn Fn(&'static str) -> TokenFlow<'a>,
+    layout: &super::token_text::FlowLayout,
+) {
+    let input = &output.input.tokens;
+    let text = input.token_texts.get(position).map_or("?", String::as_str);
+    let partners: Vec<usize> = output
+        .analysis
+        .head(head)
+        .map(|f| {
+            f.selected_pairs
+                .iter()
+                .filter_map(|&(i, j)| {
+                    if i == position {
+                        Some(j)
+                    } else if j == position {
+                        Some(i)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let others: Vec<f32> = row
+        .iter()
+        .enumerate()
+        .filter(|&(j, v)| j != position && input.special.get(j) == Some(&false) && v.is_finite())
+        .map(|(_, &v)| v)
+        .collect();
+    let range = ValueRange::auto(settings.colormap, &others);
+    let style = |j: usize| {
+        let special = input.special.get(j).copied().unwrap_or(true);
+        let mut chip = if special || j == position {
+            ChipStyle::plain(weak)
+        } else {
+            let value = row.get(j).copied().unwrap_or(f32::NAN);
+            let [r, g, b] = settings.colormap.color(value, range);
+            ChipStyle::filled(Color32::from_rgb(r, g, b))
+        };
+        if j == position {
+            chip.outline = Some(Stroke::new(2.0, picked));
+            chip.text = picked;
+        }
+        if partners.contains(&j) {
+            chip.underline = Some(Stroke::new(2.5, FOCUS_MARK));
+        }
+        chip
+    };
+    let tooltip = |j: usize| {
+        let other = input.token_texts.get(j).map_or("?", String::as_str);
+        format!(
+            "{head}: S[“{text}” {position}, “{other}” {j}] = {}{}",
+            heatmap::format_value(row.get(j).copied().unwrap_or(f32::NAN)),
+            if partners.contains(&j) {
+                " · a selected pair"
+            } else {
+                ""
+            }
+        )
+    };
+    let name = row_name(position, text, head);
+    TokenFlow {
+        name: &name,
+        id_salt: &name,
+        ..flow("")
+    }
+    .show_laid_out(ui, layout, &style, &tooltip);
 }
 
 /// Every head's focus token and share, and the layer's focus uniqueness.

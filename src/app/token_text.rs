@@ -22,6 +22,8 @@ pub struct ChipStyle {
     pub outline: Option<Stroke>,
     /// Drawn under the chip (a mark, e.g. "placed in the wrong sentence").
     pub underline: Option<Stroke>,
+    /// The token is picked (reported to screen readers as selected).
+    pub picked: bool,
 }
 
 impl ChipStyle {
@@ -32,6 +34,7 @@ impl ChipStyle {
             text,
             outline: None,
             underline: None,
+            picked: false,
         }
     }
 
@@ -42,6 +45,7 @@ impl ChipStyle {
             text: text_on(fill),
             outline: None,
             underline: None,
+            picked: false,
         }
     }
 }
@@ -76,6 +80,21 @@ pub struct TokenFlow<'a> {
     pub chip_prefix: Option<&'a str>,
     /// The accessible name of a display-only flow.
     pub name: &'a str,
+    /// Wrap into lines like prose; `false` puts every token on one line.
+    pub wrap: bool,
+}
+
+/// Where the chips of a flow go, relative to its top left.
+pub struct FlowLayout {
+    chips: Vec<(Rect, std::sync::Arc<egui::Galley>)>,
+    pub size: Vec2,
+}
+
+impl FlowLayout {
+    /// The rectangle of token `i`, relative to the flow's top left.
+    pub fn chip(&self, i: usize) -> Option<Rect> {
+        self.chips.get(i).map(|(rect, _)| *rect)
+    }
 }
 
 /// Gap between words, and between a word and the piece glued to it.
@@ -91,19 +110,24 @@ fn chip_text(text: &str) -> &str {
         .unwrap_or(text)
 }
 
+/// The height of one line of chips in a font of `font_size`.
+pub fn line_height(ui: &egui::Ui, font_size: f32) -> f32 {
+    ui.ctx()
+        .fonts_mut(|f| f.row_height(&FontId::proportional(font_size)))
+        + 2.0 * PAD.y
+}
+
 impl TokenFlow<'_> {
-    /// Draws the tokens, styled by `style(i)`; `tooltip(i)` is the hover
-    /// text of token i.
-    pub fn show(
-        &self,
-        ui: &mut egui::Ui,
-        style: &dyn Fn(usize) -> ChipStyle,
-        tooltip: &dyn Fn(usize) -> String,
-    ) -> FlowOutput {
-        let mut output = FlowOutput::default();
+    /// Where the chips go in `ui`'s available width (galleys are cached
+    /// by egui, so this is cheap to repeat).
+    pub fn layout(&self, ui: &egui::Ui) -> FlowLayout {
         let font = FontId::proportional(self.font_size);
-        let width = ui.available_width().max(60.0);
-        let line_height = ui.ctx().fonts_mut(|f| f.row_height(&font)) + 2.0 * PAD.y;
+        let width = if self.wrap {
+            ui.available_width().max(60.0)
+        } else {
+            f32::INFINITY
+        };
+        let line_height = line_height(ui, self.font_size);
 
         // Lay the chips out in lines (positions relative to the top left).
         let mut placed: Vec<(Rect, std::sync::Arc<egui::Galley>)> =
@@ -141,6 +165,37 @@ impl TokenFlow<'_> {
         } else {
             y + line_height
         };
+        let width = if self.wrap { width } else { x };
+        FlowLayout {
+            chips: placed,
+            size: Vec2::new(width, height),
+        }
+    }
+
+    /// Draws the tokens, styled by `style(i)`; `tooltip(i)` is the hover
+    /// text of token i.
+    pub fn show(
+        &self,
+        ui: &mut egui::Ui,
+        style: &dyn Fn(usize) -> ChipStyle,
+        tooltip: &dyn Fn(usize) -> String,
+    ) -> FlowOutput {
+        let layout = self.layout(ui);
+        self.show_laid_out(ui, &layout, style, tooltip)
+    }
+
+    /// [`TokenFlow::show`] with a layout made before by
+    /// [`TokenFlow::layout`] (flows of the same tokens share one).
+    pub fn show_laid_out(
+        &self,
+        ui: &mut egui::Ui,
+        layout: &FlowLayout,
+        style: &dyn Fn(usize) -> ChipStyle,
+        tooltip: &dyn Fn(usize) -> String,
+    ) -> FlowOutput {
+        let mut output = FlowOutput::default();
+        let (placed, size) = (&layout.chips, layout.size);
+        let (width, height) = (size.x, size.y);
         let sense = if self.chip_prefix.is_some() {
             Sense::hover()
         } else {
@@ -154,7 +209,7 @@ impl TokenFlow<'_> {
         };
 
         let mut hovered = None;
-        for (i, (rect, galley)) in placed.into_iter().enumerate() {
+        for (i, (rect, galley)) in placed.iter().enumerate() {
             let rect = rect.translate(area.min.to_vec2());
             if !ui.is_rect_visible(rect.expand(3.0)) && self.chip_prefix.is_none() {
                 continue;
@@ -164,7 +219,7 @@ impl TokenFlow<'_> {
                 painter.rect_filled(rect, 3.0, fill);
             }
             let text_pos = Pos2::new(rect.left() + PAD.x, rect.center().y - galley.size().y / 2.0);
-            painter.galley_with_override_text_color(text_pos, galley, chip.text);
+            painter.galley_with_override_text_color(text_pos, galley.clone(), chip.text);
             if let Some(stroke) = chip.underline {
                 let y = rect.bottom() + 0.5;
                 painter.line_segment(
@@ -178,7 +233,7 @@ impl TokenFlow<'_> {
             match self.chip_prefix {
                 Some(prefix) => {
                     let response = ui.interact(rect, base.with(i), Sense::click());
-                    let selected = chip.outline.is_some();
+                    let selected = chip.picked;
                     let text = &self.texts[i];
                     response.widget_info(|| {
                         egui::WidgetInfo::selected(

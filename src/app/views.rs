@@ -104,6 +104,9 @@ pub struct ViewsState {
     pub grid_layer: Option<usize>,
     pub specialisation: SpecialisationState,
     pub(super) derived: Option<Derived>,
+    /// (position, layer) of the token focus lines already scrolled to
+    /// their token once (after that the user scrolls).
+    pub(super) centred: Vec<(usize, usize)>,
 }
 
 /// The colour that marks picked tokens (and what follows them).
@@ -115,6 +118,7 @@ pub fn picked_colour(ui: &egui::Ui) -> Color32 {
 pub fn with_pick(mut style: ChipStyle, picked: bool, colour: Color32) -> ChipStyle {
     if picked {
         style.outline = Some(Stroke::new(2.5, colour));
+        style.picked = true;
     }
     style
 }

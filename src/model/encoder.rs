@@ -4,19 +4,24 @@
 //! probabilities P and every head's output O = P·V, with the context
 //! similarity S = O·Oᵀ computed alongside (ANALYSIS.md §2).
 //!
-//! Every block has two forward passes over the same parameters: `forward`
-//! on candle tensors, which runs on any device, and `forward_cpu` on plain
-//! slices through [`super::kernels`], which the encoder takes on the CPU
-//! because it is about three times faster there and writes P, O and S
-//! straight into the caller's buffers (see that module for the profile).
+//! Two forward passes share the parameters. `forward` on candle tensors
+//! runs on any device. On the CPU the encoder instead borrows the
+//! parameters as slices (`cpu()` on each block) and runs [`super::kernels`]
+//! on a team of threads, each owning a block of token rows ([`super::team`]),
+//! writing P, O and S straight into the caller's buffers: about three times
+//! faster than candle's ops at BERT sizes (the profile is in `kernels.rs`).
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
 
 use super::config::{Activation, BertConfig};
-use super::kernels::{self, Act, AttentionOut};
+use super::kernels::{self, Act, MatRef};
+use super::team::{self, Barrier};
 use candle_core::{CpuStorage, DType, Device, Module, Result, Storage, StorageRef, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, VarBuilder};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
 
 /// What one layer hands back from the tensor path, each H×T×T or H×T×d.
 pub struct LayerCapture {
@@ -25,10 +30,18 @@ pub struct LayerCapture {
     pub similarity: Tensor,
 }
 
+/// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
+/// each row-major.
+pub struct CaptureBuffers<'a> {
+    pub attention: &'a mut [f32],
+    pub head_outputs: &'a mut [f32],
+    pub similarity: &'a mut [f32],
+}
+
 /// The `f32` values of a contiguous CPU tensor, borrowed while this lives.
 struct HostValues<'a> {
     storage: StorageRef<'a>,
-    range: std::ops::Range<usize>,
+    range: Range<usize>,
 }
 
 impl<'a> HostValues<'a> {
@@ -54,24 +67,30 @@ impl<'a> HostValues<'a> {
             _ => unreachable!("HostValues::of accepts only f32 CPU storage"),
         }
     }
-
-    /// Row `index` of a table of rows of `width` values.
-    fn row(&self, index: usize, width: usize) -> Result<&[f32]> {
-        self.get()
-            .get(index * width..(index + 1) * width)
-            .ok_or_else(|| candle_core::Error::Msg(format!("row {index} outside a table")))
-    }
 }
 
-/// `LayerNorm` in place on the CPU path, with the block's own parameters.
-fn layer_norm_cpu(norm: &LayerNorm, x: &mut [f32]) -> Result<()> {
-    let gamma = HostValues::of(norm.weight())?;
-    let beta = norm
-        .bias()
-        .ok_or_else(|| candle_core::Error::Msg("LayerNorm without a bias".into()))?;
-    let beta = HostValues::of(beta)?;
-    kernels::layer_norm(x, gamma.get(), beta.get(), norm.eps() as f32);
-    Ok(())
+/// A LayerNorm's parameters as slices.
+struct NormCpu<'a> {
+    gamma: HostValues<'a>,
+    beta: HostValues<'a>,
+    eps: f32,
+}
+
+impl<'a> NormCpu<'a> {
+    fn of(norm: &'a LayerNorm) -> Result<Self> {
+        let beta = norm
+            .bias()
+            .ok_or_else(|| candle_core::Error::Msg("LayerNorm without a bias".into()))?;
+        Ok(Self {
+            gamma: HostValues::of(norm.weight())?,
+            beta: HostValues::of(beta)?,
+            eps: norm.eps() as f32,
+        })
+    }
+
+    fn forward(&self, x: &mut [f32]) {
+        kernels::layer_norm(x, self.gamma.get(), self.beta.get(), self.eps);
+    }
 }
 
 /// A dense layer `x·Wᵀ + b` whose weight is stored transposed (inputs ×
@@ -100,12 +119,23 @@ impl Dense {
         x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
     }
 
-    /// `out = x·Wᵀ + b (+ residual)`.
-    fn forward_cpu(&self, x: &[f32], residual: Option<&[f32]>, out: &mut [f32]) -> Result<()> {
-        let weight_t = HostValues::of(&self.weight_t)?;
-        let bias = HostValues::of(&self.bias)?;
-        kernels::dense(x, weight_t.get(), bias.get(), residual, out);
-        Ok(())
+    fn cpu(&self) -> Result<DenseCpu<'_>> {
+        Ok(DenseCpu {
+            weight_t: HostValues::of(&self.weight_t)?,
+            bias: HostValues::of(&self.bias)?,
+        })
+    }
+}
+
+struct DenseCpu<'a> {
+    weight_t: HostValues<'a>,
+    bias: HostValues<'a>,
+}
+
+impl DenseCpu<'_> {
+    /// `out = x·Wᵀ + b (+ residual)` for any number of rows.
+    fn forward(&self, x: &[f32], residual: Option<&[f32]>, out: &mut [f32]) {
+        kernels::dense(x, self.weight_t.get(), self.bias.get(), residual, out);
     }
 }
 
@@ -114,7 +144,6 @@ struct BertEmbeddings {
     position_embeddings: Embedding,
     token_type_embeddings: Embedding,
     layer_norm: LayerNorm,
-    hidden: usize,
 }
 
 impl BertEmbeddings {
@@ -140,7 +169,6 @@ impl BertEmbeddings {
                 config.layer_norm_eps,
                 vb.pp("LayerNorm"),
             )?,
-            hidden: config.hidden_size,
         })
     }
 
@@ -156,20 +184,50 @@ impl BertEmbeddings {
         self.layer_norm.forward(&x)
     }
 
-    /// The same on the CPU path, into `out` (T × hidden).
-    fn forward_cpu(&self, input_ids: &[u32], out: &mut [f32]) -> Result<()> {
+    fn cpu(&self) -> Result<EmbeddingsCpu<'_>> {
+        Ok(EmbeddingsCpu {
+            words: HostValues::of(self.word_embeddings.embeddings())?,
+            positions: HostValues::of(self.position_embeddings.embeddings())?,
+            types: HostValues::of(self.token_type_embeddings.embeddings())?,
+            norm: NormCpu::of(&self.layer_norm)?,
+            hidden: self.word_embeddings.hidden_size(),
+        })
+    }
+}
+
+struct EmbeddingsCpu<'a> {
+    words: HostValues<'a>,
+    positions: HostValues<'a>,
+    types: HostValues<'a>,
+    norm: NormCpu<'a>,
+    hidden: usize,
+}
+
+impl EmbeddingsCpu<'_> {
+    /// Whether every id has a row and every position up to `tokens` exists.
+    fn fits(&self, input_ids: &[u32]) -> bool {
+        let rows = |table: &HostValues| table.get().len() / self.hidden.max(1);
+        input_ids.iter().all(|&id| (id as usize) < rows(&self.words))
+            && input_ids.len() <= rows(&self.positions)
+            && rows(&self.types) > 0
+    }
+
+    /// The embeddings of `input_ids`, which sit at positions `first..`, into
+    /// `out` (rows × hidden). Callers check [`Self::fits`] first.
+    fn forward(&self, input_ids: &[u32], first: usize, out: &mut [f32]) {
         let hidden = self.hidden;
-        let words = HostValues::of(self.word_embeddings.embeddings())?;
-        let positions = HostValues::of(self.position_embeddings.embeddings())?;
-        let types = HostValues::of(self.token_type_embeddings.embeddings())?;
-        let token_type = types.row(0, hidden)?;
-        for (position, (&id, x)) in input_ids.iter().zip(out.chunks_mut(hidden)).enumerate() {
-            let (word, place) = (words.row(id as usize, hidden)?, positions.row(position, hidden)?);
-            for (((x, w), p), t) in x.iter_mut().zip(word).zip(place).zip(token_type) {
+        let row = |table: &HostValues, index: usize| -> Vec<f32> {
+            table.get()[index * hidden..(index + 1) * hidden].to_vec()
+        };
+        let token_type = row(&self.types, 0);
+        for (offset, (&id, x)) in input_ids.iter().zip(out.chunks_mut(hidden)).enumerate() {
+            let word = &self.words.get()[id as usize * hidden..][..hidden];
+            let place = &self.positions.get()[(first + offset) * hidden..][..hidden];
+            for (((x, w), p), t) in x.iter_mut().zip(word).zip(place).zip(&token_type) {
                 *x = w + p + t;
             }
         }
-        layer_norm_cpu(&self.layer_norm, out)
+        self.norm.forward(out);
     }
 }
 
@@ -232,25 +290,6 @@ impl BertSelfAttention {
             },
         ))
     }
-
-    /// T×hidden `x` → `context` (T×hidden), with P, O and S written to `out`.
-    fn forward_cpu(
-        &self,
-        x: &[f32],
-        scratch: &mut Scratch,
-        out: AttentionOut,
-    ) -> Result<()> {
-        self.qkv.forward_cpu(x, None, &mut scratch.qkv)?;
-        kernels::attention(
-            &scratch.qkv,
-            scratch.tokens,
-            self.heads,
-            self.head_dim,
-            out,
-            &mut scratch.context,
-        );
-        Ok(())
-    }
 }
 
 /// Dense + residual + LayerNorm, used after attention and after the feed-forward.
@@ -276,9 +315,23 @@ impl BertOutput {
             .forward(&self.dense.forward(x)?.add(residual)?)
     }
 
-    fn forward_cpu(&self, x: &[f32], residual: &[f32], out: &mut [f32]) -> Result<()> {
-        self.dense.forward_cpu(x, Some(residual), out)?;
-        layer_norm_cpu(&self.layer_norm, out)
+    fn cpu(&self) -> Result<OutputCpu<'_>> {
+        Ok(OutputCpu {
+            dense: self.dense.cpu()?,
+            norm: NormCpu::of(&self.layer_norm)?,
+        })
+    }
+}
+
+struct OutputCpu<'a> {
+    dense: DenseCpu<'a>,
+    norm: NormCpu<'a>,
+}
+
+impl OutputCpu<'_> {
+    fn forward(&self, x: &[f32], residual: &[f32], out: &mut [f32]) {
+        self.dense.forward(x, Some(residual), out);
+        self.norm.forward(out);
     }
 }
 
@@ -305,39 +358,11 @@ impl BertIntermediate {
         }
     }
 
-    fn forward_cpu(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        self.dense.forward_cpu(x, None, out)?;
-        kernels::activate(
-            out,
-            match self.activation {
-                Activation::Gelu => Act::GeluErf,
-                Activation::GeluTanh => Act::GeluTanh,
-                Activation::Relu => Act::Relu,
-            },
-        );
-        Ok(())
-    }
-}
-
-/// The CPU path's working buffers, allocated once per pass and reused by
-/// every layer (a fresh allocation per op would fault its pages in again).
-struct Scratch {
-    tokens: usize,
-    qkv: Vec<f32>,
-    context: Vec<f32>,
-    attended: Vec<f32>,
-    intermediate: Vec<f32>,
-}
-
-impl Scratch {
-    fn new(tokens: usize, config: &BertConfig) -> Self {
-        let hidden = config.hidden_size;
-        Self {
-            tokens,
-            qkv: vec![0.0; tokens * 3 * hidden],
-            context: vec![0.0; tokens * hidden],
-            attended: vec![0.0; tokens * hidden],
-            intermediate: vec![0.0; tokens * config.intermediate_size],
+    fn act(&self) -> Act {
+        match self.activation {
+            Activation::Gelu => Act::GeluErf,
+            Activation::GeluTanh => Act::GeluTanh,
+            Activation::Relu => Act::Relu,
         }
     }
 }
@@ -379,26 +404,23 @@ impl BertLayer {
         Ok((Some(x), capture))
     }
 
-    /// The same on slices: `x` holds the layer's input and, unless `last`,
-    /// receives its output.
-    fn forward_cpu(
-        &self,
-        x: &mut [f32],
-        scratch: &mut Scratch,
-        out: AttentionOut,
-        last: bool,
-    ) -> Result<()> {
-        self.self_attention.forward_cpu(x, scratch, out)?;
-        if last {
-            return Ok(());
-        }
-        self.attention_output
-            .forward_cpu(&scratch.context, x, &mut scratch.attended)?;
-        self.intermediate
-            .forward_cpu(&scratch.attended, &mut scratch.intermediate)?;
-        self.output
-            .forward_cpu(&scratch.intermediate, &scratch.attended, x)
+    fn cpu(&self) -> Result<LayerCpu<'_>> {
+        Ok(LayerCpu {
+            qkv: self.self_attention.qkv.cpu()?,
+            attention_output: self.attention_output.cpu()?,
+            intermediate: self.intermediate.dense.cpu()?,
+            activation: self.intermediate.act(),
+            output: self.output.cpu()?,
+        })
     }
+}
+
+struct LayerCpu<'a> {
+    qkv: DenseCpu<'a>,
+    attention_output: OutputCpu<'a>,
+    intermediate: DenseCpu<'a>,
+    activation: Act,
+    output: OutputCpu<'a>,
 }
 
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
@@ -438,83 +460,277 @@ impl BertEncoder {
     }
 
     /// Runs the encoder on one sequence of T tokens, writing every layer's
-    /// P and S (L×H×T×T) and O (L×H×T×d) into `out`, layer after layer.
-    /// `cancelled` is polled between layers so that a stale request is
-    /// abandoned quickly; what was written by then is left as it is.
+    /// P, O and S into `out`. `cancelled` is polled between layers so that a
+    /// stale request is abandoned quickly; what was written by then is left
+    /// as it is.
     pub fn forward_into(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
-        out: AttentionOut,
+        out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let square = self.layers.len() * self.config.num_attention_heads * tokens * tokens;
+        if out.attention.len() != square
+            || out.similarity.len() != square
+            || out.head_outputs.len() * tokens != square * self.config.head_dim()
+        {
+            return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
+        }
+        if self.device.is_cpu() {
+            let threads = candle_core::utils::get_num_threads().clamp(1, tokens.max(1));
+            self.forward_cpu(input_ids, cancelled, out, threads)
+        } else {
+            self.forward_tensors(input_ids, cancelled, out)
+        }
+    }
+
+    /// The CPU pass on `threads` threads, each owning a block of token rows.
+    ///
+    /// Per layer a thread projects its rows to queries, keys and values,
+    /// posts its keys and values, and waits at the layer's barrier; then it
+    /// copies the others' keys and values, computes P and O for its query
+    /// rows of every head (straight into the capture) and its rows of the
+    /// previous layer's S (which needs every row of that layer's O, posted
+    /// the same way), and runs the row-local rest of the layer. One more
+    /// barrier after the last layer completes its S. Posts alternate between
+    /// two mailboxes by layer parity, so a thread posting for layer l + 1
+    /// never overwrites what a slower one is still reading for layer l.
+    fn forward_cpu(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+        threads: usize,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        if tokens == 0 {
+            return Ok(());
+        }
+        let heads = self.config.num_attention_heads;
+        let head_dim = self.config.head_dim();
+        // Borrow every parameter before any thread starts, so that nothing
+        // inside the pass can fail and leave a thread waiting at a barrier.
+        let embeddings = self.embeddings.cpu()?;
+        if !embeddings.fits(input_ids) {
+            return Err(candle_core::Error::Msg("token id or position outside the model".into()).into());
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(BertLayer::cpu)
+            .collect::<Result<Vec<_>>>()?;
+        let ranges = team::split_rows(tokens, threads);
+        let attention = team::row_pieces(out.attention, tokens, tokens, &ranges);
+        let head_outputs = team::row_pieces(out.head_outputs, tokens, head_dim, &ranges);
+        let similarity = team::row_pieces(out.similarity, tokens, tokens, &ranges);
+        let mailbox = || -> [Vec<RwLock<Vec<f32>>>; 2] {
+            std::array::from_fn(|_| (0..threads).map(|_| RwLock::new(Vec::new())).collect())
+        };
+        let pass = Pass {
+            config: &self.config,
+            input_ids,
+            embeddings,
+            layers,
+            ranges,
+            barrier: Barrier::new(threads),
+            stop_at: AtomicUsize::new(usize::MAX),
+            keys_values: mailbox(),
+            head_outputs: mailbox(),
+        };
+        let mut workers = attention
+            .into_iter()
+            .zip(head_outputs)
+            .zip(similarity)
+            .enumerate()
+            .map(|(index, ((attention, head_outputs), similarity))| Worker {
+                index,
+                attention,
+                head_outputs,
+                similarity,
+                heads,
+            });
+        let first = workers.next().expect("at least one thread");
+        std::thread::scope(|scope| {
+            for worker in workers {
+                let pass = &pass;
+                scope.spawn(move || pass.run(worker, None));
+            }
+            pass.run(first, Some(cancelled))
+        })
+    }
+
+    /// Candle's ops on any device, each layer's capture copied to the host.
+    fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let heads = self.config.num_attention_heads;
         let square = heads * tokens * tokens;
         let vectors = heads * tokens * self.config.head_dim();
         let count = self.layers.len();
-        if out.attention.len() != count * square
-            || out.similarity.len() != count * square
-            || out.head_outputs.len() != count * vectors
-        {
-            return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
-        }
         let per_layer = out
             .attention
             .chunks_mut(square)
             .zip(out.head_outputs.chunks_mut(vectors))
-            .zip(out.similarity.chunks_mut(square))
-            .map(|((attention, head_outputs), similarity)| AttentionOut {
-                attention,
-                head_outputs,
-                similarity,
-            });
-        if self.device.is_cpu() {
-            self.forward_cpu(input_ids, cancelled, per_layer)
-        } else {
-            self.forward_tensors(input_ids, cancelled, per_layer)
-        }
-    }
-
-    /// The CPU path: slices and [`kernels`], P, O and S written in place.
-    fn forward_cpu<'a>(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        per_layer: impl Iterator<Item = AttentionOut<'a>>,
-    ) -> std::result::Result<(), ForwardError> {
-        let count = self.layers.len();
-        let mut x = vec![0.0; input_ids.len() * self.config.hidden_size];
-        let mut scratch = Scratch::new(input_ids.len(), &self.config);
-        self.embeddings.forward_cpu(input_ids, &mut x)?;
-        for (index, (layer, out)) in self.layers.iter().zip(per_layer).enumerate() {
-            if cancelled() {
-                return Err(ForwardError::Cancelled);
-            }
-            layer.forward_cpu(&mut x, &mut scratch, out, index + 1 == count)?;
-        }
-        Ok(())
-    }
-
-    /// Candle's ops on any device, each layer's capture copied to the host.
-    fn forward_tensors<'a>(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        per_layer: impl Iterator<Item = AttentionOut<'a>>,
-    ) -> std::result::Result<(), ForwardError> {
-        let count = self.layers.len();
+            .zip(out.similarity.chunks_mut(square));
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = Some(self.embeddings.forward(&ids)?);
-        for (index, (layer, out)) in self.layers.iter().zip(per_layer).enumerate() {
+        for (index, (layer, ((attention, head_outputs), similarity))) in
+            self.layers.iter().zip(per_layer).enumerate()
+        {
             if cancelled() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let (next, capture) = layer.forward(&input, index + 1 == count)?;
-            copy_to_host(&capture.attention, out.attention)?;
-            copy_to_host(&capture.head_outputs, out.head_outputs)?;
-            copy_to_host(&capture.similarity, out.similarity)?;
+            copy_to_host(&capture.attention, attention)?;
+            copy_to_host(&capture.head_outputs, head_outputs)?;
+            copy_to_host(&capture.similarity, similarity)?;
             x = next;
+        }
+        Ok(())
+    }
+}
+
+/// What the threads of one CPU pass share.
+struct Pass<'a> {
+    config: &'a BertConfig,
+    input_ids: &'a [u32],
+    embeddings: EmbeddingsCpu<'a>,
+    layers: Vec<LayerCpu<'a>>,
+    /// Each thread's block of token rows.
+    ranges: Vec<Range<usize>>,
+    barrier: Barrier,
+    /// The layer before whose attention the pass stops (`usize::MAX`: none).
+    stop_at: AtomicUsize,
+    /// Each thread's rows of keys and values (rows × 2·hidden), by layer parity.
+    keys_values: [Vec<RwLock<Vec<f32>>>; 2],
+    /// Each thread's rows of every head's output (heads × rows × d), by layer parity.
+    head_outputs: [Vec<RwLock<Vec<f32>>>; 2],
+}
+
+/// One thread's share of the capture: its rows of every (layer, head) block.
+struct Worker<'a> {
+    index: usize,
+    attention: Vec<&'a mut [f32]>,
+    head_outputs: Vec<&'a mut [f32]>,
+    similarity: Vec<&'a mut [f32]>,
+    heads: usize,
+}
+
+impl Pass<'_> {
+    /// One thread's whole pass. Only the first thread polls `cancelled` (it
+    /// need not be shareable); it posts its answer in `stop_at` before the
+    /// layer's barrier, and every thread reads it after, so all stop at the
+    /// same layer.
+    fn run(
+        &self,
+        mut worker: Worker,
+        cancelled: Option<&dyn Fn() -> bool>,
+    ) -> std::result::Result<(), ForwardError> {
+        let _poison = self.barrier.poison_on_panic();
+        let me = worker.index;
+        let rows = self.ranges[me].clone();
+        let n = rows.len();
+        let tokens = self.input_ids.len();
+        let (heads, head_dim) = (worker.heads, self.config.head_dim());
+        let hidden = heads * head_dim;
+        let stride = 3 * hidden;
+        // Every row's keys and values, this block's queries.
+        let mut qkv = vec![0.0; tokens * stride];
+        // Every row's head outputs of the latest layer, heads × T × d.
+        let mut outputs = vec![0.0; heads * tokens * head_dim];
+        let mut x = vec![0.0; n * hidden];
+        let mut context = vec![0.0; n * hidden];
+        let mut attended = vec![0.0; n * hidden];
+        let mut intermediate = vec![0.0; n * self.config.intermediate_size];
+        self.embeddings
+            .forward(&self.input_ids[rows.clone()], rows.start, &mut x);
+        let count = self.layers.len();
+        for l in 0..=count {
+            if let Some(cancelled) = cancelled {
+                if l < count && cancelled() {
+                    self.stop_at.store(l, Ordering::Relaxed);
+                }
+            }
+            if let Some(layer) = self.layers.get(l) {
+                let own = &mut qkv[rows.start * stride..rows.end * stride];
+                layer.qkv.forward(&x, None, own);
+                let mut post = self.keys_values[l % 2][me].write().expect("mailbox");
+                post.clear();
+                for row in own.chunks(stride) {
+                    post.extend_from_slice(&row[hidden..]);
+                }
+            }
+            self.barrier.wait();
+            if self.stop_at.load(Ordering::Relaxed) <= l {
+                return Err(ForwardError::Cancelled);
+            }
+            for (other, range) in self.ranges.iter().enumerate() {
+                if other == me {
+                    continue;
+                }
+                if l < count {
+                    let post = self.keys_values[l % 2][other].read().expect("mailbox");
+                    let rows = qkv[range.start * stride..range.end * stride].chunks_mut(stride);
+                    for (row, posted) in rows.zip(post.chunks(2 * hidden)) {
+                        row[hidden..].copy_from_slice(posted);
+                    }
+                }
+                if l > 0 {
+                    let post = self.head_outputs[(l - 1) % 2][other].read().expect("mailbox");
+                    for (head, posted) in outputs
+                        .chunks_mut(tokens * head_dim)
+                        .zip(post.chunks(range.len() * head_dim))
+                    {
+                        head[range.start * head_dim..range.end * head_dim].copy_from_slice(posted);
+                    }
+                }
+            }
+            if l > 0 {
+                // This block's rows of the previous layer's S = O·Oᵀ.
+                let pieces = &mut worker.similarity[(l - 1) * heads..l * heads];
+                for (s, o) in pieces.iter_mut().zip(outputs.chunks(tokens * head_dim)) {
+                    let all = MatRef::new(o, tokens, head_dim);
+                    let own = MatRef::new(&o[rows.start * head_dim..rows.end * head_dim], n, head_dim);
+                    kernels::matmul(s, own, all.t(), false, 1.0);
+                }
+            }
+            let Some(layer) = self.layers.get(l) else {
+                break;
+            };
+            let pieces = l * heads..(l + 1) * heads;
+            kernels::attend(
+                &qkv,
+                tokens,
+                head_dim,
+                rows.start,
+                &mut worker.attention[pieces.clone()],
+                &mut worker.head_outputs[pieces.clone()],
+                &mut context,
+            );
+            let mut post = self.head_outputs[l % 2][me].write().expect("mailbox");
+            post.clear();
+            for (head, o) in outputs
+                .chunks_mut(tokens * head_dim)
+                .zip(&worker.head_outputs[pieces])
+            {
+                head[rows.start * head_dim..rows.end * head_dim].copy_from_slice(o);
+                post.extend_from_slice(o);
+            }
+            drop(post);
+            if l + 1 < count {
+                layer
+                    .attention_output
+                    .forward(&context, &x, &mut attended);
+                layer.intermediate.forward(&attended, None, &mut intermediate);
+                kernels::activate(&mut intermediate, layer.activation);
+                layer.output.forward(&intermediate, &attended, &mut x);
+            }
         }
         Ok(())
     }
@@ -534,83 +750,100 @@ fn copy_to_host(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Runs one path into fresh buffers: (P, O, S).
-    fn run(encoder: &BertEncoder, ids: &[u32], cpu: bool) -> [Vec<f32>; 3] {
+    /// A random encoder with random biases and LayerNorm parameters (the
+    /// generator sets 0 and 1) and larger query/key weights, so that
+    /// attention is peaked.
+    fn encoder(act: &str) -> BertEncoder {
+        let config = BertConfig {
+            hidden_size: 48,
+            num_hidden_layers: 3,
+            num_attention_heads: 4,
+            intermediate_size: 96,
+            max_position_embeddings: 64,
+            vocab_size: 200,
+            hidden_act: act.into(),
+            ..BertConfig::bert_base_uncased()
+        };
+        let mut tensors = super::super::random::random_weights(&config, 3).unwrap();
+        for (name, tensor) in tensors.iter_mut() {
+            let pattern = |offset: f32| {
+                let values: Vec<f32> = (0..tensor.elem_count())
+                    .map(|i| offset + 0.1 * (i as f32 * 0.7).sin())
+                    .collect();
+                Tensor::from_vec(values, tensor.shape(), &Device::Cpu).unwrap()
+            };
+            if name.ends_with(".bias") {
+                *tensor = pattern(0.0);
+            } else if name.ends_with("LayerNorm.weight") {
+                *tensor = pattern(1.0);
+            } else if name.contains(".query.") || name.contains(".key.") {
+                *tensor = (&*tensor * 20.0).unwrap();
+            }
+        }
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        BertEncoder::load(vb, &config).unwrap()
+    }
+
+    /// Runs one path into fresh buffers: (P, O, S); `threads` 0 means the
+    /// tensor path.
+    fn run(
+        encoder: &BertEncoder,
+        ids: &[u32],
+        threads: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) -> std::result::Result<[Vec<f32>; 3], ForwardError> {
         let config = &encoder.config;
         let (l, h, t) = (config.num_hidden_layers, config.num_attention_heads, ids.len());
         let mut p = vec![f32::NAN; l * h * t * t];
         let mut o = vec![f32::NAN; l * h * t * config.head_dim()];
         let mut s = vec![f32::NAN; l * h * t * t];
-        let out = AttentionOut {
+        let out = CaptureBuffers {
             attention: &mut p,
             head_outputs: &mut o,
             similarity: &mut s,
         };
-        let square = h * t * t;
-        let vectors = h * t * config.head_dim();
-        let per_layer = out
-            .attention
-            .chunks_mut(square)
-            .zip(out.head_outputs.chunks_mut(vectors))
-            .zip(out.similarity.chunks_mut(square))
-            .map(|((attention, head_outputs), similarity)| AttentionOut {
-                attention,
-                head_outputs,
-                similarity,
-            });
-        if cpu {
-            encoder.forward_cpu(ids, &|| false, per_layer).unwrap();
+        if threads == 0 {
+            encoder.forward_tensors(ids, cancelled, out)?;
         } else {
-            encoder.forward_tensors(ids, &|| false, per_layer).unwrap();
+            encoder.forward_cpu(ids, cancelled, out, threads)?;
         }
-        [p, o, s]
+        Ok([p, o, s])
     }
 
-    /// The slice path computes what candle's ops compute, for every activation.
+    /// The slice path on any number of threads computes what candle's ops
+    /// compute, for every activation.
     #[test]
     fn cpu_kernels_match_candle_ops() {
         for act in ["gelu", "gelu_new", "relu"] {
-            let config = BertConfig {
-                hidden_size: 48,
-                num_hidden_layers: 3,
-                num_attention_heads: 4,
-                intermediate_size: 96,
-                max_position_embeddings: 64,
-                vocab_size: 200,
-                hidden_act: act.into(),
-                ..BertConfig::bert_base_uncased()
-            };
-            let mut tensors = super::super::random::random_weights(&config, 3).unwrap();
-            // Random biases and LayerNorm parameters (the generator sets 0 and
-            // 1), and larger query/key weights so that attention is peaked.
-            for (name, tensor) in tensors.iter_mut() {
-                let pattern = |offset: f32| {
-                    let values: Vec<f32> = (0..tensor.elem_count())
-                        .map(|i| offset + 0.1 * (i as f32 * 0.7).sin())
-                        .collect();
-                    Tensor::from_vec(values, tensor.shape(), &Device::Cpu).unwrap()
-                };
-                if name.ends_with(".bias") {
-                    *tensor = pattern(0.0);
-                } else if name.ends_with("LayerNorm.weight") {
-                    *tensor = pattern(1.0);
-                } else if name.contains(".query.") || name.contains(".key.") {
-                    *tensor = (&*tensor * 20.0).unwrap();
+            let encoder = encoder(act);
+            let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
+            let reference = run(&encoder, &ids, 0, &|| false).unwrap();
+            for threads in [1, 2, 3] {
+                let fast = run(&encoder, &ids, threads, &|| false).unwrap();
+                for (name, (ours, theirs)) in ["P", "O", "S"].iter().zip(fast.iter().zip(&reference)) {
+                    let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                    for (a, b) in ours.iter().zip(theirs) {
+                        assert!(
+                            (a - b).abs() <= 1e-5 * scale,
+                            "{act}, {threads} threads, {name}: {a} vs {b} (scale {scale})"
+                        );
+                    }
                 }
             }
-            let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
-            let encoder = BertEncoder::load(vb, &config).unwrap();
-            let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
-            let fast = run(&encoder, &ids, true);
-            let reference = run(&encoder, &ids, false);
-            for (name, (ours, theirs)) in ["P", "O", "S"].iter().zip(fast.iter().zip(&reference)) {
-                let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
-                for (a, b) in ours.iter().zip(theirs) {
-                    assert!(
-                        (a - b).abs() <= 1e-5 * scale,
-                        "{act} {name}: {a} vs {b} (scale {scale})"
-                    );
-                }
+        }
+    }
+
+    /// Cancelling at any layer stops every thread (no thread is left waiting).
+    #[test]
+    fn cancelling_stops_all_threads() {
+        let encoder = encoder("gelu");
+        let ids: Vec<u32> = (0..20).collect();
+        for stop_after in 0..3 {
+            for threads in [1, 2, 3] {
+                let polls = AtomicUsize::new(0);
+                let cancelled = || polls.fetch_add(1, Ordering::Relaxed) >= stop_after;
+                let result = run(&encoder, &ids, threads, &cancelled);
+                assert!(matches!(result, Err(ForwardError::Cancelled)));
             }
         }
     }

@@ -1,18 +1,17 @@
 //! CPU kernels for the encoder's forward pass, on plain row-major `f32`
-//! slices: dense layers and the per-head products through the `gemm` crate,
-//! and the element-wise steps (softmax, GELU, LayerNorm) with AVX-512
-//! versions picked at run time over portable scalar fallbacks.
+//! slices, each running on the calling thread (the encoder shares the work
+//! out between its threads, see `encoder.rs`): dense layers and the per-head
+//! products through the `gemm` crate, and the element-wise steps (softmax,
+//! GELU, LayerNorm) with AVX-512 versions picked at run time over portable
+//! scalar fallbacks.
 //!
 //! Why not candle's CPU ops (profile of BERT-base at 512 tokens, 2 threads):
-//! candle drives gemm's AVX2 kernels at about half the machine's AVX-512
-//! peak, its softmax and GELU call scalar `expf`/`erff` per element, every
-//! op allocates a fresh tensor (page faults were 10% of the run), and its
-//! own thread pool spins between ops. Here the weights are laid out once
-//! for gemm, intermediate buffers live for the whole pass, the attention of
-//! a layer runs head by head on the two cores and writes P, O and S
-//! straight into the caller's capture buffers.
-
-use rayon::prelude::*;
+//! candle drove gemm's AVX2 kernels (44% of the time) at half the AVX-512
+//! peak, its softmax and GELU call scalar `expf`/`erff` per element (12 and
+//! 13 ms a layer against 0.2 and 0.05 here), every op allocates a fresh
+//! tensor (page faults were over 10% of the run) and synchronises its
+//! threads. Here the weights are laid out once for gemm, buffers live for
+//! the whole pass, and P and O are written straight into the capture.
 
 /// A read-only matrix view: element (i, j) is `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy)]
@@ -65,24 +64,11 @@ impl<'a> MatRef<'a> {
     }
 }
 
-/// Whether a product may use every thread of rayon's pool or must stay on
-/// the calling thread (inside a loop that is already parallel).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Threads {
-    All,
-    One,
-}
-
 /// `dst = scale · lhs·rhs`, or `dst += scale · lhs·rhs` with `accumulate`;
-/// `dst` is contiguous row-major `lhs.rows × rhs.cols`.
-pub fn matmul(
-    dst: &mut [f32],
-    lhs: MatRef,
-    rhs: MatRef,
-    accumulate: bool,
-    scale: f32,
-    threads: Threads,
-) {
+/// `dst` is contiguous row-major `lhs.rows × rhs.cols`. Single-threaded:
+/// gemm's own threading costs a fork and join per product, which the
+/// encoder avoids by giving each thread its own rows.
+pub fn matmul(dst: &mut [f32], lhs: MatRef, rhs: MatRef, accumulate: bool, scale: f32) {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
     assert_eq!(rhs.rows, k, "inner dimensions differ");
     assert_eq!(dst.len(), m * n, "destination has the wrong size");
@@ -95,10 +81,6 @@ pub fn matmul(
         }
         return;
     }
-    let parallelism = match threads {
-        Threads::All => gemm::Parallelism::Rayon(0),
-        Threads::One => gemm::Parallelism::None,
-    };
     // SAFETY: `MatRef::strided` checked that every element of both operands
     // lies inside its slice, and `dst` holds exactly m·n contiguous values
     // that nothing else borrows (it is `&mut`); gemm reads and writes only
@@ -123,7 +105,7 @@ pub fn matmul(
             false,
             false,
             false,
-            parallelism,
+            gemm::Parallelism::None,
         );
     }
 }
@@ -168,14 +150,7 @@ pub fn dense(
         MatRef::new(weight_t, inputs, outputs),
         true,
         1.0,
-        Threads::All,
     );
-}
-
-/// Rows per rayon task for the element-wise passes: big enough that the
-/// task overhead vanishes, small enough that both cores get work at 128 tokens.
-fn rows_per_task(width: usize) -> usize {
-    (16_384 / width.max(1)).max(1)
 }
 
 /// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place, the way
@@ -183,19 +158,14 @@ fn rows_per_task(width: usize) -> usize {
 pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let width = gamma.len();
     assert_eq!(beta.len(), width);
-    assert_eq!(x.len() % width.max(1), 0);
-    x.par_chunks_mut(width * rows_per_task(width))
-        .for_each(|rows| {
-            for row in rows.chunks_mut(width) {
-                let mean = row.iter().sum::<f32>() / width as f32;
-                let variance =
-                    row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
-                let inverse = 1.0 / (variance + eps).sqrt();
-                for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-                    *v = (*v - mean) * inverse * g + b;
-                }
-            }
-        });
+    for row in x.chunks_mut(width.max(1)) {
+        let mean = row.iter().sum::<f32>() / width as f32;
+        let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+        let inverse = 1.0 / (variance + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v - mean) * inverse * g + b;
+        }
+    }
 }
 
 /// The feed-forward activations Hugging Face names `gelu`, `gelu_new` and `relu`.
@@ -208,30 +178,26 @@ pub enum Act {
     Relu,
 }
 
-/// Applies `act` to every value, in place, split across the threads.
+/// Applies `act` to every value, in place.
 pub fn activate(x: &mut [f32], act: Act) {
-    const CHUNK: usize = 16_384;
     if act == Act::Relu {
-        x.par_chunks_mut(CHUNK)
-            .for_each(|chunk| chunk.iter_mut().for_each(|v| *v = v.max(0.0)));
+        x.iter_mut().for_each(|v| *v = v.max(0.0));
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
         // SAFETY: the CPU has AVX-512F (checked at run time just above).
-        x.par_chunks_mut(CHUNK)
-            .for_each(|chunk| unsafe { avx512::activate(chunk, act) });
+        unsafe { avx512::activate(x, act) };
         return;
     }
     let f = match act {
         Act::GeluTanh => scalar::gelu_tanh,
         _ => scalar::gelu_erf,
     };
-    x.par_chunks_mut(CHUNK)
-        .for_each(|chunk| chunk.iter_mut().for_each(|v| *v = f(*v)));
+    x.iter_mut().for_each(|v| *v = f(*v));
 }
 
-/// Softmax of each row of `width` values, in place, on the calling thread.
+/// Softmax of each row of `width` values, in place.
 pub fn softmax_rows(x: &mut [f32], width: usize) {
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
@@ -246,57 +212,39 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     }
 }
 
-/// Where one layer's attention goes: P and S are `heads × T × T`, O is
-/// `heads × T × d`, each row-major, each slice exactly one layer's worth.
-pub struct AttentionOut<'a> {
-    pub attention: &'a mut [f32],
-    pub head_outputs: &'a mut [f32],
-    pub similarity: &'a mut [f32],
-}
-
-/// Self-attention of one layer from its fused projections `qkv`
-/// (`T × 3·hidden`: queries, keys, values side by side): per head, the
-/// scaled scores go straight into P's buffer and are softmaxed there,
-/// O = P·V into O's buffer, S = O·Oᵀ into S's. The heads are shared out
-/// over rayon's threads, each product single-threaded, so that the per-head
-/// steps (12 heads of 128×128×32 at MiniLM, 128 tokens) never wait on a
-/// thread handshake. `context` (`T × hidden`) receives the heads' outputs
-/// side by side, the input of the attention-output projection.
-pub fn attention(
+/// Self-attention for a block of query rows of every head, from the fused
+/// projections `qkv` (`T × 3·hidden`: queries, keys, values side by side;
+/// the keys and values of all T rows must be there, the queries of the
+/// block's rows). Per head, the scaled scores go straight into that head's
+/// slice of `attention` (`rows × T`) and are softmaxed there, and O = P·V
+/// into its slice of `head_outputs` (`rows × d`); `context`
+/// (`rows × hidden`) receives the heads' outputs side by side.
+pub fn attend(
     qkv: &[f32],
     tokens: usize,
-    heads: usize,
     head_dim: usize,
-    out: AttentionOut,
+    first_row: usize,
+    attention: &mut [&mut [f32]],
+    head_outputs: &mut [&mut [f32]],
     context: &mut [f32],
 ) {
+    let heads = attention.len();
     let hidden = heads * head_dim;
     let stride = 3 * hidden;
-    let square = tokens * tokens;
+    let rows = context.len() / hidden.max(1);
     assert_eq!(qkv.len(), tokens * stride);
-    assert_eq!(out.attention.len(), heads * square);
-    assert_eq!(out.similarity.len(), heads * square);
-    assert_eq!(out.head_outputs.len(), heads * tokens * head_dim);
-    assert_eq!(context.len(), tokens * hidden);
+    assert_eq!(head_outputs.len(), heads);
     let scale = 1.0 / (head_dim as f32).sqrt();
-    let part = |offset: usize| MatRef::strided(&qkv[offset..], tokens, head_dim, stride, 1);
-    out.attention
-        .par_chunks_mut(square)
-        .zip(out.head_outputs.par_chunks_mut(tokens * head_dim))
-        .zip(out.similarity.par_chunks_mut(square))
-        .enumerate()
-        .with_max_len(1)
-        .for_each(|(head, ((p, o), s))| {
-            let query = part(head * head_dim);
-            let key = part(hidden + head * head_dim);
-            let value = part(2 * hidden + head * head_dim);
-            matmul(p, query, key.t(), false, scale, Threads::One);
-            softmax_rows(p, tokens);
-            matmul(o, MatRef::new(p, tokens, tokens), value, false, 1.0, Threads::One);
-            let o = MatRef::new(o, tokens, head_dim);
-            matmul(s, o, o.t(), false, 1.0, Threads::One);
-        });
-    for (head, o) in out.head_outputs.chunks(tokens * head_dim).enumerate() {
+    let part = |offset: usize, first: usize, count: usize| {
+        MatRef::strided(&qkv[first * stride + offset..], count, head_dim, stride, 1)
+    };
+    for (head, (p, o)) in attention.iter_mut().zip(head_outputs.iter_mut()).enumerate() {
+        let query = part(head * head_dim, first_row, rows);
+        let key = part(hidden + head * head_dim, 0, tokens);
+        let value = part(2 * hidden + head * head_dim, 0, tokens);
+        matmul(p, query, key.t(), false, scale);
+        softmax_rows(p, tokens);
+        matmul(o, MatRef::new(p, rows, tokens), value, false, 1.0);
         for (row, values) in context.chunks_mut(hidden).zip(o.chunks(head_dim)) {
             row[head * head_dim..(head + 1) * head_dim].copy_from_slice(values);
         }
@@ -574,7 +522,7 @@ mod tests {
         let a: Vec<f32> = (0..6).map(|v| v as f32).collect(); // 2×3
         let b: Vec<f32> = (0..12).map(|v| v as f32 * 0.5).collect(); // 3×4
         let mut c = vec![1.0; 8];
-        matmul(&mut c, MatRef::new(&a, 2, 3), MatRef::new(&b, 3, 4), true, 2.0, Threads::All);
+        matmul(&mut c, MatRef::new(&a, 2, 3), MatRef::new(&b, 3, 4), true, 2.0);
         for i in 0..2 {
             for j in 0..4 {
                 let exact: f32 = (0..3).map(|k| a[i * 3 + k] * b[k * 4 + j]).sum();
@@ -584,7 +532,7 @@ mod tests {
         // a·aᵀ through a transposed view.
         let mut s = vec![0.0; 4];
         let view = MatRef::new(&a, 2, 3);
-        matmul(&mut s, view, view.t(), false, 1.0, Threads::One);
+        matmul(&mut s, view, view.t(), false, 1.0);
         assert_eq!(s, vec![5.0, 14.0, 14.0, 50.0]);
     }
 

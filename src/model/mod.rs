@@ -12,6 +12,7 @@ pub mod encoder;
 pub mod hub;
 pub mod kernels;
 pub mod random;
+pub mod team;
 
 use crate::captures::Captures;
 use anyhow::{anyhow, bail};
@@ -248,7 +249,7 @@ impl Model {
         self.encoder.forward_into(
             input_ids,
             cancelled,
-            kernels::AttentionOut {
+            encoder::CaptureBuffers {
                 attention: &mut captures.attentions,
                 head_outputs: &mut captures.head_outputs,
                 similarity: &mut captures.similarity,

@@ -1,0 +1,93 @@
+//! UI benchmark (`cargo bench --bench ui`): the frame time with the full
+//! head grid on screen, and the time from an edit to the updated grid, on a
+//! model given by `HEADSCOPE_BENCH_MODEL` (default: the test model; use the
+//! BERT-base-shaped folder from `headscope make-random-model` for 12 × 12).
+//!
+//! Frames are driven by egui_kittest without a GPU, so a frame here is the
+//! app's own work plus egui's layout and tessellation: what must fit in 16 ms
+//! for the UI never to stutter. Prints one JSON line per measurement.
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, HeadscopeApp>;
+
+fn step_until(harness: &mut AppHarness, mut done: impl FnMut(&AppHarness) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A text of whole sentences that tokenizes to about `tokens` tokens.
+fn text_of(tokens: usize) -> String {
+    let sentence = "The keeper watched the boats come into the harbour at dusk.";
+    // About 13 tokens per sentence with [SEP].
+    (0..tokens / 13).map(|_| sentence).collect::<Vec<_>>().join(" ")
+}
+
+fn main() {
+    let model = std::env::var("HEADSCOPE_BENCH_MODEL")
+        .unwrap_or_else(|_| headscope::model::test_model_dir().display().to_string());
+    let scratch = std::env::temp_dir().join(format!("headscope-ui-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    for tokens in [128usize, 512] {
+        let file = scratch.join(format!("text-{tokens}.txt"));
+        std::fs::write(&file, text_of(tokens)).unwrap();
+        let config = AppConfig {
+            start: StartOptions { model: Some(model.clone()), file: Some(file) },
+            autosave_path: None,
+            restore_text: false,
+        };
+        let mut harness: AppHarness = Harness::builder()
+            .with_size(egui::vec2(1600.0, 1000.0))
+            .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+        step_until(&mut harness, |h| h.state().overview_is_current() && !h.state().is_working());
+        let shown = harness.state().shown_output().unwrap().analysis.tokens;
+
+        // Frame time with the full grid on screen.
+        let mut frames = Vec::new();
+        for _ in 0..60 {
+            let start = Instant::now();
+            harness.step();
+            frames.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        let median = percentile(&mut frames, 0.5);
+        let p95 = percentile(&mut frames, 0.95);
+        println!(
+            "{{\"measure\": \"frame_ms\", \"model\": {model:?}, \"tokens\": {shown}, \"median_ms\": {median:.2}, \"p95_ms\": {p95:.2}}}"
+        );
+
+        // Edit → updated grid: type one word at the end, wait for the grid.
+        let mut edits = Vec::new();
+        for round in 0..5 {
+            let before = harness.state().shown_output().map(|o| std::sync::Arc::as_ptr(o) as usize);
+            harness.get_by_label(EDITOR_LABEL).click();
+            harness.step();
+            harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::End);
+            let start = Instant::now();
+            harness.get_by_label(EDITOR_LABEL).type_text(if round % 2 == 0 { "!" } else { "?" });
+            step_until(&mut harness, |h| {
+                let now = h.state().shown_output().map(|o| std::sync::Arc::as_ptr(o) as usize);
+                now != before && h.state().overview_is_current() && !h.state().is_working()
+            });
+            edits.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        let edit_median = percentile(&mut edits, 0.5);
+        println!(
+            "{{\"measure\": \"edit_to_grid_ms\", \"model\": {model:?}, \"tokens\": {shown}, \"median_ms\": {edit_median:.1}, \"debounce_ms\": {:.0}}}",
+            headscope::app::DEBOUNCE_SECONDS * 1000.0
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}

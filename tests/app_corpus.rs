@@ -1,0 +1,380 @@
+//! The corpus statistics window driven through the accessibility tree, with
+//! the real test model (all-MiniLM-L6-v2) on the worker thread: opened from
+//! the File menu, a folder typed into its field, Run pressed, and the
+//! numbers it shows checked against `corpus::run_files` on the same folder
+//! computed here with a model of our own. Cancel (on a model slowed down by
+//! the worker's artificial delay) gives a result marked partial, and the
+//! interactive analysis keeps working after both. Two worker-level tests
+//! cover `AnalysisWorker::run_corpus` without a model and a worker dropped
+//! in the middle of a corpus run.
+//!
+//! Needs the model that `scripts/fetch-test-model.sh` unpacks.
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use headscope::app::corpus_view::{
+    self, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL, FOLDER_LABEL, MENU_LABEL,
+    RUN_LABEL,
+};
+use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use headscope::corpus::{self, CorpusOptions, CorpusReport, Summary};
+use headscope::model::{is_model_folder, test_model_dir, Model, ModelSource};
+use headscope::worker::{AnalysisWorker, CorpusUpdate, WorkerEvent};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A bound for waiting on the model, not a speed requirement.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+type AppHarness = Harness<'static, HeadscopeApp>;
+
+fn start() -> AppHarness {
+    let dir = test_model_dir();
+    assert!(
+        is_model_folder(&dir),
+        "the test model is missing at {}: run scripts/fetch-test-model.sh",
+        dir.display()
+    );
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(dir.display().to_string()),
+            file: None,
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let mut harness = Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+    step_until(&mut harness, "the first result", |h| {
+        h.state().shown_output().is_some() && !h.state().is_working()
+    });
+    harness
+}
+
+/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
+fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    harness.step();
+}
+
+fn shows(harness: &AppHarness, text: &str) -> bool {
+    harness.query_all_by_label_contains(text).next().is_some()
+}
+
+const SENTENCES: [&str; 12] = [
+    "The lighthouse keeper climbed the stairs before dawn.",
+    "A storm had passed over the harbour during the night.",
+    "Fishing boats rocked gently against the wooden pier.",
+    "She wrote the weather in a small leather notebook.",
+    "Gulls circled above the nets that dried in the sun.",
+    "The village baker opened his shop at six o'clock.",
+    "Children ran along the beach looking for shells.",
+    "An old sailor told stories about distant islands.",
+    "The tide came in slowly over the flat grey sand.",
+    "By noon the sky was clear and the sea was calm.",
+    "Her brother repaired the engine of their small boat.",
+    "In the evening the lamp turned its beam across the water.",
+];
+
+/// `files` texts of a few sentences each (in a subfolder for some), and
+/// one binary file named .txt that the run must list as skipped.
+fn write_corpus(dir: &Path, files: usize) {
+    std::fs::create_dir_all(dir.join("more")).unwrap();
+    for f in 0..files {
+        let count = 3 + f % 4;
+        let text: Vec<&str> = (0..count)
+            .map(|s| SENTENCES[(f * 5 + s * 7) % SENTENCES.len()])
+            .collect();
+        let folder = if f % 3 == 2 {
+            dir.join("more")
+        } else {
+            dir.to_path_buf()
+        };
+        std::fs::write(folder.join(format!("text{f:02}.txt")), text.join(" ")).unwrap();
+    }
+    std::fs::write(dir.join("broken.txt"), [0u8, 159, 146, 150, 0, 0, 1, 2]).unwrap();
+}
+
+fn open_corpus_window(harness: &mut AppHarness) {
+    harness.get_by_label("File").click();
+    harness.step();
+    harness.step();
+    harness.get_by_label(MENU_LABEL).click();
+    harness.step();
+    harness.step();
+    assert!(harness.state().corpus_view().is_open());
+    assert!(shows(harness, FOLDER_LABEL));
+}
+
+fn type_folder_and_run(harness: &mut AppHarness, dir: &Path) {
+    harness.get_by_label(FOLDER_LABEL).focus();
+    harness.step();
+    harness
+        .get_by_label(FOLDER_LABEL)
+        .type_text(&dir.display().to_string());
+    harness.step();
+    harness.get_by_label(RUN_LABEL).click();
+    harness.step();
+}
+
+/// What the library gives on the same folder with the app's settings.
+fn library_report(harness: &AppHarness, dir: &Path) -> CorpusReport {
+    let settings = harness.state().settings();
+    let options = CorpusOptions {
+        mode: settings.input_mode,
+        analysis: settings.analysis_options(),
+    };
+    let model =
+        Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
+    let list = corpus::find_text_files(&[dir.to_path_buf()]).expect("text files");
+    corpus::run_files(&model, list, &options, &mut |_| {}, &AtomicBool::new(false))
+}
+
+fn assert_summary_close(ours: &Summary, theirs: &Summary, what: &str) {
+    assert_eq!(ours.n, theirs.n, "{what}: n");
+    match (ours.mean, theirs.mean) {
+        (Some(a), Some(b)) => assert!(
+            (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+            "{what}: {a} vs {b}"
+        ),
+        (a, b) => assert_eq!(a, b, "{what}"),
+    }
+}
+
+/// The interactive analysis still answers: an edit gives a new result.
+fn assert_interactive_analysis_works(harness: &mut AppHarness) {
+    let before = harness
+        .state()
+        .shown_output()
+        .expect("a result")
+        .analysis
+        .tokens;
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text(" The keeper smiled at the sea.");
+    harness.step();
+    step_until(harness, "the result of the edited text", |h| {
+        !h.state().is_working()
+            && h.state()
+                .shown_output()
+                .is_some_and(|o| o.analysis.tokens != before)
+    });
+}
+
+#[test]
+fn the_corpus_window_shows_what_the_library_computes() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("corpus");
+    write_corpus(&dir, 5);
+    let mut harness = start();
+    open_corpus_window(&mut harness);
+    type_folder_and_run(&mut harness, &dir);
+    step_until(&mut harness, "the corpus run", |h| {
+        !h.state().corpus_view().is_running()
+    });
+    let view = harness.state().corpus_view();
+    assert_eq!(view.error(), None);
+    let report = view.report().expect("a report").clone();
+    assert!(!report.partial);
+    assert!(shows(&harness, "Complete result"));
+
+    let expected = library_report(&harness, &dir);
+    assert_eq!(report.files, 5);
+    assert_eq!(report.files, expected.files);
+    assert_eq!(report.windows, expected.windows);
+    assert_eq!(report.tokens, expected.tokens);
+    assert_eq!(report.skipped, expected.skipped);
+    assert_eq!(report.layers.len(), 6);
+    for (ours, theirs) in report.layers.iter().zip(&expected.layers) {
+        for ((name, a), (_, b)) in ours.figures().iter().zip(theirs.figures()) {
+            assert_summary_close(a, &b, &format!("L{} {name}", ours.layer));
+            // The window shows the library's number, as text.
+            harness.get_by_label(&layer_cell_label(ours.layer, name, &b));
+        }
+        for (head, other) in ours.heads.iter().zip(&theirs.heads) {
+            assert_eq!(head.categories, other.categories);
+            for ((name, a), (_, b)) in head.figures().iter().zip(other.figures()) {
+                assert_summary_close(a, &b, &format!("L{} H{} {name}", ours.layer, head.head));
+            }
+        }
+    }
+    // One number spelled out: layer 3's mean segmentation accuracy.
+    let accuracy = expected.layers[3].segmentation_accuracy;
+    let text = summary_text(&accuracy);
+    assert!(text.starts_with(&format!("{:.3}", accuracy.mean.unwrap())));
+    assert!(shows(
+        &harness,
+        &format!("Corpus L3 segmentation accuracy: {text}")
+    ));
+    // The head grid: every head, with its mean and most common category.
+    for layer in &expected.layers {
+        for head in &layer.heads {
+            harness.get_by_label(&head_cell_label(layer.layer, head, 0));
+        }
+    }
+    // The binary file is listed as skipped.
+    assert!(shows(&harness, "Skipped files (1)"));
+    assert!(shows(&harness, "broken.txt: binary file, not text"));
+
+    // Save JSON: the report as the CLI writes it; a bad folder is explained.
+    let json = scratch.path().join("corpus.json");
+    harness.state_mut().corpus_view_mut().save_json(&json);
+    harness.step();
+    let (message, failed) = harness.state().corpus_view().save_message().unwrap();
+    assert!(!failed, "{message}");
+    let saved = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(saved, report.to_json());
+    let parsed: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(parsed["windows"], report.windows);
+    let bad = scratch.path().join("no such folder").join("corpus.json");
+    harness.state_mut().corpus_view_mut().save_json(&bad);
+    harness.step();
+    let (message, failed) = harness.state().corpus_view().save_message().unwrap();
+    assert!(failed, "{message}");
+    let message = message.to_string();
+    assert!(shows(&harness, &message), "the error is shown: {message}");
+
+    assert_interactive_analysis_works(&mut harness);
+}
+
+#[test]
+fn cancel_gives_a_partial_result() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("corpus");
+    write_corpus(&dir, 10);
+    let mut harness = start();
+    // Every window waits this long, so the run is still going when Cancel
+    // is pressed.
+    harness
+        .state()
+        .worker()
+        .set_artificial_delay(Duration::from_millis(400));
+    open_corpus_window(&mut harness);
+    type_folder_and_run(&mut harness, &dir);
+    assert!(harness.state().corpus_view().is_running());
+    step_until(&mut harness, "the first window", |h| {
+        h.state().corpus_view().windows_done().unwrap_or(0) >= 2
+    });
+    assert!(shows(&harness, corpus_view::PROGRESS_LABEL));
+    harness.get_by_label(CANCEL_LABEL).click();
+    harness.step();
+    step_until(&mut harness, "the cancelled run", |h| {
+        !h.state().corpus_view().is_running()
+    });
+    let report = harness
+        .state()
+        .corpus_view()
+        .report()
+        .expect("a partial report")
+        .clone();
+    assert!(report.partial);
+    assert!(report.windows >= 2, "{} windows", report.windows);
+    assert!(report.files < 10, "{} files", report.files);
+    assert!(shows(&harness, "Partial result"));
+    // The figures of the windows done are shown.
+    let accuracy = &report.layers[0].segmentation_accuracy;
+    harness.get_by_label(&layer_cell_label(0, "segmentation_accuracy", accuracy));
+
+    harness
+        .state()
+        .worker()
+        .set_artificial_delay(Duration::ZERO);
+    assert_interactive_analysis_works(&mut harness);
+
+    // Run again to the end: the partial result gives way to a complete one.
+    harness.get_by_label(RUN_LABEL).click();
+    harness.step();
+    step_until(&mut harness, "the second run", |h| {
+        !h.state().corpus_view().is_running()
+    });
+    let report = harness.state().corpus_view().report().expect("a report");
+    assert!(!report.partial);
+    assert_eq!(report.files, 10);
+}
+
+/// Every update until the channel closes or `limit` passes.
+fn drain(
+    updates: &crossbeam_channel::Receiver<CorpusUpdate>,
+    limit: Duration,
+) -> Vec<CorpusUpdate> {
+    let deadline = Instant::now() + limit;
+    let mut out = Vec::new();
+    while let Ok(update) = updates.recv_deadline(deadline) {
+        out.push(update);
+    }
+    out
+}
+
+#[test]
+fn a_corpus_run_without_a_model_says_so() {
+    let worker = AnalysisWorker::spawn(Arc::new(|| {})).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    write_corpus(scratch.path(), 2);
+    let updates = worker.run_corpus(
+        vec![scratch.path().to_path_buf()],
+        CorpusOptions::default(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    match drain(&updates, PATIENCE).last() {
+        Some(CorpusUpdate::Failed(message)) => assert!(message.contains("no model"), "{message}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn dropping_the_worker_stops_a_corpus_run() {
+    let worker = AnalysisWorker::spawn(Arc::new(|| {})).unwrap();
+    worker.load_model(ModelSource::Folder(test_model_dir()));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match worker.events().recv_deadline(deadline) {
+            Ok(WorkerEvent::ModelReady(_)) => break,
+            Ok(WorkerEvent::ModelFailed { message, .. }) => panic!("{message}"),
+            Ok(_) => {}
+            Err(e) => panic!("no model: {e}"),
+        }
+    }
+    // Slow enough that the run is far from done when the worker goes.
+    worker.set_artificial_delay(Duration::from_secs(2));
+    let scratch = tempfile::tempdir().unwrap();
+    write_corpus(scratch.path(), 6);
+    let updates = worker.run_corpus(
+        vec![scratch.path().to_path_buf()],
+        CorpusOptions::default(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    // Wait for the first window, then drop the handle.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match updates.recv_deadline(deadline) {
+            Ok(CorpusUpdate::Progress(p)) if p.windows_done >= 1 => break,
+            Ok(_) => {}
+            Err(e) => panic!("no progress: {e}"),
+        }
+    }
+    let start = Instant::now();
+    drop(worker);
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "dropping took {:?}",
+        start.elapsed()
+    );
+    match drain(&updates, Duration::from_secs(5)).last() {
+        Some(CorpusUpdate::Finished(report)) => {
+            assert!(report.partial);
+            assert!(report.windows >= 1 && report.files < 6, "{report:?}");
+        }
+        other => panic!("expected a partial report, got {other:?}"),
+    }
+}

@@ -1,0 +1,542 @@
+//! The study's views (Layers, Separators, Token focus, Specialisation)
+//! driven through the app's accessibility tree with the real test model
+//! (all-MiniLM-L6-v2, 6 layers × 12 heads), like `tests/app_ui.rs`.
+//!
+//! Each view must show the figures `headscope analyze` reports: every test
+//! runs [`pipeline::run`] on the same text with the app's own settings and
+//! compares the text the view displays (formatted as the app formats it)
+//! with that analysis. Widgets are found by their labels and clicked like
+//! a user would; waiting for the model is a bounded loop of frames.
+//!
+//! Needs the model that `scripts/fetch-test-model.sh` unpacks.
+
+use egui::Role;
+use egui_kittest::kittest::{NodeT, Queryable};
+use egui_kittest::Harness;
+use headscope::analysis::{Analysis, Category};
+use headscope::app::head_view::figure;
+use headscope::app::views::CentralView;
+use headscope::app::{
+    separators_view, specialisation_view, token_focus_view, AppConfig, HeadscopeApp, StartOptions,
+    SAMPLE_TEXT,
+};
+use headscope::captures::HeadId;
+use headscope::model::{is_model_folder, test_model_dir, Model, ModelSource};
+use headscope::pipeline::{self, InputOptions, RunOutput};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A bound for waiting on the model, not a speed requirement.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+type AppHarness = Harness<'static, HeadscopeApp>;
+
+fn model_dir() -> PathBuf {
+    let dir = test_model_dir();
+    assert!(
+        is_model_folder(&dir),
+        "the test model is missing at {}: run scripts/fetch-test-model.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// The app on the test model with no persisted state and no autosave,
+/// showing `file` when given (else the sample text).
+fn start(file: Option<PathBuf>) -> AppHarness {
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(model_dir().display().to_string()),
+            file,
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
+}
+
+/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
+fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    harness.step();
+}
+
+fn wait_for_result(harness: &mut AppHarness) {
+    step_until(harness, "a result", |h| {
+        h.state().shown_output().is_some() && !h.state().is_working()
+    });
+}
+
+fn shown(harness: &AppHarness) -> Arc<RunOutput> {
+    harness.state().shown_output().expect("a result").clone()
+}
+
+/// The model, loaded once for every test's reference runs.
+fn model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        Model::load(&ModelSource::Folder(model_dir()), &mut |_| {}).expect("load the test model")
+    })
+}
+
+/// What `headscope analyze` reports for `text` under the app's settings.
+fn reference(harness: &AppHarness, text: &str) -> Analysis {
+    let settings = harness.state().settings();
+    let input = InputOptions {
+        mode: settings.input_mode,
+        first_sentence: 0,
+    };
+    let output = pipeline::run(model(), text, &input, &settings.analysis_options(), &|| {
+        false
+    })
+    .expect("the reference run");
+    assert_eq!(
+        output.input.tokens.input_ids,
+        shown(harness).input.tokens.input_ids,
+        "the app and the reference analyse the same tokens"
+    );
+    output.analysis
+}
+
+/// The label (or a plain label's text) of a node.
+fn text_of(node: &egui_kittest::Node<'_>) -> String {
+    let node = node.accesskit_node();
+    node.label().or_else(|| node.value()).unwrap_or_default()
+}
+
+/// Clicks the tab named `name` and waits a frame.
+fn open_tab(harness: &mut AppHarness, name: &str, view: CentralView) {
+    harness
+        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some(name))
+        .click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), view);
+}
+
+/// The heads whose grid thumbnail says it is highlighted.
+fn highlighted_heads(harness: &AppHarness) -> BTreeSet<HeadId> {
+    harness
+        .query_all_by_role(Role::Button)
+        .map(|n| text_of(&n))
+        .filter(|label| label.contains("· highlighted"))
+        .map(|label| parse_head(&label).expect("a thumbnail label"))
+        .collect()
+}
+
+/// "L3 H5 …" → HeadId(3, 5).
+fn parse_head(label: &str) -> Option<HeadId> {
+    let mut words = label.split_whitespace();
+    let layer = words.next()?.strip_prefix('L')?.parse().ok()?;
+    let head = words
+        .next()?
+        .strip_prefix('H')?
+        .trim_end_matches(':')
+        .parse()
+        .ok()?;
+    Some(HeadId::new(layer, head))
+}
+
+/// Writes `text` to a file and opens it in the app; waits for its result.
+fn open_text(harness: &mut AppHarness, dir: &tempfile::TempDir, text: &str) {
+    let path = dir.path().join("text.txt");
+    std::fs::write(&path, text).expect("write the text");
+    harness.state_mut().open_file(&path);
+    step_until(harness, "the text's result", |h| {
+        h.state().text() == text && !h.state().is_working() && h.state().shown_output().is_some()
+    });
+}
+
+#[test]
+fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    open_tab(&mut harness, "Layers", CentralView::Layers);
+
+    for (l, layer) in analysis.layers.iter().enumerate() {
+        let row = text_of(&harness.get_by_label_contains(&format!("L{l}: mean distance")));
+        for expected in [
+            format!("mean distance {}", figure(layer.mean_distance, 2)),
+            format!("same sentence {}", figure(layer.same_sentence_fraction, 3)),
+            format!(
+                "separator attention {}",
+                figure(layer.separator_attention, 3)
+            ),
+            format!("focus uniqueness {}", figure(layer.focus_uniqueness, 3)),
+            format!(
+                "segmentation accuracy {}",
+                figure(layer.segmentation_accuracy, 3)
+            ),
+        ] {
+            assert!(
+                row.contains(&expected),
+                "L{l} row {row:?} lacks {expected:?}"
+            );
+        }
+        assert!(harness
+            .query_by_label(&format!("distance histogram of L{l}"))
+            .is_some());
+    }
+    let chance = format!(
+        "same sentence by chance: {}",
+        figure(analysis.baseline_same_sentence_fraction, 3)
+    );
+    assert!(harness.query_by_label(&chance).is_some(), "{chance}");
+    assert!(harness.query_by_label("layer correlation grid").is_some());
+    harness.check_accessibility();
+
+    // Clicking a layer's histogram shows that layer's heads.
+    harness.get_by_label("distance histogram of L3").click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), CentralView::Heads);
+    assert_eq!(harness.state().grid_layer(), Some(3));
+    for h in 0..12 {
+        assert!(harness
+            .query_by_label_contains(&format!("L3 H{h} "))
+            .is_some());
+    }
+    assert!(harness.query_by_label_contains("L2 H0 ").is_none());
+    harness.get_by_label("Show all layers").click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().grid_layer(), None);
+    assert!(harness.query_by_label_contains("L2 H0 ").is_some());
+
+    // So does a row of the table.
+    open_tab(&mut harness, "Layers", CentralView::Layers);
+    harness.get_by_label_contains("L2: mean distance").click();
+    harness.step();
+    assert_eq!(harness.state().grid_layer(), Some(2));
+}
+
+#[test]
+fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+
+    // The row of L3 H5 shows the head's figures as `analyze` reports them.
+    let l3h5 = HeadId::new(3, 5);
+    let f = analysis.head(l3h5).expect("L3 H5");
+    let row = text_of(&harness.get_by_label_contains("L3 H5: "));
+    assert_eq!(row, specialisation_view::row_name(l3h5, f));
+    let s = &f.attention_stats;
+    for expected in [
+        format!("category {}", f.category.expect("a category")),
+        format!("mean dist. {}", figure(f.mean_distance, 2)),
+        format!("same sent. {}", figure(f.same_sentence_fraction, 3)),
+        format!("repetition {}", figure(f.repetition_fraction, 3)),
+        format!(
+            "focus token “{}”",
+            f.focus_token.as_deref().expect("a focus")
+        ),
+        format!("focus share {}", figure(f.focus_share, 3)),
+        format!("local {}", figure(f.local_fraction, 3)),
+        format!("sep. attn. {}", figure(f.separator_attention, 3)),
+        format!("entropy {:.3}", s.entropy),
+        format!("[CLS] {:.3}", s.cls),
+        format!("[SEP] {:.3}", s.sep),
+        format!("punct. {:.3}", s.punctuation),
+        format!("self {:.3}", s.self_attention),
+        format!("prev. {:.3}", s.previous),
+        format!("next {:.3}", s.next),
+    ] {
+        assert!(row.contains(&expected), "{row:?} lacks {expected:?}");
+    }
+    let rows = |h: &AppHarness| -> Vec<HeadId> {
+        h.query_all_by_role(Role::Button)
+            .map(|n| text_of(&n))
+            .filter(|l| l.contains(": category "))
+            .filter_map(|l| parse_head(&l))
+            .collect()
+    };
+    assert_eq!(rows(&harness).len(), 72, "one row per head");
+
+    // A column title sorts (numbers: largest first), a second click reverses.
+    harness.get_by_label("mean dist.").click();
+    harness.step();
+    harness.step();
+    let order = rows(&harness);
+    let distance = |id: &HeadId| analysis.head(*id).and_then(|f| f.mean_distance);
+    assert!(
+        order
+            .windows(2)
+            .all(|w| distance(&w[0]).unwrap_or(f64::MIN) >= distance(&w[1]).unwrap_or(f64::MIN)),
+        "sorted by mean distance, largest first"
+    );
+    harness.get_by_label("mean dist.").click();
+    harness.step();
+    harness.step();
+    let reversed = rows(&harness);
+    assert_eq!(distance(&reversed[0]), distance(order.last().unwrap()));
+
+    // Sorted by head, last first, L3 H5 is on screen: clicking opens it.
+    harness.get_by_label("head").click();
+    harness.step();
+    harness.get_by_label("head").click();
+    harness.step();
+    harness.step();
+    assert_eq!(rows(&harness).first(), Some(&HeadId::new(5, 11)));
+    harness.get_by_label_contains("L3 H5: ").click();
+    step_until(&mut harness, "the head detail", |h| {
+        h.state().detail_head() == Some(l3h5)
+    });
+    assert_eq!(harness.state().central_view(), CentralView::Heads);
+    assert!(harness.query_by_label("Layer 3 · Head 5").is_some());
+    harness.check_accessibility();
+}
+
+#[test]
+fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
+    let text = "The cat saw the cat and the dog saw the dog. The dog saw the cat and \
+                the cat saw the dog. The cat and the dog saw the cat and the dog. \
+                The dog and the cat saw the dog and the cat.";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    open_text(&mut harness, &dir, text);
+    let analysis = reference(&harness, text);
+    let expected: BTreeSet<HeadId> = (0..analysis.layers.len())
+        .flat_map(|l| (0..analysis.layers[l].heads.len()).map(move |h| HeadId::new(l, h)))
+        .filter(|&id| analysis.head(id).unwrap().category == Some(Category::Repetition))
+        .collect();
+    assert!(
+        !expected.is_empty(),
+        "a text of repeated words has repetition heads"
+    );
+
+    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+    harness.get_by_label("repetition heads").click();
+    harness.step();
+    harness.step();
+    let listed: BTreeSet<HeadId> = harness
+        .query_all_by_role(Role::Button)
+        .map(|n| text_of(&n))
+        .filter(|l| l.contains(": category "))
+        .map(|l| {
+            assert!(l.contains(": category repetition,"), "{l}");
+            parse_head(&l).expect("a row label")
+        })
+        .collect();
+    assert_eq!(listed, expected, "the filter lists the repetition heads");
+
+    // The same choice highlights them in the grid.
+    open_tab(&mut harness, "Heads", CentralView::Heads);
+    assert_eq!(highlighted_heads(&harness), expected);
+    harness.check_accessibility();
+}
+
+#[test]
+fn clicking_tokens_picks_them_and_the_views_follow() {
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    let output = shown(&harness);
+    let tokens = &output.input.tokens;
+    open_tab(&mut harness, "Token focus", CentralView::TokenFocus);
+
+    // The focus tokens of layer 0 and its focus uniqueness, as analysed.
+    let layer = &analysis.layers[0];
+    assert!(harness
+        .query_by_label(&token_focus_view::uniqueness_label(
+            0,
+            layer.focus_uniqueness
+        ))
+        .is_some());
+    for (h, f) in layer.heads.iter().enumerate() {
+        let row = text_of(&harness.get_by_label_contains(&format!("focus of L0 H{h}: ")));
+        let expected = format!(
+            "focus token “{}”, focus share {}",
+            f.focus_token.as_deref().unwrap_or("—"),
+            figure(f.focus_share, 3)
+        );
+        assert!(row.contains(&expected), "{row:?} lacks {expected:?}");
+    }
+
+    // A click picks a token; each head of the layer shows its row.
+    let chip = |i: usize| format!("token {i} “{}”", tokens.token_texts[i]);
+    harness.get_by_label(&chip(5)).click();
+    harness.step();
+    harness.step();
+    let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
+    assert_eq!(picked, vec![5]);
+    for h in 0..12 {
+        let name = token_focus_view::row_name(5, &tokens.token_texts[5], HeadId::new(0, h));
+        assert!(harness.query_by_label(&name).is_some(), "{name}");
+    }
+
+    // Shift-click picks a second one; both get their rows.
+    harness
+        .get_by_label(&chip(9))
+        .click_modifiers(egui::Modifiers::SHIFT);
+    harness.step();
+    harness.step();
+    let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
+    assert_eq!(picked, vec![5, 9]);
+    for position in [5, 9] {
+        let name =
+            token_focus_view::row_name(position, &tokens.token_texts[position], HeadId::new(0, 3));
+        assert!(harness.query_by_label(&name).is_some(), "{name}");
+    }
+    harness.check_accessibility();
+
+    // Shift-clicking a picked token unpicks it.
+    harness
+        .get_by_label(&chip(5))
+        .click_modifiers(egui::Modifiers::SHIFT);
+    harness.step();
+    harness.step();
+    let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
+    assert_eq!(picked, vec![9]);
+
+    // Picking the focus token of some head of layer 0 highlights that head
+    // (and every other head focused on the same token id) in the grid.
+    let (head, focus_id) = layer
+        .heads
+        .iter()
+        .enumerate()
+        .find_map(|(h, f)| Some((HeadId::new(0, h), f.focus_token_id?)))
+        .expect("a head with a focus token");
+    let position = tokens
+        .input_ids
+        .iter()
+        .position(|&id| id == focus_id)
+        .expect("the focus token is in the text");
+    harness.get_by_label(&chip(position)).click();
+    harness.step();
+    harness.step();
+    let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
+    assert_eq!(
+        picked,
+        vec![position],
+        "a plain click picks only this token"
+    );
+    let expected: BTreeSet<HeadId> = (0..analysis.layers.len())
+        .flat_map(|l| (0..12).map(move |h| HeadId::new(l, h)))
+        .filter(|&id| analysis.head(id).unwrap().focus_token_id == Some(focus_id))
+        .collect();
+    assert!(expected.contains(&head));
+    open_tab(&mut harness, "Heads", CentralView::Heads);
+    assert_eq!(highlighted_heads(&harness), expected);
+
+    // The separators view outlines the same token; its chips pick too.
+    open_tab(&mut harness, "Separators", CentralView::Separators);
+    let seg = format!(
+        "segmentation token {position} “{}”",
+        tokens.token_texts[position]
+    );
+    let node = harness.get_by_label(&seg);
+    assert_eq!(
+        node.accesskit_node().toggled(),
+        Some(egui::accesskit::Toggled::True),
+        "the picked token is marked in the segmentation"
+    );
+    harness
+        .get_by_label(&chip(2))
+        .click_modifiers(egui::Modifiers::SHIFT);
+    harness.step();
+    harness.step();
+    let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
+    assert_eq!(picked, vec![2, position]);
+}
+
+#[test]
+fn the_separators_view_shows_segmentation_and_separator_attention() {
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    open_tab(&mut harness, "Separators", CentralView::Separators);
+
+    // Every layer's accuracy, as analysed.
+    for (l, layer) in analysis.layers.iter().enumerate() {
+        let label = separators_view::accuracy_label(l, layer.segmentation_accuracy);
+        assert!(harness.query_by_label(&label).is_some(), "{label}");
+    }
+    // Choosing layer 2 shows its segmentation; the tokens it marks as
+    // misplaced are exactly the ones its accuracy counts.
+    let layer2 = &analysis.layers[2];
+    harness
+        .get_by_label(&separators_view::accuracy_label(
+            2,
+            layer2.segmentation_accuracy,
+        ))
+        .click();
+    harness.step();
+    harness.step();
+    let accuracy = format!(
+        "segmentation accuracy of L2: {}",
+        figure(layer2.segmentation_accuracy, 3)
+    );
+    assert!(harness.query_by_label(&accuracy).is_some(), "{accuracy}");
+    let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
+    let numbers: Vec<f64> = counts
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(';').parse().ok())
+        .collect();
+    let (correct, content) = (numbers[0], numbers[1]);
+    assert_eq!(content as usize, analysis.content_tokens);
+    assert!(
+        (correct / content - layer2.segmentation_accuracy.expect("defined")).abs() < 1e-12,
+        "{counts}"
+    );
+    harness.check_accessibility();
+
+    // Each head's separator attention on the grid.
+    harness.get_by_label("Show on the Heads grid").click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), CentralView::Heads);
+    assert!(harness.state().settings().separator_overlay);
+    for (l, layer) in analysis.layers.iter().enumerate() {
+        for (h, f) in layer.heads.iter().enumerate() {
+            let label = text_of(&harness.get_by_label_contains(&format!("L{l} H{h} ")));
+            let expected = format!("separator attention {}", figure(f.separator_attention, 2));
+            assert!(label.ends_with(&expected), "{label:?}");
+        }
+    }
+}
+
+#[test]
+fn every_view_copes_with_a_one_word_text() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    open_text(&mut harness, &dir, "Hello");
+    let analysis = reference(&harness, "Hello");
+    assert_eq!(analysis.content_tokens, 1);
+    assert_eq!(analysis.pairs, 0);
+
+    open_tab(&mut harness, "Layers", CentralView::Layers);
+    let row = text_of(&harness.get_by_label_contains("L0: mean distance"));
+    assert!(row.contains("mean distance —"), "{row}");
+    assert!(harness
+        .query_by_label("No pairs were selected (fewer than two content tokens).")
+        .is_some());
+    open_tab(&mut harness, "Separators", CentralView::Separators);
+    open_tab(&mut harness, "Token focus", CentralView::TokenFocus);
+    harness.get_by_label("token 1 “hello”").click();
+    harness.step();
+    harness.step();
+    assert!(harness
+        .query_by_label(&token_focus_view::row_name(1, "hello", HeadId::new(0, 0)))
+        .is_some());
+    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+    let row = text_of(&harness.get_by_label_contains("L0 H0: "));
+    assert!(row.contains("mean dist. —"), "{row}");
+    harness.get_by_label("focus share").click();
+    harness.step();
+    open_tab(&mut harness, "Heads", CentralView::Heads);
+    assert!(harness.query_by_label_contains("L0 H0 ").is_some());
+}
