@@ -18,6 +18,7 @@ pub mod corpus_view;
 pub mod derived;
 pub mod document;
 pub mod editor;
+pub mod export_menu;
 pub mod head_view;
 pub mod heatmap;
 pub mod layers_view;
@@ -200,6 +201,8 @@ pub struct HeadscopeApp {
     autosave_due: Option<f64>,
     file_dialog: Option<Receiver<Option<PathBuf>>>,
     folder_dialog: Option<Receiver<Option<PathBuf>>>,
+    /// A save dialog for an export, with what it is for.
+    export_dialog: Option<(export_menu::ExportKind, HeadId, Receiver<Option<PathBuf>>)>,
     title: String,
     title_sent: String,
     /// `HEADSCOPE_TRACE=1`: one stderr line per result and per head opened,
@@ -253,6 +256,7 @@ impl HeadscopeApp {
             autosaver: config.autosave_path.clone().map(Autosaver::new),
             autosave_due: None,
             file_dialog: None,
+            export_dialog: None,
             folder_dialog: None,
             title: String::new(),
             title_sent: String::new(),
@@ -566,6 +570,7 @@ impl HeadscopeApp {
                 self.text_prepared(ctx, source, outcome);
             }
         }
+        self.poll_export_dialog();
         if let Some(picked) = poll_dialog(&mut self.file_dialog) {
             self.open_file(&picked);
         }
@@ -677,6 +682,76 @@ impl HeadscopeApp {
                 .add_filter("All files", &["*"])
                 .pick_file()
         }));
+    }
+
+    /// The head an export of one head is about: the open one, else L0 H0.
+    fn export_head(&self) -> HeadId {
+        self.detail.unwrap_or_default()
+    }
+
+    fn pick_export_path(&mut self, kind: export_menu::ExportKind) {
+        if self.export_dialog.is_some() {
+            return;
+        }
+        let head = self.export_head();
+        let name = kind.suggested_name(head, &self.settings);
+        let extension = kind.extension();
+        let receiver = spawn_job("headscope-dialog", self.wake.clone(), move || {
+            rfd::FileDialog::new()
+                .set_title("Export")
+                .set_file_name(name)
+                .add_filter(extension.to_uppercase(), &[extension])
+                .save_file()
+        });
+        self.export_dialog = Some((kind, head, receiver));
+    }
+
+    /// Writes an export to `path` and reports the outcome in the banner.
+    pub fn export_to(&mut self, kind: export_menu::ExportKind, head: HeadId, path: &Path) {
+        let Some(shown) = &self.shown else {
+            self.notice = Some(Notice {
+                text: "nothing to export yet: no analysis is on screen".into(),
+                error: true,
+            });
+            return;
+        };
+        let model_name = self
+            .active_model
+            .as_ref()
+            .map_or_else(String::new, |m| m.name.clone());
+        let result = export_menu::write_export(
+            kind,
+            &shown.output,
+            head,
+            &self.settings,
+            &model_name,
+            path,
+        );
+        self.notice = Some(match result {
+            Ok(()) => Notice {
+                text: format!("Exported {}", path.display()),
+                error: false,
+            },
+            Err(message) => Notice {
+                text: format!("Export failed: {message}"),
+                error: true,
+            },
+        });
+    }
+
+    fn poll_export_dialog(&mut self) {
+        let Some((kind, head, receiver)) = &self.export_dialog else {
+            return;
+        };
+        let (kind, head) = (*kind, *head);
+        let mut slot = Some(receiver.clone());
+        let picked = poll_dialog(&mut slot);
+        if slot.is_none() {
+            self.export_dialog = None;
+        }
+        if let Some(path) = picked {
+            self.export_to(kind, head, &path);
+        }
     }
 
     fn pick_model_folder(&mut self) {
@@ -822,6 +897,15 @@ impl HeadscopeApp {
                     self.corpus.open();
                     ui.close();
                 }
+                ui.menu_button("Export", |ui| {
+                    let ready = self.shown.is_some();
+                    for kind in export_menu::ExportKind::ALL {
+                        if ui.add_enabled(ready, egui::Button::new(kind.label())).clicked() {
+                            self.pick_export_path(kind);
+                            ui.close();
+                        }
+                    }
+                });
                 ui.separator();
                 if ui.button("Quit").clicked() {
                     ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);

@@ -100,7 +100,7 @@ impl BertConfig {
         if self.max_position_embeddings < 3 {
             return Err("max_position_embeddings is below 3: no room for a sentence".into());
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads

@@ -15,7 +15,7 @@
 //! document mode prescribes, so no mask is built or applied.
 
 use super::config::{Activation, BertConfig};
-use super::kernels::{self, Act, MatRef};
+use super::kernels::{self, Act, MatMut, MatRef};
 use super::team::{self, Barrier};
 use candle_core::{CpuStorage, DType, Device, Module, Result, Storage, StorageRef, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, VarBuilder};
@@ -93,12 +93,15 @@ impl<'a> NormCpu<'a> {
     }
 }
 
-/// A dense layer `x·Wᵀ + b` whose weight is stored transposed (inputs ×
-/// outputs, contiguous) once at load: the layout gemm reads fastest, and
-/// candle's matmul takes it without a per-call transpose either.
+/// A dense layer `x·Wᵀ + b`. On the CPU the weight is packed once at load
+/// for the kernels ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ,
+/// shape panels × inputs × 64); elsewhere it is kept transposed (inputs ×
+/// outputs, contiguous), which candle's matmul takes without a per-call
+/// transpose.
 struct Dense {
-    weight_t: Tensor,
+    weight: Tensor,
     bias: Tensor,
+    packed: bool,
 }
 
 impl Dense {
@@ -109,33 +112,59 @@ impl Dense {
 
     /// From a checkpoint's `outputs × inputs` weight.
     fn new(weight: &Tensor, bias: &Tensor) -> Result<Self> {
+        let (outputs, inputs) = weight.dims2()?;
+        let weight_t = weight.t()?.contiguous()?;
+        if !weight.device().is_cpu() {
+            return Ok(Self {
+                weight: weight_t,
+                bias: bias.clone(),
+                packed: false,
+            });
+        }
+        let values = weight_t.flatten_all()?.to_vec1::<f32>()?;
+        let packed = kernels::pack_weight(&values, inputs, outputs);
+        let panels = outputs.div_ceil(kernels::PANEL);
         Ok(Self {
-            weight_t: weight.t()?.contiguous()?,
+            weight: Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight.device())?,
             bias: bias.clone(),
+            packed: true,
         })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+        let weight_t = if self.packed {
+            // Panels side by side again: inputs × (panels·64), padding cut off.
+            let (panels, inputs, width) = self.weight.dims3()?;
+            self.weight
+                .transpose(0, 1)?
+                .reshape((inputs, panels * width))?
+                .narrow(1, 0, self.bias.dim(0)?)?
+        } else {
+            self.weight.clone()
+        };
+        x.matmul(&weight_t)?.broadcast_add(&self.bias)
     }
 
     fn cpu(&self) -> Result<DenseCpu<'_>> {
+        if !self.packed {
+            return Err(candle_core::Error::Msg("dense weight not packed for the CPU".into()));
+        }
         Ok(DenseCpu {
-            weight_t: HostValues::of(&self.weight_t)?,
+            packed: HostValues::of(&self.weight)?,
             bias: HostValues::of(&self.bias)?,
         })
     }
 }
 
 struct DenseCpu<'a> {
-    weight_t: HostValues<'a>,
+    packed: HostValues<'a>,
     bias: HostValues<'a>,
 }
 
 impl DenseCpu<'_> {
     /// `out = x·Wᵀ + b (+ residual)` for any number of rows.
     fn forward(&self, x: &[f32], residual: Option<&[f32]>, out: &mut [f32]) {
-        kernels::dense(x, self.weight_t.get(), self.bias.get(), residual, out);
+        kernels::dense(x, self.packed.get(), self.bias.get(), residual, out);
     }
 }
 
@@ -509,6 +538,7 @@ impl BertEncoder {
         }
         let heads = self.config.num_attention_heads;
         let head_dim = self.config.head_dim();
+        kernels::disable_weight_packing();
         // Borrow every parameter before any thread starts, so that nothing
         // inside the pass can fail and leave a thread waiting at a barrier.
         let embeddings = self.embeddings.cpu()?;
@@ -697,7 +727,7 @@ impl Pass<'_> {
                 for (s, o) in pieces.iter_mut().zip(outputs.chunks(tokens * head_dim)) {
                     let all = MatRef::new(o, tokens, head_dim);
                     let own = MatRef::new(&o[rows.start * head_dim..rows.end * head_dim], n, head_dim);
-                    kernels::matmul(s, own, all.t(), false, 1.0);
+                    kernels::matmul(MatMut::new(s, n, tokens), own, all.t(), false, 1.0);
                 }
             }
             let Some(layer) = self.layers.get(l) else {

@@ -1,0 +1,172 @@
+//! File → Export: the current head (bare matrix or labelled figure), the
+//! grid of every head, and the numbers of the current analysis (JSON, NPZ,
+//! CSV), through the same exporters as `headscope export`, so a PNG saved
+//! here looks exactly like the screen and like the command line's.
+//!
+//! The save dialog runs off the UI thread (rfd); the platform dialog asks
+//! before overwriting. Writing is atomic (temp file, then rename) and every
+//! error comes back as a message for the window's banner.
+
+use crate::analysis::transformed_similarity;
+use crate::app::settings::{MatrixKind, Settings};
+use crate::captures::HeadId;
+use crate::colormap::ValueRange;
+use crate::export::{self, GridRange};
+use crate::pipeline::RunOutput;
+use std::path::Path;
+
+/// What the user asked to export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    /// The current head's matrix, T × T equal cells.
+    HeadImage,
+    /// The current head as a figure with token labels, title and colour bar.
+    HeadFigure,
+    /// Every head of every layer in one labelled image.
+    GridImage,
+    /// The current head's matrix with token headers.
+    HeadCsv,
+    /// The figures of ANALYSIS.md §6.
+    AnalysisJson,
+    /// Input ids, attentions, head outputs and similarity.
+    CapturesNpz,
+}
+
+impl ExportKind {
+    pub const ALL: [ExportKind; 6] = [
+        ExportKind::HeadImage,
+        ExportKind::HeadFigure,
+        ExportKind::GridImage,
+        ExportKind::HeadCsv,
+        ExportKind::AnalysisJson,
+        ExportKind::CapturesNpz,
+    ];
+
+    /// The menu entry.
+    pub fn label(self) -> &'static str {
+        match self {
+            ExportKind::HeadImage => "Head heatmap (PNG, bare matrix)…",
+            ExportKind::HeadFigure => "Head figure (PNG, labelled)…",
+            ExportKind::GridImage => "Grid of all heads (PNG)…",
+            ExportKind::HeadCsv => "Head matrix (CSV)…",
+            ExportKind::AnalysisJson => "Analysis figures (JSON)…",
+            ExportKind::CapturesNpz => "Attentions, head outputs, similarity (NPZ)…",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage => "png",
+            ExportKind::HeadCsv => "csv",
+            ExportKind::AnalysisJson => "json",
+            ExportKind::CapturesNpz => "npz",
+        }
+    }
+
+    /// A file name to offer in the save dialog.
+    pub fn suggested_name(self, head: HeadId, settings: &Settings) -> String {
+        let what = match settings.matrix {
+            MatrixKind::Similarity => "similarity",
+            MatrixKind::Attention => "attention",
+        };
+        let stem = match self {
+            ExportKind::HeadImage | ExportKind::HeadCsv => {
+                format!("L{}H{}-{what}", head.layer, head.head)
+            }
+            ExportKind::HeadFigure => format!("L{}H{}-{what}-figure", head.layer, head.head),
+            ExportKind::GridImage => format!("grid-{what}"),
+            ExportKind::AnalysisJson => "analysis".into(),
+            ExportKind::CapturesNpz => "captures".into(),
+        };
+        format!("{stem}.{}", self.extension())
+    }
+}
+
+/// The matrix the screen shows for `head`: attention P, or the similarity in
+/// the variant the analysis ranks pairs by.
+fn shown_matrix(output: &RunOutput, head: HeadId, settings: &Settings) -> Vec<f32> {
+    let captures = &output.captures;
+    match settings.matrix {
+        MatrixKind::Attention => captures.attention(head).to_vec(),
+        MatrixKind::Similarity => {
+            transformed_similarity(captures.similarity(head), captures.tokens, settings.similarity)
+        }
+    }
+}
+
+/// Writes `kind` for the shown result to `path`; the error is a sentence.
+pub fn write_export(
+    kind: ExportKind,
+    output: &RunOutput,
+    head: HeadId,
+    settings: &Settings,
+    model_name: &str,
+    path: &Path,
+) -> Result<(), String> {
+    let captures = &output.captures;
+    let tokens = captures.tokens;
+    let labels = &output.input.tokens.token_texts;
+    let map = settings.colormap;
+    let what = match settings.matrix {
+        MatrixKind::Similarity => "similarity",
+        MatrixKind::Attention => "attention",
+    };
+    match kind {
+        ExportKind::HeadImage => {
+            let values = shown_matrix(output, head, settings);
+            let range = ValueRange::auto(map, &values);
+            let image =
+                export::heatmap_image(&values, tokens, map, range, export::default_scale(tokens));
+            export::save_png(&image, path).map_err(|e| e.to_string())
+        }
+        ExportKind::HeadFigure => {
+            let values = shown_matrix(output, head, settings);
+            let range = ValueRange::auto(map, &values);
+            let title = format!(
+                "{model_name} · layer {} head {} · {what}",
+                head.layer, head.head
+            );
+            let image = export::labelled_heatmap(&values, tokens, labels, &title, map, range);
+            export::save_png(&image, path).map_err(|e| e.to_string())
+        }
+        ExportKind::GridImage => {
+            let panels: Vec<(String, Vec<f32>)> = captures
+                .head_ids()
+                .map(|id| {
+                    let category = output
+                        .analysis
+                        .layers
+                        .get(id.layer)
+                        .and_then(|l| l.heads.get(id.head))
+                        .and_then(|h| h.category)
+                        .map_or("—".to_string(), |c| c.to_string());
+                    (
+                        format!("L{} H{} {category}", id.layer, id.head),
+                        shown_matrix(output, id, settings),
+                    )
+                })
+                .collect();
+            let ranges = if settings.shared_scale {
+                let all: Vec<f32> = panels.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+                GridRange::Shared(ValueRange::auto(map, &all))
+            } else {
+                GridRange::PerPanel
+            };
+            let image = export::grid_image(&panels, tokens, captures.heads, map, ranges);
+            export::save_png(&image, path).map_err(|e| e.to_string())
+        }
+        ExportKind::HeadCsv => {
+            let values = shown_matrix(output, head, settings);
+            export::save_text(&export::matrix_csv(&values, tokens, labels), path)
+                .map_err(|e| e.to_string())
+        }
+        ExportKind::AnalysisJson => {
+            let json = serde_json::to_string_pretty(&output.analysis).map_err(|e| e.to_string())?;
+            export::save_text(&json, path).map_err(|e| e.to_string())
+        }
+        ExportKind::CapturesNpz => {
+            crate::npz::write_captures_npz(path, &output.input.tokens.input_ids, captures)
+                .map_err(|e| e.to_string())
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Export from the app: every File → Export kind written for the result on
+//! screen (the same code the menu runs after its save dialog, which cannot
+//! open headless), the numbers equal to the analysis, and an unwritable path
+//! reported in the window.
+
+use egui_kittest::Harness;
+use headscope::app::export_menu::ExportKind;
+use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use headscope::captures::HeadId;
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, HeadscopeApp>;
+
+#[test]
+fn every_export_kind_is_written_and_failures_are_shown() {
+    let model = headscope::model::test_model_dir();
+    assert!(headscope::model::is_model_folder(&model), "run scripts/fetch-test-model.sh");
+    let config = AppConfig {
+        start: StartOptions { model: Some(model.display().to_string()), file: None },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let mut harness: AppHarness = Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while harness.state().shown_output().is_none() || harness.state().is_working() {
+        assert!(Instant::now() < deadline, "no result");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let head = HeadId::new(2, 5);
+    for (index, kind) in ExportKind::ALL.into_iter().enumerate() {
+        let path = dir.path().join(format!("out-{index}.{}", kind.extension()));
+        harness.state_mut().export_to(kind, head, &path);
+        let notice = harness.state().notice().unwrap_or_default().to_string();
+        assert!(notice.starts_with("Exported"), "{kind:?}: {notice}");
+        assert!(std::fs::metadata(&path).unwrap().len() > 0, "{kind:?}");
+    }
+    let output = harness.state().shown_output().unwrap().clone();
+    // The JSON is the analysis on screen.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out-4.json")).unwrap()).unwrap();
+    // (Both sides through the same text parser: serde_json's float parsing
+    // is not bit-exact on round trips.)
+    let expected: serde_json::Value =
+        serde_json::from_str(&serde_json::to_string_pretty(&output.analysis).unwrap()).unwrap();
+    assert_eq!(json, expected);
+    // The NPZ holds the captures on screen.
+    let (ids, captures) = headscope::npz::read_captures_npz(&dir.path().join("out-5.npz")).unwrap();
+    assert_eq!(ids, output.input.tokens.input_ids);
+    assert_eq!(captures.similarity, output.captures.similarity);
+    // The CSV is the head's similarity (raw by default), row by row.
+    let csv = std::fs::read_to_string(dir.path().join("out-3.csv")).unwrap();
+    let t = output.captures.tokens;
+    let second_row: Vec<f32> = csv.lines().nth(2).unwrap().rsplitn(t + 1, ',').take(t).map(|v| v.parse().unwrap()).collect();
+    let expected = &output.captures.similarity(head)[t..2 * t];
+    let mut second_row = second_row;
+    second_row.reverse();
+    assert_eq!(second_row, expected);
+    // The bare image is exactly T × T cells.
+    let image = image::open(dir.path().join("out-0.png")).unwrap();
+    let scale = headscope::export::default_scale(t);
+    assert_eq!((image.width(), image.height()), (t as u32 * scale, t as u32 * scale));
+
+    // A path that cannot be written: a clear message, the app goes on.
+    harness.state_mut().export_to(ExportKind::GridImage, head, std::path::Path::new("/no/such/folder/grid.png"));
+    let notice = harness.state().notice().unwrap_or_default().to_string();
+    assert!(notice.contains("Export failed") && notice.contains("/no/such/folder"), "{notice}");
+    harness.step();
+}
