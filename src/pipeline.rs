@@ -51,7 +51,7 @@ impl From<ForwardError> for RunError {
     fn from(e: ForwardError) -> Self {
         match e {
             ForwardError::Cancelled => RunError::Cancelled,
-            ForwardError::Candle(e) => RunError::Model(e.to_string()),
+            ForwardError::Candle(e) => RunError::Model(crate::model::without_backtrace(&e)),
         }
     }
 }

@@ -147,7 +147,9 @@ impl Dense {
 
     fn cpu(&self) -> Result<DenseCpu<'_>> {
         if !self.packed {
-            return Err(candle_core::Error::Msg("dense weight not packed for the CPU".into()));
+            return Err(candle_core::Error::Msg(
+                "dense weight not packed for the CPU".into(),
+            ));
         }
         Ok(DenseCpu {
             packed: HostValues::of(&self.weight)?,
@@ -236,7 +238,9 @@ impl EmbeddingsCpu<'_> {
     /// Whether every id has a row and every position up to `tokens` exists.
     fn fits(&self, input_ids: &[u32]) -> bool {
         let rows = |table: &HostValues| table.get().len() / self.hidden.max(1);
-        input_ids.iter().all(|&id| (id as usize) < rows(&self.words))
+        input_ids
+            .iter()
+            .all(|&id| (id as usize) < rows(&self.words))
             && input_ids.len() <= rows(&self.positions)
             && rows(&self.types) > 0
     }
@@ -543,7 +547,9 @@ impl BertEncoder {
         // inside the pass can fail and leave a thread waiting at a barrier.
         let embeddings = self.embeddings.cpu()?;
         if !embeddings.fits(input_ids) {
-            return Err(candle_core::Error::Msg("token id or position outside the model".into()).into());
+            return Err(
+                candle_core::Error::Msg("token id or position outside the model".into()).into(),
+            );
         }
         let layers = self
             .layers
@@ -712,7 +718,9 @@ impl Pass<'_> {
                     }
                 }
                 if l > 0 {
-                    let post = self.head_outputs[(l - 1) % 2][other].read().expect("mailbox");
+                    let post = self.head_outputs[(l - 1) % 2][other]
+                        .read()
+                        .expect("mailbox");
                     for (head, posted) in outputs
                         .chunks_mut(tokens * head_dim)
                         .zip(post.chunks(range.len() * head_dim))
@@ -726,7 +734,8 @@ impl Pass<'_> {
                 let pieces = &mut worker.similarity[(l - 1) * heads..l * heads];
                 for (s, o) in pieces.iter_mut().zip(outputs.chunks(tokens * head_dim)) {
                     let all = MatRef::new(o, tokens, head_dim);
-                    let own = MatRef::new(&o[rows.start * head_dim..rows.end * head_dim], n, head_dim);
+                    let own =
+                        MatRef::new(&o[rows.start * head_dim..rows.end * head_dim], n, head_dim);
                     kernels::matmul(MatMut::new(s, n, tokens), own, all.t(), false, 1.0);
                 }
             }
@@ -754,10 +763,10 @@ impl Pass<'_> {
             }
             drop(post);
             if l + 1 < count {
+                layer.attention_output.forward(&context, &x, &mut attended);
                 layer
-                    .attention_output
-                    .forward(&context, &x, &mut attended);
-                layer.intermediate.forward(&attended, None, &mut intermediate);
+                    .intermediate
+                    .forward(&attended, None, &mut intermediate);
                 kernels::activate(&mut intermediate, layer.activation);
                 layer.output.forward(&intermediate, &attended, &mut x);
             }
@@ -770,7 +779,9 @@ impl Pass<'_> {
 fn copy_to_host(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
     let values = tensor.flatten_all()?.to_vec1::<f32>()?;
     if values.len() != out.len() {
-        return Err(candle_core::Error::Msg("capture of an unexpected size".into()));
+        return Err(candle_core::Error::Msg(
+            "capture of an unexpected size".into(),
+        ));
     }
     out.copy_from_slice(&values);
     Ok(())
@@ -823,7 +834,11 @@ mod tests {
         cancelled: &dyn Fn() -> bool,
     ) -> std::result::Result<[Vec<f32>; 3], ForwardError> {
         let config = &encoder.config;
-        let (l, h, t) = (config.num_hidden_layers, config.num_attention_heads, ids.len());
+        let (l, h, t) = (
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            ids.len(),
+        );
         let mut p = vec![f32::NAN; l * h * t * t];
         let mut o = vec![f32::NAN; l * h * t * config.head_dim()];
         let mut s = vec![f32::NAN; l * h * t * t];
@@ -850,7 +865,9 @@ mod tests {
             let reference = run(&encoder, &ids, 0, &|| false).unwrap();
             for threads in [1, 2, 3] {
                 let fast = run(&encoder, &ids, threads, &|| false).unwrap();
-                for (name, (ours, theirs)) in ["P", "O", "S"].iter().zip(fast.iter().zip(&reference)) {
+                for (name, (ours, theirs)) in
+                    ["P", "O", "S"].iter().zip(fast.iter().zip(&reference))
+                {
                     let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
                     for (a, b) in ours.iter().zip(theirs) {
                         assert!(

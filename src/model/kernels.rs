@@ -39,7 +39,9 @@ impl<'a> MatRef<'a> {
         col_stride: usize,
     ) -> Self {
         assert!(
-            rows == 0 || cols == 0 || (rows - 1) * row_stride + (cols - 1) * col_stride < data.len(),
+            rows == 0
+                || cols == 0
+                || (rows - 1) * row_stride + (cols - 1) * col_stride < data.len(),
             "matrix view {rows}×{cols} (strides {row_stride}, {col_stride}) outside a slice of {}",
             data.len()
         );
@@ -82,7 +84,9 @@ impl<'a> MatMut<'a> {
     /// Panics unless every element lies inside `data` and rows do not overlap.
     pub fn strided(data: &'a mut [f32], rows: usize, cols: usize, row_stride: usize) -> Self {
         assert!(
-            rows == 0 || cols == 0 || (cols <= row_stride && (rows - 1) * row_stride + cols <= data.len()),
+            rows == 0
+                || cols == 0
+                || (cols <= row_stride && (rows - 1) * row_stride + cols <= data.len()),
             "destination {rows}×{cols} (row stride {row_stride}) outside a slice of {}",
             data.len()
         );
@@ -101,7 +105,11 @@ impl<'a> MatMut<'a> {
 pub fn matmul(dst: MatMut, lhs: MatRef, rhs: MatRef, accumulate: bool, scale: f32) {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
     assert_eq!(rhs.rows, k, "inner dimensions differ");
-    assert_eq!((dst.rows, dst.cols), (m, n), "destination has the wrong shape");
+    assert_eq!(
+        (dst.rows, dst.cols),
+        (m, n),
+        "destination has the wrong shape"
+    );
     if m == 0 || n == 0 {
         return;
     }
@@ -188,21 +196,11 @@ pub fn disable_weight_packing() {
 
 /// `out = x·W + bias (+ residual)` for a dense layer with `packed` from
 /// [`pack_weight`] and `bias.len()` outputs.
-pub fn dense(
-    x: &[f32],
-    packed: &[f32],
-    bias: &[f32],
-    residual: Option<&[f32]>,
-    out: &mut [f32],
-) {
+pub fn dense(x: &[f32], packed: &[f32], bias: &[f32], residual: Option<&[f32]>, out: &mut [f32]) {
     let outputs = bias.len();
     let panels = outputs.div_ceil(PANEL);
-    let inputs = if panels == 0 {
-        0
-    } else {
-        packed.len() / (panels * PANEL)
-    };
-    let rows = if inputs == 0 { 0 } else { x.len() / inputs };
+    let inputs = packed.len().checked_div(panels * PANEL).unwrap_or(0);
+    let rows = x.len().checked_div(inputs).unwrap_or(0);
     assert_eq!(packed.len(), panels * inputs * PANEL);
     assert_eq!(x.len(), rows * inputs);
     assert_eq!(out.len(), rows * outputs);
@@ -231,7 +229,13 @@ pub fn dense(
         let first = index * PANEL;
         let width = PANEL.min(outputs - first);
         let dst = MatMut::strided(&mut out[first..], rows, width, outputs);
-        matmul(dst, x, MatRef::strided(panel, inputs, width, PANEL, 1), true, 1.0);
+        matmul(
+            dst,
+            x,
+            MatRef::strided(panel, inputs, width, PANEL, 1),
+            true,
+            1.0,
+        );
     }
 }
 
@@ -320,13 +324,23 @@ pub fn attend(
     let part = |offset: usize, first: usize, count: usize| {
         MatRef::strided(&qkv[first * stride + offset..], count, head_dim, stride, 1)
     };
-    for (head, (p, o)) in attention.iter_mut().zip(head_outputs.iter_mut()).enumerate() {
+    for (head, (p, o)) in attention
+        .iter_mut()
+        .zip(head_outputs.iter_mut())
+        .enumerate()
+    {
         let query = part(head * head_dim, first_row, rows);
         let key = part(hidden + head * head_dim, 0, tokens);
         let value = part(2 * hidden + head * head_dim, 0, tokens);
         matmul(MatMut::new(p, rows, tokens), query, key.t(), false, scale);
         softmax_rows(p, tokens);
-        matmul(MatMut::new(o, rows, head_dim), MatRef::new(p, rows, tokens), value, false, 1.0);
+        matmul(
+            MatMut::new(o, rows, head_dim),
+            MatRef::new(p, rows, tokens),
+            value,
+            false,
+            1.0,
+        );
         for (row, values) in context.chunks_mut(hidden).zip(o.chunks(head_dim)) {
             row[head * head_dim..(head + 1) * head_dim].copy_from_slice(values);
         }
@@ -448,7 +462,15 @@ mod avx512 {
         let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
         let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
         let mut p = _mm512_set1_ps(1.0 / 5040.0);
-        for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        for c in [
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ] {
             p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
         }
         _mm512_scalef_ps(p, n)
@@ -577,8 +599,13 @@ mod tests {
             let x64 = x as f64;
             let exact = 0.5
                 * x64
-                * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044715 * x64.powi(3))).tanh());
-            assert!((y as f64 - exact).abs() <= 4e-7 * x64.abs().max(1.0), "{x}: {y} vs {exact}");
+                * (1.0
+                    + ((2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044715 * x64.powi(3)))
+                        .tanh());
+            assert!(
+                (y as f64 - exact).abs() <= 4e-7 * x64.abs().max(1.0),
+                "{x}: {y} vs {exact}"
+            );
         }
     }
 
@@ -594,7 +621,10 @@ mod tests {
             let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
             for (&v, &p) in row.iter().zip(&fast) {
                 let exact = (v as f64 - max).exp() / sum;
-                assert!((p as f64 - exact).abs() <= 1e-6 * exact + 1e-12, "{p} vs {exact}");
+                assert!(
+                    (p as f64 - exact).abs() <= 1e-6 * exact + 1e-12,
+                    "{p} vs {exact}"
+                );
             }
         }
     }
@@ -604,7 +634,13 @@ mod tests {
         let a: Vec<f32> = (0..6).map(|v| v as f32).collect(); // 2×3
         let b: Vec<f32> = (0..12).map(|v| v as f32 * 0.5).collect(); // 3×4
         let mut c = vec![1.0; 8];
-        matmul(MatMut::new(&mut c, 2, 4), MatRef::new(&a, 2, 3), MatRef::new(&b, 3, 4), true, 2.0);
+        matmul(
+            MatMut::new(&mut c, 2, 4),
+            MatRef::new(&a, 2, 3),
+            MatRef::new(&b, 3, 4),
+            true,
+            2.0,
+        );
         for i in 0..2 {
             for j in 0..4 {
                 let exact: f32 = (0..3).map(|k| a[i * 3 + k] * b[k * 4 + j]).sum();
@@ -622,7 +658,9 @@ mod tests {
     fn dense_with_packed_weights_matches_the_definition() {
         for (rows, inputs, outputs) in [(3, 5, 7), (2, 4, 64), (5, 70, 130), (0, 3, 3)] {
             let x: Vec<f32> = (0..rows * inputs).map(|v| (v % 7) as f32 - 3.0).collect();
-            let w: Vec<f32> = (0..inputs * outputs).map(|v| (v % 5) as f32 * 0.5).collect();
+            let w: Vec<f32> = (0..inputs * outputs)
+                .map(|v| (v % 5) as f32 * 0.5)
+                .collect();
             let bias: Vec<f32> = (0..outputs).map(|v| v as f32).collect();
             let residual: Vec<f32> = (0..rows * outputs).map(|v| (v % 3) as f32).collect();
             let packed = pack_weight(&w, inputs, outputs);
@@ -630,8 +668,13 @@ mod tests {
             dense(&x, &packed, &bias, Some(&residual), &mut out);
             for i in 0..rows {
                 for j in 0..outputs {
-                    let dot: f32 = (0..inputs).map(|k| x[i * inputs + k] * w[k * outputs + j]).sum();
-                    assert_eq!(out[i * outputs + j], dot + bias[j] + residual[i * outputs + j]);
+                    let dot: f32 = (0..inputs)
+                        .map(|k| x[i * inputs + k] * w[k * outputs + j])
+                        .sum();
+                    assert_eq!(
+                        out[i * outputs + j],
+                        dot + bias[j] + residual[i * outputs + j]
+                    );
                 }
             }
         }

@@ -159,9 +159,10 @@ impl Model {
         let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
         let encoder = BertEncoder::load(vb, &config).map_err(|e| {
             anyhow!(
-                "{} does not fit {}: {e}",
+                "{} does not fit {}: {}",
                 weights_path.display(),
-                config_path.display()
+                config_path.display(),
+                without_backtrace(&e)
             )
         })?;
         Ok(Self {
@@ -239,7 +240,10 @@ impl Model {
         // allocations, which come straight from the OS (no fill pass).
         for (buffer, len) in [
             (&mut captures.attentions, square),
-            (&mut captures.head_outputs, layers * heads * tokens * head_dim),
+            (
+                &mut captures.head_outputs,
+                layers * heads * tokens * head_dim,
+            ),
             (&mut captures.similarity, square),
         ] {
             if buffer.len() != len {
@@ -303,8 +307,9 @@ fn special_id(tokenizer: &Tokenizer, token: &str, path: &Path) -> anyhow::Result
 fn load_weights(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, Tensor>> {
     let raw = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| {
         anyhow!(
-            "{} is truncated or corrupt (not a readable safetensors file): {e}",
-            path.display()
+            "{} is truncated or corrupt (not a readable safetensors file): {}",
+            path.display(),
+            without_backtrace(&e)
         )
     })?;
     let mut tensors = HashMap::with_capacity(raw.len());
@@ -376,4 +381,14 @@ pub fn is_model_folder(folder: &Path) -> bool {
     ["config.json", "model.safetensors", "tokenizer.json"]
         .iter()
         .all(|f| folder.join(f).is_file())
+}
+
+/// A candle error's message without the backtrace candle appends when
+/// `RUST_BACKTRACE` is set: users get one line, not a stack.
+pub fn without_backtrace(error: &candle_core::Error) -> String {
+    let text = error.to_string();
+    match text.find("\n   0: ") {
+        Some(end) => text[..end].trim_end().to_string(),
+        None => text,
+    }
 }
