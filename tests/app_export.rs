@@ -14,9 +14,15 @@ type AppHarness = Harness<'static, HeadscopeApp>;
 #[test]
 fn every_export_kind_is_written_and_failures_are_shown() {
     let model = headscope::model::test_model_dir();
-    assert!(headscope::model::is_model_folder(&model), "run scripts/fetch-test-model.sh");
+    assert!(
+        headscope::model::is_model_folder(&model),
+        "run scripts/fetch-test-model.sh"
+    );
     let config = AppConfig {
-        start: StartOptions { model: Some(model.display().to_string()), file: None },
+        start: StartOptions {
+            model: Some(model.display().to_string()),
+            file: None,
+        },
         autosave_path: None,
         restore_text: false,
     };
@@ -41,7 +47,8 @@ fn every_export_kind_is_written_and_failures_are_shown() {
     let output = harness.state().shown_output().unwrap().clone();
     // The JSON is the analysis on screen.
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out-4.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out-4.json")).unwrap())
+            .unwrap();
     // (Both sides through the same text parser: serde_json's float parsing
     // is not bit-exact on round trips.)
     let expected: serde_json::Value =
@@ -54,7 +61,14 @@ fn every_export_kind_is_written_and_failures_are_shown() {
     // The CSV is the head's similarity (raw by default), row by row.
     let csv = std::fs::read_to_string(dir.path().join("out-3.csv")).unwrap();
     let t = output.captures.tokens;
-    let second_row: Vec<f32> = csv.lines().nth(2).unwrap().rsplitn(t + 1, ',').take(t).map(|v| v.parse().unwrap()).collect();
+    let second_row: Vec<f32> = csv
+        .lines()
+        .nth(2)
+        .unwrap()
+        .rsplitn(t + 1, ',')
+        .take(t)
+        .map(|v| v.parse().unwrap())
+        .collect();
     let expected = &output.captures.similarity(head)[t..2 * t];
     let mut second_row = second_row;
     second_row.reverse();
@@ -62,11 +76,21 @@ fn every_export_kind_is_written_and_failures_are_shown() {
     // The bare image is exactly T × T cells.
     let image = image::open(dir.path().join("out-0.png")).unwrap();
     let scale = headscope::export::default_scale(t);
-    assert_eq!((image.width(), image.height()), (t as u32 * scale, t as u32 * scale));
+    assert_eq!(
+        (image.width(), image.height()),
+        (t as u32 * scale, t as u32 * scale)
+    );
 
     // A path that cannot be written: a clear message, the app goes on.
-    harness.state_mut().export_to(ExportKind::GridImage, head, std::path::Path::new("/no/such/folder/grid.png"));
+    harness.state_mut().export_to(
+        ExportKind::GridImage,
+        head,
+        std::path::Path::new("/no/such/folder/grid.png"),
+    );
     let notice = harness.state().notice().unwrap_or_default().to_string();
-    assert!(notice.contains("Export failed") && notice.contains("/no/such/folder"), "{notice}");
+    assert!(
+        notice.contains("Export failed") && notice.contains("/no/such/folder"),
+        "{notice}"
+    );
     harness.step();
 }

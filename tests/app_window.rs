@@ -60,7 +60,11 @@ fn results(log: &Path) -> Vec<usize> {
 }
 
 fn xdotool(display: &str, args: &[&str]) -> String {
-    let output = Command::new("xdotool").args(args).env("DISPLAY", display).output().expect("xdotool (apt: xdotool)");
+    let output = Command::new("xdotool")
+        .args(args)
+        .env("DISPLAY", display)
+        .output()
+        .expect("xdotool (apt: xdotool)");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -70,7 +74,14 @@ fn killing_the_app_mid_edit_loses_no_text() {
     let display = format!(":{}", 40 + std::process::id() % 40);
     let _xvfb = Killed(
         Command::new("Xvfb")
-            .args([display.as_str(), "-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
+            .args([
+                display.as_str(),
+                "-screen",
+                "0",
+                "1600x1000x24",
+                "-nolisten",
+                "tcp",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -80,12 +91,30 @@ fn killing_the_app_mid_edit_loses_no_text() {
 
     let first_log = scratch.path().join("first.log");
     let mut app = start_app(&display, scratch.path(), &first_log);
-    wait_until("the first result", Duration::from_secs(120), || !results(&first_log).is_empty());
+    wait_until("the first result", Duration::from_secs(120), || {
+        !results(&first_log).is_empty()
+    });
     let before = results(&first_log)[0];
 
     let window = xdotool(&display, &["search", "--sync", "--name", "^headscope"]);
-    let window = window.lines().next().expect("a headscope window").to_string();
-    xdotool(&display, &["windowmove", &window, "0", "0", "windowsize", &window, "1600", "1000"]);
+    let window = window
+        .lines()
+        .next()
+        .expect("a headscope window")
+        .to_string();
+    xdotool(
+        &display,
+        &[
+            "windowmove",
+            &window,
+            "0",
+            "0",
+            "windowsize",
+            &window,
+            "1600",
+            "1000",
+        ],
+    );
     std::thread::sleep(Duration::from_secs(1));
     // Into the editor (the text panel's upper left), to the end, then type.
     xdotool(&display, &["mousemove", "150", "300", "click", "1"]);
@@ -93,10 +122,20 @@ fn killing_the_app_mid_edit_loses_no_text() {
     // No window manager runs under bare Xvfb: give the window the keyboard.
     xdotool(&display, &["windowfocus", &window]);
     xdotool(&display, &["key", "ctrl+End"]);
-    xdotool(&display, &["type", "--delay", "20", " Zebras crossed the river at midnight, and the zebras were happy."]);
-    wait_until("a result for the edited text", Duration::from_secs(120), || {
-        results(&first_log).last().is_some_and(|&t| t > before)
-    });
+    xdotool(
+        &display,
+        &[
+            "type",
+            "--delay",
+            "20",
+            " Zebras crossed the river at midnight, and the zebras were happy.",
+        ],
+    );
+    wait_until(
+        "a result for the edited text",
+        Duration::from_secs(120),
+        || results(&first_log).last().is_some_and(|&t| t > before),
+    );
     let edited = *results(&first_log).last().unwrap();
     let autosave = scratch.path().join("cache/autosave.txt");
     wait_until("the autosave", Duration::from_secs(10), || {
@@ -109,6 +148,12 @@ fn killing_the_app_mid_edit_loses_no_text() {
 
     let second_log = scratch.path().join("second.log");
     let _app = start_app(&display, scratch.path(), &second_log);
-    wait_until("the result after restart", Duration::from_secs(120), || !results(&second_log).is_empty());
-    assert_eq!(results(&second_log)[0], edited, "the restarted app analysed another text than the edited one");
+    wait_until("the result after restart", Duration::from_secs(120), || {
+        !results(&second_log).is_empty()
+    });
+    assert_eq!(
+        results(&second_log)[0],
+        edited,
+        "the restarted app analysed another text than the edited one"
+    );
 }

@@ -206,14 +206,27 @@ fn bad_inputs_fail_with_one_clear_line() {
     let weights = tiny.join("model.safetensors");
     let bytes = std::fs::read(&weights).unwrap();
     std::fs::write(&weights, &bytes[..bytes.len() / 3]).unwrap();
-    assert_fails_with(&headscope(&["analyze", "--model", tiny_arg, good]), "truncated or corrupt");
+    assert_fails_with(
+        &headscope(&["analyze", "--model", tiny_arg, good]),
+        "truncated or corrupt",
+    );
     std::fs::write(&weights, &bytes).unwrap();
     let config = tiny.join("config.json");
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, text.replace("\"bert\"", "\"t5\"")).unwrap();
-    assert_fails_with(&headscope(&["analyze", "--model", tiny_arg, good]), "not a BERT encoder");
-    std::fs::write(&config, text.replace("\"hidden_size\": 8", "\"hidden_size\": 12")).unwrap();
-    assert_fails_with(&headscope(&["analyze", "--model", tiny_arg, good]), "does not fit");
+    assert_fails_with(
+        &headscope(&["analyze", "--model", tiny_arg, good]),
+        "not a BERT encoder",
+    );
+    std::fs::write(
+        &config,
+        text.replace("\"hidden_size\": 8", "\"hidden_size\": 12"),
+    )
+    .unwrap();
+    assert_fails_with(
+        &headscope(&["analyze", "--model", tiny_arg, good]),
+        "does not fit",
+    );
 
     let hub = headscope(&["analyze", "--model", "bert-base-uncased", good]);
     assert_fails_with(&hub, "bert-base-uncased");

@@ -66,7 +66,11 @@ fn options_strategy() -> impl Strategy<Value = AnalysisOptions> {
         Just(SimilarityVariant::ZScore),
     ];
     (selection, similarity, 0usize..8).prop_map(|(selection, similarity, local_window)| {
-        AnalysisOptions { selection, similarity, local_window }
+        AnalysisOptions {
+            selection,
+            similarity,
+            local_window,
+        }
     })
 }
 

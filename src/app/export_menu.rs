@@ -88,9 +88,11 @@ fn shown_matrix(output: &RunOutput, head: HeadId, settings: &Settings) -> Vec<f3
     let captures = &output.captures;
     match settings.matrix {
         MatrixKind::Attention => captures.attention(head).to_vec(),
-        MatrixKind::Similarity => {
-            transformed_similarity(captures.similarity(head), captures.tokens, settings.similarity)
-        }
+        MatrixKind::Similarity => transformed_similarity(
+            captures.similarity(head),
+            captures.tokens,
+            settings.similarity,
+        ),
     }
 }
 

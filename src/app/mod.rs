@@ -49,9 +49,9 @@ use model_panel::{ModelAction, ModelPanel, ModelStatus};
 use overview::{Overview, ViewKey};
 use serde::{Deserialize, Serialize};
 use settings::{MatrixKind, Settings};
-use views::{CentralView, ViewAction, ViewsState};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use views::{CentralView, ViewAction, ViewsState};
 
 /// The pause after the last edit before the analysis runs again.
 pub const DEBOUNCE_SECONDS: f64 = 0.25;
@@ -719,14 +719,8 @@ impl HeadscopeApp {
             .active_model
             .as_ref()
             .map_or_else(String::new, |m| m.name.clone());
-        let result = export_menu::write_export(
-            kind,
-            &shown.output,
-            head,
-            &self.settings,
-            &model_name,
-            path,
-        );
+        let result =
+            export_menu::write_export(kind, &shown.output, head, &self.settings, &model_name, path);
         self.notice = Some(match result {
             Ok(()) => Notice {
                 text: format!("Exported {}", path.display()),
@@ -900,7 +894,10 @@ impl HeadscopeApp {
                 ui.menu_button("Export", |ui| {
                     let ready = self.shown.is_some();
                     for kind in export_menu::ExportKind::ALL {
-                        if ui.add_enabled(ready, egui::Button::new(kind.label())).clicked() {
+                        if ui
+                            .add_enabled(ready, egui::Button::new(kind.label()))
+                            .clicked()
+                        {
                             self.pick_export_path(kind);
                             ui.close();
                         }
@@ -1070,10 +1067,7 @@ impl HeadscopeApp {
         if self.settings.view != CentralView::Heads {
             ui.separator();
             let view = self.settings.view;
-            if let Some(action) = self
-                .views
-                .ui(ui, view, &output, generation, &self.settings)
-            {
+            if let Some(action) = self.views.ui(ui, view, &output, generation, &self.settings) {
                 self.view_action(action);
             }
             return;

@@ -1,17 +1,20 @@
 //! CPU kernels for the encoder's forward pass, on plain row-major `f32`
 //! slices, each running on the calling thread (the encoder shares the work
-//! out between its threads, see `encoder.rs`): dense layers and the per-head
-//! products through the `gemm` crate, and the element-wise steps (softmax,
-//! GELU, LayerNorm) with AVX-512 versions picked at run time over portable
-//! scalar fallbacks.
+//! out between its threads, see `encoder.rs`): products through the `gemm`
+//! crate (weights packed once at load), and the element-wise steps
+//! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over
+//! portable scalar fallbacks.
 //!
 //! Why not candle's CPU ops (profile of BERT-base at 512 tokens, 2 threads):
 //! candle drove gemm's AVX2 kernels (44% of the time) at half the AVX-512
 //! peak, its softmax and GELU call scalar `expf`/`erff` per element (12 and
 //! 13 ms a layer against 0.2 and 0.05 here), every op allocates a fresh
 //! tensor (page faults were over 10% of the run) and synchronises its
-//! threads. Here the weights are laid out once for gemm, buffers live for
-//! the whole pass, and P and O are written straight into the capture.
+//! threads. Here gemm runs its AVX-512 kernels (the crate's `x86-v4`
+//! feature), buffers live for the whole pass, and P, O and S are written
+//! straight into the capture.
+
+use std::ops::Range;
 
 /// A read-only matrix view: element (i, j) is `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy)]
@@ -101,7 +104,7 @@ impl<'a> MatMut<'a> {
 
 /// `dst = scale · lhs·rhs`, or `dst += scale · lhs·rhs` with `accumulate`.
 /// Single-threaded: gemm's own threading costs a fork and join per product,
-/// which the encoder avoids by giving each thread its own rows.
+/// which the encoder avoids by giving each thread its own share of a layer.
 pub fn matmul(dst: MatMut, lhs: MatRef, rhs: MatRef, accumulate: bool, scale: f32) {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
     assert_eq!(rhs.rows, k, "inner dimensions differ");
@@ -158,12 +161,11 @@ pub const PANEL: usize = 64;
 /// checkpoint's `outputs × inputs`) packed once at load as ⌈outputs/64⌉
 /// panels of 64 columns, each `inputs × 64` row-major, the last zero-padded.
 ///
-/// Why: gemm otherwise repacks the weight on every call, and with the rows
-/// split between threads each repacks all of it for only its rows (18% of a
+/// Why: gemm otherwise repacks the weight block of every call (18% of a
 /// MiniLM pass at 128 tokens). A panel is already in the layout gemm's
-/// micro-kernel reads, so [`dense`] hands it over panel by panel with gemm's
-/// packing turned off ([`disable_weight_packing`]): 150 against 125 GFLOP/s
-/// a core at 64 rows, the same at 256.
+/// micro-kernel reads, so [`Packed::product`] hands it over panel by panel
+/// with gemm's repacking turned off ([`disable_weight_packing`]): 150
+/// against 125 GFLOP/s a core at 64 rows, about the same at 256 and more.
 pub fn pack_weight(weight_t: &[f32], inputs: usize, outputs: usize) -> Vec<f32> {
     assert_eq!(weight_t.len(), inputs * outputs);
     let panels = outputs.div_ceil(PANEL);
@@ -181,11 +183,11 @@ pub fn pack_weight(weight_t: &[f32], inputs: usize, outputs: usize) -> Vec<f32> 
     packed
 }
 
-/// Tells gemm not to repack a left operand that is already laid out for its
-/// micro-kernel (column-major panels whose height is a multiple of the
-/// vector width, as [`pack_weight`] makes them) however many columns the
-/// product has. The setting is process-wide and only ever raised here;
-/// operands that are not so laid out (strided views) are still packed.
+/// Tells gemm not to repack a left operand (in its terms) whose columns
+/// are contiguous, however many columns the product has: the packed weight
+/// panels, and the per-head operands, which the encoder keeps contiguous
+/// too (`T × d`). Operands read through a stride are still packed. The
+/// setting is process-wide and only ever raised, here.
 pub fn disable_weight_packing() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -194,64 +196,158 @@ pub fn disable_weight_packing() {
     });
 }
 
-/// `out = x·W + bias (+ residual)` for a dense layer with `packed` from
-/// [`pack_weight`] and `bias.len()` outputs.
-pub fn dense(x: &[f32], packed: &[f32], bias: &[f32], residual: Option<&[f32]>, out: &mut [f32]) {
-    let outputs = bias.len();
-    let panels = outputs.div_ceil(PANEL);
-    let inputs = packed.len().checked_div(panels * PANEL).unwrap_or(0);
-    let rows = x.len().checked_div(inputs).unwrap_or(0);
-    assert_eq!(packed.len(), panels * inputs * PANEL);
-    assert_eq!(x.len(), rows * inputs);
-    assert_eq!(out.len(), rows * outputs);
-    // Seed the output with the bias (and the residual) so that gemm adds the
-    // product onto it: no separate pass over the result afterwards.
-    match residual {
-        Some(residual) => {
-            assert_eq!(residual.len(), out.len());
-            for (row, res) in out.chunks_mut(outputs).zip(residual.chunks(outputs)) {
-                for ((o, r), b) in row.iter_mut().zip(res).zip(bias) {
-                    *o = r + b;
-                }
-            }
-        }
-        None => {
-            for row in out.chunks_mut(outputs) {
-                row.copy_from_slice(bias);
-            }
-        }
-    }
-    if rows == 0 || inputs == 0 {
-        return;
-    }
-    let x = MatRef::new(x, rows, inputs);
-    for (index, panel) in packed.chunks(inputs * PANEL).enumerate() {
-        let first = index * PANEL;
-        let width = PANEL.min(outputs - first);
-        let dst = MatMut::strided(&mut out[first..], rows, width, outputs);
-        matmul(
-            dst,
-            x,
-            MatRef::strided(panel, inputs, width, PANEL, 1),
-            true,
-            1.0,
+/// A weight packed by [`pack_weight`], `inputs × outputs`.
+#[derive(Clone, Copy)]
+pub struct Packed<'a> {
+    data: &'a [f32],
+    inputs: usize,
+    outputs: usize,
+}
+
+impl<'a> Packed<'a> {
+    pub fn new(data: &'a [f32], inputs: usize, outputs: usize) -> Self {
+        assert_eq!(
+            data.len(),
+            outputs.div_ceil(PANEL) * inputs * PANEL,
+            "packed weight of the wrong size"
         );
+        Self {
+            data,
+            inputs,
+            outputs,
+        }
+    }
+
+    /// `out = x·W[inputs, columns]`, or `out +=` with `accumulate`: the
+    /// block of the weight's rows `inputs` and columns `columns`, so that a
+    /// thread can take some output columns, or some inputs for a partial sum.
+    /// `x` has `inputs.len()` columns; `out` is contiguous `x.rows ×
+    /// columns.len()`.
+    pub fn product(
+        &self,
+        x: MatRef,
+        inputs: Range<usize>,
+        columns: Range<usize>,
+        out: &mut [f32],
+        accumulate: bool,
+    ) {
+        assert!(inputs.end <= self.inputs && columns.end <= self.outputs);
+        assert_eq!(x.cols, inputs.len(), "input width differs");
+        let (rows, width) = (x.rows, columns.len());
+        assert_eq!(out.len(), rows * width, "destination has the wrong size");
+        if rows == 0 {
+            return;
+        }
+        let mut column = columns.start;
+        while column < columns.end {
+            let panel = column / PANEL;
+            let offset = column % PANEL;
+            let count = (PANEL - offset).min(columns.end - column);
+            let values = &self.data[panel * self.inputs * PANEL..][..self.inputs * PANEL];
+            let block = MatRef::strided(
+                &values[inputs.start * PANEL + offset..],
+                inputs.len(),
+                count,
+                PANEL,
+                1,
+            );
+            let dst = MatMut::strided(&mut out[column - columns.start..], rows, count, width);
+            matmul(dst, x, block, accumulate, 1.0);
+            column += count;
+        }
     }
 }
 
-/// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place, the way
-/// PyTorch computes it: biased variance of the centred values.
+/// Sets every row of `out` to `bias`, the seed onto which a product accumulates.
+pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
+    for row in out.chunks_mut(bias.len().max(1)) {
+        row.copy_from_slice(bias);
+    }
+}
+
+/// `out = LayerNorm(residual + bias + Σ partials)`, row by row: the end of a
+/// BERT sub-layer whose projection was split into partial sums by input.
+pub fn sum_layer_norm(
+    out: &mut [f32],
+    partials: &[&[f32]],
+    bias: &[f32],
+    residual: &[f32],
+    norm: (&[f32], &[f32], f32),
+) {
+    assert_eq!(residual.len(), out.len());
+    assert!(partials.iter().all(|p| p.len() == out.len()));
+    assert!(norm.0.len() == bias.len() && norm.1.len() == bias.len());
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512F (checked at run time just above).
+        unsafe { avx512::sum_layer_norm(out, partials, bias, residual, norm) };
+        return;
+    }
+    sum_layer_norm_body(out, partials, bias, residual, norm);
+}
+
+/// The body of [`sum_layer_norm`], plain Rust that the compiler vectorises;
+/// `avx512::sum_layer_norm` compiles it again with 16-lane vectors.
+#[inline(always)]
+fn sum_layer_norm_body(
+    out: &mut [f32],
+    partials: &[&[f32]],
+    bias: &[f32],
+    residual: &[f32],
+    (gamma, beta, eps): (&[f32], &[f32], f32),
+) {
+    let width = bias.len().max(1);
+    for (index, (row, res)) in out
+        .chunks_mut(width)
+        .zip(residual.chunks(width))
+        .enumerate()
+    {
+        for ((o, r), b) in row.iter_mut().zip(res).zip(bias) {
+            *o = r + b;
+        }
+        for partial in partials {
+            for (o, p) in row.iter_mut().zip(&partial[index * width..][..width]) {
+                *o += p;
+            }
+        }
+        normalise(row, gamma, beta, eps);
+    }
+}
+
+/// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place.
 pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    let width = gamma.len();
-    assert_eq!(beta.len(), width);
-    for row in x.chunks_mut(width.max(1)) {
-        let mean = row.iter().sum::<f32>() / width as f32;
-        let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
-        let inverse = 1.0 / (variance + eps).sqrt();
-        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-            *v = (*v - mean) * inverse * g + b;
+    assert_eq!(beta.len(), gamma.len());
+    for row in x.chunks_mut(gamma.len().max(1)) {
+        normalise(row, gamma, beta, eps);
+    }
+}
+
+/// One row's LayerNorm the way PyTorch computes it: biased variance of the
+/// centred values.
+#[inline(always)]
+fn normalise(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let width = row.len() as f32;
+    let mean = sum_by(row, |v| v) / width;
+    let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
+    let inverse = 1.0 / (variance + eps).sqrt();
+    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+        *v = (*v - mean) * inverse * g + b;
+    }
+}
+
+/// `Σ f(v)` in 16 interleaved partial sums, which the compiler keeps in
+/// vector registers (a single running sum is a serial dependency chain).
+#[inline(always)]
+fn sum_by(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut partial = [0.0f32; 16];
+    let chunks = row.chunks_exact(16);
+    let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
+    for chunk in chunks {
+        for (p, &v) in partial.iter_mut().zip(chunk) {
+            *p += f(v);
         }
     }
+    partial.iter().sum::<f32>() + tail
 }
 
 /// The feed-forward activations Hugging Face names `gelu`, `gelu_new` and `relu`.
@@ -264,23 +360,30 @@ pub enum Act {
     Relu,
 }
 
-/// Applies `act` to every value, in place.
-pub fn activate(x: &mut [f32], act: Act) {
-    if act == Act::Relu {
-        x.iter_mut().for_each(|v| *v = v.max(0.0));
+/// `x = act(x + bias)` row by row (rows of `bias.len()` values), in place:
+/// the bias of the product before, added in the activation's own pass.
+pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
+    if bias.is_empty() {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
-        // SAFETY: the CPU has AVX-512F (checked at run time just above).
-        unsafe { avx512::activate(x, act) };
+        for row in x.chunks_mut(bias.len()) {
+            // SAFETY: the CPU has AVX-512F (checked at run time just above).
+            unsafe { avx512::activate(row, bias, act) };
+        }
         return;
     }
     let f = match act {
+        Act::GeluErf => scalar::gelu_erf,
         Act::GeluTanh => scalar::gelu_tanh,
-        _ => scalar::gelu_erf,
+        Act::Relu => |v: f32| v.max(0.0),
     };
-    x.iter_mut().for_each(|v| *v = f(*v));
+    for row in x.chunks_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v = f(*v + b);
+        }
+    }
 }
 
 /// Softmax of each row of `width` values, in place.
@@ -298,53 +401,48 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     }
 }
 
-/// Self-attention for a block of query rows of every head, from the fused
-/// projections `qkv` (`T × 3·hidden`: queries, keys, values side by side;
-/// the keys and values of all T rows must be there, the queries of the
-/// block's rows). Per head, the scaled scores go straight into that head's
-/// slice of `attention` (`rows × T`) and are softmaxed there, and O = P·V
-/// into its slice of `head_outputs` (`rows × d`); `context`
-/// (`rows × hidden`) receives the heads' outputs side by side.
+/// One head's self-attention over all T tokens, from its contiguous
+/// queries, keys and values (each `T × d`): the scaled scores go straight
+/// into `attention` (`T × T`) and are softmaxed there, O = P·V into
+/// `head_output` (`T × d`) and S = O·Oᵀ into `similarity` (`T × T`).
 pub fn attend(
-    qkv: &[f32],
-    tokens: usize,
+    query: &[f32],
+    key: &[f32],
+    value: &[f32],
     head_dim: usize,
-    first_row: usize,
-    attention: &mut [&mut [f32]],
-    head_outputs: &mut [&mut [f32]],
-    context: &mut [f32],
+    attention: &mut [f32],
+    head_output: &mut [f32],
+    similarity: &mut [f32],
 ) {
-    let heads = attention.len();
-    let hidden = heads * head_dim;
-    let stride = 3 * hidden;
-    let rows = context.len() / hidden.max(1);
-    assert_eq!(qkv.len(), tokens * stride);
-    assert_eq!(head_outputs.len(), heads);
+    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
     let scale = 1.0 / (head_dim as f32).sqrt();
-    let part = |offset: usize, first: usize, count: usize| {
-        MatRef::strided(&qkv[first * stride + offset..], count, head_dim, stride, 1)
-    };
-    for (head, (p, o)) in attention
-        .iter_mut()
-        .zip(head_outputs.iter_mut())
-        .enumerate()
-    {
-        let query = part(head * head_dim, first_row, rows);
-        let key = part(hidden + head * head_dim, 0, tokens);
-        let value = part(2 * hidden + head * head_dim, 0, tokens);
-        matmul(MatMut::new(p, rows, tokens), query, key.t(), false, scale);
-        softmax_rows(p, tokens);
-        matmul(
-            MatMut::new(o, rows, head_dim),
-            MatRef::new(p, rows, tokens),
-            value,
-            false,
-            1.0,
-        );
-        for (row, values) in context.chunks_mut(hidden).zip(o.chunks(head_dim)) {
-            row[head * head_dim..(head + 1) * head_dim].copy_from_slice(values);
-        }
-    }
+    let query = MatRef::new(query, tokens, head_dim);
+    let key = MatRef::new(key, tokens, head_dim);
+    let value = MatRef::new(value, tokens, head_dim);
+    matmul(
+        MatMut::new(attention, tokens, tokens),
+        query,
+        key.t(),
+        false,
+        scale,
+    );
+    softmax_rows(attention, tokens);
+    let p = MatRef::new(attention, tokens, tokens);
+    matmul(
+        MatMut::new(head_output, tokens, head_dim),
+        p,
+        value,
+        false,
+        1.0,
+    );
+    let o = MatRef::new(head_output, tokens, head_dim);
+    matmul(
+        MatMut::new(similarity, tokens, tokens),
+        o,
+        o.t(),
+        false,
+        1.0,
+    );
 }
 
 /// Whether the AVX-512 element-wise kernels can run (std caches the answer).
@@ -497,10 +595,15 @@ mod avx512 {
 
     #[target_feature(enable = "avx512f")]
     pub fn softmax(row: &mut [f32]) {
-        let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
-        for chunk in row.chunks(LANES) {
-            max = _mm512_max_ps(max, load(chunk, f32::NEG_INFINITY));
+        // Four running maxima: one would make every step wait for the last.
+        let mut maxima = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
+        for (i, chunk) in row.chunks(LANES).enumerate() {
+            maxima[i % 4] = _mm512_max_ps(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
         }
+        let max = _mm512_max_ps(
+            _mm512_max_ps(maxima[0], maxima[1]),
+            _mm512_max_ps(maxima[2], maxima[3]),
+        );
         let max = _mm512_set1_ps(_mm512_reduce_max_ps(max));
         let mut sum = _mm512_setzero_ps();
         for chunk in row.chunks_mut(LANES) {
@@ -515,11 +618,11 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub fn activate(values: &mut [f32], act: Act) {
+    pub fn activate(values: &mut [f32], bias: &[f32], act: Act) {
         let half = _mm512_set1_ps(0.5);
         let one = _mm512_set1_ps(1.0);
-        for chunk in values.chunks_mut(LANES) {
-            let x = load(chunk, 0.0);
+        for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
+            let x = _mm512_add_ps(load(chunk, 0.0), load(bias, 0.0));
             let y = match act {
                 Act::GeluErf => {
                     let e = erf(_mm512_mul_ps(
@@ -544,6 +647,18 @@ mod avx512 {
             };
             store(chunk, y);
         }
+    }
+
+    /// [`super::sum_layer_norm`] compiled with AVX-512 enabled.
+    #[target_feature(enable = "avx512f")]
+    pub fn sum_layer_norm(
+        out: &mut [f32],
+        partials: &[&[f32]],
+        bias: &[f32],
+        residual: &[f32],
+        norm: (&[f32], &[f32], f32),
+    ) {
+        super::sum_layer_norm_body(out, partials, bias, residual, norm);
     }
 }
 
@@ -578,7 +693,7 @@ mod tests {
     fn gelu_erf_matches_double_precision() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, Act::GeluErf);
+        activate(&mut ys, &[0.0], Act::GeluErf);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5 * x64 * (1.0 + erf64(x64 / 2f64.sqrt()));
@@ -594,7 +709,7 @@ mod tests {
     fn gelu_tanh_matches_the_formula() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, Act::GeluTanh);
+        activate(&mut ys, &[0.0], Act::GeluTanh);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5
@@ -617,14 +732,18 @@ mod tests {
                 .collect();
             let mut fast = row.clone();
             softmax_rows(&mut fast, width);
+            let mut portable = row.clone();
+            scalar::softmax(&mut portable);
             let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
             let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
-            for (&v, &p) in row.iter().zip(&fast) {
+            for ((&v, &p), &q) in row.iter().zip(&fast).zip(&portable) {
                 let exact = (v as f64 - max).exp() / sum;
-                assert!(
-                    (p as f64 - exact).abs() <= 1e-6 * exact + 1e-12,
-                    "{p} vs {exact}"
-                );
+                for value in [p, q] {
+                    assert!(
+                        (value as f64 - exact).abs() <= 1e-6 * exact + 1e-12,
+                        "{value} vs {exact}"
+                    );
+                }
             }
         }
     }
@@ -655,26 +774,41 @@ mod tests {
     }
 
     #[test]
-    fn dense_with_packed_weights_matches_the_definition() {
+    fn packed_products_match_the_definition() {
         for (rows, inputs, outputs) in [(3, 5, 7), (2, 4, 64), (5, 70, 130), (0, 3, 3)] {
             let x: Vec<f32> = (0..rows * inputs).map(|v| (v % 7) as f32 - 3.0).collect();
             let w: Vec<f32> = (0..inputs * outputs)
                 .map(|v| (v % 5) as f32 * 0.5)
                 .collect();
-            let bias: Vec<f32> = (0..outputs).map(|v| v as f32).collect();
-            let residual: Vec<f32> = (0..rows * outputs).map(|v| (v % 3) as f32).collect();
             let packed = pack_weight(&w, inputs, outputs);
-            let mut out = vec![f32::NAN; rows * outputs];
-            dense(&x, &packed, &bias, Some(&residual), &mut out);
-            for i in 0..rows {
-                for j in 0..outputs {
-                    let dot: f32 = (0..inputs)
-                        .map(|k| x[i * inputs + k] * w[k * outputs + j])
-                        .sum();
-                    assert_eq!(
-                        out[i * outputs + j],
-                        dot + bias[j] + residual[i * outputs + j]
-                    );
+            let weight = Packed::new(&packed, inputs, outputs);
+            // Every block of inputs and columns, accumulated onto a seed.
+            for (ins, cols) in [
+                (0..inputs, 0..outputs),
+                (1..inputs, 3..outputs),
+                (0..inputs / 2, 0..1),
+            ] {
+                let seed: Vec<f32> = (0..cols.len()).map(|v| v as f32).collect();
+                let mut out = vec![0.0; rows * cols.len()];
+                seed_rows(&mut out, &seed);
+                let xs: Vec<f32> = (0..rows)
+                    .flat_map(|i| x[i * inputs + ins.start..i * inputs + ins.end].to_vec())
+                    .collect();
+                weight.product(
+                    MatRef::new(&xs, rows, ins.len()),
+                    ins.clone(),
+                    cols.clone(),
+                    &mut out,
+                    true,
+                );
+                for i in 0..rows {
+                    for (j, col) in cols.clone().enumerate() {
+                        let dot: f32 = ins
+                            .clone()
+                            .map(|k| x[i * inputs + k] * w[k * outputs + col])
+                            .sum();
+                        assert_eq!(out[i * cols.len() + j], seed[j] + dot);
+                    }
                 }
             }
         }

@@ -1,13 +1,12 @@
 //! The threads of one CPU forward pass and how they meet.
 //!
-//! Each thread owns a contiguous block of token rows for the whole pass:
-//! embeddings, projections, LayerNorms and the feed-forward are row-local, so
-//! only attention, which reads every row's keys and values, needs the others'
-//! results. The threads therefore meet once per layer, at a [`Barrier`],
-//! instead of forking and joining around each of the layer's ten or so
-//! steps (a rayon pool did that at 10% of a MiniLM pass in wake-ups alone,
-//! and a sleeping worker is slow to return when other processes compete for
-//! the cores).
+//! The encoder splits each layer the way tensor-parallel transformers split
+//! it across devices: each thread owns some heads and some feed-forward
+//! columns, and the threads meet twice per layer, at a [`Barrier`], to add
+//! up their partial sums (see `BertEncoder::forward_cpu`), instead of
+//! forking and joining around each of the layer's ten or so steps (a rayon
+//! pool did that at 10% of a MiniLM pass in wake-ups alone, and a sleeping
+//! worker is slow to return when other processes compete for the cores).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -73,27 +72,27 @@ impl Drop for PoisonOnPanic<'_> {
     }
 }
 
-/// `tokens` rows split into `threads` contiguous, nearly equal blocks.
-pub fn split_rows(tokens: usize, threads: usize) -> Vec<Range<usize>> {
+/// `0..count` split into `threads` contiguous, nearly equal ranges.
+pub fn split_evenly(count: usize, threads: usize) -> Vec<Range<usize>> {
     (0..threads)
-        .map(|i| i * tokens / threads..(i + 1) * tokens / threads)
+        .map(|i| i * count / threads..(i + 1) * count / threads)
         .collect()
 }
 
-/// Cuts `buffer`, a sequence of blocks of `rows_per_block × width` values
-/// (one per layer and head), into each thread's rows of every block:
+/// Cuts `buffer`, a sequence of blocks of `items × width` values (one block
+/// per layer, one item per head), into each thread's items of every block:
 /// `result[thread][block]`.
-pub fn row_pieces<'a>(
+pub fn pieces<'a>(
     buffer: &'a mut [f32],
-    rows_per_block: usize,
+    items: usize,
     width: usize,
     ranges: &[Range<usize>],
 ) -> Vec<Vec<&'a mut [f32]>> {
     let mut pieces: Vec<Vec<&mut [f32]>> = ranges.iter().map(|_| Vec::new()).collect();
-    if rows_per_block * width == 0 {
+    if items * width == 0 {
         return pieces;
     }
-    for block in buffer.chunks_mut(rows_per_block * width) {
+    for block in buffer.chunks_mut(items * width) {
         let mut rest = block;
         for (range, pieces) in ranges.iter().zip(pieces.iter_mut()) {
             let (piece, tail) = std::mem::take(&mut rest).split_at_mut(range.len() * width);
@@ -109,15 +108,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_are_split_evenly_and_completely() {
-        assert_eq!(split_rows(7, 2), vec![0..3, 3..7]);
-        assert_eq!(split_rows(3, 3), vec![0..1, 1..2, 2..3]);
+    fn ranges_are_split_evenly_and_completely() {
+        assert_eq!(split_evenly(7, 2), vec![0..3, 3..7]);
+        assert_eq!(split_evenly(3, 3), vec![0..1, 1..2, 2..3]);
+        assert_eq!(split_evenly(1, 2), vec![0..0, 0..1]);
     }
 
     #[test]
     fn pieces_follow_the_ranges_in_every_block() {
         let mut buffer: Vec<f32> = (0..12).map(|v| v as f32).collect();
-        let pieces = row_pieces(&mut buffer, 3, 2, &[0..1, 1..3]);
+        let pieces = pieces(&mut buffer, 3, 2, &[0..1, 1..3]);
         assert_eq!(pieces[0], vec![&[0.0, 1.0][..], &[6.0, 7.0][..]]);
         assert_eq!(pieces[1][1], &[8.0, 9.0, 10.0, 11.0][..]);
     }
