@@ -28,7 +28,8 @@ fn step_until(harness: &mut AppHarness, clock: Instant, mut done: impl FnMut(&Ap
     while !done(harness) {
         assert!(Instant::now() < deadline, "timed out");
         step(harness, clock);
-        std::thread::sleep(Duration::from_millis(1));
+        // A real window paints at most once per 60 Hz vsync.
+        std::thread::sleep(Duration::from_millis(16));
     }
 }
 
@@ -37,14 +38,19 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[((values.len() - 1) as f64 * p).round() as usize]
 }
 
-/// A text of whole sentences that tokenizes to about `tokens` tokens.
+/// A text of whole sentences that tokenizes to `tokens` tokens with the
+/// test model's (and BERT's) uncased WordPiece vocabulary.
 fn text_of(tokens: usize) -> String {
+    // 12 tokens and its [SEP]; the first sentence also has the [CLS].
     let sentence = "The keeper watched the boats come into the harbour at dusk.";
-    // About 13 tokens per sentence with [SEP].
-    (0..tokens / 13)
-        .map(|_| sentence)
-        .collect::<Vec<_>>()
-        .join(" ")
+    let whole = (tokens - 1) / 13;
+    let mut sentences = vec![sentence.to_string(); whole];
+    // The rest: "boats … boats." and its [SEP].
+    let rest = tokens - 1 - 13 * whole;
+    if rest >= 3 {
+        sentences.push(format!("{}.", vec!["boats"; rest - 2].join(" ")));
+    }
+    sentences.join(" ")
 }
 
 fn main() {

@@ -2,7 +2,9 @@
 # Measures headscope against the Hugging Face transformers reference
 # (PyTorch, CPU) side by side, on the same machine in one run, for
 # all-MiniLM-L6-v2 and a BERT-base-shaped model with random weights, at 128
-# and 512 tokens, and prints the README's markdown table.
+# and 512 tokens, then the app's frame time and edit-to-grid time on the
+# BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
+# markdown tables.
 #
 #   scripts/bench.sh            # needs the reference venv, see below
 #
@@ -32,3 +34,19 @@ for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init"
     python3 -c "print(f'| $name | $tokens | {float($o):.1f} | {float($t):.1f} | {float($o)/float($t):.2f} | {float($m):.0f} |')"
   done
 done
+
+# The app: frame time with the full grid on screen, and edit → updated grid.
+echo
+printf '| app, BERT-base (random), 12 × 12 heads | tokens | median ms | p95 ms |\n'
+printf '|---|---:|---:|---:|\n'
+ui_table='
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    if d["measure"] == "frame_ms":
+        name, p95 = "frame with the full grid", "%.1f" % d["p95_ms"]
+    else:
+        name, p95 = "edit → grid updated (incl. %d ms pause)" % d["debounce_ms"], ""
+    print("| %s | %d | %.1f | %s |" % (name, d["tokens"], d["median_ms"], p95))
+'
+HEADSCOPE_BENCH_MODEL="$base" cargo bench --quiet --bench ui 2>/dev/null | grep '"measure"' | python3 -c "$ui_table"

@@ -54,7 +54,7 @@ use std::sync::Arc;
 use views::{CentralView, ViewAction, ViewsState};
 
 /// The pause after the last edit before the analysis runs again.
-pub const DEBOUNCE_SECONDS: f64 = 0.25;
+pub const DEBOUNCE_SECONDS: f64 = 0.15;
 /// The pause after the last edit before the text is autosaved.
 const AUTOSAVE_SECONDS: f64 = 1.0;
 /// Texts up to this size are also kept in eframe's storage; larger ones
