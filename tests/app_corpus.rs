@@ -227,6 +227,22 @@ fn the_corpus_window_shows_what_the_library_computes() {
     assert!(shows(&harness, "Skipped files (1)"));
     assert!(shows(&harness, "broken.txt: binary file, not text"));
 
+    // Each per-layer plot can be saved as a PNG, cut from the screen.
+    let plot = scratch.path().join("corpus-plot.png");
+    harness
+        .state_mut()
+        .set_plot_export_target(Some(plot.clone()));
+    let save = headscope::app::plot_export::SAVE_LABEL;
+    assert_eq!(harness.query_all_by_label(save).count(), 5);
+    harness.query_all_by_label(save).next().unwrap().click();
+    step_until(&mut harness, "the plot export", |h| {
+        h.state().notice().is_some_and(|n| n.contains("xport"))
+    });
+    let notice = harness.state().notice().unwrap().to_string();
+    assert!(notice.starts_with("Exported"), "{notice}");
+    let png = image::open(&plot).expect("a PNG");
+    assert!(png.width() >= 180 && png.height() >= 100);
+
     // Save JSON: the report as the CLI writes it; a bad folder is explained.
     let json = scratch.path().join("corpus.json");
     harness.state_mut().corpus_view_mut().save_json(&json);

@@ -540,3 +540,64 @@ fn every_view_copes_with_a_one_word_text() {
     open_tab(&mut harness, "Heads", CentralView::Heads);
     assert!(harness.query_by_label_contains("L0 H0 ").is_some());
 }
+
+#[test]
+fn a_plot_is_saved_as_the_png_on_screen() {
+    use headscope::app::plot_export::SAVE_LABEL;
+    let mut harness = start(None);
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, "Layers", CentralView::Layers);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mean-distance.png");
+    harness
+        .state_mut()
+        .set_plot_export_target(Some(path.clone()));
+
+    // Histograms, mean distance, fractions, correlation: one button each.
+    assert_eq!(harness.query_all_by_label(SAVE_LABEL).count(), 4);
+    harness
+        .query_all_by_label(SAVE_LABEL)
+        .nth(1)
+        .expect("the mean distance plot's button")
+        .click();
+    step_until(&mut harness, "the plot export", |h| {
+        h.state().notice().is_some_and(|n| n.contains("xport"))
+    });
+    let notice = harness.state().notice().unwrap().to_string();
+    assert!(notice.starts_with("Exported"), "{notice}");
+    assert_eq!(harness.state().central_view(), CentralView::Layers);
+
+    // The picture: the plot's title, axes and curve, cut out of the window.
+    let png = image::open(&path).expect("a PNG").to_rgb8();
+    let (width, height) = png.dimensions();
+    assert!(
+        (200..1600).contains(&width) && (150..1000).contains(&height),
+        "{width}×{height}"
+    );
+    // The curve's colour (layers_view's MEAN_DISTANCE) is drawn in it.
+    let curve = png.pixels().filter(|p| {
+        let [r, g, b] = p.0;
+        r.abs_diff(250) < 12 && g.abs_diff(220) < 12 && b.abs_diff(90) < 12
+    });
+    assert!(curve.count() > 20, "no curve in the exported plot");
+    // The save buttons are back after the screenshot.
+    harness.step();
+    assert_eq!(harness.query_all_by_label(SAVE_LABEL).count(), 4);
+
+    // An unwritable target is reported, and nothing is written.
+    let blocked = dir.path().join("missing-folder").join("plot.png");
+    harness
+        .state_mut()
+        .set_plot_export_target(Some(blocked.clone()));
+    harness
+        .query_all_by_label(SAVE_LABEL)
+        .next()
+        .unwrap()
+        .click();
+    step_until(&mut harness, "the failed export", |h| {
+        h.state()
+            .notice()
+            .is_some_and(|n| n.starts_with("Export failed"))
+    });
+    assert!(!blocked.exists());
+}

@@ -19,6 +19,7 @@
 
 use super::document::spawn_job;
 use super::overview::category_style;
+use super::plot_export;
 use super::settings::Settings;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::corpus::{
@@ -77,9 +78,16 @@ pub struct CorpusView {
     save_message: Option<(String, bool)>,
     /// Index into [`HEAD_FIGURES`] of the figure the head grid shows.
     head_figure: usize,
+    /// A plot whose save button was clicked, for the app to export.
+    plot_request: Option<String>,
 }
 
 impl CorpusView {
+    /// The plot the user asked to save as PNG, once.
+    pub fn take_plot_request(&mut self) -> Option<String> {
+        self.plot_request.take()
+    }
+
     /// Shows the window.
     pub fn open(&mut self) {
         self.open = true;
@@ -289,7 +297,9 @@ impl CorpusView {
         if report.layers.is_empty() {
             ui.weak("No window was analysed, so there are no figures to show.");
         } else {
-            layer_plots(ui, &report);
+            if let Some(name) = layer_plots(ui, &report) {
+                self.plot_request = Some(name);
+            }
             ui.add_space(6.0);
             ui.columns(2, |columns| {
                 layer_table(&mut columns[0], &report);
@@ -583,7 +593,8 @@ pub fn layer_cell_label(layer: usize, figure: &str, summary: &Summary) -> String
 }
 
 /// One small plot per per-layer figure, in a row.
-fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) {
+/// Returns the name of a plot whose save button was clicked.
+fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<String> {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new("Per layer").strong());
         ui.weak(
@@ -596,18 +607,24 @@ fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) {
     let spacing = ui.spacing().item_spacing.x;
     let width = ((ui.available_width() - spacing * (count - 1.0)) / count).max(180.0);
     let layers = report.layers.len();
+    let mut clicked = None;
     ui.horizontal_wrapped(|ui| {
         for (index, figure) in LAYER_FIGURES.iter().enumerate() {
             let summaries: Vec<Summary> =
                 report.layers.iter().map(|l| l.figures()[index].1).collect();
-            ui.vertical(|ui| {
+            let name = format!("corpus-{figure}");
+            let title = figure_title(figure);
+            let save = plot_export::figure(ui, &name, title, |ui| {
                 ui.set_width(width);
-                ui.label(figure_title(figure));
                 let baseline = (index == 1).then_some(report.baseline_same_sentence_fraction);
                 layer_plot(ui, figure, &summaries, baseline, layers, width);
             });
+            if save {
+                clicked = Some(name);
+            }
         }
     });
+    clicked
 }
 
 fn layer_plot(

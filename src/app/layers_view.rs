@@ -11,6 +11,7 @@
 //! Clicking a histogram or a table row shows that layer's heads.
 
 use super::head_view::figure;
+use super::plot_export;
 use super::table::{self, Cell, Column, RowLook};
 use super::views::ViewAction;
 use crate::analysis::Analysis;
@@ -45,36 +46,58 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
             ui.weak(summary(analysis));
             ui.add_space(6.0);
 
-            ui.strong("Distance j − i between strongly similar tokens, per layer");
-            ui.weak(
-                "The selected pairs of all heads pooled; one scale for all layers; \
-                 the orange line is the layer's mean distance. Click a layer to see its heads.",
+            let save = plot_export::figure(
+                ui,
+                "distance-histograms",
+                "Distance j − i between strongly similar tokens, per layer",
+                |ui| {
+                    ui.weak(
+                        "The selected pairs of all heads pooled; one scale for all layers; \
+                         the orange line is the layer's mean distance. Click a layer to see \
+                         its heads.",
+                    );
+                    if let Some(layer) = histograms(ui, analysis) {
+                        action = Some(ViewAction::ShowLayer(layer));
+                    }
+                },
             );
-            if let Some(layer) = histograms(ui, analysis) {
-                action = Some(ViewAction::ShowLayer(layer));
-            }
+            save_plot(&mut action, save, "distance-histograms");
             ui.add_space(8.0);
 
             let plot_height = 210.0;
             ui.columns(2, |columns| {
-                columns[0].strong("Mean distance against layer");
-                mean_distance_plot(&mut columns[0], analysis, plot_height);
-                legend(
+                let save = plot_export::figure(
                     &mut columns[0],
-                    &[(MEAN_DISTANCE, "mean j − i over the pooled pairs", false)],
+                    "mean-distance",
+                    "Mean distance against layer",
+                    |ui| {
+                        mean_distance_plot(ui, analysis, plot_height);
+                        legend(
+                            ui,
+                            &[(MEAN_DISTANCE, "mean j − i over the pooled pairs", false)],
+                        );
+                    },
                 );
-                columns[1].strong("Fractions against layer");
-                fractions_plot(&mut columns[1], analysis, plot_height);
-                legend(
+                save_plot(&mut action, save, "mean-distance");
+                let save = plot_export::figure(
                     &mut columns[1],
-                    &[
-                        (SAME_SENTENCE, "same sentence", false),
-                        (CHANCE, "same sentence by chance", true),
-                        (SEPARATOR, "separator attention", false),
-                        (FOCUS_UNIQUENESS, "focus uniqueness", false),
-                        (SEGMENTATION, "segmentation accuracy", false),
-                    ],
+                    "fractions",
+                    "Fractions against layer",
+                    |ui| {
+                        fractions_plot(ui, analysis, plot_height);
+                        legend(
+                            ui,
+                            &[
+                                (SAME_SENTENCE, "same sentence", false),
+                                (CHANCE, "same sentence by chance", true),
+                                (SEPARATOR, "separator attention", false),
+                                (FOCUS_UNIQUENESS, "focus uniqueness", false),
+                                (SEGMENTATION, "segmentation accuracy", false),
+                            ],
+                        );
+                    },
                 );
+                save_plot(&mut action, save, "fractions");
             });
             ui.add_space(8.0);
 
@@ -89,14 +112,26 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                     }
                 });
                 ui.add_space(16.0);
-                ui.vertical(|ui| {
-                    ui.strong("Layer-to-layer correlation");
-                    ui.weak("Pearson r of the head-averaged, z-scored S");
-                    correlation_grid(ui, &analysis.layer_correlation, correlation_side);
-                });
+                let save = plot_export::figure(
+                    ui,
+                    "layer-correlation",
+                    "Layer-to-layer correlation",
+                    |ui| {
+                        ui.weak("Pearson r of the head-averaged, z-scored S");
+                        correlation_grid(ui, &analysis.layer_correlation, correlation_side);
+                    },
+                );
+                save_plot(&mut action, save, "layer-correlation");
             });
         });
     action
+}
+
+/// A click on a figure's save button becomes the view's action.
+fn save_plot(action: &mut Option<ViewAction>, clicked: bool, name: &str) {
+    if clicked {
+        *action = Some(ViewAction::SavePlot(name.to_owned()));
+    }
 }
 
 fn summary(analysis: &Analysis) -> String {

@@ -24,6 +24,7 @@ pub mod heatmap;
 pub mod layers_view;
 pub mod model_panel;
 pub mod overview;
+pub mod plot_export;
 pub mod selection;
 pub mod separators_view;
 pub mod settings;
@@ -203,6 +204,10 @@ pub struct HeadscopeApp {
     folder_dialog: Option<Receiver<Option<PathBuf>>>,
     /// A save dialog for an export, with what it is for.
     export_dialog: Option<(export_menu::ExportKind, HeadId, Receiver<Option<PathBuf>>)>,
+    /// A plot being saved as PNG (see [`plot_export`]).
+    plot_export: Option<plot_export::PlotExport>,
+    /// Save plots here instead of asking (tests cannot open dialogs).
+    plot_export_target: Option<PathBuf>,
     title: String,
     title_sent: String,
     /// `HEADSCOPE_TRACE=1`: one stderr line per result and per head opened,
@@ -257,6 +262,8 @@ impl HeadscopeApp {
             autosave_due: None,
             file_dialog: None,
             export_dialog: None,
+            plot_export: None,
+            plot_export_target: None,
             folder_dialog: None,
             title: String::new(),
             title_sent: String::new(),
@@ -1068,7 +1075,7 @@ impl HeadscopeApp {
             ui.separator();
             let view = self.settings.view;
             if let Some(action) = self.views.ui(ui, view, &output, generation, &self.settings) {
-                self.view_action(action);
+                self.view_action(&ctx, action);
             }
             return;
         }
@@ -1129,7 +1136,11 @@ impl HeadscopeApp {
     }
 
     /// Does what one of the study's views asked for.
-    fn view_action(&mut self, action: ViewAction) {
+    fn view_action(&mut self, ctx: &egui::Context, action: ViewAction) {
+        if let ViewAction::SavePlot(name) = action {
+            self.save_plot(ctx, &name);
+            return;
+        }
         self.settings.view = CentralView::Heads;
         match action {
             ViewAction::OpenHead(head) => {
@@ -1144,7 +1155,54 @@ impl HeadscopeApp {
                 self.detail = None;
                 self.settings.separator_overlay = true;
             }
+            ViewAction::SavePlot(_) => {}
         }
+    }
+
+    /// Starts saving the figure `name` (one at a time).
+    fn save_plot(&mut self, ctx: &egui::Context, name: &str) {
+        if self.plot_export.is_none() {
+            let target = self.plot_export_target.clone();
+            self.plot_export = Some(plot_export::PlotExport::start(ctx, name, target));
+        }
+    }
+
+    /// Saves plots to `path` from now on instead of asking where: for
+    /// tests, which cannot answer a save dialog.
+    pub fn set_plot_export_target(&mut self, path: Option<PathBuf>) {
+        self.plot_export_target = path;
+    }
+
+    /// Moves a plot export on, after this frame's views are drawn.
+    fn update_plot_export(&mut self, ctx: &egui::Context) {
+        let Some(export) = &mut self.plot_export else {
+            return;
+        };
+        let wake = self.wake.clone();
+        let outcome = export.update(ctx, |name| {
+            spawn_job("headscope-dialog", wake, move || {
+                rfd::FileDialog::new()
+                    .set_title("Save plot")
+                    .set_file_name(name)
+                    .add_filter("PNG", &["png"])
+                    .save_file()
+            })
+        });
+        let Some(outcome) = outcome else {
+            return;
+        };
+        self.plot_export = None;
+        self.notice = match outcome {
+            plot_export::Outcome::Saved(path) => Some(Notice {
+                text: format!("Exported {}", path.display()),
+                error: false,
+            }),
+            plot_export::Outcome::Cancelled => None,
+            plot_export::Outcome::Failed(message) => Some(Notice {
+                text: format!("Export failed: {message}"),
+                error: true,
+            }),
+        };
     }
 
     fn view_controls(
@@ -1229,6 +1287,10 @@ impl eframe::App for HeadscopeApp {
         let model = self.active_model.as_ref().map(|m| m.name.as_str());
         self.corpus
             .show(&ctx, &self.worker, &self.settings, model, &self.wake);
+        if let Some(name) = self.corpus.take_plot_request() {
+            self.save_plot(&ctx, &name);
+        }
+        self.update_plot_export(&ctx);
 
         if self.show_model_window && self.active_model.is_some() {
             let mut open = true;

@@ -81,7 +81,7 @@ impl CentralView {
 }
 
 /// What a view asks the app to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ViewAction {
     /// Open the head's detail (Heads tab).
     OpenHead(HeadId),
@@ -89,6 +89,8 @@ pub enum ViewAction {
     ShowLayer(usize),
     /// Show the Heads grid with the separator attention overlay on.
     ShowSeparatorOverlay,
+    /// Save the figure of this name as a PNG (see [`super::plot_export`]).
+    SavePlot(String),
 }
 
 /// The runtime state of the study's views (not persisted).

@@ -1,0 +1,252 @@
+//! Plots as PNG images, exactly as they are on screen.
+//!
+//! Each plot of the study's views is drawn through [`figure`]: a title with
+//! a "Save PNG…" button, then the plot and its legend. A click starts a
+//! [`PlotExport`]: the next frame is drawn without the buttons, a
+//! screenshot of the window is taken (egui's `ViewportCommand::Screenshot`),
+//! the figure's rectangle is cut out of it, and after the save dialog the
+//! image is written atomically like every other export. Cutting from the
+//! screen, rather than re-drawing the plot elsewhere, keeps the picture
+//! identical to what the user saw: egui_plot's axes, legend and colours.
+//!
+//! Figures report where they are through egui's per-frame memory (keyed by
+//! the figure's name), so the views need no extra plumbing beyond the one
+//! [`ViewAction`](super::views::ViewAction) that asks for the export.
+
+use crate::export;
+use crossbeam_channel::{Receiver, TryRecvError};
+use egui::{ColorImage, Id, Rect};
+use image::RgbImage;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The accessible name of every figure's save button.
+pub const SAVE_LABEL: &str = "Save PNG…";
+
+fn hidden_id() -> Id {
+    Id::unique("headscope plot export hides buttons")
+}
+
+fn rect_id(name: &str) -> Id {
+    Id::unique(("headscope plot rect", name))
+}
+
+/// Draws one figure: `title` and a save button, then `content`. Returns
+/// true when the save button was clicked. `name` names the file offered in
+/// the save dialog and must be unique among the figures on screen.
+pub fn figure(
+    ui: &mut egui::Ui,
+    name: &str,
+    title: &str,
+    content: impl FnOnce(&mut egui::Ui),
+) -> bool {
+    let hidden = ui
+        .ctx()
+        .data(|d| d.get_temp::<bool>(hidden_id()).unwrap_or(false));
+    let mut clicked = false;
+    let response = ui
+        .vertical(|ui| {
+            ui.horizontal(|ui| {
+                ui.strong(title);
+                // While a screenshot is taken the button is drawn invisible,
+                // so the layout, and the cut-out, stay the same.
+                clicked = ui
+                    .add_visible(!hidden, egui::Button::new(SAVE_LABEL).small())
+                    .on_hover_text("Save this plot as a PNG image, as it is on screen")
+                    .clicked();
+            });
+            content(ui);
+        })
+        .response;
+    let rect = response.rect.intersect(ui.clip_rect());
+    // (The pass number is read first: egui's context is locked inside
+    // `data_mut`.)
+    let pass = ui.ctx().cumulative_pass_nr();
+    ui.ctx()
+        .data_mut(|d| d.insert_temp(rect_id(name), (pass, rect)));
+    clicked
+}
+
+/// Where the figure `name` was drawn in the current pass, if it was.
+fn drawn_rect(ctx: &egui::Context, name: &str) -> Option<Rect> {
+    let (pass, rect) = ctx.data(|d| d.get_temp::<(u64, Rect)>(rect_id(name)))?;
+    (pass == ctx.cumulative_pass_nr() && rect.is_positive()).then_some(rect)
+}
+
+/// What an export is waiting for.
+enum Stage {
+    /// A frame drawn without the save buttons: one after this pass.
+    HideButtons { asked_in_pass: u64 },
+    /// The screenshot of that frame, to cut `rect` (points) out of.
+    Screenshot {
+        rect: Rect,
+        pixels_per_point: f32,
+        image: Receiver<Arc<ColorImage>>,
+    },
+    /// The save dialog, with the picture ready.
+    Dialog {
+        picture: RgbImage,
+        path: Receiver<Option<PathBuf>>,
+    },
+}
+
+/// One plot being exported.
+pub struct PlotExport {
+    name: String,
+    /// Write here instead of asking (tests, which cannot open dialogs).
+    target: Option<PathBuf>,
+    stage: Stage,
+}
+
+/// What became of an export this frame.
+pub enum Outcome {
+    Saved(PathBuf),
+    Cancelled,
+    Failed(String),
+}
+
+impl PlotExport {
+    /// Starts exporting the figure `name`; `target` skips the save dialog.
+    pub fn start(ctx: &egui::Context, name: &str, target: Option<PathBuf>) -> Self {
+        ctx.data_mut(|d| d.insert_temp(hidden_id(), true));
+        ctx.request_repaint();
+        PlotExport {
+            name: name.to_owned(),
+            target,
+            stage: Stage::HideButtons {
+                asked_in_pass: ctx.cumulative_pass_nr(),
+            },
+        }
+    }
+
+    /// Moves the export on; call once per frame after the views are drawn.
+    /// `ask_path` opens the save dialog for a suggested file name.
+    pub fn update(
+        &mut self,
+        ctx: &egui::Context,
+        ask_path: impl FnOnce(String) -> Receiver<Option<PathBuf>>,
+    ) -> Option<Outcome> {
+        match &mut self.stage {
+            Stage::HideButtons { asked_in_pass } => {
+                if ctx.cumulative_pass_nr() <= *asked_in_pass {
+                    // This pass drew the buttons before the export began.
+                    ctx.request_repaint();
+                    return None;
+                }
+                let Some(rect) = drawn_rect(ctx, &self.name) else {
+                    return Some(self.finish(
+                        ctx,
+                        Outcome::Failed("the plot is no longer on screen".into()),
+                    ));
+                };
+                let (sender, image) = crossbeam_channel::bounded(1);
+                let repaint = ctx.clone();
+                ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+                    egui::ScreenshotCallback::new(move |image| {
+                        let _ = sender.send(image);
+                        repaint.request_repaint();
+                    }),
+                ));
+                self.stage = Stage::Screenshot {
+                    rect,
+                    pixels_per_point: ctx.pixels_per_point(),
+                    image,
+                };
+                None
+            }
+            Stage::Screenshot {
+                rect,
+                pixels_per_point,
+                image,
+            } => {
+                let image = match image.try_recv() {
+                    Ok(image) => image,
+                    Err(TryRecvError::Empty) => return None,
+                    Err(TryRecvError::Disconnected) => {
+                        return Some(self.finish(
+                            ctx,
+                            Outcome::Failed("the window could not be captured".into()),
+                        ))
+                    }
+                };
+                ctx.data_mut(|d| d.remove::<bool>(hidden_id()));
+                let picture = cut_out(&image, *rect, *pixels_per_point);
+                if picture.width() == 0 || picture.height() == 0 {
+                    return Some(self.finish(
+                        ctx,
+                        Outcome::Failed("the plot is not visible in the window".into()),
+                    ));
+                }
+                if let Some(target) = self.target.take() {
+                    return Some(self.finish(ctx, save(&picture, &target)));
+                }
+                let path = ask_path(format!("{}.png", self.name));
+                self.stage = Stage::Dialog { picture, path };
+                None
+            }
+            Stage::Dialog { picture, path } => match path.try_recv() {
+                Ok(Some(path)) => Some(save(picture, &path)),
+                Ok(None) | Err(TryRecvError::Disconnected) => Some(Outcome::Cancelled),
+                Err(TryRecvError::Empty) => None,
+            },
+        }
+    }
+
+    fn finish(&self, ctx: &egui::Context, outcome: Outcome) -> Outcome {
+        ctx.data_mut(|d| d.remove::<bool>(hidden_id()));
+        outcome
+    }
+}
+
+fn save(picture: &RgbImage, path: &Path) -> Outcome {
+    match export::save_png(picture, path) {
+        Ok(()) => Outcome::Saved(path.to_path_buf()),
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
+/// The pixels of `rect` (in points) in a screenshot, as RGB.
+pub fn cut_out(image: &ColorImage, rect: Rect, pixels_per_point: f32) -> RgbImage {
+    let [width, height] = image.size;
+    let to_pixel =
+        |v: f32, limit: usize| ((v * pixels_per_point).round().max(0.0) as usize).min(limit);
+    let (left, right) = (to_pixel(rect.min.x, width), to_pixel(rect.max.x, width));
+    let (top, bottom) = (to_pixel(rect.min.y, height), to_pixel(rect.max.y, height));
+    let mut picture = RgbImage::new((right - left) as u32, (bottom - top) as u32);
+    for (y, row) in (top..bottom).enumerate() {
+        for (x, pixel) in image.pixels[row * width + left..row * width + right]
+            .iter()
+            .enumerate()
+        {
+            picture.put_pixel(
+                x as u32,
+                y as u32,
+                image::Rgb([pixel.r(), pixel.g(), pixel.b()]),
+            );
+        }
+    }
+    picture
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egui::{Color32, Pos2};
+
+    #[test]
+    fn the_cut_out_is_the_rectangle_in_pixels() {
+        // 4 × 3 pixels, each red value its x, green its y.
+        let pixels = (0..3)
+            .flat_map(|y| (0..4).map(move |x| Color32::from_rgb(x, y, 7)))
+            .collect();
+        let image = ColorImage::new([4, 3], pixels);
+        let rect = Rect::from_min_max(Pos2::new(0.5, 0.5), Pos2::new(1.5, 1.5));
+        let picture = cut_out(&image, rect, 2.0);
+        assert_eq!(picture.dimensions(), (2, 2));
+        assert_eq!(picture.get_pixel(0, 0).0, [1, 1, 7]);
+        assert_eq!(picture.get_pixel(1, 1).0, [2, 2, 7]);
+        // A rectangle reaching past the window is cut at its edge.
+        let wide = Rect::from_min_max(Pos2::new(1.0, 0.0), Pos2::new(9.0, 9.0));
+        assert_eq!(cut_out(&image, wide, 1.0).dimensions(), (3, 3));
+    }
+}
