@@ -690,3 +690,49 @@ fn the_large_heatmap_zooms_and_pans() {
     harness.step();
     assert_eq!(readout_row(&harness), fitted);
 }
+
+#[test]
+fn an_edited_text_is_saved_as_a_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("harbour.txt");
+    let text = "The harbour was quiet before dawn.\n";
+    std::fs::write(&path, text).expect("write the file");
+    let mut harness = start(Some(path.clone()), None);
+    step_until(&mut harness, "the file", |h| h.state().text() == text);
+
+    harness.get_by_label(EDITOR_LABEL).click();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::End);
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text("A gull cried.");
+    harness.step();
+    let edited = harness.state().text().to_string();
+    assert!(edited.ends_with("A gull cried."), "{edited:?}");
+
+    let copy = dir.path().join("edited.txt");
+    harness.state_mut().save_text_to(&copy);
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), edited);
+    assert!(harness
+        .state()
+        .notice()
+        .unwrap()
+        .starts_with("Saved the text"));
+    harness.step();
+    assert!(harness.state().window_title().contains("edited.txt"));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "the original is untouched"
+    );
+
+    // A folder that does not exist: the error is shown, the text is kept.
+    harness
+        .state_mut()
+        .save_text_to(&dir.path().join("missing").join("x.txt"));
+    harness.step();
+    let notice = harness.state().notice().unwrap().to_string();
+    assert!(notice.starts_with("Saving the text failed"), "{notice}");
+    assert!(shows(&harness, &notice));
+    assert_eq!(harness.state().text(), edited);
+}

@@ -204,6 +204,8 @@ pub struct HeadscopeApp {
     folder_dialog: Option<Receiver<Option<PathBuf>>>,
     /// A save dialog for an export, with what it is for.
     export_dialog: Option<(export_menu::ExportKind, HeadId, Receiver<Option<PathBuf>>)>,
+    /// A save dialog for File → Save text as….
+    text_save_dialog: Option<Receiver<Option<PathBuf>>>,
     /// A plot being saved as PNG (see [`plot_export`]).
     plot_export: Option<plot_export::PlotExport>,
     /// Save plots here instead of asking (tests cannot open dialogs).
@@ -262,6 +264,7 @@ impl HeadscopeApp {
             autosave_due: None,
             file_dialog: None,
             export_dialog: None,
+            text_save_dialog: None,
             plot_export: None,
             plot_export_target: None,
             folder_dialog: None,
@@ -415,6 +418,48 @@ impl HeadscopeApp {
     /// that cannot be used leaves the current text as it is.
     pub fn open_file(&mut self, path: &Path) {
         self.start_text_job(TextSource::File(path.to_path_buf()), path.to_path_buf());
+    }
+
+    /// Writes the editor's whole text to `path` (atomically: a failed save
+    /// leaves the old file as it was), which then becomes the text's file.
+    pub fn save_text_to(&mut self, path: &Path) {
+        let Some(document) = &self.document else {
+            return;
+        };
+        self.notice = Some(match crate::export::save_text(document.text(), path) {
+            Ok(()) => {
+                self.file = Some(path.to_path_buf());
+                Notice {
+                    text: format!("Saved the text to {}", path.display()),
+                    error: false,
+                }
+            }
+            Err(error) => Notice {
+                text: format!("Saving the text failed: {error}"),
+                error: true,
+            },
+        });
+    }
+
+    fn pick_text_save_path(&mut self) {
+        if self.text_save_dialog.is_some() || self.document.is_none() {
+            return;
+        }
+        let name = self
+            .file
+            .as_deref()
+            .map_or_else(|| "text.txt".to_string(), file_name);
+        self.text_save_dialog = Some(spawn_job(
+            "headscope-dialog",
+            self.wake.clone(),
+            move || {
+                rfd::FileDialog::new()
+                    .set_title("Save text as")
+                    .set_file_name(name)
+                    .add_filter("Text", &["txt"])
+                    .save_file()
+            },
+        ));
     }
 
     /// Loads another model on the worker.
@@ -578,6 +623,9 @@ impl HeadscopeApp {
             }
         }
         self.poll_export_dialog();
+        if let Some(picked) = poll_dialog(&mut self.text_save_dialog) {
+            self.save_text_to(&picked);
+        }
         if let Some(picked) = poll_dialog(&mut self.file_dialog) {
             self.open_file(&picked);
         }
@@ -639,6 +687,10 @@ impl HeadscopeApp {
         let open = KeyboardShortcut::new(Modifiers::COMMAND, Key::O);
         if ctx.input_mut(|i| i.consume_shortcut(&open)) {
             self.pick_text_file();
+        }
+        let save_as = KeyboardShortcut::new(Modifiers::COMMAND | Modifiers::SHIFT, Key::S);
+        if ctx.input_mut(|i| i.consume_shortcut(&save_as)) {
+            self.pick_text_save_path();
         }
         let dropped = ctx.input(|i| {
             i.raw
@@ -884,6 +936,16 @@ impl HeadscopeApp {
                     .clicked()
                 {
                     self.pick_text_file();
+                    ui.close();
+                }
+                if ui
+                    .add_enabled(
+                        self.document.is_some(),
+                        egui::Button::new("Save text as…").shortcut_text("Ctrl+Shift+S"),
+                    )
+                    .clicked()
+                {
+                    self.pick_text_save_path();
                     ui.close();
                 }
                 if ui.button("Open model folder…").clicked() {
