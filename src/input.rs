@@ -201,7 +201,10 @@ fn build_document(
             .encode(&text[start..end], false)
             .map_err(tokenizer_error)?;
         if tokens.len() + encoding.len() + 1 > max_tokens {
-            if analysed == 0 {
+            // Nothing but separators so far (sentences of characters the
+            // tokenizer drops count for nothing): this sentence is too long.
+            let has_content = tokens.special.iter().any(|&special| !special);
+            if !has_content {
                 return Err(InputError::SentenceTooLong {
                     sentence: next + 1,
                     tokens: encoding.len(),
@@ -283,9 +286,12 @@ fn build_plain(
         let first_cut = sentence_of[room];
         kept = sentence_of.iter().take_while(|&&s| s < first_cut).count();
         if kept == 0 {
-            let tokens = sentence_of.iter().filter(|&&s| s == 0).count();
+            // The first sentence with tokens (those before it may have none:
+            // characters the tokenizer drops) is too long on its own.
+            let sentence = sentence_of[0];
+            let tokens = sentence_of.iter().filter(|&&s| s == sentence).count();
             return Err(InputError::SentenceTooLong {
-                sentence: first + 1,
+                sentence: first + sentence + 1,
                 tokens,
                 limit: max_tokens,
             });

@@ -325,4 +325,31 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
     assert!(plain.tokens.len() <= LIMIT);
     assert_eq!(plain.tokens.separator_positions().len(), 1);
     assert!(plain.sentences_left_out >= 1);
+    // A sentence too long on its own is named, even after a "sentence" of
+    // characters the tokenizer drops (a zero-width space; found by the
+    // property campaign).
+    let long = format!("\u{200b}\n{}.", "the cat sat on the mat ".repeat(6));
+    for mode in [InputMode::Plain, InputMode::Document] {
+        let error = build_input(
+            &model.tokenizer,
+            &long,
+            mode,
+            LIMIT,
+            0,
+            model.cls_id,
+            model.sep_id,
+        )
+        .unwrap_err();
+        match error {
+            InputError::SentenceTooLong {
+                sentence,
+                tokens,
+                limit,
+            } => {
+                assert_eq!((sentence, limit), (2, LIMIT), "{mode:?}");
+                assert_eq!(tokens, 37, "{mode:?}");
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+    }
 }

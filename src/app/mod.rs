@@ -1254,17 +1254,21 @@ impl HeadscopeApp {
             return;
         };
         self.plot_export = None;
-        self.notice = match outcome {
-            plot_export::Outcome::Saved(path) => Some(Notice {
-                text: format!("Exported {}", path.display()),
-                error: false,
-            }),
-            plot_export::Outcome::Cancelled => None,
-            plot_export::Outcome::Failed(message) => Some(Notice {
-                text: format!("Export failed: {message}"),
-                error: true,
-            }),
-        };
+        match outcome {
+            plot_export::Outcome::Saved(path) => {
+                self.notice = Some(Notice {
+                    text: format!("Exported {}", path.display()),
+                    error: false,
+                });
+            }
+            plot_export::Outcome::Cancelled => {}
+            plot_export::Outcome::Failed(message) => {
+                self.notice = Some(Notice {
+                    text: format!("Export failed: {message}"),
+                    error: true,
+                });
+            }
+        }
     }
 
     fn view_controls(
