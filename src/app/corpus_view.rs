@@ -17,7 +17,7 @@
 //! category as a strip and everything else on hover. "Save JSON…" writes
 //! [`CorpusReport::to_json`] through [`crate::export::save_text`].
 
-use super::document::spawn_job;
+use super::dialogs;
 use super::overview::category_style;
 use super::plot_export;
 use super::settings::Settings;
@@ -344,7 +344,7 @@ impl CorpusView {
                 .clicked()
             {
                 let wake = wake.clone();
-                self.folder_dialog = Some(spawn_job("headscope-dialog", wake, || {
+                self.folder_dialog = Some(dialogs::spawn_dialog(wake, || {
                     rfd::FileDialog::new()
                         .set_title("Choose a folder of .txt files")
                         .pick_folder()
@@ -381,7 +381,7 @@ impl CorpusView {
                 .clicked()
             {
                 let wake = wake.clone();
-                self.save_dialog = Some(spawn_job("headscope-dialog", wake, || {
+                self.save_dialog = Some(dialogs::spawn_dialog(wake, || {
                     rfd::FileDialog::new()
                         .set_title("Save the corpus statistics as JSON")
                         .set_file_name("corpus.json")

@@ -16,6 +16,7 @@
 
 pub mod corpus_view;
 pub mod derived;
+pub mod dialogs;
 pub mod document;
 pub mod editor;
 pub mod export_menu;
@@ -449,17 +450,13 @@ impl HeadscopeApp {
             .file
             .as_deref()
             .map_or_else(|| "text.txt".to_string(), file_name);
-        self.text_save_dialog = Some(spawn_job(
-            "headscope-dialog",
-            self.wake.clone(),
-            move || {
-                rfd::FileDialog::new()
-                    .set_title("Save text as")
-                    .set_file_name(name)
-                    .add_filter("Text", &["txt"])
-                    .save_file()
-            },
-        ));
+        self.text_save_dialog = Some(dialogs::spawn_dialog(self.wake.clone(), move || {
+            rfd::FileDialog::new()
+                .set_title("Save text as")
+                .set_file_name(name)
+                .add_filter("Text", &["txt"])
+                .save_file()
+        }));
     }
 
     /// Loads another model on the worker.
@@ -623,6 +620,12 @@ impl HeadscopeApp {
             }
         }
         self.poll_export_dialog();
+        if dialogs::take_unavailable() {
+            self.notice = Some(Notice {
+                text: dialogs::UNAVAILABLE_MESSAGE.into(),
+                error: true,
+            });
+        }
         if let Some(picked) = poll_dialog(&mut self.text_save_dialog) {
             self.save_text_to(&picked);
         }
@@ -734,7 +737,7 @@ impl HeadscopeApp {
         if self.file_dialog.is_some() {
             return;
         }
-        self.file_dialog = Some(spawn_job("headscope-dialog", self.wake.clone(), || {
+        self.file_dialog = Some(dialogs::spawn_dialog(self.wake.clone(), || {
             rfd::FileDialog::new()
                 .set_title("Open a text file")
                 .add_filter("Text", &["txt", "md", "text"])
@@ -755,7 +758,7 @@ impl HeadscopeApp {
         let head = self.export_head();
         let name = kind.suggested_name(head, &self.settings);
         let extension = kind.extension();
-        let receiver = spawn_job("headscope-dialog", self.wake.clone(), move || {
+        let receiver = dialogs::spawn_dialog(self.wake.clone(), move || {
             rfd::FileDialog::new()
                 .set_title("Export")
                 .set_file_name(name)
@@ -811,7 +814,7 @@ impl HeadscopeApp {
         if self.folder_dialog.is_some() {
             return;
         }
-        self.folder_dialog = Some(spawn_job("headscope-dialog", self.wake.clone(), || {
+        self.folder_dialog = Some(dialogs::spawn_dialog(self.wake.clone(), || {
             rfd::FileDialog::new()
                 .set_title("Open a model folder (config.json, model.safetensors, tokenizer.json)")
                 .pick_folder()
@@ -1242,7 +1245,7 @@ impl HeadscopeApp {
         };
         let wake = self.wake.clone();
         let outcome = export.update(ctx, |name| {
-            spawn_job("headscope-dialog", wake, move || {
+            dialogs::spawn_dialog(wake, move || {
                 rfd::FileDialog::new()
                     .set_title("Save plot")
                     .set_file_name(name)
