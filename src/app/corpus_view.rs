@@ -613,15 +613,12 @@ fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<String> {
             let summaries: Vec<Summary> =
                 report.layers.iter().map(|l| l.figures()[index].1).collect();
             let name = format!("corpus-{figure}");
-            let title = figure_title(figure);
-            let save = plot_export::figure(ui, &name, title, |ui| {
+            let save = plot_export::figure(ui, &name, figure_title(figure), |ui| {
                 ui.set_width(width);
                 let baseline = (index == 1).then_some(report.baseline_same_sentence_fraction);
                 layer_plot(ui, figure, &summaries, baseline, layers, width);
             });
-            if save {
-                clicked = Some(name);
-            }
+            clicked = clicked.take().or(save);
         }
     });
     clicked

@@ -61,7 +61,7 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                     }
                 },
             );
-            save_plot(&mut action, save, "distance-histograms");
+            save_plot(&mut action, save);
             ui.add_space(8.0);
 
             let plot_height = 210.0;
@@ -78,7 +78,7 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                         );
                     },
                 );
-                save_plot(&mut action, save, "mean-distance");
+                save_plot(&mut action, save);
                 let save = plot_export::figure(
                     &mut columns[1],
                     "fractions",
@@ -97,7 +97,7 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                         );
                     },
                 );
-                save_plot(&mut action, save, "fractions");
+                save_plot(&mut action, save);
             });
             ui.add_space(8.0);
 
@@ -121,16 +121,16 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                         correlation_grid(ui, &analysis.layer_correlation, correlation_side);
                     },
                 );
-                save_plot(&mut action, save, "layer-correlation");
+                save_plot(&mut action, save);
             });
         });
     action
 }
 
 /// A click on a figure's save button becomes the view's action.
-fn save_plot(action: &mut Option<ViewAction>, clicked: bool, name: &str) {
-    if clicked {
-        *action = Some(ViewAction::SavePlot(name.to_owned()));
+fn save_plot(action: &mut Option<ViewAction>, clicked: Option<String>) {
+    if let Some(name) = clicked {
+        *action = Some(ViewAction::SavePlot(name));
     }
 }
 

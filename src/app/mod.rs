@@ -136,6 +136,30 @@ struct Notice {
     error: bool,
 }
 
+impl Notice {
+    fn info(text: impl Into<String>) -> Self {
+        Notice {
+            text: text.into(),
+            error: false,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> Self {
+        Notice {
+            text: text.into(),
+            error: true,
+        }
+    }
+
+    /// The banner after an export (File → Export, or a plot's Save PNG…).
+    fn export(result: Result<&Path, String>) -> Self {
+        match result {
+            Ok(path) => Notice::info(format!("Exported {}", path.display())),
+            Err(message) => Notice::error(format!("Export failed: {message}")),
+        }
+    }
+}
+
 /// Where a text being prepared off the UI thread comes from.
 #[derive(Debug, Clone, PartialEq)]
 enum TextSource {
@@ -430,15 +454,9 @@ impl HeadscopeApp {
         self.notice = Some(match crate::export::save_text(document.text(), path) {
             Ok(()) => {
                 self.file = Some(path.to_path_buf());
-                Notice {
-                    text: format!("Saved the text to {}", path.display()),
-                    error: false,
-                }
+                Notice::info(format!("Saved the text to {}", path.display()))
             }
-            Err(error) => Notice {
-                text: format!("Saving the text failed: {error}"),
-                error: true,
-            },
+            Err(error) => Notice::error(format!("Saving the text failed: {error}")),
         });
     }
 
@@ -621,10 +639,7 @@ impl HeadscopeApp {
         }
         self.poll_export_dialog();
         if dialogs::take_unavailable() {
-            self.notice = Some(Notice {
-                text: dialogs::UNAVAILABLE_MESSAGE.into(),
-                error: true,
-            });
+            self.notice = Some(Notice::error(dialogs::UNAVAILABLE_MESSAGE));
         }
         if let Some(picked) = poll_dialog(&mut self.text_save_dialog) {
             self.save_text_to(&picked);
@@ -649,15 +664,14 @@ impl HeadscopeApp {
                 self.file = Some(path);
                 self.first_sentence = 0;
                 self.window_history.clear();
-                self.notice = prepared.warning.map(|text| Notice { text, error: false });
+                self.notice = prepared.warning.map(Notice::info);
                 self.text_changed(ctx);
                 self.schedule_run_now(ctx);
             }
             (TextSource::File(_), Err(message)) => {
-                self.notice = Some(Notice {
-                    text: format!("{message}. The text in the editor is unchanged."),
-                    error: true,
-                });
+                self.notice = Some(Notice::error(format!(
+                    "{message}. The text in the editor is unchanged."
+                )));
             }
             (TextSource::Autosave, Ok(prepared)) => {
                 self.document = Some(prepared.document);
@@ -678,10 +692,7 @@ impl HeadscopeApp {
                 self.schedule_run_now(ctx);
             }
             (TextSource::Resplit, Err(message)) => {
-                self.notice = Some(Notice {
-                    text: message,
-                    error: true,
-                });
+                self.notice = Some(Notice::error(message));
             }
         }
     }
@@ -771,10 +782,9 @@ impl HeadscopeApp {
     /// Writes an export to `path` and reports the outcome in the banner.
     pub fn export_to(&mut self, kind: export_menu::ExportKind, head: HeadId, path: &Path) {
         let Some(shown) = &self.shown else {
-            self.notice = Some(Notice {
-                text: "nothing to export yet: no analysis is on screen".into(),
-                error: true,
-            });
+            self.notice = Some(Notice::error(
+                "nothing to export yet: no analysis is on screen",
+            ));
             return;
         };
         let model_name = self
@@ -783,16 +793,7 @@ impl HeadscopeApp {
             .map_or_else(String::new, |m| m.name.clone());
         let result =
             export_menu::write_export(kind, &shown.output, head, &self.settings, &model_name, path);
-        self.notice = Some(match result {
-            Ok(()) => Notice {
-                text: format!("Exported {}", path.display()),
-                error: false,
-            },
-            Err(message) => Notice {
-                text: format!("Export failed: {message}"),
-                error: true,
-            },
-        });
+        self.notice = Some(Notice::export(result.map(|()| path)));
     }
 
     fn poll_export_dialog(&mut self) {
@@ -1258,18 +1259,10 @@ impl HeadscopeApp {
         };
         self.plot_export = None;
         match outcome {
-            plot_export::Outcome::Saved(path) => {
-                self.notice = Some(Notice {
-                    text: format!("Exported {}", path.display()),
-                    error: false,
-                });
-            }
+            plot_export::Outcome::Saved(path) => self.notice = Some(Notice::export(Ok(&path))),
             plot_export::Outcome::Cancelled => {}
             plot_export::Outcome::Failed(message) => {
-                self.notice = Some(Notice {
-                    text: format!("Export failed: {message}"),
-                    error: true,
-                });
+                self.notice = Some(Notice::export(Err(message)));
             }
         }
     }

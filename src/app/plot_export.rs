@@ -32,14 +32,14 @@ fn rect_id(name: &str) -> Id {
 }
 
 /// Draws one figure: `title` and a save button, then `content`. Returns
-/// true when the save button was clicked. `name` names the file offered in
-/// the save dialog and must be unique among the figures on screen.
+/// `name` when the save button was clicked. `name` names the file offered
+/// in the save dialog and must be unique among the figures on screen.
 pub fn figure(
     ui: &mut egui::Ui,
     name: &str,
     title: &str,
     content: impl FnOnce(&mut egui::Ui),
-) -> bool {
+) -> Option<String> {
     let hidden = ui
         .ctx()
         .data(|d| d.get_temp::<bool>(hidden_id()).unwrap_or(false));
@@ -64,7 +64,7 @@ pub fn figure(
     let pass = ui.ctx().cumulative_pass_nr();
     ui.ctx()
         .data_mut(|d| d.insert_temp(rect_id(name), (pass, rect)));
-    clicked
+    clicked.then(|| name.to_owned())
 }
 
 /// Where the figure `name` was drawn in the current pass, if it was.
@@ -134,10 +134,8 @@ impl PlotExport {
                     return None;
                 }
                 let Some(rect) = drawn_rect(ctx, &self.name) else {
-                    return Some(self.finish(
-                        ctx,
-                        Outcome::Failed("the plot is no longer on screen".into()),
-                    ));
+                    show_buttons(ctx);
+                    return Some(Outcome::Failed("the plot is no longer on screen".into()));
                 };
                 let (sender, image) = crossbeam_channel::bounded(1);
                 let repaint = ctx.clone();
@@ -160,25 +158,28 @@ impl PlotExport {
                 image,
             } => {
                 let image = match image.try_recv() {
-                    Ok(image) => image,
                     Err(TryRecvError::Empty) => return None,
-                    Err(TryRecvError::Disconnected) => {
-                        return Some(self.finish(
-                            ctx,
-                            Outcome::Failed("the window could not be captured".into()),
-                        ))
+                    captured => {
+                        // Captured or not, the buttons may come back.
+                        show_buttons(ctx);
+                        match captured {
+                            Ok(image) => image,
+                            Err(_) => {
+                                return Some(Outcome::Failed(
+                                    "the window could not be captured".into(),
+                                ))
+                            }
+                        }
                     }
                 };
-                ctx.data_mut(|d| d.remove::<bool>(hidden_id()));
                 let picture = cut_out(&image, *rect, *pixels_per_point);
                 if picture.width() == 0 || picture.height() == 0 {
-                    return Some(self.finish(
-                        ctx,
-                        Outcome::Failed("the plot is not visible in the window".into()),
+                    return Some(Outcome::Failed(
+                        "the plot is not visible in the window".into(),
                     ));
                 }
                 if let Some(target) = self.target.take() {
-                    return Some(self.finish(ctx, save(&picture, &target)));
+                    return Some(save(&picture, &target));
                 }
                 let path = ask_path(format!("{}.png", self.name));
                 self.stage = Stage::Dialog { picture, path };
@@ -191,11 +192,11 @@ impl PlotExport {
             },
         }
     }
+}
 
-    fn finish(&self, ctx: &egui::Context, outcome: Outcome) -> Outcome {
-        ctx.data_mut(|d| d.remove::<bool>(hidden_id()));
-        outcome
-    }
+/// Ends the frames drawn without save buttons.
+fn show_buttons(ctx: &egui::Context) {
+    ctx.data_mut(|d| d.remove::<bool>(hidden_id()));
 }
 
 fn save(picture: &RgbImage, path: &Path) -> Outcome {
