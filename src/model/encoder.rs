@@ -720,7 +720,7 @@ impl Pass<'_> {
                 }
                 for i in 0..heads.len() {
                     // Contiguous copies: gemm reads a head's keys and values
-                    // faster so than through the block's row stride.
+                    // faster this way than through the block's row stride.
                     let parts = projections.chunks(tokens * width);
                     for (dst, src) in qkv.chunks_mut(vectors).zip(parts) {
                         for (row, values) in dst.chunks_mut(head_dim).zip(src.chunks(width)) {
