@@ -8,10 +8,8 @@ mod common;
 
 use common::*;
 use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, LayerFigures};
-use headscope::corpus::{
-    self, t_quantile_975, Aggregate, CategoryCounts, CorpusEvent, CorpusOptions, CorpusReport,
-    CorpusStats, Summary,
-};
+use headscope::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport};
+use headscope::corpus_stats::{t_quantile_975, Aggregate, CategoryCounts, CorpusStats, Summary};
 use headscope::input::{split_sentences, InputMode};
 use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, InputOptions};
