@@ -760,8 +760,15 @@ fn binary_analyses_fifty_texts_with_progress() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    // The progress line rewrites itself with \r and reaches 100%.
-    assert!(stderr.contains('\r'), "{stderr:?}");
+    // stderr is a pipe, not a terminal: whole progress lines, a few of them
+    // (at most one per 5% of the work or 10 s), none rewritten with \r; the
+    // last one at 100%.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    let progress_lines = stderr
+        .lines()
+        .filter(|l| l.starts_with("headscope: corpus "))
+        .count();
+    assert!((2..=22).contains(&progress_lines), "{stderr}");
     assert!(stderr.contains("100% ["), "{stderr:?}");
     assert!(stderr.contains("50/50 files, 50 windows"), "{stderr:?}");
     assert!(stderr.contains("ETA"), "{stderr:?}");
@@ -916,4 +923,40 @@ fn sigint_writes_a_valid_partial_report() {
         .unwrap()
         .iter()
         .any(|d| d["complete"] == false));
+}
+
+#[test]
+fn binary_on_a_terminal_draws_a_live_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts = dir.path().join("texts");
+    std::fs::create_dir(&texts).unwrap();
+    for i in 0..4u64 {
+        std::fs::write(texts.join(format!("t{i}.txt")), generated_text(300 + i, 3)).unwrap();
+    }
+    let json = dir.path().join("corpus.json");
+    let quote = |p: &Path| format!("'{}'", p.display());
+    let command = format!(
+        "{} corpus --model {} --json {} {}",
+        quote(&headscope_bin()),
+        quote(&test_model()),
+        quote(&json),
+        quote(&texts)
+    );
+    // `script` runs the command with a pseudo-terminal as its stderr and
+    // copies what it wrote to our stdout.
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("run script (util-linux)");
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{seen}");
+    // The bar redraws itself in place (carriage return or cursor movement)
+    // and ends full.
+    assert!(seen.contains('\r') || seen.contains("\x1b["), "{seen:?}");
+    assert!(seen.contains("100% [####################]"), "{seen:?}");
+    assert!(seen.contains("4/4 files, 4 windows"), "{seen:?}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(value["windows"], 4);
 }
