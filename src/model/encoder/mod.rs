@@ -23,9 +23,9 @@ use cpu_pass::{copy_to_host, Pass, Worker};
 use super::config::BertConfig;
 use super::kernels;
 use super::team::{self, Barrier};
-use candle_core::{DType, Device, Result, Tensor};
+use candle_core::{Device, Result, Tensor};
 use candle_nn::VarBuilder;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::RwLock;
 
 /// What one layer hands back from the tensor path, each H×T×T or H×T×d.
@@ -231,6 +231,8 @@ impl BertEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::DType;
+    use std::sync::atomic::Ordering;
 
     /// A random encoder with random biases and LayerNorm parameters (the
     /// generator sets 0 and 1) and larger query/key weights, so that
