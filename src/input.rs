@@ -149,6 +149,8 @@ pub struct TokenizedText {
     sentence_of: Vec<usize>,
     /// Index of the first token of each sentence, and the token count last.
     sentence_starts: Vec<usize>,
+    /// The tokenizer's padding id, never content (see [`SpecialIds`]).
+    pad_id: Option<u32>,
 }
 
 impl TokenizedText {
@@ -160,6 +162,7 @@ impl TokenizedText {
         }
         let mut tokenized = Self {
             mode,
+            pad_id: SpecialIds::pad_id(tokenizer),
             ..Default::default()
         };
         match mode {
@@ -251,13 +254,26 @@ impl TokenizedText {
         Ok(built)
     }
 
-    /// Appends token `index` as a content token of window sentence `sentence`.
-    fn push_content(&self, tokens: &mut TokenSequence, index: usize, sentence: usize) {
-        tokens.input_ids.push(self.ids[index]);
-        tokens.token_texts.push(self.texts[index].clone());
-        tokens.special.push(false);
-        tokens.sentence_ids.push(Some(sentence));
-        tokens.offsets.push(Some(self.offsets[index]));
+    /// Appends token `index` of the text to a window, in window sentence
+    /// `sentence`.
+    fn push_token(
+        &self,
+        tokens: &mut TokenSequence,
+        specials: &SpecialIds,
+        index: usize,
+        sentence: usize,
+    ) {
+        push_text_token(
+            tokens,
+            specials,
+            (self.ids[index], &self.texts[index]),
+            Some(sentence),
+            self.offsets[index],
+        );
+    }
+
+    fn specials(&self, cls_id: u32, sep_id: u32) -> SpecialIds {
+        SpecialIds([Some(cls_id), Some(sep_id), self.pad_id])
     }
 
     fn document_window(
@@ -267,6 +283,7 @@ impl TokenizedText {
         cls_id: u32,
         sep_id: u32,
     ) -> Result<BuiltInput, InputError> {
+        let specials = self.specials(cls_id, sep_id);
         let mut tokens = empty_sequence(cls_id, sep_id);
         let mut analysed = 0;
         let mut next = first;
@@ -286,7 +303,7 @@ impl TokenizedText {
                 break;
             }
             for index in self.sentence_starts[next]..self.sentence_starts[next + 1] {
-                self.push_content(&mut tokens, index, analysed);
+                self.push_token(&mut tokens, &specials, index, analysed);
             }
             special(&mut tokens, sep_id, "[SEP]", Some(analysed));
             analysed += 1;
@@ -327,9 +344,10 @@ impl TokenizedText {
                 });
             }
         }
+        let specials = self.specials(cls_id, sep_id);
         let mut tokens = empty_sequence(cls_id, sep_id);
         for index in begin..begin + kept {
-            self.push_content(&mut tokens, index, self.sentence_of[index] - first);
+            self.push_token(&mut tokens, &specials, index, self.sentence_of[index] - first);
         }
         // Nothing kept means the tokenizer produced no token at all (text of
         // characters it drops): every sentence was read, none left out.
@@ -348,6 +366,43 @@ impl TokenizedText {
             ..Default::default()
         })
     }
+}
+
+/// The ids that are never content (ANALYSIS.md §1): `[CLS]`, `[SEP]` and the
+/// tokenizer's padding token.
+struct SpecialIds([Option<u32>; 3]);
+
+impl SpecialIds {
+    fn pad_id(tokenizer: &Tokenizer) -> Option<u32> {
+        tokenizer
+            .get_padding()
+            .map(|p| p.pad_id)
+            .or_else(|| tokenizer.token_to_id("[PAD]"))
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.0.contains(&Some(id))
+    }
+}
+
+/// Appends one token of the text. A special token written in the text (the
+/// characters `[SEP]`, say) is what the tokenizer made of it: a special
+/// position that belongs to no sentence, so it never closes one.
+fn push_text_token(
+    tokens: &mut TokenSequence,
+    specials: &SpecialIds,
+    (id, text): (u32, &str),
+    sentence: Option<usize>,
+    offsets: (usize, usize),
+) {
+    let special = specials.contains(id);
+    tokens.input_ids.push(id);
+    tokens.token_texts.push(text.to_string());
+    tokens.special.push(special);
+    tokens
+        .sentence_ids
+        .push(if special { None } else { sentence });
+    tokens.offsets.push(Some(offsets));
 }
 
 fn special(tokens: &mut TokenSequence, id: u32, text: &str, sentence: Option<usize>) {
