@@ -245,22 +245,25 @@ pub struct FocusToken {
 }
 
 /// The per-head figures of ANALYSIS.md §4, in table order.
-pub const HEAD_FIGURES: [&str; 6] = [
+pub const HEAD_FIGURES: [&str; 7] = [
     "mean_distance",
     "same_sentence_fraction",
     "repetition_fraction",
     "focus_share",
     "local_fraction",
     "separator_attention",
+    "sink_attention",
 ];
 
 /// The per-layer figures of ANALYSIS.md §5, in table order.
-pub const LAYER_FIGURES: [&str; 5] = [
+pub const LAYER_FIGURES: [&str; 7] = [
     "mean_distance",
     "same_sentence_fraction",
     "separator_attention",
     "focus_uniqueness",
     "segmentation_accuracy",
+    "segmentation_undecided",
+    "sink_attention",
 ];
 
 /// One head's figures over the corpus.
@@ -273,13 +276,14 @@ pub struct HeadSummary {
     pub focus_share: Summary,
     pub local_fraction: Summary,
     pub separator_attention: Summary,
+    pub sink_attention: Summary,
     pub categories: CategoryShares,
     pub focus_token: Option<FocusToken>,
 }
 
 impl HeadSummary {
     /// The figures with their names, in [`HEAD_FIGURES`] order.
-    pub fn figures(&self) -> [(&'static str, Summary); 6] {
+    pub fn figures(&self) -> [(&'static str, Summary); 7] {
         [
             (HEAD_FIGURES[0], self.mean_distance),
             (HEAD_FIGURES[1], self.same_sentence_fraction),
@@ -287,6 +291,7 @@ impl HeadSummary {
             (HEAD_FIGURES[3], self.focus_share),
             (HEAD_FIGURES[4], self.local_fraction),
             (HEAD_FIGURES[5], self.separator_attention),
+            (HEAD_FIGURES[6], self.sink_attention),
         ]
     }
 }
@@ -300,25 +305,29 @@ pub struct LayerSummary {
     pub separator_attention: Summary,
     pub focus_uniqueness: Summary,
     pub segmentation_accuracy: Summary,
+    pub segmentation_undecided: Summary,
+    pub sink_attention: Summary,
     pub heads: Vec<HeadSummary>,
 }
 
 impl LayerSummary {
     /// The figures with their names, in [`LAYER_FIGURES`] order.
-    pub fn figures(&self) -> [(&'static str, Summary); 5] {
+    pub fn figures(&self) -> [(&'static str, Summary); 7] {
         [
             (LAYER_FIGURES[0], self.mean_distance),
             (LAYER_FIGURES[1], self.same_sentence_fraction),
             (LAYER_FIGURES[2], self.separator_attention),
             (LAYER_FIGURES[3], self.focus_uniqueness),
             (LAYER_FIGURES[4], self.segmentation_accuracy),
+            (LAYER_FIGURES[5], self.segmentation_undecided),
+            (LAYER_FIGURES[6], self.sink_attention),
         ]
     }
 }
 
 #[derive(Debug, Clone, Default)]
 struct HeadAggregate {
-    figures: [Aggregate; 6],
+    figures: [Aggregate; HEAD_FIGURES.len()],
     categories: CategoryCounts,
     /// Focus token id → (windows, text).
     focus: BTreeMap<u32, (usize, Option<String>)>,
@@ -326,7 +335,7 @@ struct HeadAggregate {
 
 #[derive(Debug, Clone, Default)]
 struct LayerAggregate {
-    figures: [Aggregate; 5],
+    figures: [Aggregate; LAYER_FIGURES.len()],
     heads: Vec<HeadAggregate>,
 }
 
@@ -356,13 +365,15 @@ impl CorpusStats {
         }
         for (index, aggregate) in self.layers.iter_mut().enumerate() {
             let layer = analysis.layers.get(index);
-            let values = layer.map_or([None; 5], |l| {
+            let values = layer.map_or([None; LAYER_FIGURES.len()], |l| {
                 [
                     l.mean_distance,
                     l.same_sentence_fraction,
                     l.separator_attention,
                     l.focus_uniqueness,
                     l.segmentation_accuracy,
+                    l.segmentation_undecided,
+                    l.sink_attention,
                 ]
             });
             for (figure, value) in aggregate.figures.iter_mut().zip(values) {
@@ -380,7 +391,7 @@ impl CorpusStats {
             }
             for (h, head_aggregate) in aggregate.heads.iter_mut().enumerate() {
                 let head = heads.get(h);
-                let values = head.map_or([None; 6], |f| {
+                let values = head.map_or([None; HEAD_FIGURES.len()], |f| {
                     [
                         f.mean_distance,
                         f.same_sentence_fraction,
@@ -388,6 +399,7 @@ impl CorpusStats {
                         f.focus_share,
                         f.local_fraction,
                         f.separator_attention,
+                        f.sink_attention,
                     ]
                 });
                 for (figure, value) in head_aggregate.figures.iter_mut().zip(values) {
@@ -428,7 +440,7 @@ impl CorpusStats {
             .iter()
             .enumerate()
             .map(|(index, layer)| {
-                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy] =
+                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, sink_attention] =
                     layer.figures.map(|a| a.summary());
                 LayerSummary {
                     layer: index,
@@ -437,6 +449,8 @@ impl CorpusStats {
                     separator_attention,
                     focus_uniqueness,
                     segmentation_accuracy,
+                    segmentation_undecided,
+                    sink_attention,
                     heads: layer
                         .heads
                         .iter()
@@ -450,7 +464,7 @@ impl CorpusStats {
 }
 
 fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
-    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention] =
+    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention] =
         head.figures.map(|a| a.summary());
     let windows = head.categories.total();
     // BTreeMap order makes the smallest id win ties.
@@ -482,6 +496,7 @@ fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
         focus_share,
         local_fraction,
         separator_attention,
+        sink_attention,
         categories: CategoryShares {
             counts: head.categories,
             fractions: head.categories.fractions(),

@@ -240,8 +240,8 @@ fn csv_has_one_row_per_figure() {
     let csv = report.to_csv();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "layer,head,figure,mean,std,ci95_lo,ci95_hi,n");
-    // 2 document rows + 1 layer × (5 layer figures + 2 heads × 6 head figures).
-    assert_eq!(lines.len(), 1 + 2 + 5 + 2 * 6);
+    // 2 document rows + 1 layer × (7 layer figures + 2 heads × 7 head figures).
+    assert_eq!(lines.len(), 1 + 2 + 7 + 2 * 7);
     let distance = lines
         .iter()
         .find(|l| l.starts_with("0,,mean_distance,"))
@@ -567,6 +567,16 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
             lf(|x| x.segmentation_accuracy),
             &format!("L{l} seg"),
         );
+        check_summary(
+            &layer.segmentation_undecided,
+            lf(|x| x.segmentation_undecided),
+            &format!("L{l} undecided"),
+        );
+        check_summary(
+            &layer.sink_attention,
+            lf(|x| x.sink_attention),
+            &format!("L{l} sink"),
+        );
         for h in 0..heads {
             let head = &layer.heads[h];
             let hf = |f: fn(&HeadFigures) -> Option<f64>| -> Vec<Option<f64>> {
@@ -594,6 +604,11 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
                 &head.separator_attention,
                 hf(|x| x.separator_attention),
                 &at("sep"),
+            );
+            check_summary(
+                &head.sink_attention,
+                hf(|x| x.sink_attention),
+                &at("sink"),
             );
             for category in Category::ALL {
                 let expected = windows
@@ -804,10 +819,16 @@ fn binary_analyses_fifty_texts_with_progress() {
     }
 
     let table = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(table.lines().count(), 1 + 2 + 6 * (5 + 12 * 6));
+    assert_eq!(table.lines().count(), 1 + 2 + 6 * (7 + 12 * 7));
     assert!(table
         .lines()
         .any(|l| l.starts_with("5,11,separator_attention,") && l.ends_with(",50")));
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("5,11,sink_attention,") && l.ends_with(",50")));
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("5,,segmentation_undecided,") && l.ends_with(",50")));
 }
 
 #[test]

@@ -29,12 +29,14 @@
 //!     { "layer": 0,
 //!       "mean_distance": SUMMARY, "same_sentence_fraction": SUMMARY,
 //!       "separator_attention": SUMMARY, "focus_uniqueness": SUMMARY,
-//!       "segmentation_accuracy": SUMMARY,
+//!       "segmentation_accuracy": SUMMARY, "segmentation_undecided": SUMMARY,
+//!       "sink_attention": SUMMARY,
 //!       "heads": [                       // H objects
 //!         { "head": 0,
 //!           "mean_distance": SUMMARY, "same_sentence_fraction": SUMMARY,
 //!           "repetition_fraction": SUMMARY, "focus_share": SUMMARY,
 //!           "local_fraction": SUMMARY, "separator_attention": SUMMARY,
+//!           "sink_attention": SUMMARY,
 //!           "categories": {
 //!             "counts":    {"repetition": 3, "focus": 50, "local": 8, "mixed": 0, "none": 0},
 //!             "fractions": {"repetition": 0.05, "focus": 0.82, "local": 0.13, "mixed": 0.0, "none": 0.0},

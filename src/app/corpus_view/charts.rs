@@ -22,6 +22,8 @@ pub fn figure_title(name: &str) -> &'static str {
         "separator_attention" => "separator attention",
         "focus_uniqueness" => "focus uniqueness",
         "segmentation_accuracy" => "segmentation accuracy",
+        "segmentation_undecided" => "segmentation undecided",
+        "sink_attention" => "sink attention",
         "repetition_fraction" => "repetition fraction",
         "focus_share" => "focus share",
         "local_fraction" => "local fraction",
