@@ -4,13 +4,15 @@
 //! `torch_ref.py time` measures, plus peak memory.
 //!
 //! With `--corpus`, it also runs the corpus runner over real documents and
-//! reports its windows per second beside the encoder's own at the corpus's
-//! mean window length: the gap is what reading, tokenizing and cutting the
-//! documents cost.
+//! reports its windows per second beside the encoder's: the windows over
+//! the time the same run spent in the encoder and the analysis (measured
+//! in the same run, so a busy machine slows both alike), and the synthetic
+//! bench at the corpus's mean window length. The gap is what reading,
+//! tokenizing and cutting the documents cost.
 
 use crate::analysis::{analyze, AnalysisOptions};
 use crate::captures::Captures;
-use crate::corpus::{self, CorpusOptions, FileList};
+use crate::corpus::{self, CorpusOptions, CorpusPlan};
 use crate::model::Model;
 use crate::tokens::TokenSequence;
 use serde::Serialize;
@@ -123,11 +125,17 @@ pub struct CorpusBench {
     pub tokens_per_window: f64,
     pub seconds: f64,
     pub windows_per_second: f64,
+    /// Of `seconds`, those in the encoder and the analysis.
+    pub model_seconds: f64,
+    /// `windows / model_seconds`: the encoder's pace on these windows.
+    pub encoder_windows_per_second: f64,
+    /// `windows_per_second / encoder_windows_per_second`.
+    pub corpus_over_encoder: f64,
 }
 
 /// Runs the whole corpus of `plan` (document mode, default settings), as
 /// `headscope corpus` would, and times it.
-pub fn run_corpus_bench(model: &Model, plan: FileList) -> anyhow::Result<CorpusBench> {
+pub fn run_corpus_bench(model: &Model, plan: CorpusPlan) -> anyhow::Result<CorpusBench> {
     let start = Instant::now();
     let report = corpus::run_files(
         model,
@@ -146,6 +154,9 @@ pub fn run_corpus_bench(model: &Model, plan: FileList) -> anyhow::Result<CorpusB
         tokens_per_window: report.tokens_per_window.mean.unwrap_or(0.0),
         seconds,
         windows_per_second: report.windows as f64 / seconds,
+        model_seconds: report.model_seconds,
+        encoder_windows_per_second: report.windows as f64 / report.model_seconds,
+        corpus_over_encoder: report.model_seconds / seconds,
     })
 }
 

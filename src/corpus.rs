@@ -1,47 +1,55 @@
 //! Corpus statistics: the figures of ANALYSIS.md §4 and §5 averaged over
-//! many texts, with their spread and 95% confidence intervals.
+//! many documents, with their spread and 95% confidence intervals.
 //!
-//! One text says little about a head; a folder of texts says whether a
-//! head's behaviour is stable. Every `.txt` file found under the given paths
-//! (folders are searched recursively; files named explicitly are taken
-//! whatever their extension; the list is sorted and de-duplicated so a run
-//! is deterministic) is cut into sentence-aligned windows that fit the
-//! model: window k starts at the sentence after the last one window k − 1
-//! analysed, until every sentence is covered. A file is split and tokenized
-//! once ([`TokenizedText`]) and its windows are cut from those tokens, the
-//! same windows `headscope analyze` builds; each runs through
-//! [`pipeline::run_prepared`] as in `analyze`, and every window counts once,
-//! whatever its length.
+//! One text says little about a head; a corpus says whether a head's
+//! behaviour is stable. The documents are found under the given paths
+//! (text and Markdown files, gzip-compressed or not, the records of JSON
+//! Lines and Parquet files: see [`sources`]), in an order every run finds
+//! alike. Each is cut into sentence-aligned windows that fit the model:
+//! window k starts at the sentence after the last one window k − 1
+//! analysed, until every sentence is covered. A document is split and
+//! tokenized once ([`TokenizedText`]) and its windows are cut from those
+//! tokens, the same windows `headscope analyze` builds; each runs through
+//! [`pipeline::run_prepared`] as in `analyze`, and every window counts
+//! once, whatever its length.
 //!
 //! The statistics themselves are pure and live in [`crate::corpus_stats`];
-//! this module is the runner: [`find_text_files`],
-//! [`run_files`] and [`run`], which read the files, run the model window by
-//! window, report progress through a callback and stop between windows (or
-//! inside one, between layers) when the cancel flag is set. A cancelled run
-//! still returns everything done so far, marked `partial`. What a run
-//! returns, and how it is written as JSON and CSV, is [`CorpusReport`].
+//! this module is the runner: [`run_shard`] analyses the documents of one
+//! shard ([`Shard`]; all of them for an unsharded run), reports progress
+//! through a callback, stops between windows (or inside one, between
+//! layers) when the cancel flag is set, and returns a [`CorpusPart`], the
+//! mergeable state of [`part`]; [`run_files`] and [`run`] turn the one part
+//! of an unsharded run into its [`CorpusReport`]. A cancelled run still
+//! returns everything done so far, marked `partial`.
 //!
-//! Files that give no text (binary, empty or blank, unreadable) are skipped
-//! and listed with the reason; a file that is not UTF-8 is read as Latin-1
-//! and listed under `warnings`. A sentence too long for the model on its own
-//! is left out of the windows and counted, with a warning.
+//! Documents that give no text (binary, empty or blank, unreadable, a JSON
+//! Lines line without the text field) are skipped and listed with the
+//! reason; a file that is not UTF-8 is read as Latin-1 and listed under
+//! `warnings`. A sentence too long for the model on its own is left out of
+//! the windows and counted, with a warning.
 
-mod files;
+mod parquet_source;
+pub mod part;
 mod report;
+pub mod shard;
+pub mod sources;
 
 pub use crate::corpus_stats::{
     CategoryCounts, CategoryFractions, CategoryShares, FocusToken, HeadSummary, LayerSummary,
     Summary, HEAD_FIGURES, LAYER_FIGURES,
 };
-pub use files::{find_text_files, CorpusError, FileList, FoundFile};
+pub use part::{merge, model_fingerprint, CorpusIdentity, CorpusPart, MergeError, Numbered};
 pub use report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT};
+pub use shard::Shard;
+pub use sources::{
+    find_documents, find_text_files, CorpusError, CorpusPlan, DocumentText, SourceOptions,
+    SourceReader,
+};
 
 use crate::analysis::AnalysisOptions;
-use crate::corpus_stats::CorpusStats;
 use crate::input::{InputError, InputMode, TokenizedText};
 use crate::model::Model;
 use crate::pipeline::{self, RunError};
-use crate::textfile::{read_text_file, TextFileError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,7 +98,7 @@ impl Progress<'_> {
     }
 
     /// One line for a log, without a line ending:
-    /// `corpus  42% [########            ] 21/50 files, 37 windows, ETA 1m05s`.
+    /// `corpus  42% [########            ] 21/50 documents, 37 windows, ETA 1m05s`.
     pub fn line(&self) -> String {
         const WIDTH: usize = 20;
         let fraction = self.fraction();
@@ -104,14 +112,14 @@ impl Progress<'_> {
         )
     }
 
-    /// What is done and the time left: `21/50 files, 37 windows, ETA 1m05s`.
+    /// What is done and the time left: `21/50 documents, 37 windows, ETA 1m05s`.
     pub fn counts(&self) -> String {
         let eta = match self.eta() {
             Some(eta) => format!("ETA {}", format_duration(eta)),
             None => "ETA —".into(),
         };
         format!(
-            "{}/{} files, {} window{}, {}",
+            "{}/{} documents, {} window{}, {}",
             self.files_done,
             self.files_total,
             self.windows_done,
@@ -170,7 +178,7 @@ impl Tracker {
     }
 }
 
-/// Finds the files under `paths` and runs [`run_files`] on them.
+/// Finds the documents under `paths` and runs [`run_files`] on them.
 pub fn run(
     model: &Model,
     paths: &[PathBuf],
@@ -178,133 +186,181 @@ pub fn run(
     on_event: &mut dyn FnMut(CorpusEvent<'_>),
     cancel: &AtomicBool,
 ) -> Result<CorpusReport, CorpusError> {
-    let list = find_text_files(paths)?;
-    Ok(run_files(model, list, options, on_event, cancel))
+    let plan = find_text_files(paths)?;
+    Ok(run_files(model, plan, options, on_event, cancel))
 }
 
-/// The reason text of a file that gave no text, without its path (the
-/// report lists the path beside it).
-fn skip_reason(error: &TextFileError) -> String {
-    match error {
-        TextFileError::Unreadable { reason, .. } => reason.clone(),
-        TextFileError::Binary { .. } => "binary file, not text".into(),
-        TextFileError::Empty { .. } => "empty or blank".into(),
-    }
-}
-
-/// Analyses every file of `list`, window by window, and aggregates the
-/// figures. Never fails: files that give nothing are listed as skipped.
+/// Analyses every document of `plan`, window by window, and aggregates the
+/// figures. Never fails: documents that give nothing are listed as skipped.
 /// Setting `cancel` stops the run within a layer's time; the windows
 /// finished so far are kept and the report is marked `partial`.
 pub fn run_files(
     model: &Model,
-    list: FileList,
+    plan: CorpusPlan,
     options: &CorpusOptions,
     on_event: &mut dyn FnMut(CorpusEvent<'_>),
     cancel: &AtomicBool,
 ) -> CorpusReport {
+    run_shard(model, &plan, Shard::WHOLE, options, on_event, cancel).report()
+}
+
+/// Analyses the documents of `shard` (all of them for [`Shard::WHOLE`]) and
+/// returns the mergeable result ([`CorpusPart`]); as [`run_files`] otherwise.
+/// The corpus's problems (paths not found, damaged files) are announced by
+/// shard 0 only, and recorded in every part.
+pub fn run_shard(
+    model: &Model,
+    plan: &CorpusPlan,
+    shard: Shard,
+    options: &CorpusOptions,
+    on_event: &mut dyn FnMut(CorpusEvent<'_>),
+    cancel: &AtomicBool,
+) -> CorpusPart {
     let start = Instant::now();
-    let mut stats = CorpusStats::default();
-    let mut report = CorpusReport {
-        format: FORMAT.into(),
-        model: model.name.clone(),
-        input_mode: options.mode,
-        options: options.analysis.clone(),
-        files_found: list.files.len() + list.skipped.len(),
-        ..Default::default()
+    let range = shard.range(&plan.sizes());
+    let identity = CorpusIdentity {
+        fingerprint: plan.fingerprint(),
+        documents: plan.documents.len(),
+        bytes: plan.bytes(),
+        problems: plan.problems.clone(),
     };
-    for skipped in list.skipped {
-        on_event(CorpusEvent::Skipped(&skipped));
-        report.skipped.push(skipped);
+    let mut part = CorpusPart::new(
+        &model.name,
+        options.mode,
+        &options.analysis,
+        identity,
+        shard,
+        range.clone(),
+    );
+    if shard.index == 0 {
+        for problem in &plan.problems {
+            on_event(CorpusEvent::Skipped(problem));
+        }
     }
-    let bytes_total: u64 = list.files.iter().map(|f| f.bytes).sum();
-    let mut bytes_before = 0u64;
-    let is_cancelled = || cancel.load(Ordering::SeqCst);
-    let files_total = list.files.len();
+    let documents = &plan.documents[range.clone()];
     let tracker = Tracker {
         start,
-        files_total,
-        bytes_total,
+        files_total: documents.len(),
+        bytes_total: documents.iter().map(|d| d.bytes).sum(),
     };
-    let progress =
-        |file, files_done, windows, bytes| tracker.event(file, files_done, windows, bytes);
-    if let Some(first) = list.files.first() {
-        on_event(progress(&first.path, 0, 0, 0));
+    let is_cancelled = || cancel.load(Ordering::SeqCst);
+    if let Some(first) = documents.first() {
+        on_event(tracker.event(plan.path_of(first), 0, 0, 0));
     }
-    for (index, found) in list.files.iter().enumerate() {
+    let mut bytes_before = 0u64;
+    // The file being read, opened once for all its documents.
+    let mut open: Option<(usize, Result<SourceReader, String>)> = None;
+    for (offset, document) in documents.iter().enumerate() {
         if is_cancelled() {
-            report.partial = true;
+            part.partial = true;
             break;
         }
-        let name = found.path.display().to_string();
-        let text = match read_text_file(&found.path) {
-            Ok(file) => {
-                if let Some(warning) = file.warning {
-                    // The message names the file; the report lists the path beside it.
-                    let warning = FileWarning {
-                        warning: warning
-                            .strip_prefix(&format!("{name} is "))
-                            .map_or(warning.clone(), str::to_string),
-                        path: name.clone(),
-                    };
-                    on_event(CorpusEvent::Warning(&warning));
-                    report.warnings.push(warning);
-                }
-                file.text
-            }
-            Err(e) => {
-                let skipped = SkippedFile {
-                    path: name,
-                    reason: skip_reason(&e),
-                };
-                on_event(CorpusEvent::Skipped(&skipped));
-                report.skipped.push(skipped);
-                bytes_before += found.bytes;
-                on_event(progress(
-                    &found.path,
-                    index + 1,
-                    stats.windows(),
-                    bytes_before,
-                ));
-                continue;
-            }
+        let number = range.start + offset;
+        let path = plan.path_of(document);
+        if open.as_ref().map(|(source, _)| *source) != Some(document.source) {
+            open = Some((document.source, SourceReader::open(plan, document.source)));
+        }
+        let text = match open.as_mut().map(|(_, reader)| reader) {
+            Some(Ok(reader)) => reader.read(plan, document),
+            Some(Err(reason)) => Err(reason.clone()),
+            None => Err("the file could not be opened".into()),
         };
-        let mut document = DocumentSummary {
-            path: name.clone(),
-            bytes: found.bytes,
-            ..Default::default()
+        let mut job = DocumentRun {
+            model,
+            options,
+            number,
+            path: path.display().to_string(),
+            bytes: document.bytes,
+            part: &mut part,
+            on_event: &mut *on_event,
+            is_cancelled: &is_cancelled,
+            progress: &|windows, bytes| tracker.event(path, offset, windows, bytes_before + bytes),
         };
-        // Bytes of the file covered once the text up to `offset` is done;
-        // scaled because a Latin-1 text is longer in UTF-8 than on disk.
-        let covered = |offset: usize| {
-            (offset as f64 / text.len().max(1) as f64 * found.bytes as f64).round() as u64
-        };
+        match text {
+            Ok(text) => job.run(text),
+            Err(reason) => job.skip(plan.default_id(document), reason),
+        }
+        if part.partial {
+            break;
+        }
+        bytes_before += document.bytes;
+        on_event(tracker.event(path, offset + 1, part.stats.windows(), bytes_before));
+    }
+    part.elapsed_seconds = start.elapsed().as_secs_f64();
+    part
+}
+
+/// One document's run: its windows, warnings and line in the part.
+struct DocumentRun<'a, 'e> {
+    model: &'a Model,
+    options: &'a CorpusOptions,
+    /// Its number in the corpus.
+    number: usize,
+    /// Its file.
+    path: String,
+    bytes: u64,
+    part: &'a mut CorpusPart,
+    on_event: &'a mut dyn FnMut(CorpusEvent<'_>),
+    is_cancelled: &'a dyn Fn() -> bool,
+    /// The progress event after `windows` windows in all and `bytes` of
+    /// this document done.
+    progress: &'a dyn Fn(usize, u64) -> CorpusEvent<'e>,
+}
+
+impl DocumentRun<'_, '_> {
+    fn skip(&mut self, path: String, reason: String) {
+        let skipped = SkippedFile { path, reason };
+        (self.on_event)(CorpusEvent::Skipped(&skipped));
+        self.part.skipped.push(Numbered {
+            document: self.number,
+            item: skipped,
+        });
+    }
+
+    fn warn(&mut self, path: String, warning: String) {
+        let warning = FileWarning { path, warning };
+        (self.on_event)(CorpusEvent::Warning(&warning));
+        self.part.warnings.push(Numbered {
+            document: self.number,
+            item: warning,
+        });
+    }
+
+    /// Cuts the text into windows and analyses each.
+    fn run(&mut self, text: DocumentText) {
+        let (model, options) = (self.model, self.options);
+        let id = text.id;
+        if let Some(warning) = text.warning {
+            // The message names the file; the report lists it beside it.
+            let warning = warning
+                .strip_prefix(&format!("{id} is "))
+                .map_or(warning.clone(), str::to_string);
+            self.warn(id.clone(), warning);
+        }
+        let text = text.text;
         // Tokenized once: every window is cut from these tokens.
         let tokenized = match TokenizedText::new(&model.tokenizer, &text, options.mode) {
             Ok(tokenized) => tokenized,
-            Err(e) => {
-                let skipped = SkippedFile {
-                    path: name,
-                    reason: e.to_string(),
-                };
-                on_event(CorpusEvent::Skipped(&skipped));
-                report.skipped.push(skipped);
-                bytes_before += found.bytes;
-                on_event(progress(
-                    &found.path,
-                    index + 1,
-                    stats.windows(),
-                    bytes_before,
-                ));
-                continue;
-            }
+            Err(e) => return self.skip(id, e.to_string()),
         };
         let spans = tokenized.sentence_spans();
-        document.sentences = spans.len();
+        let mut document = DocumentSummary {
+            id: id.clone(),
+            path: self.path.clone(),
+            bytes: self.bytes,
+            sentences: spans.len(),
+            ..Default::default()
+        };
+        // Bytes of the document covered once the text up to `offset` is
+        // done; scaled because the text's length differs from its size on
+        // disk (Latin-1, compression, JSON escapes).
+        let size = self.bytes;
+        let covered =
+            |offset: usize| (offset as f64 / text.len().max(1) as f64 * size as f64).round() as u64;
         let mut first_sentence = 0;
         while first_sentence < spans.len() {
-            if is_cancelled() {
-                report.partial = true;
+            if (self.is_cancelled)() {
+                self.part.partial = true;
                 break;
             }
             let window = tokenized
@@ -316,37 +372,33 @@ pub fn run_files(
                 )
                 .map_err(RunError::Input)
                 .and_then(|built| {
-                    pipeline::run_prepared(model, built, &options.analysis, &is_cancelled)
+                    pipeline::run_prepared(model, built, &options.analysis, self.is_cancelled)
                 });
             match window {
                 Ok(output) => {
-                    let built = &output.input;
-                    stats.add(&output.analysis);
+                    let analysed = output.input.sentences_analysed;
+                    self.part.stats.add(&output.analysis);
+                    self.part.model_seconds += output.timings.total_ms / 1000.0;
                     document.windows += 1;
                     document.tokens += output.analysis.tokens;
-                    report.tokens += output.analysis.tokens;
-                    report.content_tokens += output.analysis.content_tokens;
-                    report.sentences += built.sentences_analysed;
-                    let next = first_sentence + built.sentences_analysed;
+                    self.part.tokens += output.analysis.tokens;
+                    self.part.content_tokens += output.analysis.content_tokens;
+                    self.part.sentences += analysed;
+                    let next = first_sentence + analysed;
                     let end = next
                         .checked_sub(1)
                         .and_then(|last| spans.get(last))
                         .map_or(text.len(), |s| s.1);
-                    on_event(progress(
-                        &found.path,
-                        index,
-                        stats.windows(),
-                        bytes_before + covered(end),
-                    ));
+                    (self.on_event)((self.progress)(self.part.stats.windows(), covered(end)));
                     // No progress would loop for ever; it cannot happen
                     // with a non-empty window, but guard anyway.
-                    if built.sentences_analysed == 0 {
+                    if analysed == 0 {
                         break;
                     }
                     first_sentence = next;
                 }
                 Err(RunError::Cancelled) => {
-                    report.partial = true;
+                    self.part.partial = true;
                     break;
                 }
                 Err(RunError::Input(InputError::SentenceTooLong {
@@ -354,56 +406,37 @@ pub fn run_files(
                     tokens,
                     limit,
                 })) => {
-                    // One run-on sentence should not cost the rest of the file.
-                    let warning = FileWarning {
-                        path: name.clone(),
-                        warning: format!(
+                    // One run-on sentence should not cost the rest of the document.
+                    self.warn(
+                        id.clone(),
+                        format!(
                             "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit}: left it out"
                         ),
-                    };
-                    on_event(CorpusEvent::Warning(&warning));
-                    report.warnings.push(warning);
+                    );
                     document.sentences_left_out += 1;
-                    report.sentences_left_out += 1;
+                    self.part.sentences_left_out += 1;
                     first_sentence += 1;
                 }
                 Err(e) => {
-                    let skipped = SkippedFile {
-                        path: name.clone(),
-                        reason: match document.windows {
-                            0 => e.to_string(),
-                            done => format!("{e} (after {done} windows; those are counted)"),
-                        },
+                    let reason = match document.windows {
+                        0 => e.to_string(),
+                        done => format!("{e} (after {done} windows; those are counted)"),
                     };
-                    on_event(CorpusEvent::Skipped(&skipped));
-                    report.skipped.push(skipped);
+                    self.skip(id.clone(), reason);
                     break;
                 }
             }
         }
         document.complete = first_sentence >= spans.len();
         if document.windows > 0 {
-            report.files += 1;
-            report.bytes += found.bytes;
+            self.part.files += 1;
+            self.part.bytes += self.bytes;
         }
         if document.windows > 0 || document.sentences_left_out > 0 {
-            report.documents.push(document);
+            self.part.documents.push(Numbered {
+                document: self.number,
+                item: document,
+            });
         }
-        if report.partial {
-            break;
-        }
-        bytes_before += found.bytes;
-        on_event(progress(
-            &found.path,
-            index + 1,
-            stats.windows(),
-            bytes_before,
-        ));
     }
-    report.windows = stats.windows();
-    report.tokens_per_window = stats.tokens_per_window();
-    report.baseline_same_sentence_fraction = stats.baseline_same_sentence_fraction();
-    report.layers = stats.layers();
-    report.elapsed_seconds = start.elapsed().as_secs_f64();
-    report
 }

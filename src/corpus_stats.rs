@@ -4,11 +4,13 @@
 //! and most frequent focus token.
 //!
 //! - [`Aggregate`]: a running count, mean and sum of squared deviations of
-//!   one figure (missing values left out);
+//!   one figure (missing values left out), which merges with another's by
+//!   Chan et al.'s pairwise update, so that shards of a corpus add up to
+//!   the whole;
 //! - [`Summary`]: what a report shows of it (mean, sample std, 95%
 //!   interval, n), with [`t_quantile_975`] for the interval;
 //! - [`CorpusStats`]: adds up whole [`Analysis`] values, one per window,
-//!   each window weighted equally.
+//!   each window weighted equally; its state serialises and merges.
 //!
 //! No model, no tensors, no GUI: [`crate::corpus`] feeds it the windows it
 //! runs, and anything else (the app, the tests) can feed it analyses from
@@ -89,7 +91,7 @@ pub struct Summary {
 /// A running mean and variance (Welford's update, stable for any number of
 /// windows) of one figure. Missing values (`None`, and NaN or infinities,
 /// which the analysis never produces but a caller might) are not counted.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Aggregate {
     n: usize,
     mean: f64,
@@ -116,6 +118,25 @@ impl Aggregate {
         let delta = x - self.mean;
         self.mean += delta / self.n as f64;
         self.m2 += delta * (x - self.mean);
+    }
+
+    /// Adds everything `other` counted, as if its values had been pushed
+    /// here: Chan, Golub and LeVeque's pairwise update of the count, mean
+    /// and sum of squared deviations, exact up to rounding.
+    pub fn merge(&mut self, other: &Aggregate) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *other;
+            return;
+        }
+        let (na, nb) = (self.n as f64, other.n as f64);
+        let n = self.n + other.n;
+        let delta = other.mean - self.mean;
+        self.mean += delta * (nb / n as f64);
+        self.m2 += other.m2 + delta * delta * (na * nb / n as f64);
+        self.n = n;
     }
 
     /// Values counted so far.
@@ -168,6 +189,15 @@ impl CategoryCounts {
             Some(Category::Mixed) => self.mixed += 1,
             None => self.none += 1,
         }
+    }
+
+    /// Adds another tally's counts.
+    pub fn merge(&mut self, other: &CategoryCounts) {
+        self.repetition += other.repetition;
+        self.focus += other.focus;
+        self.local += other.local;
+        self.mixed += other.mixed;
+        self.none += other.none;
     }
 
     /// Windows counted.
@@ -325,7 +355,7 @@ impl LayerSummary {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 struct HeadAggregate {
     figures: [Aggregate; HEAD_FIGURES.len()],
     categories: CategoryCounts,
@@ -333,15 +363,18 @@ struct HeadAggregate {
     focus: BTreeMap<u32, (usize, Option<String>)>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 struct LayerAggregate {
     figures: [Aggregate; LAYER_FIGURES.len()],
     heads: Vec<HeadAggregate>,
 }
 
 /// Adds up the figures of many windows' [`Analysis`], each window weighted
-/// equally. Pure: the app can feed it analyses from anywhere.
-#[derive(Debug, Clone, Default)]
+/// equally. Pure: the app can feed it analyses from anywhere. Its state
+/// serialises exactly (counts, means and sums of squared deviations, the
+/// category and focus counts), so that the stats of shards merge
+/// ([`CorpusStats::merge`]) into those of the whole.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CorpusStats {
     windows: usize,
     tokens: Aggregate,
@@ -414,6 +447,54 @@ impl CorpusStats {
                     if entry.1.is_none() {
                         entry.1 = head.and_then(|f| f.focus_token.clone());
                     }
+                }
+            }
+        }
+    }
+
+    /// Adds every window `other` counted, as if they had been added here
+    /// after this one's: the figures by [`Aggregate::merge`], the category
+    /// and focus-token counts by addition. A layer or head one side lacks
+    /// counts as missing in that side's windows (as in [`CorpusStats::add`]).
+    pub fn merge(&mut self, other: &CorpusStats) {
+        let (before, theirs) = (self.windows, other.windows);
+        self.windows += other.windows;
+        self.tokens.merge(&other.tokens);
+        self.baseline.merge(&other.baseline);
+        let layers = self.layers.len().max(other.layers.len());
+        self.layers.resize_with(layers, LayerAggregate::default);
+        for (index, layer) in self.layers.iter_mut().enumerate() {
+            let empty = LayerAggregate::default();
+            let theirs_layer = other.layers.get(index).unwrap_or(&empty);
+            for (figure, other_figure) in layer.figures.iter_mut().zip(&theirs_layer.figures) {
+                figure.merge(other_figure);
+            }
+            let heads = layer.heads.len().max(theirs_layer.heads.len());
+            layer.heads.resize_with(heads, || HeadAggregate {
+                categories: CategoryCounts {
+                    none: before,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+            for (h, head) in layer.heads.iter_mut().enumerate() {
+                match theirs_layer.heads.get(h) {
+                    Some(other_head) => {
+                        for (figure, other_figure) in
+                            head.figures.iter_mut().zip(&other_head.figures)
+                        {
+                            figure.merge(other_figure);
+                        }
+                        head.categories.merge(&other_head.categories);
+                        for (&id, (count, token)) in &other_head.focus {
+                            let entry = head.focus.entry(id).or_default();
+                            entry.0 += count;
+                            if entry.1.is_none() {
+                                entry.1 = token.clone();
+                            }
+                        }
+                    }
+                    None => head.categories.none += theirs,
                 }
             }
         }

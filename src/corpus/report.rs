@@ -1,28 +1,35 @@
 //! What a corpus run returns ([`CorpusReport`]) and how it is written.
 //!
+//! A *document* is a text file, or one record of a JSON Lines or Parquet
+//! file; `path` and `id` below say which. `headscope merge` writes the same
+//! report from the parts of a sharded run (see [`super::part`]).
+//!
 //! # JSON (`headscope corpus --json`)
 //!
 //! ```text
 //! {
-//!   "format": "headscope-corpus/1",
+//!   "format": "headscope-corpus/2",
 //!   "model": "all-MiniLM-L6-v2",
 //!   "input_mode": "document",            // or "one_sentence_per_line", "plain"
 //!   "options": { ... },                  // AnalysisOptions, as in the app's settings
 //!   "partial": false,                    // true when cancelled before the end
-//!   "files_found": 52,                   // files considered (skipped ones included)
-//!   "files": 50,                         // files with at least one window analysed
+//!   "files_found": 52,                   // documents found, plus files that could not be read
+//!   "files": 50,                         // documents with at least one window analysed
 //!   "windows": 61,                       // model inputs analysed
 //!   "tokens": 9876,                      // their tokens, [CLS] and [SEP] included
 //!   "content_tokens": 9000,
 //!   "sentences": 700,                    // sentences analysed
 //!   "sentences_left_out": 0,             // sentences too long for the model alone
-//!   "bytes": 123456,                     // size of the files analysed
-//!   "elapsed_seconds": 12.5,
-//!   "skipped": [{"path": "a/b.txt", "reason": "binary file, not text"}],
+//!   "bytes": 123456,                     // size of the documents analysed
+//!   "elapsed_seconds": 12.5,             // merged: the shards' times added up
+//!   "model_seconds": 11.9,               // of which in the encoder and the analysis
+//!   "skipped": [{"path": "a/b.txt", "reason": "binary file, not text"},
+//!               {"path": "w.jsonl:7", "reason": "no \"text\" field (it has: title, body); ..."}],
 //!   "warnings": [{"path": "a/c.txt", "warning": "not UTF-8: read it as Latin-1 ..."}],
-//!   "documents": [{"path": "a/d.txt", "bytes": 812, "sentences": 9,
+//!   "documents": [{"id": "a/d.txt", "path": "a/d.txt", "bytes": 812, "sentences": 9,
 //!                  "windows": 1, "tokens": 190, "sentences_left_out": 0,
-//!                  "complete": true}],
+//!                  "complete": true},
+//!                 {"id": "enwiki-12", "path": "w.jsonl", ...}],   // in corpus order
 //!   "tokens_per_window": SUMMARY,
 //!   "baseline_same_sentence_fraction": SUMMARY,
 //!   "layers": [                          // L objects
@@ -68,25 +75,31 @@ use crate::input::InputMode;
 use serde::{Deserialize, Serialize};
 
 /// The value of the `format` field, bumped when the layout changes.
-pub const FORMAT: &str = "headscope-corpus/1";
+pub const FORMAT: &str = "headscope-corpus/2";
 
-/// A file that gave no text, and why.
+/// A document that gave no text, or a file that could not be read, and
+/// why; `path` is the document's id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedFile {
     pub path: String,
     pub reason: String,
 }
 
-/// Something to know about a file that was analysed anyway.
+/// Something to know about a document that was analysed anyway; `path`
+/// is its id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileWarning {
     pub path: String,
     pub warning: String,
 }
 
-/// What became of one file.
+/// What became of one document.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct DocumentSummary {
+    /// Its id: the file's path for a text file, the record's id (or
+    /// `PATH:LINE`, `PATH[ROW]`) for a record of JSON Lines or Parquet.
+    pub id: String,
+    /// Its file.
     pub path: String,
     pub bytes: u64,
     /// Sentences in the whole file.
@@ -117,6 +130,8 @@ pub struct CorpusReport {
     pub sentences_left_out: usize,
     pub bytes: u64,
     pub elapsed_seconds: f64,
+    /// Of which in the encoder and the analysis.
+    pub model_seconds: f64,
     pub skipped: Vec<SkippedFile>,
     pub warnings: Vec<FileWarning>,
     pub documents: Vec<DocumentSummary>,
