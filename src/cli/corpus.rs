@@ -1,10 +1,12 @@
-//! `headscope corpus`: the corpus statistics of many texts from the command
-//! line, with progress on stderr: a live bar on a terminal, a line now and
-//! then in a log file.
+//! `headscope corpus`: the corpus statistics of many documents from the
+//! command line, with progress on stderr (a live bar on a terminal, a line
+//! now and then in a log file), whole or one shard at a time; and
+//! `headscope merge`, which turns the shards' parts into the whole's report.
 
 use super::{check_writable, load_model, ModelInputArgs};
-use crate::corpus::{self, CorpusEvent, CorpusOptions, Progress};
-use anyhow::bail;
+use crate::corpus::sources::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
+use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusPart, Progress, Shard, SourceOptions};
+use anyhow::{anyhow, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -18,14 +20,41 @@ pub(crate) struct CorpusArgs {
     #[command(flatten)]
     input: ModelInputArgs,
     /// Write the corpus statistics as JSON to this file, - for stdout.
-    #[arg(long)]
-    json: PathBuf,
+    #[arg(long, required_unless_present = "part")]
+    json: Option<PathBuf>,
     /// Also write one row per layer/head figure (mean, std, ci95, n) as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Text files, and folders searched recursively for .txt files.
+    /// Write the mergeable partial result here (what `headscope merge` reads).
+    #[arg(long)]
+    part: Option<PathBuf>,
+    /// Analyse only shard K of N (K from 0): a deterministic 1/N of the
+    /// corpus by size. Needs --part.
+    #[arg(long, value_name = "K/N", requires = "part")]
+    shard: Option<Shard>,
+    /// The field (JSON Lines) or column (Parquet) holding each document's text.
+    #[arg(long, default_value = DEFAULT_TEXT_FIELD)]
+    text_field: String,
+    /// The field or column naming each document (else FILE:LINE or FILE[ROW]).
+    #[arg(long, default_value = DEFAULT_ID_FIELD)]
+    id_field: String,
+    /// Files and folders: .txt, .md, .jsonl, .parquet and .gz text (folders
+    /// are searched recursively).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct MergeArgs {
+    /// The parts written by `headscope corpus --shard K/N --part FILE`, one per shard.
+    #[arg(required = true)]
+    parts: Vec<PathBuf>,
+    /// Write the merged corpus statistics as JSON to this file, - for stdout.
+    #[arg(long)]
+    json: PathBuf,
+    /// Also write them as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 /// How often a log (stderr not a terminal) hears about progress: at every
@@ -105,22 +134,46 @@ impl ProgressDisplay {
     }
 }
 
-pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
-    let is_stdout = |path: &Path| path.as_os_str() == "-";
-    if is_stdout(&args.json) && args.csv.as_deref().is_some_and(is_stdout) {
-        bail!("--json and --csv cannot both go to standard output");
+/// Writes `text` to `path`, or to standard output for `-`.
+fn write_output(path: &Path, text: &str) -> anyhow::Result<()> {
+    if is_stdout(path) {
+        println!("{text}");
+    } else {
+        crate::export::save_text(text, path)?;
     }
+    Ok(())
+}
+
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Fails early when two outputs go to standard output, or one cannot be written.
+fn check_outputs(outputs: &[&Option<PathBuf>]) -> anyhow::Result<()> {
+    let paths: Vec<&PathBuf> = outputs.iter().filter_map(|p| p.as_ref()).collect();
+    if paths.iter().filter(|p| is_stdout(p)).count() > 1 {
+        bail!("only one of --json, --csv and --part can go to standard output");
+    }
+    for path in paths {
+        check_writable(path)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
     let options = CorpusOptions {
         mode: args.input.mode(),
         analysis: args.input.analysis.options()?,
     };
-    // Check the outputs and find the files before the model loads, so a
-    // typo costs nothing.
-    check_writable(&args.json)?;
-    if let Some(path) = &args.csv {
-        check_writable(path)?;
-    }
-    let files = corpus::find_text_files(&args.paths)?;
+    // Check the outputs and find the documents before the model loads, so
+    // a typo costs nothing.
+    check_outputs(&[&args.json, &args.csv, &args.part])?;
+    let sources = SourceOptions {
+        text_field: args.text_field.clone(),
+        id_field: args.id_field.clone(),
+    };
+    let plan = corpus::find_documents(&args.paths, &sources)?;
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     let model = load_model(&args.input.model)?;
     // The first Ctrl+C stops at the next layer and writes what was done;
     // a second one quits at once.
@@ -134,9 +187,10 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
         eprintln!("headscope: warning: Ctrl+C will stop without writing anything: {e}");
     }
     let mut display = ProgressDisplay::for_stderr();
-    let report = corpus::run_files(
+    let mut part = corpus::run_shard(
         &model,
-        files,
+        &plan,
+        shard,
         &options,
         &mut |event| match event {
             CorpusEvent::Progress(p) => display.progress(&p),
@@ -150,32 +204,84 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
         &cancel,
     );
     display.finish();
-    let write = |path: &Path, text: String| -> anyhow::Result<()> {
-        if is_stdout(path) {
-            println!("{text}");
-        } else {
-            crate::export::save_text(&text, path)?;
-        }
-        Ok(())
-    };
-    write(&args.json, report.to_json())?;
-    if let Some(path) = &args.csv {
-        write(path, report.to_csv())?;
+    if let Some(path) = &args.part {
+        part.model_fingerprint = match corpus::model_fingerprint(&model.folder) {
+            Ok(digest) => Some(digest),
+            Err(e) => {
+                eprintln!(
+                    "headscope: warning: cannot read the model's files for its digest ({e}): \
+                     the merge will compare the model by name only"
+                );
+                None
+            }
+        };
+        write_output(path, &part.to_json())?;
     }
+    let report = part.report();
+    if let Some(path) = &args.json {
+        write_output(path, &report.to_json())?;
+    }
+    if let Some(path) = &args.csv {
+        write_output(path, &report.to_csv())?;
+    }
+    let windows = |n: usize| format!("{n} window{}", if n == 1 { "" } else { "s" });
     if report.partial {
         bail!(
-            "interrupted: wrote the {} window{} done so far (\"partial\": true)",
-            report.windows,
-            if report.windows == 1 { "" } else { "s" }
+            "interrupted: wrote the {} done so far (\"partial\": true){}",
+            windows(report.windows),
+            if args.shard.is_some() {
+                format!("; rerun this shard alone with --shard {shard}")
+            } else {
+                String::new()
+            }
         );
     }
+    let shard_text = match args.shard {
+        Some(shard) => format!(
+            "shard {shard} (documents {}–{} of {}): ",
+            part.first_document + 1,
+            part.end_document,
+            plan.documents.len()
+        ),
+        None => String::new(),
+    };
     eprintln!(
-        "headscope: {} windows of {} files ({} tokens; {} skipped) in {:.1} s",
-        report.windows,
+        "headscope: {shard_text}{} of {} documents ({} tokens; {} skipped) in {:.1} s",
+        windows(report.windows),
         report.files,
         report.tokens,
         report.skipped.len(),
         report.elapsed_seconds
+    );
+    Ok(())
+}
+
+/// `headscope merge`: the parts of a sharded run into its report.
+pub(crate) fn merge(args: MergeArgs) -> anyhow::Result<()> {
+    check_outputs(&[&Some(args.json.clone()), &args.csv])?;
+    let mut parts = Vec::with_capacity(args.parts.len());
+    for path in &args.parts {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow!(
+                "cannot read {name}: {}",
+                crate::textfile::describe_io_error(&e)
+            )
+        })?;
+        let part = CorpusPart::from_json(&text).map_err(|e| anyhow!("{name} is {e}"))?;
+        parts.push((name, part));
+    }
+    let report = corpus::merge(&parts)?;
+    write_output(&args.json, &report.to_json())?;
+    if let Some(path) = &args.csv {
+        write_output(path, &report.to_csv())?;
+    }
+    eprintln!(
+        "headscope: merged {} shards: {} windows of {} documents ({} skipped)",
+        parts.len(),
+        report.windows,
+        report.files,
+        report.skipped.len()
     );
     Ok(())
 }
