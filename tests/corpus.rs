@@ -269,12 +269,20 @@ fn finding_files_is_recursive_sorted_and_fails_clearly_on_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join("b/deeper")).unwrap();
-    for name in ["z.txt", "a.TXT", "b/deeper/m.txt", "b/notes.md", "b/c.txt"] {
+    for name in [
+        "z.txt",
+        "a.TXT",
+        "b/deeper/m.txt",
+        "b/notes.md",
+        "b/c.txt",
+        "b/page.html",
+        "b/data.csv",
+    ] {
         std::fs::write(root.join(name), "Text.").unwrap();
     }
     let list = corpus::find_text_files(&[root.to_path_buf(), root.join("z.txt")]).unwrap();
     let names: Vec<String> = list
-        .files
+        .sources
         .iter()
         .map(|f| {
             f.path
@@ -284,22 +292,27 @@ fn finding_files_is_recursive_sorted_and_fails_clearly_on_nothing() {
                 .into_owned()
         })
         .collect();
-    // z.txt named twice is listed once; notes.md is not a .txt.
-    assert_eq!(names, ["a.TXT", "b/c.txt", "b/deeper/m.txt", "z.txt"]);
-    assert_eq!(list.files[0].bytes, 5);
+    // z.txt named twice is listed once; .md is text too; .html and .csv
+    // are not corpus files.
+    assert_eq!(
+        names,
+        ["a.TXT", "b/c.txt", "b/deeper/m.txt", "b/notes.md", "z.txt"]
+    );
+    assert_eq!(list.sources[0].bytes, 5);
+    assert_eq!(list.documents.len(), 5);
 
     let missing = root.join("nope");
     let list = corpus::find_text_files(&[root.join("b"), missing.clone()]).unwrap();
-    assert_eq!(list.files.len(), 2);
-    assert_eq!(list.skipped.len(), 1);
-    assert_eq!(list.skipped[0].reason, "no such file or folder");
+    assert_eq!(list.sources.len(), 3);
+    assert_eq!(list.problems.len(), 1);
+    assert_eq!(list.problems[0].reason, "no such file or folder");
 
     let empty = tempfile::tempdir().unwrap();
-    std::fs::write(empty.path().join("readme.md"), "x").unwrap();
+    std::fs::write(empty.path().join("readme.html"), "x").unwrap();
     let error = corpus::find_text_files(&[empty.path().to_path_buf(), missing])
         .unwrap_err()
         .to_string();
-    assert!(error.contains("no .txt file found"), "{error}");
+    assert!(error.contains("no document found"), "{error}");
     assert!(error.contains("no such file or folder"), "{error}");
     assert!(corpus::find_text_files(&[]).is_err());
 }
@@ -344,7 +357,7 @@ fn generated_text(seed: u64, sentences: usize) -> String {
 
 /// Writes the mixed folder: three readable texts (one in a subfolder, one
 /// long enough for several windows), a Latin-1 text, a binary and an empty
-/// `.txt`, and a `.md` that must be ignored.
+/// `.txt`, and an `.html` that must be ignored.
 fn mixed_folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -359,7 +372,7 @@ fn mixed_folder() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(root.join("binary.txt"), [0u8, 159, 146, 150, 0, 1, 2, 3]).unwrap();
     std::fs::write(root.join("empty.txt"), "  \n\n").unwrap();
-    std::fs::write(root.join("ignored.md"), generated_text(4, 3)).unwrap();
+    std::fs::write(root.join("ignored.html"), generated_text(4, 3)).unwrap();
     dir
 }
 
@@ -447,7 +460,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
     );
 
     assert!(!report.partial);
-    assert_eq!(report.format, "headscope-corpus/1");
+    assert_eq!(report.format, "headscope-corpus/2");
     assert_eq!(report.files_found, 6);
     assert_eq!(report.files, 4);
     assert_eq!(report.windows, windows.len());
@@ -479,7 +492,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
     assert_eq!(documents, expected);
 
     // The binary and the empty file are skipped with their reasons; the
-    // Latin-1 file is analysed with a warning; the .md is not considered.
+    // Latin-1 file is analysed with a warning; the .html is not considered.
     let skipped: Vec<(String, String)> = report
         .skipped
         .iter()
@@ -605,11 +618,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
                 hf(|x| x.separator_attention),
                 &at("sep"),
             );
-            check_summary(
-                &head.sink_attention,
-                hf(|x| x.sink_attention),
-                &at("sink"),
-            );
+            check_summary(&head.sink_attention, hf(|x| x.sink_attention), &at("sink"));
             for category in Category::ALL {
                 let expected = windows
                     .iter()
@@ -785,7 +794,7 @@ fn binary_analyses_fifty_texts_with_progress() {
         .count();
     assert!((2..=22).contains(&progress_lines), "{stderr}");
     assert!(stderr.contains("100% ["), "{stderr:?}");
-    assert!(stderr.contains("50/50 files, 50 windows"), "{stderr:?}");
+    assert!(stderr.contains("50/50 documents, 50 windows"), "{stderr:?}");
     assert!(stderr.contains("ETA"), "{stderr:?}");
 
     let value: serde_json::Value =
@@ -834,7 +843,7 @@ fn binary_analyses_fifty_texts_with_progress() {
 #[test]
 fn binary_without_text_files_fails_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.md"), "Not a txt.").unwrap();
+    std::fs::write(dir.path().join("notes.html"), "Not a text file.").unwrap();
     let json = dir.path().join("out.json");
     let output = Command::new(headscope_bin())
         .args([
@@ -849,7 +858,7 @@ fn binary_without_text_files_fails_with_one_line() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("no .txt file found"), "{stderr}");
+    assert!(stderr.contains("no document found"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr:?}");
     assert!(!json.exists());
 }
@@ -976,7 +985,7 @@ fn binary_on_a_terminal_draws_a_live_bar() {
     // and ends full.
     assert!(seen.contains('\r') || seen.contains("\x1b["), "{seen:?}");
     assert!(seen.contains("100% [####################]"), "{seen:?}");
-    assert!(seen.contains("4/4 files, 4 windows"), "{seen:?}");
+    assert!(seen.contains("4/4 documents, 4 windows"), "{seen:?}");
     let value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(value["windows"], 4);
