@@ -1,8 +1,10 @@
 //! The corpus statistics window (File → "Corpus statistics…"): the figures
-//! of ANALYSIS.md §4 and §5 averaged over a folder of texts, as
-//! [`crate::corpus`] computes them for `headscope corpus`.
+//! of ANALYSIS.md §4 and §5 averaged over a corpus, as [`crate::corpus`]
+//! computes them for `headscope corpus`: a folder of texts (`.txt`, `.md`,
+//! gzip-compressed or not), or a JSON Lines or Parquet file whose `text`
+//! field holds the documents.
 //!
-//! The user types or picks a folder and presses Run. The run goes to the
+//! The user types or picks a folder or file and presses Run. The run goes to the
 //! model thread ([`AnalysisWorker::run_corpus`]), which lends the loaded
 //! model to a thread of its own, so the UI and the interactive analysis keep
 //! working; progress, skipped files and the report come back on a channel
@@ -36,7 +38,7 @@ pub const MENU_LABEL: &str = "Corpus statistics…";
 /// The window's title.
 pub const WINDOW_TITLE: &str = "Corpus statistics";
 /// The accessible name of the folder field.
-pub const FOLDER_LABEL: &str = "Folder of texts";
+pub const FOLDER_LABEL: &str = "Corpus folder or file";
 pub const RUN_LABEL: &str = "Run";
 pub const CANCEL_LABEL: &str = "Cancel";
 pub const SAVE_LABEL: &str = "Save JSON…";
@@ -136,7 +138,8 @@ impl CorpusView {
         self.error = None;
         self.save_message = None;
         if folder.is_empty() {
-            self.error = Some("type a folder holding .txt files, or choose one".into());
+            self.error =
+                Some("type a folder of texts or a .jsonl or .parquet file, or choose one".into());
             return;
         }
         let options = CorpusOptions {
@@ -276,10 +279,11 @@ impl CorpusView {
             if self.error.is_none() {
                 ui.add_space(12.0);
                 ui.weak(
-                    "Every .txt file under the folder (searched recursively) is cut into \
-                     sentence windows that fit the model; each window is analysed like the \
-                     text in the editor, and every figure is averaged over the windows with \
-                     its 95% confidence interval.",
+                    "Every document is cut into sentence windows that fit the model: each \
+                     .txt or .md file under the folder (searched recursively, .gz read too), \
+                     each line of a JSON Lines file and each row of a Parquet file (their \
+                     \"text\" field). Each window is analysed like the text in the editor, and \
+                     every figure is averaged over the windows with its 95% confidence interval.",
                 );
             }
             return;
@@ -323,8 +327,8 @@ impl CorpusView {
                 .add_enabled(
                     !running,
                     egui::TextEdit::singleline(&mut self.folder)
-                        .hint_text("a folder of .txt files")
-                        .desired_width((ui.available_width() - 330.0).max(200.0)),
+                        .hint_text("a folder of .txt files, or a .jsonl or .parquet file")
+                        .desired_width((ui.available_width() - 400.0).max(200.0)),
                 )
                 .labelled_by(label.id);
             let submitted = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
@@ -333,7 +337,7 @@ impl CorpusView {
                     !running && self.folder_dialog.is_none(),
                     egui::Button::new("Browse…"),
                 )
-                .on_hover_text("Choose the folder in a dialog")
+                .on_hover_text("Choose a folder of texts in a dialog")
                 .clicked()
             {
                 let wake = wake.clone();
@@ -341,6 +345,22 @@ impl CorpusView {
                     rfd::FileDialog::new()
                         .set_title("Choose a folder of .txt files")
                         .pick_folder()
+                }));
+            }
+            if ui
+                .add_enabled(
+                    !running && self.folder_dialog.is_none(),
+                    egui::Button::new("File…"),
+                )
+                .on_hover_text("Choose a JSON Lines or Parquet file (or one text) in a dialog")
+                .clicked()
+            {
+                let wake = wake.clone();
+                self.folder_dialog = Some(dialogs::spawn_dialog(wake, || {
+                    rfd::FileDialog::new()
+                        .set_title("Choose a corpus file")
+                        .add_filter("Corpus", &["jsonl", "ndjson", "parquet", "gz", "txt", "md"])
+                        .pick_file()
                 }));
             }
             if running {
@@ -359,7 +379,7 @@ impl CorpusView {
                 let can_run = model.is_some();
                 let run = ui
                     .add_enabled(can_run, egui::Button::new(RUN_LABEL))
-                    .on_hover_text("Analyse every .txt file under the folder")
+                    .on_hover_text("Analyse every document of the folder or file")
                     .on_disabled_hover_text("Load a model first");
                 if run.clicked() || (submitted && can_run) {
                     self.start(worker, settings);
@@ -427,14 +447,14 @@ fn progress_ui(ui: &mut egui::Ui, run: &Run) {
     let Some(progress) = &run.progress else {
         ui.horizontal(|ui| {
             ui.add(egui::Spinner::new());
-            ui.label(format!("Looking for .txt files in {}…", run.folder));
+            ui.label(format!("Looking for documents in {}…", run.folder));
         });
         return;
     };
     let p = progress.progress();
     let eta = p.eta().map_or("—".to_string(), corpus::format_duration);
     let text = format!(
-        "{:.0}% · {}/{} files · {} window{} · ETA {eta}",
+        "{:.0}% · {}/{} documents · {} window{} · ETA {eta}",
         p.fraction() * 100.0,
         p.files_done,
         p.files_total,
@@ -486,7 +506,7 @@ fn summary_ui(ui: &mut egui::Ui, report: &CorpusReport, folder: &str) {
         None => String::new(),
     };
     ui.label(format!(
-        "{folder}: {} of {} files analysed · {} windows · {} tokens{tokens} · {} sentences{} · \
+        "{folder}: {} of {} documents analysed · {} windows · {} tokens{tokens} · {} sentences{} · \
          {:.1} s · model {}",
         report.files,
         report.files_found,
