@@ -2,7 +2,8 @@
 //!
 //! The crate is layered so that dependencies flow one way:
 //!
-//! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`]:
+//! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`],
+//!   [`atomic_file`]:
 //!   pure data and computation, no GUI and no tensor library.
 //! - [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
 //! - [`model`]: loads a BERT checkpoint and runs our own encoder, capturing
@@ -14,6 +15,7 @@
 
 pub mod analysis;
 pub mod app;
+pub mod atomic_file;
 pub mod bench;
 pub mod captures;
 pub mod cli;
