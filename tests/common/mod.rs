@@ -3,6 +3,8 @@
 //! fixtures, and tiny random models written on the spot.
 #![allow(dead_code)]
 
+pub mod app;
+
 use headscope::model::{random, BertConfig};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
