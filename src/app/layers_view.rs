@@ -39,7 +39,8 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
         ui.label("This result has no layers.");
         return None;
     }
-    egui::ScrollArea::vertical()
+    // Both ways: a narrow window still reaches the table's last column.
+    egui::ScrollArea::both()
         .auto_shrink([false, false])
         .show(ui, |ui| {
             ui.heading("Inter-layer comparison");
@@ -101,28 +102,9 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
             });
             ui.add_space(8.0);
 
-            let correlation_side = correlation_grid_side(ui, analysis.layers.len());
-            let table_width = (ui.available_width() - correlation_side - 24.0).max(320.0);
-            ui.horizontal_top(|ui| {
-                ui.vertical(|ui| {
-                    ui.set_width(table_width);
-                    ui.strong("Per-layer figures");
-                    if let Some(layer) = figures_table(ui, analysis, table_width) {
-                        action = Some(ViewAction::ShowLayer(layer));
-                    }
-                });
-                ui.add_space(16.0);
-                let save = plot_export::figure(
-                    ui,
-                    "layer-correlation",
-                    "Layer-to-layer correlation",
-                    |ui| {
-                        ui.weak("Pearson r of the head-averaged, z-scored S");
-                        correlation_grid(ui, &analysis.layer_correlation, correlation_side);
-                    },
-                );
-                save_plot(&mut action, save);
-            });
+            if let Some(clicked) = table_and_correlation(ui, analysis) {
+                action = Some(clicked);
+            }
         });
     action
 }
@@ -611,10 +593,70 @@ fn figures_table(ui: &mut egui::Ui, analysis: &Analysis, width: f32) -> Option<u
     clicked
 }
 
-/// The side of the correlation grid that fits next to the table.
-fn correlation_grid_side(ui: &egui::Ui, layers: usize) -> f32 {
-    let cell = (ui.available_width() * 0.4 / (layers as f32 + 1.0)).clamp(18.0, 46.0);
-    cell * (layers as f32 + 1.0)
+/// Correlation cells at least this wide show their value.
+const LABELLED_CELL: f32 = 28.0;
+/// The correlation cells' size range.
+const CELL_RANGE: std::ops::RangeInclusive<f32> = 18.0..=46.0;
+
+/// The per-layer table and the layer-to-layer correlation grid: side by
+/// side when both fit the width with the grid's values readable, else the
+/// grid below the table at full size, so a deep model's grid (12 layers)
+/// is never cut off beside a wide table. Returns what was asked for.
+fn table_and_correlation(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
+    let mut action = None;
+    let layers = analysis.layers.len();
+    let available = ui.available_width();
+    let gap = 16.0 + 2.0 * ui.spacing().item_spacing.x;
+    let table_needed: f32 = LAYER_COLUMNS.iter().map(|c| c.width).sum();
+    let beside = (available - table_needed - gap).min(available * 0.4);
+    let side_by_side = beside / (layers as f32 + 1.0) >= LABELLED_CELL;
+    let mut table = |ui: &mut egui::Ui, width: f32| {
+        ui.strong("Per-layer figures");
+        if let Some(layer) = figures_table(ui, analysis, width) {
+            action = Some(ViewAction::ShowLayer(layer));
+        }
+    };
+    let mut save = None;
+    let mut grid = |ui: &mut egui::Ui, room: f32| {
+        let side = correlation_grid_side(room, layers);
+        save = plot_export::figure(
+            ui,
+            "layer-correlation",
+            "Layer-to-layer correlation",
+            |ui| {
+                ui.weak("Pearson r of the head-averaged, z-scored S");
+                correlation_grid(ui, &analysis.layer_correlation, side);
+            },
+        );
+    };
+    if side_by_side {
+        let side = correlation_grid_side(beside, layers);
+        let table_width = available - side - gap;
+        ui.horizontal_top(|ui| {
+            ui.vertical(|ui| {
+                ui.set_width(table_width);
+                table(ui, table_width);
+            });
+            ui.add_space(16.0);
+            grid(ui, side);
+        });
+    } else {
+        table(ui, available);
+        ui.add_space(8.0);
+        grid(ui, available);
+    }
+    save_plot(&mut action, save);
+    action
+}
+
+/// The side of a correlation grid of `layers` (plus a row and a column of
+/// labels) that fits in `room`.
+fn correlation_grid_side(room: f32, layers: usize) -> f32 {
+    let cells = layers as f32 + 1.0;
+    (room / cells)
+        .floor()
+        .clamp(*CELL_RANGE.start(), *CELL_RANGE.end())
+        * cells
 }
 
 /// The L×L grid of correlations, coloured on RdBu from −1 to 1.
