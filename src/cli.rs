@@ -393,8 +393,8 @@ fn print_table(model: &Model, output: &RunOutput) {
     );
     let _ = writeln!(
         out,
-        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12}  categories (repetition/focus/local/mixed)",
-        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation"
+        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>9}  categories (repetition/focus/local/mixed)",
+        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "sink-attn"
     );
     for (index, layer) in a.layers.iter().enumerate() {
         let mut counts = [0usize; 4];
@@ -405,13 +405,15 @@ fn print_table(model: &Model, output: &RunOutput) {
         }
         let _ = writeln!(
             out,
-            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12}  {}/{}/{}/{}",
+            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>9}  {}/{}/{}/{}",
             index,
             fmt(layer.mean_distance, 2),
             fmt(layer.same_sentence_fraction, 3),
             fmt(layer.separator_attention, 3),
             fmt(layer.focus_uniqueness, 3),
             fmt(layer.segmentation_accuracy, 3),
+            fmt(layer.segmentation_undecided, 3),
+            fmt(layer.sink_attention, 3),
             counts[0],
             counts[1],
             counts[2],

@@ -161,6 +161,44 @@ pub fn build_input(
     Ok(built)
 }
 
+/// The ids that are never content (ANALYSIS.md §1): `[CLS]`, `[SEP]` and the
+/// tokenizer's padding token.
+struct SpecialIds([Option<u32>; 3]);
+
+impl SpecialIds {
+    fn new(tokenizer: &Tokenizer, cls_id: u32, sep_id: u32) -> Self {
+        let pad = tokenizer
+            .get_padding()
+            .map(|p| p.pad_id)
+            .or_else(|| tokenizer.token_to_id("[PAD]"));
+        Self([Some(cls_id), Some(sep_id), pad])
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.0.contains(&Some(id))
+    }
+}
+
+/// Appends one token of the text. A special token written in the text (the
+/// characters `[SEP]`, say) is what the tokenizer made of it: a special
+/// position that belongs to no sentence, so it never closes one.
+fn push_text_token(
+    tokens: &mut TokenSequence,
+    specials: &SpecialIds,
+    (id, text): (u32, &str),
+    sentence: Option<usize>,
+    offsets: (usize, usize),
+) {
+    let special = specials.contains(id);
+    tokens.input_ids.push(id);
+    tokens.token_texts.push(text.to_string());
+    tokens.special.push(special);
+    tokens
+        .sentence_ids
+        .push(if special { None } else { sentence });
+    tokens.offsets.push(Some(offsets));
+}
+
 fn special(tokens: &mut TokenSequence, id: u32, text: &str, sentence: Option<usize>) {
     tokens.input_ids.push(id);
     tokens.token_texts.push(text.to_string());
@@ -192,6 +230,7 @@ fn build_document(
     cls_id: u32,
     sep_id: u32,
 ) -> Result<BuiltInput, InputError> {
+    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
     let mut tokens = empty_sequence(cls_id, sep_id);
     let mut analysed = 0;
     let mut next = first;
@@ -220,11 +259,13 @@ fn build_document(
             .zip(encoding.get_tokens())
             .zip(encoding.get_offsets())
         {
-            tokens.input_ids.push(id);
-            tokens.token_texts.push(token.clone());
-            tokens.special.push(false);
-            tokens.sentence_ids.push(sentence);
-            tokens.offsets.push(Some((start + s, start + e)));
+            push_text_token(
+                &mut tokens,
+                &specials,
+                (id, token),
+                sentence,
+                (start + s, start + e),
+            );
         }
         special(&mut tokens, sep_id, "[SEP]", sentence);
         analysed += 1;
@@ -297,6 +338,7 @@ fn build_plain(
             });
         }
     }
+    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
     let mut tokens = empty_sequence(cls_id, sep_id);
     let kept_tokens = encoding
         .get_ids()
@@ -306,13 +348,13 @@ fn build_plain(
         .zip(&sentence_of)
         .take(kept);
     for (((&id, token), &(s, e)), &sentence) in kept_tokens {
-        tokens.input_ids.push(id);
-        tokens.token_texts.push(token.clone());
-        tokens.special.push(false);
-        tokens.sentence_ids.push(Some(sentence));
-        tokens
-            .offsets
-            .push(Some((window_start + s, window_start + e)));
+        push_text_token(
+            &mut tokens,
+            &specials,
+            (id, token),
+            Some(sentence),
+            (window_start + s, window_start + e),
+        );
     }
     // Nothing kept means the tokenizer produced no token at all (text of
     // characters it drops): every sentence was read, none left out.

@@ -3,8 +3,9 @@
 //! The crate is layered so that dependencies flow one way:
 //!
 //! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`],
-//!   [`atomic_file`]:
-//!   pure data and computation, no GUI and no tensor library.
+//!   [`atomic_file`]: pure data and computation, no GUI and no tensor
+//!   library; [`threads`], the one budget of compute threads they and the
+//!   model share.
 //! - [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
 //! - [`model`]: loads a BERT checkpoint and runs our own encoder, capturing
 //!   every head's attention and output (ANALYSIS.md §2).
@@ -27,5 +28,6 @@ pub mod model;
 pub mod npz;
 pub mod pipeline;
 pub mod textfile;
+pub mod threads;
 pub mod tokens;
 pub mod worker;

@@ -13,12 +13,15 @@ pub struct TokenSequence {
     pub input_ids: Vec<u32>,
     /// The tokenizer's text for each position (`[CLS]`, `harbour`, `##s`, ...).
     pub token_texts: Vec<String>,
-    /// `[CLS]`, `[SEP]` and `[PAD]` positions; everything else is a content token.
+    /// `[CLS]`, `[SEP]` and `[PAD]` positions, those written in the text
+    /// included; everything else is a content token.
     pub special: Vec<bool>,
-    /// Sentence index of each position; `None` for `[CLS]`. The `[SEP]` that
-    /// closes sentence k has sentence id k.
+    /// Sentence index of each position; `None` for `[CLS]` and for special
+    /// tokens written in the text. The `[SEP]` that closes sentence k has
+    /// sentence id k.
     pub sentence_ids: Vec<Option<usize>>,
-    /// Byte range of each position in the analysed text (`None` for special tokens).
+    /// Byte range of each position in the analysed text (`None` for the
+    /// special tokens the input adds).
     pub offsets: Vec<Option<(usize, usize)>>,
     /// Id of the separator token, used to find the separator keys.
     pub sep_id: u32,

@@ -117,6 +117,8 @@ fn assert_no_nan(a: &Analysis) {
             layer.separator_attention,
             layer.focus_uniqueness,
             layer.segmentation_accuracy,
+            layer.segmentation_undecided,
+            layer.sink_attention,
         ]
         .iter()
         .all(finite));
@@ -129,6 +131,7 @@ fn assert_no_nan(a: &Analysis) {
                 h.focus_share,
                 h.local_fraction,
                 h.separator_attention,
+                h.sink_attention,
                 Some(s.entropy),
                 Some(s.cls),
                 Some(s.sep),
@@ -442,7 +445,7 @@ fn segmentation_and_separator_attention() {
     close(a.layers[0].segmentation_accuracy, 3.0 / 6.0);
 
     // Averaged over two heads, sentence 1's tokens see 0.5 on each [SEP]:
-    // a tie, which goes to the first separator, so they are wrong.
+    // a tie, so they are undecided and not right.
     let c = captures(
         1,
         2,
@@ -454,6 +457,7 @@ fn segmentation_and_separator_attention() {
     );
     let a = analyze(&tokens, &c, &AnalysisOptions::default());
     close(a.layers[0].segmentation_accuracy, 0.5);
+    close(a.layers[0].segmentation_undecided, 0.5);
     close(a.layers[0].separator_attention, 1.0);
 
     // Half of each content row on [CLS], half on its own [SEP]; the special
@@ -471,9 +475,64 @@ fn segmentation_and_separator_attention() {
     close_f32(layer.heads[1].separator_attention, 2.0 / 9.0);
     close_f32(layer.separator_attention, (0.5 + 2.0 / 9.0) / 2.0);
     close(layer.segmentation_accuracy, 1.0);
+    close(layer.segmentation_undecided, 0.0);
+    // Sink attention: the content rows' attention on position 0.
+    close(layer.heads[0].sink_attention, 0.5);
+    close_f32(layer.heads[1].sink_attention, 1.0 / 9.0);
+    close_f32(layer.sink_attention, (0.5 + 1.0 / 9.0) / 2.0);
     let stats = layer.heads[0].attention_stats;
     assert!((stats.cls - (6.0 * 0.5 + 3.0 / 9.0) / 9.0).abs() < 1e-7);
     assert!((stats.sep - (6.0 * 0.5 + 3.0 * 2.0 / 9.0) / 9.0).abs() < 1e-7);
+}
+
+#[test]
+fn near_ties_between_separators_are_undecided() {
+    let tokens = two_sentences();
+    let t = 9;
+    let s = sym(t, &[(1, 2, 1.0)]);
+    // Every content row: a on the first [SEP], b on the second.
+    let rows = |a: f32, b: f32| {
+        let mut p = uniform(t);
+        for i in [1, 2, 3, 5, 6, 7] {
+            p[i * t..(i + 1) * t].fill(0.0);
+            p[i * t + 4] = a;
+            p[i * t + 8] = b;
+        }
+        p
+    };
+    let segmentation = |a: f32, b: f32| {
+        let c = captures(1, 1, t, vec![(s.clone(), rows(a, b))]);
+        let layer = analyze(&tokens, &c, &AnalysisOptions::default()).layers[0].clone();
+        (layer.segmentation_accuracy, layer.segmentation_undecided)
+    };
+    // Within 1e-4 relative: undecided, whichever is larger.
+    let (accuracy, undecided) = segmentation(0.5, 0.5 * (1.0 - 5e-5));
+    close(accuracy, 0.0);
+    close(undecided, 1.0);
+    let (accuracy, undecided) = segmentation(0.5 * (1.0 - 5e-5), 0.5);
+    close(accuracy, 0.0);
+    close(undecided, 1.0);
+    // Further apart: decided, to the larger.
+    let (accuracy, undecided) = segmentation(0.5, 0.5 * (1.0 - 5e-4));
+    close(accuracy, 0.5);
+    close(undecided, 0.0);
+    let (accuracy, undecided) = segmentation(0.5 * (1.0 - 5e-4), 0.5);
+    close(accuracy, 0.5);
+    close(undecided, 0.0);
+}
+
+#[test]
+fn choose_separator_follows_the_tie_rule() {
+    use SeparatorChoice::*;
+    assert_eq!(choose_separator(&[], 1), None);
+    // One separator: the runner-up is 0, so only zero attention ties.
+    assert_eq!(choose_separator(&[0.3], 1), Some(Separator(0)));
+    assert_eq!(choose_separator(&[0.0], 1), Some(Undecided));
+    // Sums over 2 heads: the mean decides, the largest wins.
+    assert_eq!(choose_separator(&[0.2, 0.8, 0.4], 2), Some(Separator(1)));
+    assert_eq!(choose_separator(&[0.8, 0.8, 0.1], 2), Some(Undecided));
+    assert_eq!(choose_separator(&[0.1, 0.8, 0.79999], 2), Some(Undecided));
+    assert_eq!(choose_separator(&[0.1, 0.8, 0.7999], 2), Some(Separator(1)));
 }
 
 #[test]
@@ -722,6 +781,8 @@ fn json_names_match_the_contract() {
             "separator_attention",
             "focus_uniqueness",
             "segmentation_accuracy",
+            "segmentation_undecided",
+            "sink_attention",
             "distance_histogram",
             "heads",
         ])
@@ -737,6 +798,7 @@ fn json_names_match_the_contract() {
             "focus_share",
             "local_fraction",
             "separator_attention",
+            "sink_attention",
             "category",
             "attention_stats",
         ])

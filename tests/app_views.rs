@@ -420,8 +420,9 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
     harness.step();
     harness.step();
     let accuracy = format!(
-        "segmentation accuracy of L2: {}",
-        figure(layer2.segmentation_accuracy, 3)
+        "segmentation accuracy of L2: {}, undecided: {}",
+        figure(layer2.segmentation_accuracy, 3),
+        figure(layer2.segmentation_undecided, 3)
     );
     assert!(harness.query_by_label(&accuracy).is_some(), "{accuracy}");
     let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
@@ -429,10 +430,15 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
         .split_whitespace()
         .filter_map(|w| w.trim_end_matches(';').parse().ok())
         .collect();
-    let (correct, content) = (numbers[0], numbers[1]);
+    let (correct, content, misplaced, undecided) = (numbers[0], numbers[1], numbers[2], numbers[3]);
     assert_eq!(content as usize, analysis.content_tokens);
+    assert_eq!(correct + misplaced + undecided, content, "{counts}");
     assert!(
         (correct / content - layer2.segmentation_accuracy.expect("defined")).abs() < 1e-12,
+        "{counts}"
+    );
+    assert!(
+        (undecided / content - layer2.segmentation_undecided.expect("defined")).abs() < 1e-12,
         "{counts}"
     );
     harness.check_accessibility();

@@ -353,3 +353,44 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         }
     }
 }
+
+#[test]
+fn a_special_token_written_in_the_text_is_special_and_closes_no_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tiny_model(dir.path(), &tiny_config(), NameStyle::default());
+    let model = load(dir.path()).unwrap();
+    let text = "the cat [SEP] sat down\nthe dog ran\n";
+    for mode in [InputMode::OneSentencePerLine, InputMode::Plain] {
+        let built = build_input(
+            &model.tokenizer,
+            text,
+            mode,
+            model.max_tokens(),
+            0,
+            model.cls_id,
+            model.sep_id,
+        )
+        .unwrap();
+        let tokens = &built.tokens;
+        let typed = tokens
+            .token_texts
+            .iter()
+            .position(|t| t == "[SEP]")
+            .expect("the typed [SEP] is a token");
+        assert_eq!(tokens.input_ids[typed], model.sep_id, "{mode:?}");
+        // A separator, never a content token, and in no sentence.
+        assert!(tokens.special[typed], "{mode:?}");
+        assert!(!tokens.content_positions().contains(&typed), "{mode:?}");
+        assert!(tokens.separator_positions().contains(&typed), "{mode:?}");
+        assert_eq!(tokens.sentence_ids[typed], None, "{mode:?}");
+        // The words on either side stay in the first sentence.
+        let sentence_of = |word: &str| {
+            let i = tokens.token_texts.iter().position(|t| t == word).unwrap();
+            tokens.sentence_ids[i]
+        };
+        assert_eq!(sentence_of("cat"), Some(0), "{mode:?}");
+        assert_eq!(sentence_of("sat"), Some(0), "{mode:?}");
+        assert_eq!(sentence_of("dog"), Some(1), "{mode:?}");
+        assert_eq!(built.sentences_analysed, 2, "{mode:?}");
+    }
+}

@@ -12,50 +12,6 @@ use headscope::npz::{read_npz, NpyArray};
 use headscope::pipeline::{self, InputOptions};
 use serde_json::Value;
 
-fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
-    match array {
-        NpyArray::F32 { shape, data } => (shape, data),
-        other => panic!("expected f32, got {other:?}"),
-    }
-}
-
-fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) {
-    assert_eq!(ours.len(), reference.len(), "{name}: length");
-    let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let worst = ours
-        .iter()
-        .zip(reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst <= tolerance * largest,
-        "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
-    );
-}
-
-/// Compares two JSON values: numbers within `tolerance`, the rest equal.
-pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) {
-    match (ours, reference) {
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            assert_eq!(a.len(), b.len(), "{path}: length");
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                assert_json_close(&format!("{path}[{i}]"), x, y, tolerance);
-            }
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            for (key, y) in b {
-                let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
-                assert_json_close(&format!("{path}.{key}"), x, y, tolerance);
-            }
-        }
-        (a, b) => assert_eq!(a, b, "{path}"),
-    }
-}
-
 #[test]
 fn harbour_matches_hugging_face() {
     let model = Model::load(&ModelSource::Folder(test_model()), &mut |_| {}).unwrap();

@@ -123,6 +123,11 @@ proptest! {
             fraction("separator_attention", layer.separator_attention)?;
             fraction("focus_uniqueness", layer.focus_uniqueness)?;
             fraction("segmentation", layer.segmentation_accuracy)?;
+            fraction("segmentation_undecided", layer.segmentation_undecided)?;
+            fraction("sink_attention", layer.sink_attention)?;
+            if let (Some(a), Some(u)) = (layer.segmentation_accuracy, layer.segmentation_undecided) {
+                prop_assert!(a + u <= 1.0 + 1e-12);
+            }
             prop_assert_eq!(layer.distance_histogram.len(), t);
             for head in &layer.heads {
                 if let Some(d) = head.mean_distance { prop_assert!(d >= 1.0 && d < t as f64); }
@@ -131,6 +136,7 @@ proptest! {
                 fraction("focus_share", head.focus_share)?;
                 fraction("local", head.local_fraction)?;
                 fraction("separator_attention", head.separator_attention)?;
+                fraction("sink_attention", head.sink_attention)?;
                 prop_assert_eq!(head.category.is_some(), head.mean_distance.is_some());
                 for &(i, j) in &head.selected_pairs {
                     prop_assert!(i < j && j < t && !tokens.special[i] && !tokens.special[j]);

@@ -6,16 +6,18 @@
 //! the worker delivered. The one place where a display must agree with a
 //! figure is the segmentation: each content token is assigned to the
 //! `[SEP]` it attends to most with the head-averaged attention summed in
-//! f32 in head order, exactly as ANALYSIS.md §5 and `analysis.rs` compute
-//! `segmentation_accuracy`, so the tokens marked as misplaced are the ones
-//! that figure counts.
+//! f32 in head order and assigned by the analysis' own
+//! [`choose_separator`], so the tokens marked as misplaced or undecided are
+//! the ones `segmentation_accuracy` and `segmentation_undecided` count.
 //!
 //! Similarity rows (for the token focus view) read the captured S directly
 //! for the raw variant; for the other variants the chosen layer's heads are
 //! transformed once (with the analysis' own transform) and kept until the
 //! layer, the variant or the result changes.
 
-use crate::analysis::{transformed_similarity, SimilarityVariant};
+use crate::analysis::{
+    choose_separator, transformed_similarity, SeparatorChoice, SimilarityVariant,
+};
 use crate::captures::HeadId;
 use crate::pipeline::RunOutput;
 
@@ -25,13 +27,15 @@ pub struct LayerTokens {
     /// Per position i: mean over the layer's heads of Σ over `[SEP]` keys
     /// of P[i, ·].
     pub separator_attention: Vec<f64>,
-    /// Per position: for a content token, the index (into
-    /// [`Derived::separators`]) of the `[SEP]` its head-averaged attention
-    /// is largest on (the first on ties); `None` for special tokens or when
-    /// there is no separator.
-    pub assigned: Vec<Option<usize>>,
+    /// Per position: for a content token, the `[SEP]` (an index into
+    /// [`Derived::separators`]) its head-averaged attention is largest on,
+    /// or undecided on a tie; `None` for special tokens or when there is no
+    /// separator.
+    pub assigned: Vec<Option<SeparatorChoice>>,
     /// Content tokens assigned to the `[SEP]` that closes their own sentence.
     pub correct: usize,
+    /// Content tokens whose top two separators tie.
+    pub undecided: usize,
 }
 
 impl LayerTokens {
@@ -40,12 +44,17 @@ impl LayerTokens {
     pub fn misplaced(&self, derived: &Derived, output: &RunOutput, position: usize) -> bool {
         let ids = &output.input.tokens.sentence_ids;
         match self.assigned.get(position).copied().flatten() {
-            Some(s) => derived
+            Some(SeparatorChoice::Separator(s)) => derived
                 .separators
                 .get(s)
                 .is_none_or(|&k| ids.get(k) != ids.get(position)),
-            None => false,
+            Some(SeparatorChoice::Undecided) | None => false,
         }
+    }
+
+    /// Whether the content token at `position` is undecided.
+    pub fn undecided_at(&self, position: usize) -> bool {
+        self.assigned.get(position).copied().flatten() == Some(SeparatorChoice::Undecided)
     }
 }
 
@@ -120,30 +129,28 @@ impl Derived {
             .iter_mut()
             .for_each(|v| *v /= heads as f64);
 
-        let h = heads as f32;
-        let mut correct = 0;
-        let assigned: Vec<Option<usize>> = (0..t)
+        let (mut correct, mut undecided) = (0, 0);
+        let assigned: Vec<Option<SeparatorChoice>> = (0..t)
             .map(|i| {
-                if tokens.special[i] || n == 0 {
+                if tokens.special[i] {
                     return None;
                 }
-                let row = &sums[i * n..(i + 1) * n];
-                let mut best = 0;
-                for (s, &sum) in row.iter().enumerate().skip(1) {
-                    if sum / h > row[best] / h {
-                        best = s;
+                let choice = choose_separator(&sums[i * n..(i + 1) * n], heads)?;
+                match choice {
+                    SeparatorChoice::Separator(s) => {
+                        correct +=
+                            usize::from(tokens.sentence_ids[seps[s]] == tokens.sentence_ids[i]);
                     }
+                    SeparatorChoice::Undecided => undecided += 1,
                 }
-                if tokens.sentence_ids[seps[best]] == tokens.sentence_ids[i] {
-                    correct += 1;
-                }
-                Some(best)
+                Some(choice)
             })
             .collect();
         LayerTokens {
             separator_attention,
             assigned,
             correct,
+            undecided,
         }
     }
 

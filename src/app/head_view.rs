@@ -483,6 +483,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 figure(f.local_fraction, 3),
             );
             row(ui, "separator attention", figure(f.separator_attention, 3));
+            row(ui, "sink attention", figure(f.sink_attention, 3));
         });
 
     ui.add_space(8.0);
@@ -527,6 +528,12 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                     "segmentation accuracy",
                     figure(layer.segmentation_accuracy, 3),
                 );
+                row(
+                    ui,
+                    "segmentation undecided",
+                    figure(layer.segmentation_undecided, 3),
+                );
+                row(ui, "sink attention", figure(layer.sink_attention, 3));
             });
     }
 

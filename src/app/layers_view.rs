@@ -29,6 +29,8 @@ const CHANCE: Color32 = Color32::from_gray(160);
 const SEPARATOR: Color32 = Color32::from_rgb(255, 160, 50);
 const FOCUS_UNIQUENESS: Color32 = Color32::from_rgb(235, 110, 200);
 const SEGMENTATION: Color32 = Color32::from_rgb(110, 210, 120);
+const UNDECIDED: Color32 = Color32::from_rgb(160, 160, 160);
+const SINK: Color32 = Color32::from_rgb(120, 200, 235);
 const MEAN_DISTANCE: Color32 = Color32::from_rgb(250, 220, 90);
 
 /// The whole view; returns what the user asked for.
@@ -489,10 +491,22 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
                 SEGMENTATION,
                 l.iter().map(|l| l.segmentation_accuracy),
             );
+            add_curve(
+                plot_ui,
+                "segmentation undecided",
+                UNDECIDED,
+                l.iter().map(|l| l.segmentation_undecided),
+            );
+            add_curve(
+                plot_ui,
+                "sink attention",
+                SINK,
+                l.iter().map(|l| l.sink_attention),
+            );
         });
 }
 
-const LAYER_COLUMNS: [Column; 7] = [
+const LAYER_COLUMNS: [Column; 9] = [
     Column {
         title: "layer",
         width: 56.0,
@@ -520,13 +534,25 @@ const LAYER_COLUMNS: [Column; 7] = [
     Column {
         title: "focus uniqueness",
         width: 116.0,
-        tooltip: "Distinct focus tokens among the heads, divided by the number of heads",
+        tooltip: "Distinct focus tokens among the heads that have one, divided by the number of such heads",
         numeric: true,
     },
     Column {
         title: "segmentation accuracy",
         width: 150.0,
         tooltip: "Share of content tokens whose most attended [SEP] (head-averaged) closes their own sentence",
+        numeric: true,
+    },
+    Column {
+        title: "undecided",
+        width: 84.0,
+        tooltip: "Share of content tokens whose two largest [SEP] attentions tie (within 1e-4): assigned to no separator",
+        numeric: true,
+    },
+    Column {
+        title: "sink attention",
+        width: 104.0,
+        tooltip: "Mean over heads of the attention content tokens pay to the first position ([CLS])",
         numeric: true,
     },
     Column {
@@ -550,6 +576,8 @@ pub fn layer_cells(analysis: &Analysis, layer: usize) -> Vec<Cell> {
         Cell::new(figure(l.separator_attention, 3)),
         Cell::new(figure(l.focus_uniqueness, 3)),
         Cell::new(figure(l.segmentation_accuracy, 3)),
+        Cell::new(figure(l.segmentation_undecided, 3)),
+        Cell::new(figure(l.sink_attention, 3)),
         Cell::new(pooled.to_string()),
     ]
 }

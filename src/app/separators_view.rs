@@ -16,6 +16,7 @@ use super::heatmap;
 use super::settings::Settings;
 use super::token_text::{ChipStyle, TokenFlow};
 use super::views::{layer_picker, picked_colour, token_tooltip, with_pick, ViewAction, ViewsState};
+use crate::analysis::SeparatorChoice;
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
@@ -35,6 +36,8 @@ const SENTENCE_COLOURS: [Color32; 8] = [
 
 /// The colour that marks a token placed in the wrong sentence.
 pub const MISPLACED: Color32 = Color32::from_rgb(255, 70, 70);
+/// The outline of a token whose attention ties between separators.
+pub const UNDECIDED: Color32 = Color32::from_rgb(150, 150, 150);
 
 /// The colour of sentence `s` (0-based).
 pub fn sentence_colour(s: usize) -> Color32 {
@@ -393,15 +396,15 @@ fn segmentation_text(
     layer: usize,
 ) -> Option<(usize, bool)> {
     let analysis = &output.analysis;
-    let accuracy = analysis
-        .layers
-        .get(layer)
-        .and_then(|l| l.segmentation_accuracy);
+    let figures = analysis.layers.get(layer);
+    let accuracy = figures.and_then(|l| l.segmentation_accuracy);
+    let undecided = figures.and_then(|l| l.segmentation_undecided);
     ui.strong(format!("Segmentation by L{layer}"));
     let summary = ui.label(
         egui::RichText::new(format!(
-            "segmentation accuracy of L{layer}: {}",
-            figure(accuracy, 3)
+            "segmentation accuracy of L{layer}: {}, undecided: {}",
+            figure(accuracy, 3),
+            figure(undecided, 3)
         ))
         .strong(),
     );
@@ -411,15 +414,16 @@ fn segmentation_text(
         return None;
     };
     let input = &output.input.tokens;
-    let misplaced = derived.content - tokens.correct;
+    let misplaced = derived.content - tokens.correct - tokens.undecided;
     summary.on_hover_text("segmentation_accuracy as `headscope analyze` reports it");
     if derived.separators.is_empty() || derived.content == 0 {
         ui.weak("No content token or no separator: nothing to assign.");
     } else {
         ui.weak(format!(
             "{} of {} content tokens attend most to the [SEP] closing their own sentence; \
-             {misplaced} misplaced, outlined in red",
-            tokens.correct, derived.content
+             {misplaced} misplaced, outlined in red; {} undecided (their attention ties \
+             between separators), outlined in grey",
+            tokens.correct, derived.content, tokens.undecided
         ));
     }
     // The legend: one chip per sentence in the window.
@@ -437,6 +441,7 @@ fn segmentation_text(
             }
         }
         ui.label(egui::RichText::new(" wrong ").color(MISPLACED).underline());
+        ui.label(egui::RichText::new(" tie ").color(UNDECIDED).italics());
     });
     let sentence_of = |i: usize| input.sentence_ids.get(i).copied().flatten();
     let (weak, strong, picked) = (
@@ -444,9 +449,9 @@ fn segmentation_text(
         ui.visuals().strong_text_color(),
         picked_colour(ui),
     );
-    let assigned_sentence = |i: usize| {
-        let s = tokens.assigned.get(i).copied().flatten()?;
-        sentence_of(*derived.separators.get(s)?)
+    let assigned_sentence = |i: usize| match tokens.assigned.get(i).copied().flatten()? {
+        SeparatorChoice::Separator(s) => sentence_of(*derived.separators.get(s)?),
+        SeparatorChoice::Undecided => None,
     };
     let style = |i: usize| {
         let misplaced = tokens.misplaced(derived, output, i);
@@ -471,6 +476,8 @@ fn segmentation_text(
             if chip.outline.is_none() {
                 chip.outline = Some(Stroke::new(2.0, MISPLACED));
             }
+        } else if tokens.undecided_at(i) {
+            chip.outline = Some(Stroke::new(1.5, UNDECIDED));
         }
         chip
     };
@@ -484,6 +491,10 @@ fn segmentation_text(
             if tokens.misplaced(derived, output, i) {
                 text.push_str(" — the wrong sentence");
             }
+        } else if tokens.undecided_at(i) {
+            text.push_str(
+                "\nundecided: its two largest [SEP] attentions are within 1e-4 of each other",
+            );
         }
         text
     };

@@ -22,7 +22,7 @@ use crate::pipeline::RunOutput;
 use std::cmp::Ordering;
 
 /// The table's columns, in order.
-pub const COLUMNS: [Column; 16] = [
+pub const COLUMNS: [Column; 17] = [
     Column {
         title: "head",
         width: 62.0,
@@ -79,6 +79,12 @@ pub const COLUMNS: [Column; 16] = [
         numeric: true,
     },
     Column {
+        title: "sink",
+        width: 58.0,
+        tooltip: "sink_attention: mean over content query tokens of the attention to the first position ([CLS])",
+        numeric: true,
+    },
+    Column {
         title: "entropy",
         width: 66.0,
         tooltip: "Mean over query rows of −Σ p ln p (nats)",
@@ -123,7 +129,7 @@ pub const COLUMNS: [Column; 16] = [
 ];
 
 /// Where the study's figures end and the attention statistics begin.
-const FIRST_STATISTIC: usize = 9;
+const FIRST_STATISTIC: usize = 10;
 
 /// What the cached order depends on: generation, sort, filter.
 type OrderKey = (u64, (usize, bool), Option<Category>);
@@ -157,13 +163,14 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
         6 => number(f.focus_share),
         7 => number(f.local_fraction),
         8 => number(f.separator_attention),
-        9 => number(Some(s.entropy)),
-        10 => number(Some(s.cls)),
-        11 => number(Some(s.sep)),
-        12 => number(Some(s.punctuation)),
-        13 => number(Some(s.self_attention)),
-        14 => number(Some(s.previous)),
-        15 => number(Some(s.next)),
+        9 => number(f.sink_attention),
+        10 => number(Some(s.entropy)),
+        11 => number(Some(s.cls)),
+        12 => number(Some(s.sep)),
+        13 => number(Some(s.punctuation)),
+        14 => number(Some(s.self_attention)),
+        15 => number(Some(s.previous)),
+        16 => number(Some(s.next)),
         _ => None,
     }
 }
@@ -228,6 +235,7 @@ pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
         Cell::new(figure(f.focus_share, 3)),
         Cell::new(figure(f.local_fraction, 3)),
         Cell::new(figure(f.separator_attention, 3)),
+        Cell::new(figure(f.sink_attention, 3)),
         Cell::new(stat(s.entropy)),
         Cell::new(stat(s.cls)),
         Cell::new(stat(s.sep)),
@@ -454,8 +462,9 @@ mod tests {
         assert_eq!(cells.len(), COLUMNS.len());
         assert_eq!(cells[2].text, "—");
         assert_eq!(cells[5].text, "—");
+        assert_eq!(cells[9].text, "—", "no content token, no sink attention");
         assert_eq!(
-            cells[9].text, "0.000",
+            cells[FIRST_STATISTIC].text, "0.000",
             "attention statistics are always defined"
         );
     }

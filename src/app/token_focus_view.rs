@@ -428,18 +428,10 @@ fn focus_table(
     let figures = output.analysis.layers.get(layer)?;
     ui.strong(format!("Focus tokens of L{layer}"));
     ui.label(egui::RichText::new(uniqueness_label(layer, figures.focus_uniqueness)).strong());
-    let mut distinct: Vec<u32> = figures
-        .heads
-        .iter()
-        .filter_map(|f| f.focus_token_id)
-        .collect();
-    let with_focus = distinct.len();
-    distinct.sort_unstable();
-    distinct.dedup();
+    let (distinct, with_focus) = figures.focus_counts();
     ui.weak(format!(
-        "{} distinct focus token{} among {with_focus} head{}",
-        distinct.len(),
-        if distinct.len() == 1 { "" } else { "s" },
+        "{distinct} distinct focus token{} among {with_focus} head{}",
+        if distinct == 1 { "" } else { "s" },
         if with_focus == 1 { "" } else { "s" }
     ));
     ui.add_space(4.0);

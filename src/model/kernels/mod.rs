@@ -15,6 +15,8 @@
 //! straight into the capture.
 
 use std::ops::Range;
+mod elementwise;
+pub use elementwise::*;
 
 /// A read-only matrix view: element (i, j) is `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy)]
@@ -41,10 +43,14 @@ impl<'a> MatRef<'a> {
         row_stride: usize,
         col_stride: usize,
     ) -> Self {
+        // Checked: a wrapped product would pass the bound and let the unsafe
+        // kernels read outside the slice.
+        let last = (rows.saturating_sub(1))
+            .checked_mul(row_stride)
+            .zip(cols.saturating_sub(1).checked_mul(col_stride))
+            .and_then(|(a, b)| a.checked_add(b));
         assert!(
-            rows == 0
-                || cols == 0
-                || (rows - 1) * row_stride + (cols - 1) * col_stride < data.len(),
+            rows == 0 || cols == 0 || last.is_some_and(|last| last < data.len()),
             "matrix view {rows}×{cols} (strides {row_stride}, {col_stride}) outside a slice of {}",
             data.len()
         );
@@ -86,10 +92,13 @@ impl<'a> MatMut<'a> {
 
     /// Panics unless every element lies inside `data` and rows do not overlap.
     pub fn strided(data: &'a mut [f32], rows: usize, cols: usize, row_stride: usize) -> Self {
+        let end = (rows.saturating_sub(1))
+            .checked_mul(row_stride)
+            .and_then(|a| a.checked_add(cols));
         assert!(
             rows == 0
                 || cols == 0
-                || (cols <= row_stride && (rows - 1) * row_stride + cols <= data.len()),
+                || (cols <= row_stride && end.is_some_and(|end| end <= data.len())),
             "destination {rows}×{cols} (row stride {row_stride}) outside a slice of {}",
             data.len()
         );
@@ -258,412 +267,9 @@ impl<'a> Packed<'a> {
     }
 }
 
-/// Sets every row of `out` to `bias`, the seed onto which a product accumulates.
-pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
-    for row in out.chunks_mut(bias.len().max(1)) {
-        row.copy_from_slice(bias);
-    }
-}
-
-/// `out = LayerNorm(residual + bias + Σ partials)`, row by row: the end of a
-/// BERT sub-layer whose projection was split into partial sums by input.
-pub fn sum_layer_norm(
-    out: &mut [f32],
-    partials: &[&[f32]],
-    bias: &[f32],
-    residual: &[f32],
-    norm: (&[f32], &[f32], f32),
-) {
-    assert_eq!(residual.len(), out.len());
-    assert!(partials.iter().all(|p| p.len() == out.len()));
-    assert!(norm.0.len() == bias.len() && norm.1.len() == bias.len());
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        // SAFETY: the CPU has AVX-512F (checked at run time just above).
-        unsafe { avx512::sum_layer_norm(out, partials, bias, residual, norm) };
-        return;
-    }
-    sum_layer_norm_body(out, partials, bias, residual, norm);
-}
-
-/// The body of [`sum_layer_norm`], plain Rust that the compiler vectorises;
-/// `avx512::sum_layer_norm` compiles it again with 16-lane vectors.
-#[inline(always)]
-fn sum_layer_norm_body(
-    out: &mut [f32],
-    partials: &[&[f32]],
-    bias: &[f32],
-    residual: &[f32],
-    (gamma, beta, eps): (&[f32], &[f32], f32),
-) {
-    let width = bias.len().max(1);
-    for (index, (row, res)) in out
-        .chunks_mut(width)
-        .zip(residual.chunks(width))
-        .enumerate()
-    {
-        for ((o, r), b) in row.iter_mut().zip(res).zip(bias) {
-            *o = r + b;
-        }
-        for partial in partials {
-            for (o, p) in row.iter_mut().zip(&partial[index * width..][..width]) {
-                *o += p;
-            }
-        }
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place.
-pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    assert_eq!(beta.len(), gamma.len());
-    for row in x.chunks_mut(gamma.len().max(1)) {
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// One row's LayerNorm the way PyTorch computes it: biased variance of the
-/// centred values.
-#[inline(always)]
-fn normalise(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    let width = row.len() as f32;
-    let mean = sum_by(row, |v| v) / width;
-    let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
-    let inverse = 1.0 / (variance + eps).sqrt();
-    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-        *v = (*v - mean) * inverse * g + b;
-    }
-}
-
-/// `Σ f(v)` in 16 interleaved partial sums, which the compiler keeps in
-/// vector registers (a single running sum is a serial dependency chain).
-#[inline(always)]
-fn sum_by(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut partial = [0.0f32; 16];
-    let chunks = row.chunks_exact(16);
-    let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
-    for chunk in chunks {
-        for (p, &v) in partial.iter_mut().zip(chunk) {
-            *p += f(v);
-        }
-    }
-    partial.iter().sum::<f32>() + tail
-}
-
-/// The feed-forward activations Hugging Face names `gelu`, `gelu_new` and `relu`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
-    /// `0.5·x·(1 + erf(x/√2))`, the exact GELU.
-    GeluErf,
-    /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-    GeluTanh,
-    Relu,
-}
-
-/// `x = act(x + bias)` row by row (rows of `bias.len()` values), in place:
-/// the bias of the product before, added in the activation's own pass.
-pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
-    if bias.is_empty() {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        for row in x.chunks_mut(bias.len()) {
-            // SAFETY: the CPU has AVX-512F (checked at run time just above).
-            unsafe { avx512::activate(row, bias, act) };
-        }
-        return;
-    }
-    let f = match act {
-        Act::GeluErf => scalar::gelu_erf,
-        Act::GeluTanh => scalar::gelu_tanh,
-        Act::Relu => |v: f32| v.max(0.0),
-    };
-    for row in x.chunks_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            *v = f(*v + b);
-        }
-    }
-}
-
-/// Softmax of each row of `width` values, in place.
-pub fn softmax_rows(x: &mut [f32], width: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        for row in x.chunks_mut(width) {
-            // SAFETY: the CPU has AVX-512F (checked at run time just above).
-            unsafe { avx512::softmax(row) };
-        }
-        return;
-    }
-    for row in x.chunks_mut(width) {
-        scalar::softmax(row);
-    }
-}
-
-/// One head's self-attention over all T tokens, from its contiguous
-/// queries, keys and values (each `T × d`): the scaled scores go straight
-/// into `attention` (`T × T`) and are softmaxed there, O = P·V into
-/// `head_output` (`T × d`) and S = O·Oᵀ into `similarity` (`T × T`).
-pub fn attend(
-    query: &[f32],
-    key: &[f32],
-    value: &[f32],
-    head_dim: usize,
-    attention: &mut [f32],
-    head_output: &mut [f32],
-    similarity: &mut [f32],
-) {
-    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
-    let scale = 1.0 / (head_dim as f32).sqrt();
-    let query = MatRef::new(query, tokens, head_dim);
-    let key = MatRef::new(key, tokens, head_dim);
-    let value = MatRef::new(value, tokens, head_dim);
-    matmul(
-        MatMut::new(attention, tokens, tokens),
-        query,
-        key.t(),
-        false,
-        scale,
-    );
-    softmax_rows(attention, tokens);
-    let p = MatRef::new(attention, tokens, tokens);
-    matmul(
-        MatMut::new(head_output, tokens, head_dim),
-        p,
-        value,
-        false,
-        1.0,
-    );
-    let o = MatRef::new(head_output, tokens, head_dim);
-    matmul(
-        MatMut::new(similarity, tokens, tokens),
-        o,
-        o.t(),
-        false,
-        1.0,
-    );
-}
-
-/// Whether the AVX-512 element-wise kernels can run (std caches the answer).
-fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Constants shared by the scalar and vector versions, so that both compute
-/// the same functions.
-mod consts {
-    /// Cody–Waite split of ln 2 (Cephes): `n·LN2_HI` is exact for |n| < 2⁹.
-    pub const LN2_HI: f32 = 0.693_359_4;
-    pub const LN2_LO: f32 = -2.121_944_4e-4;
-    /// Abramowitz & Stegun 7.1.26, the erf PyTorch's vectorised GELU uses:
-    /// `erf(x) = 1 − t·(a1 + t·(a2 + …))·exp(−x²)`, `t = 1/(1 + p·x)` for
-    /// x ≥ 0, absolute error below 1.5e-7.
-    pub const ERF_P: f32 = 0.327_591_1;
-    pub const ERF_A: [f32; 5] = [
-        0.254_829_6,
-        -0.284_496_74,
-        1.421_413_7,
-        -1.453_152_1,
-        1.061_405_4,
-    ];
-    /// √(2/π) and the cubic coefficient of the tanh GELU.
-    pub const GELU_TANH_C: f32 = 0.797_884_6;
-    pub const GELU_TANH_K: f32 = 0.044_715;
-}
-
-/// Portable versions, for CPUs without AVX-512.
-mod scalar {
-    use super::consts::*;
-
-    pub fn softmax(row: &mut [f32]) {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
-        for v in row.iter_mut() {
-            *v = (*v - max).exp();
-            sum += *v;
-        }
-        let inverse = 1.0 / sum;
-        row.iter_mut().for_each(|v| *v *= inverse);
-    }
-
-    pub fn erf(x: f32) -> f32 {
-        let a = x.abs();
-        let t = 1.0 / (1.0 + ERF_P * a);
-        let poly = ERF_A.iter().rev().fold(0.0, |acc, &c| acc * t + c) * t;
-        (1.0 - poly * (-a * a).exp()).copysign(x)
-    }
-
-    pub fn gelu_erf(x: f32) -> f32 {
-        0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-    }
-
-    pub fn gelu_tanh(x: f32) -> f32 {
-        0.5 * x * (1.0 + (GELU_TANH_C * (x + GELU_TANH_K * x * x * x)).tanh())
-    }
-}
-
-/// AVX-512F versions. Every function requires the feature; callers check
-/// `has_avx512()` first.
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use super::consts::*;
-    use super::Act;
-    use std::arch::x86_64::*;
-
-    const LANES: usize = 16;
-
-    fn mask(len: usize) -> __mmask16 {
-        if len >= LANES {
-            0xFFFF
-        } else {
-            (1u16 << len) - 1
-        }
-    }
-
-    /// Up to 16 values; lanes past the end read as `fill`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn load(values: &[f32], fill: f32) -> __m512 {
-        // SAFETY: the mask enables only lanes below `values.len()` (at most
-        // 16), and masked-off lanes are neither read nor able to fault.
-        unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(fill), mask(values.len()), values.as_ptr()) }
-    }
-
-    /// Stores the first `values.len()` (at most 16) lanes.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn store(values: &mut [f32], v: __m512) {
-        // SAFETY: as in `load`, only lanes inside the slice are written.
-        unsafe { _mm512_mask_storeu_ps(values.as_mut_ptr(), mask(values.len()), v) }
-    }
-
-    /// e^x to about 1 ulp: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its
-    /// degree-7 Taylor polynomial (remainder < 5e-9 relative), 2ⁿ applied by
-    /// `scalef`, which underflows gracefully to denormals and 0 where
-    /// exponent arithmetic would wrap.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn exp(x: __m512) -> __m512 {
-        let x = _mm512_max_ps(x, _mm512_set1_ps(-104.0));
-        let x = _mm512_min_ps(x, _mm512_set1_ps(88.7));
-        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-            _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
-        );
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
-        let mut p = _mm512_set1_ps(1.0 / 5040.0);
-        for c in [
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-        }
-        _mm512_scalef_ps(p, n)
-    }
-
-    /// The same A&S erf as `scalar::erf`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn erf(x: __m512) -> __m512 {
-        let a = _mm512_abs_ps(x);
-        let one = _mm512_set1_ps(1.0);
-        let t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(ERF_P), a, one));
-        let mut poly = _mm512_set1_ps(ERF_A[4]);
-        for c in [ERF_A[3], ERF_A[2], ERF_A[1], ERF_A[0]] {
-            poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(c));
-        }
-        poly = _mm512_mul_ps(poly, t);
-        let e = exp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(a, a)));
-        let y = _mm512_fnmadd_ps(poly, e, one);
-        // y ≥ 0: give it x's sign bit.
-        let sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
-        _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign))
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub fn softmax(row: &mut [f32]) {
-        // Four running maxima: one would make every step wait for the last.
-        let mut maxima = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
-        for (i, chunk) in row.chunks(LANES).enumerate() {
-            maxima[i % 4] = _mm512_max_ps(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
-        }
-        let max = _mm512_max_ps(
-            _mm512_max_ps(maxima[0], maxima[1]),
-            _mm512_max_ps(maxima[2], maxima[3]),
-        );
-        let max = _mm512_set1_ps(_mm512_reduce_max_ps(max));
-        let mut sum = _mm512_setzero_ps();
-        for chunk in row.chunks_mut(LANES) {
-            let e = exp(_mm512_sub_ps(load(chunk, 0.0), max));
-            store(chunk, e);
-            sum = _mm512_mask_add_ps(sum, mask(chunk.len()), sum, e);
-        }
-        let inverse = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
-        for chunk in row.chunks_mut(LANES) {
-            store(chunk, _mm512_mul_ps(load(chunk, 0.0), inverse));
-        }
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub fn activate(values: &mut [f32], bias: &[f32], act: Act) {
-        let half = _mm512_set1_ps(0.5);
-        let one = _mm512_set1_ps(1.0);
-        for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
-            let x = _mm512_add_ps(load(chunk, 0.0), load(bias, 0.0));
-            let y = match act {
-                Act::GeluErf => {
-                    let e = erf(_mm512_mul_ps(
-                        x,
-                        _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
-                    ));
-                    _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, e))
-                }
-                Act::GeluTanh => {
-                    // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
-                    let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-                    let u = _mm512_mul_ps(
-                        _mm512_set1_ps(GELU_TANH_C),
-                        _mm512_fmadd_ps(_mm512_set1_ps(GELU_TANH_K), x3, x),
-                    );
-                    let e = exp(_mm512_add_ps(u, u));
-                    let two = _mm512_set1_ps(2.0);
-                    let t = _mm512_sub_ps(two, _mm512_div_ps(two, _mm512_add_ps(e, one)));
-                    _mm512_mul_ps(_mm512_mul_ps(half, x), t)
-                }
-                Act::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
-            };
-            store(chunk, y);
-        }
-    }
-
-    /// [`super::sum_layer_norm`] compiled with AVX-512 enabled.
-    #[target_feature(enable = "avx512f")]
-    pub fn sum_layer_norm(
-        out: &mut [f32],
-        partials: &[&[f32]],
-        bias: &[f32],
-        residual: &[f32],
-        norm: (&[f32], &[f32], f32),
-    ) {
-        super::sum_layer_norm_body(out, partials, bias, residual, norm);
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::elementwise::scalar;
     use super::*;
 
     /// erf to double precision (Taylor series for |x| < 3, else 1 − tiny).
@@ -819,5 +425,20 @@ mod tests {
     fn views_are_bounds_checked() {
         let a = vec![0.0; 5];
         MatRef::strided(&a, 2, 3, 3, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a slice")]
+    fn strides_that_overflow_are_refused() {
+        let a = vec![0.0; 5];
+        // (rows − 1)·row_stride wraps to 0 without checked arithmetic.
+        MatRef::strided(&a, 3, 1, usize::MAX / 2 + 1, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a slice")]
+    fn destinations_that_overflow_are_refused() {
+        let mut a = vec![0.0; 5];
+        MatMut::strided(&mut a, 3, 1, usize::MAX / 2 + 1);
     }
 }

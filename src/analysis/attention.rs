@@ -1,0 +1,211 @@
+//! One pass over a head's attention P: the classic statistics of Clark et
+//! al. (2019), the separator and sink attention of the content rows, and
+//! the head's share of the layer's separator sums for segmentation.
+
+use super::{finite, AttentionStats, Document};
+
+/// What one pass over a head's attention yields.
+pub(super) struct AttentionPass {
+    pub(super) stats: AttentionStats,
+    /// Mean separator attention of the content rows (`None` without content).
+    pub(super) separator_attention: Option<f64>,
+    /// Mean attention of the content rows on position 0.
+    pub(super) sink_attention: Option<f64>,
+}
+
+/// One pass over a head's attention: the classic statistics, the mean
+/// separator and sink attention of the content rows, and
+/// the head's share of the layer's separator sums (overwritten by the first
+/// head, added to by the others).
+pub(super) fn attention_pass(
+    doc: &Document,
+    attention: &[f32],
+    separator_sums: &mut [f32],
+    first_head: bool,
+) -> AttentionPass {
+    // One logarithm per attention entry (L·H·T² of them) dominates the whole
+    // analysis, so the pass gets the CPU's wider vectors where they exist.
+    // The result is bit-identical either way: nothing is fused or reordered.
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { attention_pass_avx2(doc, attention, separator_sums, first_head) };
+    }
+    attention_pass_portable(doc, attention, separator_sums, first_head)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn attention_pass_avx2(
+    doc: &Document,
+    attention: &[f32],
+    separator_sums: &mut [f32],
+    first_head: bool,
+) -> AttentionPass {
+    attention_pass_portable(doc, attention, separator_sums, first_head)
+}
+
+#[inline(always)]
+fn attention_pass_portable(
+    doc: &Document,
+    attention: &[f32],
+    separator_sums: &mut [f32],
+    first_head: bool,
+) -> AttentionPass {
+    let t = doc.t;
+    if t == 0 {
+        return AttentionPass {
+            stats: AttentionStats::default(),
+            separator_attention: None,
+            sink_attention: None,
+        };
+    }
+    let separators = doc.separators.len();
+    let mut s = AttentionStats::default();
+    let (mut content_separator, mut content_sink) = (0.0, 0.0);
+    let mut sums = separator_sums.chunks_exact_mut(separators.max(1));
+    let sum_at = |row: &[f32], at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
+    // Row by row, so that every lookup hits the row the entropy just read.
+    for (i, row) in attention.chunks_exact(t).enumerate() {
+        s.entropy += row_entropy(row);
+        s.cls += sum_at(row, &doc.cls);
+        let separator = sum_at(row, &doc.separators);
+        s.sep += separator;
+        s.punctuation += sum_at(row, &doc.punctuation);
+        s.self_attention += f64::from(row[i]);
+        if i >= 1 {
+            s.previous += f64::from(row[i - 1]);
+        }
+        if i + 1 < t {
+            s.next += f64::from(row[i + 1]);
+        }
+        if !doc.tokens.special[i] {
+            content_separator += separator;
+            content_sink += f64::from(row[0]);
+            if let Some(sums) = sums.next() {
+                for (sum, &k) in sums.iter_mut().zip(&doc.separators) {
+                    *sum = if first_head { row[k] } else { *sum + row[k] };
+                }
+            }
+        }
+    }
+    let rows = t as f64;
+    let shifted = (t - 1).max(1) as f64;
+    let clean = |x: f64| if x.is_finite() { x } else { 0.0 };
+    let stats = AttentionStats {
+        entropy: clean(s.entropy / rows),
+        cls: clean(s.cls / rows),
+        sep: clean(s.sep / rows),
+        punctuation: clean(s.punctuation / rows),
+        self_attention: clean(s.self_attention / rows),
+        previous: clean(s.previous / shifted),
+        next: clean(s.next / shifted),
+    };
+    let content_mean = |sum: f64| {
+        if doc.content.is_empty() {
+            None
+        } else {
+            finite(sum / doc.content.len() as f64)
+        }
+    };
+    AttentionPass {
+        stats,
+        separator_attention: content_mean(content_separator),
+        sink_attention: content_mean(content_sink),
+    }
+}
+
+/// −Σ p ln p over one row. Entries below the smallest normal f32 (zero
+/// included) contribute nothing (their share is below 1e-36).
+#[inline(always)]
+fn row_entropy(row: &[f32]) -> f64 {
+    // The terms are computed in a plain loop over a block, which vectorises
+    // in f32 lanes, and then summed in f64.
+    let mut terms = [0.0f32; 64];
+    let mut sum = 0.0;
+    for block in row.chunks(64) {
+        let terms = &mut terms[..block.len()];
+        for (term, &p) in terms.iter_mut().zip(block) {
+            *term = p_ln_p(p);
+        }
+        sum += lane_sum(terms, f64::from);
+    }
+    0.0 - sum
+}
+
+/// Σ f(x) with eight independent accumulators: a single running sum is a
+/// dependency chain that the compiler may not reorder, eight vectorise.
+#[inline(always)]
+pub(super) fn lane_sum(values: &[f32], f: impl Fn(f32) -> f64) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let chunks = values.chunks_exact(8);
+    let rest: f64 = chunks.remainder().iter().map(|&x| f(x)).sum();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += f(x);
+        }
+    }
+    lanes.iter().sum::<f64>() + rest
+}
+
+/// p·ln p in f32, branch-free: Cephes' `logf` (about one ulp), with musl's
+/// reduction p = m·2^k, m in [√½, √2). 0 for p below the smallest normal
+/// f32 and for NaN.
+#[inline(always)]
+fn p_ln_p(p: f32) -> f32 {
+    let normal = p >= f32::MIN_POSITIVE;
+    let x = if normal { p } else { 1.0 };
+    let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+    let k = ((ix >> 23) as i32 - 127) as f32;
+    let f = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3) - 1.0;
+    let z = f * f;
+    let poly = ((((((((7.037_683_6e-2 * f - 1.151_461e-1) * f + 1.167_699_84e-1) * f
+        - 1.242_014_1e-1)
+        * f
+        + 1.424_932_3e-1)
+        * f
+        - 1.666_805_7e-1)
+        * f
+        + 2.000_071_4e-1)
+        * f
+        - 2.499_999_4e-1)
+        * f
+        + 3.333_333e-1)
+        * f
+        * z;
+    // ln 2 split in two as Cephes does: 0.693359375 (355/512, written at f32 precision) is exact.
+    let ln = (f + (poly - 2.121_944_4e-4 * k - 0.5 * z)) + 0.693_359_4 * k;
+    if normal {
+        p * ln
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p_ln_p_matches_std() {
+        // Every f32 exponent, several mantissas each, both sides of √2.
+        let mut x = f64::from(f32::MIN_POSITIVE);
+        while x < 4.0 {
+            for m in [1.0, 1.0001, 1.3, 1.414, 1.4143, 1.7, 1.999] {
+                let p = (x * m) as f32;
+                let (fast, exact) = (f64::from(p_ln_p(p)), f64::from(p) * f64::from(p).ln());
+                // A few f32 ulps of ln p, scaled by p.
+                let tolerance = 4.0 * f64::from(f32::EPSILON) * exact.abs() + 1e-45;
+                assert!((fast - exact).abs() <= tolerance, "{p}: {fast} vs {exact}");
+            }
+            x *= 2.0;
+        }
+        assert_eq!(p_ln_p(1.0), 0.0);
+        assert_eq!(p_ln_p(0.0), 0.0);
+        assert_eq!(p_ln_p(1e-40), 0.0);
+        assert_eq!(p_ln_p(f32::NAN), 0.0);
+        assert_eq!(row_entropy(&[1.0, 0.0, 0.0]), 0.0);
+        let uniform = vec![1.0 / 512.0; 512];
+        assert!((row_entropy(&uniform) - 512f64.ln()).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,153 @@
+//! What the analysis reports (ANALYSIS.md §4–§6): per head, per layer and
+//! for the whole input, serialised as `headscope analyze --json` writes it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::captures::HeadId;
+
+/// What a head's selected pairs mostly are (ANALYSIS.md §4).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Repetition,
+    Focus,
+    Local,
+    Mixed,
+}
+
+impl Category {
+    pub const ALL: [Category; 4] = [
+        Category::Repetition,
+        Category::Focus,
+        Category::Local,
+        Category::Mixed,
+    ];
+
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Repetition => "repetition",
+            Category::Focus => "focus",
+            Category::Local => "local",
+            Category::Mixed => "mixed",
+        }
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The classic per-head attention statistics of Clark et al. (2019), "What
+/// does BERT look at?": each a mean over the query rows of the head's P.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct AttentionStats {
+    /// −Σ p ln p (nats), 0·ln 0 = 0.
+    pub entropy: f64,
+    /// Attention to `[CLS]` keys.
+    pub cls: f64,
+    /// Attention to `[SEP]` keys.
+    pub sep: f64,
+    /// Attention to punctuation content tokens.
+    pub punctuation: f64,
+    /// P[i, i].
+    pub self_attention: f64,
+    /// P[i, i − 1], over the rows that have a previous token.
+    pub previous: f64,
+    /// P[i, i + 1], over the rows that have a next token.
+    pub next: f64,
+}
+
+/// The figures of one head (ANALYSIS.md §4); `None` where undefined.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct HeadFigures {
+    pub mean_distance: Option<f64>,
+    pub same_sentence_fraction: Option<f64>,
+    pub repetition_fraction: Option<f64>,
+    pub focus_token_id: Option<u32>,
+    /// The focus token's text.
+    pub focus_token: Option<String>,
+    pub focus_share: Option<f64>,
+    pub local_fraction: Option<f64>,
+    pub separator_attention: Option<f64>,
+    /// Mean over content query tokens of the attention on the first
+    /// position (`[CLS]`): the "attention sink".
+    pub sink_attention: Option<f64>,
+    pub category: Option<Category>,
+    pub attention_stats: AttentionStats,
+    /// The selected pairs as positions `(i, j)`, `i < j`: in rank order
+    /// (largest S first) for the top-fraction and above-mean rules, in pair
+    /// order for top-k per row. For highlighting; not exported.
+    #[serde(skip)]
+    pub selected_pairs: Vec<(usize, usize)>,
+}
+
+/// The figures of one layer (ANALYSIS.md §5).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct LayerFigures {
+    pub mean_distance: Option<f64>,
+    pub same_sentence_fraction: Option<f64>,
+    pub separator_attention: Option<f64>,
+    pub focus_uniqueness: Option<f64>,
+    pub segmentation_accuracy: Option<f64>,
+    /// Share of content tokens whose two largest `[SEP]` attentions tie
+    /// (within 1e-4 relative): assigned to no separator.
+    pub segmentation_undecided: Option<f64>,
+    /// Mean over heads of each head's `sink_attention`.
+    pub sink_attention: Option<f64>,
+    /// Counts of j − i over the pooled selected pairs; index = distance,
+    /// length T (index 0 is always 0).
+    pub distance_histogram: Vec<u64>,
+    pub heads: Vec<HeadFigures>,
+}
+
+impl LayerFigures {
+    /// (distinct focus token ids, heads that have a focus token): the
+    /// numerator and denominator of `focus_uniqueness`.
+    pub fn focus_counts(&self) -> (usize, usize) {
+        focus_counts(&self.heads)
+    }
+}
+
+pub(super) fn focus_counts(heads: &[HeadFigures]) -> (usize, usize) {
+    let mut focus: Vec<u32> = heads.iter().filter_map(|h| h.focus_token_id).collect();
+    let with_focus = focus.len();
+    focus.sort_unstable();
+    focus.dedup();
+    (focus.len(), with_focus)
+}
+
+/// Everything `headscope analyze` reports for one input (ANALYSIS.md §6).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default)]
+pub struct Analysis {
+    pub tokens: usize,
+    pub content_tokens: usize,
+    /// N: candidate pairs per head.
+    pub pairs: usize,
+    /// k of the top-fraction rule; `None` for the other rules.
+    pub selected_per_head: Option<usize>,
+    /// Same-sentence share over all candidate pairs: what chance gives.
+    pub baseline_same_sentence_fraction: Option<f64>,
+    pub input_ids: Vec<u32>,
+    /// Filled in by the caller from the input stage; `analyze` leaves 0.
+    pub sentences_analysed: usize,
+    pub sentences_left_out: usize,
+    pub tokens_left_out: usize,
+    pub layers: Vec<LayerFigures>,
+    /// L×L Pearson correlation of the head-averaged, per-head z-scored S over
+    /// the candidate pairs; `None` where undefined.
+    pub layer_correlation: Vec<Vec<Option<f64>>>,
+}
+
+impl Analysis {
+    /// The figures of one head, if the analysis has it.
+    pub fn head(&self, id: HeadId) -> Option<&HeadFigures> {
+        self.layers.get(id.layer)?.heads.get(id.head)
+    }
+}

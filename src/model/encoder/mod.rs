@@ -1,0 +1,340 @@
+//! Our BERT encoder, written in the style of candle's `models/bert.rs`
+//! (every block a struct with `load(vb, &config)` and `forward`), but
+//! returning what candle's model keeps private: every layer's attention
+//! probabilities P and every head's output O = P·V, with the context
+//! similarity S = O·Oᵀ computed alongside (ANALYSIS.md §2).
+//!
+//! Two forward passes share the parameters. `forward` on candle tensors
+//! runs on any device. On the CPU the encoder instead borrows the
+//! parameters as slices (`cpu()` on each block) and runs [`super::kernels`]
+//! on a team of threads ([`super::team`]) that write P, O and S straight
+//! into the caller's buffers: about four times faster than candle's ops at
+//! BERT sizes (the profile is in `kernels.rs`).
+//!
+//! One sequence at a time with an all-ones attention mask, as the study's
+//! document mode prescribes, so no mask is built or applied.
+
+mod blocks;
+mod cpu_pass;
+
+use blocks::*;
+use cpu_pass::{copy_to_host, Pass, Worker};
+
+use super::config::BertConfig;
+use super::kernels;
+use super::team::{self, Barrier};
+use candle_core::{Device, Result, Tensor};
+use candle_nn::VarBuilder;
+use std::sync::atomic::AtomicUsize;
+use std::sync::RwLock;
+
+/// What one layer hands back from the tensor path, each H×T×T or H×T×d.
+pub struct LayerCapture {
+    pub attention: Tensor,
+    pub head_outputs: Tensor,
+    pub similarity: Tensor,
+}
+
+/// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
+/// each row-major.
+pub struct CaptureBuffers<'a> {
+    pub attention: &'a mut [f32],
+    pub head_outputs: &'a mut [f32],
+    pub similarity: &'a mut [f32],
+}
+
+/// Embeddings and the stack of layers; no pooler (the study does not use it).
+pub struct BertEncoder {
+    embeddings: BertEmbeddings,
+    layers: Vec<BertLayer>,
+    config: BertConfig,
+    device: Device,
+}
+
+/// Why a forward pass stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("cancelled")]
+    Cancelled,
+    #[error(transparent)]
+    Candle(#[from] candle_core::Error),
+}
+
+impl BertEncoder {
+    /// `vb` is rooted at the encoder (names like `embeddings.word_embeddings.weight`).
+    pub fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+        let embeddings = BertEmbeddings::load(vb.pp("embeddings"), config)?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|index| BertLayer::load(vb.pp(format!("encoder.layer.{index}")), config))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            embeddings,
+            layers,
+            config: config.clone(),
+            device: vb.device().clone(),
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Runs the encoder on one sequence of T tokens, writing every layer's
+    /// P, O and S into `out`. `cancelled` is polled between layers so that a
+    /// stale request is abandoned quickly; what was written by then is left
+    /// as it is.
+    pub fn forward_into(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let square = self.layers.len() * self.config.num_attention_heads * tokens * tokens;
+        if out.attention.len() != square
+            || out.similarity.len() != square
+            || out.head_outputs.len() * tokens != square * self.config.head_dim()
+        {
+            return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
+        }
+        if self.device.is_cpu() {
+            let lease = crate::threads::lease(tokens.max(1));
+            self.forward_cpu(input_ids, cancelled, out, lease.threads())
+        } else {
+            self.forward_tensors(input_ids, cancelled, out)
+        }
+    }
+
+    /// The CPU pass on `threads` threads, split the way tensor-parallel
+    /// transformers split a layer across devices, so that each thread reads
+    /// only its share of the weights while multiplying them by every token:
+    /// a thread owns some heads and some feed-forward columns. Per layer it
+    /// projects every token to its heads' queries, keys and values, computes
+    /// those heads' P, O and S in full (straight into the capture), and its
+    /// partial sum of the attention-output projection (its heads' rows of
+    /// that weight); at the barrier the partial sums meet, and every thread
+    /// adds them up, with bias, residual and LayerNorm, into the whole
+    /// attended state. The feed-forward goes the same way: its own
+    /// intermediate columns, a partial sum of the down projection, a barrier,
+    /// the sum. Two barriers a layer, none after the last layer's attention.
+    fn forward_cpu(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+        threads: usize,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        if tokens == 0 || self.layers.is_empty() {
+            return Ok(());
+        }
+        let heads = self.config.num_attention_heads;
+        let threads = threads.clamp(1, heads);
+        kernels::disable_weight_packing();
+        // Borrow every parameter before any thread starts, so that nothing
+        // inside the pass can fail and leave a thread waiting at a barrier.
+        let embeddings = self.embeddings.cpu()?;
+        if !embeddings.fits(input_ids) {
+            return Err(
+                candle_core::Error::Msg("token id or position outside the model".into()).into(),
+            );
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(BertLayer::cpu)
+            .collect::<Result<Vec<_>>>()?;
+        let head_ranges = team::split_evenly(heads, threads);
+        let panels = self.config.intermediate_size.div_ceil(kernels::PANEL);
+        let column_ranges = team::split_evenly(panels, threads)
+            .into_iter()
+            .map(|panels| {
+                let end = (panels.end * kernels::PANEL).min(self.config.intermediate_size);
+                (panels.start * kernels::PANEL).min(end)..end
+            })
+            .collect();
+        let square = tokens * tokens;
+        let vectors = tokens * self.config.head_dim();
+        let attention = team::pieces(out.attention, heads, square, &head_ranges);
+        let head_outputs = team::pieces(out.head_outputs, heads, vectors, &head_ranges);
+        let similarity = team::pieces(out.similarity, heads, square, &head_ranges);
+        let mailboxes = || (0..threads).map(|_| RwLock::new(Vec::new())).collect();
+        let pass = Pass {
+            config: &self.config,
+            input_ids,
+            embeddings,
+            layers,
+            heads: head_ranges,
+            columns: column_ranges,
+            barrier: Barrier::new(threads),
+            stop_at: AtomicUsize::new(usize::MAX),
+            attention_partials: mailboxes(),
+            feed_forward_partials: mailboxes(),
+        };
+        let mut workers = attention
+            .into_iter()
+            .zip(head_outputs)
+            .zip(similarity)
+            .enumerate()
+            .map(|(index, ((attention, head_outputs), similarity))| Worker {
+                index,
+                attention,
+                head_outputs,
+                similarity,
+            });
+        let first = workers.next().expect("at least one thread");
+        std::thread::scope(|scope| {
+            for worker in workers {
+                let pass = &pass;
+                scope.spawn(move || pass.run(worker, None));
+            }
+            pass.run(first, Some(cancelled))
+        })
+    }
+
+    /// Candle's ops on any device, each layer's capture copied to the host.
+    fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let heads = self.config.num_attention_heads;
+        let square = heads * tokens * tokens;
+        let vectors = heads * tokens * self.config.head_dim();
+        let count = self.layers.len();
+        let per_layer = out
+            .attention
+            .chunks_mut(square)
+            .zip(out.head_outputs.chunks_mut(vectors))
+            .zip(out.similarity.chunks_mut(square));
+        let ids = Tensor::new(input_ids, &self.device)?;
+        let mut x = Some(self.embeddings.forward(&ids)?);
+        for (index, (layer, ((attention, head_outputs), similarity))) in
+            self.layers.iter().zip(per_layer).enumerate()
+        {
+            if cancelled() {
+                return Err(ForwardError::Cancelled);
+            }
+            let input = x.take().expect("every layer but the last has an output");
+            let (next, capture) = layer.forward(&input, index + 1 == count)?;
+            copy_to_host(&capture.attention, attention)?;
+            copy_to_host(&capture.head_outputs, head_outputs)?;
+            copy_to_host(&capture.similarity, similarity)?;
+            x = next;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::DType;
+    use std::sync::atomic::Ordering;
+
+    /// A random encoder with random biases and LayerNorm parameters (the
+    /// generator sets 0 and 1) and larger query/key weights, so that
+    /// attention is peaked.
+    fn encoder(act: &str) -> BertEncoder {
+        let config = BertConfig {
+            hidden_size: 48,
+            num_hidden_layers: 3,
+            num_attention_heads: 4,
+            intermediate_size: 96,
+            max_position_embeddings: 64,
+            vocab_size: 200,
+            hidden_act: act.into(),
+            ..BertConfig::bert_base_uncased()
+        };
+        let mut tensors = super::super::random::random_weights(&config, 3).unwrap();
+        for (name, tensor) in tensors.iter_mut() {
+            let pattern = |offset: f32| {
+                let values: Vec<f32> = (0..tensor.elem_count())
+                    .map(|i| offset + 0.1 * (i as f32 * 0.7).sin())
+                    .collect();
+                Tensor::from_vec(values, tensor.shape(), &Device::Cpu).unwrap()
+            };
+            if name.ends_with(".bias") {
+                *tensor = pattern(0.0);
+            } else if name.ends_with("LayerNorm.weight") {
+                *tensor = pattern(1.0);
+            } else if name.contains(".query.") || name.contains(".key.") {
+                *tensor = (&*tensor * 20.0).unwrap();
+            }
+        }
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        BertEncoder::load(vb, &config).unwrap()
+    }
+
+    /// Runs one path into fresh buffers: (P, O, S); `threads` 0 means the
+    /// tensor path.
+    fn run(
+        encoder: &BertEncoder,
+        ids: &[u32],
+        threads: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) -> std::result::Result<[Vec<f32>; 3], ForwardError> {
+        let config = &encoder.config;
+        let (l, h, t) = (
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            ids.len(),
+        );
+        let mut p = vec![f32::NAN; l * h * t * t];
+        let mut o = vec![f32::NAN; l * h * t * config.head_dim()];
+        let mut s = vec![f32::NAN; l * h * t * t];
+        let out = CaptureBuffers {
+            attention: &mut p,
+            head_outputs: &mut o,
+            similarity: &mut s,
+        };
+        if threads == 0 {
+            encoder.forward_tensors(ids, cancelled, out)?;
+        } else {
+            encoder.forward_cpu(ids, cancelled, out, threads)?;
+        }
+        Ok([p, o, s])
+    }
+
+    /// The slice path on any number of threads computes what candle's ops
+    /// compute, for every activation.
+    #[test]
+    fn cpu_kernels_match_candle_ops() {
+        for act in ["gelu", "gelu_new", "relu"] {
+            let encoder = encoder(act);
+            let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
+            let reference = run(&encoder, &ids, 0, &|| false).unwrap();
+            for threads in [1, 2, 3] {
+                let fast = run(&encoder, &ids, threads, &|| false).unwrap();
+                for (name, (ours, theirs)) in
+                    ["P", "O", "S"].iter().zip(fast.iter().zip(&reference))
+                {
+                    let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                    for (a, b) in ours.iter().zip(theirs) {
+                        assert!(
+                            (a - b).abs() <= 1e-5 * scale,
+                            "{act}, {threads} threads, {name}: {a} vs {b} (scale {scale})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cancelling at any layer stops every thread (no thread is left waiting).
+    #[test]
+    fn cancelling_stops_all_threads() {
+        let encoder = encoder("gelu");
+        let ids: Vec<u32> = (0..20).collect();
+        for stop_after in 0..3 {
+            for threads in [1, 2, 3] {
+                let polls = AtomicUsize::new(0);
+                let cancelled = || polls.fetch_add(1, Ordering::Relaxed) >= stop_after;
+                let result = run(&encoder, &ids, threads, &cancelled);
+                assert!(matches!(result, Err(ForwardError::Cancelled)));
+            }
+        }
+    }
+}
