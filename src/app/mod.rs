@@ -35,6 +35,7 @@ pub mod editor;
 pub mod export_menu;
 pub mod head_view;
 pub mod heatmap;
+pub mod layer_correlation;
 pub mod layers_view;
 pub mod layout;
 pub mod menus;
