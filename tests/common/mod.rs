@@ -4,6 +4,8 @@
 //! random models written on the spot.
 #![allow(dead_code)]
 
+pub mod app;
+
 use headscope::model::{random, BertConfig};
 use headscope::npz::NpyArray;
 use serde_json::Value;
