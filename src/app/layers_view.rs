@@ -29,8 +29,8 @@ const CHANCE: Color32 = Color32::from_gray(160);
 const SEPARATOR: Color32 = Color32::from_rgb(255, 160, 50);
 const FOCUS_UNIQUENESS: Color32 = Color32::from_rgb(235, 110, 200);
 const SEGMENTATION: Color32 = Color32::from_rgb(110, 210, 120);
-const UNDECIDED: Color32 = Color32::from_rgb(160, 160, 160);
-const SINK: Color32 = Color32::from_rgb(120, 200, 235);
+const UNDECIDED: Color32 = Color32::from_rgb(180, 140, 255);
+const SINK: Color32 = Color32::from_rgb(240, 90, 90);
 const MEAN_DISTANCE: Color32 = Color32::from_rgb(250, 220, 90);
 
 /// The whole view; returns what the user asked for.
@@ -96,6 +96,8 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                                 (SEPARATOR, "separator attention", false),
                                 (FOCUS_UNIQUENESS, "focus uniqueness", false),
                                 (SEGMENTATION, "segmentation accuracy", false),
+                                (UNDECIDED, "segmentation undecided", false),
+                                (SINK, "sink attention", false),
                             ],
                         );
                     },
