@@ -2,12 +2,19 @@
 //! input (forward pass with attentions and head outputs captured, every
 //! similarity matrix, every figure), the same work the PyTorch reference
 //! `torch_ref.py time` measures, plus peak memory.
+//!
+//! With `--corpus`, it also runs the corpus runner over real documents and
+//! reports its windows per second beside the encoder's own at the corpus's
+//! mean window length: the gap is what reading, tokenizing and cutting the
+//! documents cost.
 
 use crate::analysis::{analyze, AnalysisOptions};
 use crate::captures::Captures;
+use crate::corpus::{self, CorpusOptions, FileList};
 use crate::model::Model;
 use crate::tokens::TokenSequence;
 use serde::Serialize;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// One JSON line of `headscope bench`.
@@ -105,6 +112,40 @@ pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<Be
         analysis_median_ms: median(&mut analysis_times),
         runs,
         peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+/// The corpus runner's pace on real documents.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusBench {
+    pub documents: usize,
+    pub windows: usize,
+    pub tokens_per_window: f64,
+    pub seconds: f64,
+    pub windows_per_second: f64,
+}
+
+/// Runs the whole corpus of `plan` (document mode, default settings), as
+/// `headscope corpus` would, and times it.
+pub fn run_corpus_bench(model: &Model, plan: FileList) -> anyhow::Result<CorpusBench> {
+    let start = Instant::now();
+    let report = corpus::run_files(
+        model,
+        plan,
+        &CorpusOptions::default(),
+        &mut |_| {},
+        &AtomicBool::new(false),
+    );
+    let seconds = start.elapsed().as_secs_f64();
+    if report.windows == 0 {
+        anyhow::bail!("the corpus gave no window to analyse");
+    }
+    Ok(CorpusBench {
+        documents: report.files,
+        windows: report.windows,
+        tokens_per_window: report.tokens_per_window.mean.unwrap_or(0.0),
+        seconds,
+        windows_per_second: report.windows as f64 / seconds,
     })
 }
 

@@ -14,6 +14,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod corpus;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "headscope",
@@ -42,29 +44,49 @@ enum Command {
     /// Write a model folder with random weights of a given BERT shape.
     MakeRandomModel(RandomModelArgs),
     /// Average every figure over a corpus of .txt files, with spread and 95% intervals.
-    Corpus(CorpusArgs),
+    Corpus(corpus::CorpusArgs),
 }
 
-/// Options shared by every command that runs the model on a text.
+/// The model and how a text becomes its input: shared by every command
+/// that runs the model on texts (`analyze`, `export`, `corpus`).
 #[derive(Args, Debug, Clone)]
-struct TextArgs {
+pub(crate) struct ModelInputArgs {
     /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
     #[arg(long)]
     model: String,
     /// Each non-empty line is one sentence.
     #[arg(long, conflicts_with = "plain")]
     one_sentence_per_line: bool,
-    /// The tokenizer's own encoding of the whole text: one [CLS] ... [SEP].
+    /// The tokenizer's own encoding of the text: one [CLS] ... [SEP] per window.
     #[arg(long)]
     plain: bool,
     #[command(flatten)]
     analysis: AnalysisArgs,
+}
+
+impl ModelInputArgs {
+    fn mode(&self) -> InputMode {
+        if self.plain {
+            InputMode::Plain
+        } else if self.one_sentence_per_line {
+            InputMode::OneSentencePerLine
+        } else {
+            InputMode::Document
+        }
+    }
+}
+
+/// Options of the commands that analyse one text.
+#[derive(Args, Debug, Clone)]
+struct TextArgs {
+    #[command(flatten)]
+    input: ModelInputArgs,
     /// Text file, or - for standard input.
     file: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
-struct AnalysisArgs {
+pub(crate) struct AnalysisArgs {
     /// Share of candidate pairs selected per head (top-fraction rule).
     #[arg(long, default_value_t = 0.01)]
     q: f64,
@@ -101,7 +123,7 @@ enum SimilarityArg {
 }
 
 impl AnalysisArgs {
-    fn options(&self) -> anyhow::Result<AnalysisOptions> {
+    pub(crate) fn options(&self) -> anyhow::Result<AnalysisOptions> {
         if !(self.q > 0.0 && self.q <= 1.0) {
             bail!("--q {} is outside (0, 1]", self.q);
         }
@@ -131,13 +153,7 @@ impl AnalysisArgs {
 impl TextArgs {
     fn input_options(&self) -> InputOptions {
         InputOptions {
-            mode: if self.plain {
-                InputMode::Plain
-            } else if self.one_sentence_per_line {
-                InputMode::OneSentencePerLine
-            } else {
-                InputMode::Document
-            },
+            mode: self.input.mode(),
             first_sentence: 0,
         }
     }
@@ -145,12 +161,12 @@ impl TextArgs {
     /// Reads the text, loads the model and runs the whole analysis,
     /// warning on stderr about Latin-1 input and anything left out.
     fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
-        let options = self.analysis.options()?;
+        let options = self.input.analysis.options()?;
         let file = read_text_file(&self.file)?;
         if let Some(warning) = &file.warning {
             eprintln!("headscope: warning: {warning}");
         }
-        let model = load_model(&self.model)?;
+        let model = load_model(&self.input.model)?;
         let output = pipeline::run(&model, &file.text, &self.input_options(), &options, &|| {
             false
         })
@@ -221,30 +237,11 @@ struct BenchArgs {
     /// Timed runs after one warm-up run.
     #[arg(long, default_value_t = 7)]
     runs: usize,
-}
-
-#[derive(Args, Debug)]
-struct CorpusArgs {
-    /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
-    #[arg(long)]
-    model: String,
-    /// Each non-empty line is one sentence.
-    #[arg(long, conflicts_with = "plain")]
-    one_sentence_per_line: bool,
-    /// The tokenizer's own encoding of each window: one [CLS] ... [SEP].
-    #[arg(long)]
-    plain: bool,
-    #[command(flatten)]
-    analysis: AnalysisArgs,
-    /// Write the corpus statistics as JSON to this file, - for stdout.
-    #[arg(long)]
-    json: PathBuf,
-    /// Also write one row per layer/head figure (mean, std, ci95, n) as CSV.
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Text files, and folders searched recursively for .txt files.
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
+    /// Also run the corpus runner over these files and folders and compare
+    /// its windows per second with the encoder's at the corpus's mean
+    /// window length (which then replaces --tokens).
+    #[arg(long, num_args = 1..)]
+    corpus: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -291,12 +288,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Export(args)) => export(args),
         Some(Command::Bench(args)) => bench(args),
         Some(Command::MakeRandomModel(args)) => make_random_model(args),
-        Some(Command::Corpus(args)) => corpus(args),
+        Some(Command::Corpus(args)) => corpus::corpus(args),
     }
 }
 
 /// Loads a model, showing download progress on stderr.
-fn load_model(text: &str) -> anyhow::Result<Model> {
+pub(crate) fn load_model(text: &str) -> anyhow::Result<Model> {
     let source = ModelSource::parse(text)?;
     let mut last_percent = None;
     Model::load(&source, &mut |progress| {
@@ -423,9 +420,31 @@ fn print_table(model: &Model, output: &RunOutput) {
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    use crate::bench::{run_bench, run_corpus_bench};
+    let plan = if args.corpus.is_empty() {
+        None
+    } else {
+        Some(crate::corpus::find_text_files(&args.corpus)?)
+    };
     let model = load_model(&args.model)?;
-    let report = crate::bench::run_bench(&model, args.tokens, args.runs)?;
-    println!("{}", serde_json::to_string(&report)?);
+    let Some(plan) = plan else {
+        let report = run_bench(&model, args.tokens, args.runs)?;
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    };
+    let corpus = run_corpus_bench(&model, plan)?;
+    let tokens = (corpus.tokens_per_window.round() as usize).clamp(2, model.max_tokens());
+    let encoder = run_bench(&model, tokens, args.runs)?;
+    let encoder_windows_per_second = 1000.0 / encoder.median_ms;
+    println!(
+        "{}",
+        serde_json::json!({
+            "corpus": corpus,
+            "encoder": encoder,
+            "encoder_windows_per_second": encoder_windows_per_second,
+            "corpus_over_encoder": corpus.windows_per_second / encoder_windows_per_second,
+        })
+    );
     Ok(())
 }
 
@@ -498,7 +517,7 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
         check_writable(path)?;
     }
     let (model, output) = args.text.run()?;
-    let options = args.text.analysis.options()?;
+    let options = args.text.input.analysis.options()?;
     let captures = &output.captures;
     let tokens = captures.tokens;
     let labels = &output.input.tokens.token_texts;
@@ -561,96 +580,5 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.csv {
         exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;
     }
-    Ok(())
-}
-
-fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
-    use crate::corpus::{self, CorpusEvent, CorpusOptions};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
-    let is_stdout = |path: &Path| path.as_os_str() == "-";
-    if is_stdout(&args.json) && args.csv.as_deref().is_some_and(is_stdout) {
-        bail!("--json and --csv cannot both go to standard output");
-    }
-    let options = CorpusOptions {
-        mode: if args.plain {
-            InputMode::Plain
-        } else if args.one_sentence_per_line {
-            InputMode::OneSentencePerLine
-        } else {
-            InputMode::Document
-        },
-        analysis: args.analysis.options()?,
-    };
-    // Check the outputs and find the files before the model loads, so a
-    // typo costs nothing.
-    check_writable(&args.json)?;
-    if let Some(path) = &args.csv {
-        check_writable(path)?;
-    }
-    let files = corpus::find_text_files(&args.paths)?;
-    let model = load_model(&args.model)?;
-    // The first Ctrl+C stops at the next layer and writes what was done;
-    // a second one quits at once.
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    if let Err(e) = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    }) {
-        eprintln!("headscope: warning: Ctrl+C will stop without writing anything: {e}");
-    }
-    // Messages start with \r and are padded so they cover the progress line.
-    let report = corpus::run_files(
-        &model,
-        files,
-        &options,
-        &mut |event| match event {
-            CorpusEvent::Progress(p) => eprint!("\rheadscope: {:<70}", p.line()),
-            CorpusEvent::Skipped(s) => {
-                eprintln!(
-                    "\r{:<80}",
-                    format!("headscope: skipped {}: {}", s.path, s.reason)
-                )
-            }
-            CorpusEvent::Warning(w) => {
-                eprintln!(
-                    "\r{:<80}",
-                    format!("headscope: warning: {}: {}", w.path, w.warning)
-                )
-            }
-        },
-        &cancel,
-    );
-    eprintln!();
-    let write = |path: &Path, text: String| -> anyhow::Result<()> {
-        if is_stdout(path) {
-            println!("{text}");
-        } else {
-            crate::export::save_text(&text, path)?;
-        }
-        Ok(())
-    };
-    write(&args.json, report.to_json())?;
-    if let Some(path) = &args.csv {
-        write(path, report.to_csv())?;
-    }
-    if report.partial {
-        bail!(
-            "interrupted: wrote the {} window{} done so far (\"partial\": true)",
-            report.windows,
-            if report.windows == 1 { "" } else { "s" }
-        );
-    }
-    eprintln!(
-        "headscope: {} windows of {} files ({} tokens; {} skipped) in {:.1} s",
-        report.windows,
-        report.files,
-        report.tokens,
-        report.skipped.len(),
-        report.elapsed_seconds
-    );
     Ok(())
 }

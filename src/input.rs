@@ -126,39 +126,246 @@ pub fn build_input(
     cls_id: u32,
     sep_id: u32,
 ) -> Result<BuiltInput, InputError> {
-    let spans = split_sentences(text, mode);
-    if spans.is_empty() {
-        return Err(InputError::Empty);
+    TokenizedText::new(tokenizer, text, mode)?.window(max_tokens, first_sentence, cls_id, sep_id)
+}
+
+/// A text split into sentences and tokenized once. Every window of it is
+/// cut from these tokens ([`TokenizedText::window`]), so the windows of a
+/// long document cost one tokenization in all, not one per window.
+///
+/// Document modes encode each sentence on its own; plain mode encodes the
+/// whole text once and gives each token the sentence its start offset falls
+/// in. Either way a window is a run of whole sentences.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenizedText {
+    mode: InputMode,
+    /// Trimmed, non-empty sentence spans of the whole text (byte offsets).
+    spans: Vec<(usize, usize)>,
+    ids: Vec<u32>,
+    texts: Vec<String>,
+    /// Byte range of each token in the whole text.
+    offsets: Vec<(usize, usize)>,
+    /// Sentence index of each token, ascending.
+    sentence_of: Vec<usize>,
+    /// Index of the first token of each sentence, and the token count last.
+    sentence_starts: Vec<usize>,
+    /// The tokenizer's padding id, never content (see [`SpecialIds`]).
+    pad_id: Option<u32>,
+}
+
+impl TokenizedText {
+    /// Splits `text` into sentences and tokenizes it; fails on a blank text.
+    pub fn new(tokenizer: &Tokenizer, text: &str, mode: InputMode) -> Result<Self, InputError> {
+        let spans = split_sentences(text, mode);
+        if spans.is_empty() {
+            return Err(InputError::Empty);
+        }
+        let mut tokenized = Self {
+            mode,
+            pad_id: SpecialIds::pad_id(tokenizer),
+            ..Default::default()
+        };
+        match mode {
+            InputMode::Plain => {
+                let encoding = tokenizer.encode(text, false).map_err(tokenizer_error)?;
+                // Sentence of each token, from its start offset.
+                let mut current = 0;
+                for ((&id, token), &(s, e)) in encoding
+                    .get_ids()
+                    .iter()
+                    .zip(encoding.get_tokens())
+                    .zip(encoding.get_offsets())
+                {
+                    while current + 1 < spans.len() && s >= spans[current + 1].0 {
+                        current += 1;
+                    }
+                    tokenized.push(id, token, (s, e), current);
+                }
+            }
+            InputMode::Document | InputMode::OneSentencePerLine => {
+                let sentences: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+                let encodings = tokenizer
+                    .encode_batch(sentences, false)
+                    .map_err(tokenizer_error)?;
+                for (sentence, (encoding, &(start, _))) in encodings.iter().zip(&spans).enumerate()
+                {
+                    for ((&id, token), &(s, e)) in encoding
+                        .get_ids()
+                        .iter()
+                        .zip(encoding.get_tokens())
+                        .zip(encoding.get_offsets())
+                    {
+                        tokenized.push(id, token, (start + s, start + e), sentence);
+                    }
+                }
+            }
+        }
+        let mut starts = Vec::with_capacity(spans.len() + 1);
+        let mut token = 0;
+        for sentence in 0..=spans.len() {
+            while token < tokenized.sentence_of.len() && tokenized.sentence_of[token] < sentence {
+                token += 1;
+            }
+            starts.push(token);
+        }
+        tokenized.sentence_starts = starts;
+        tokenized.spans = spans;
+        Ok(tokenized)
     }
-    if first_sentence >= spans.len() {
-        return Err(InputError::WindowPastEnd {
-            first: first_sentence + 1,
-            sentences: spans.len(),
-        });
+
+    fn push(&mut self, id: u32, token: &str, offsets: (usize, usize), sentence: usize) {
+        self.ids.push(id);
+        self.texts.push(token.to_string());
+        self.offsets.push(offsets);
+        self.sentence_of.push(sentence);
     }
-    let mut built = match mode {
-        InputMode::Plain => build_plain(
-            tokenizer,
-            text,
-            &spans,
-            max_tokens,
-            first_sentence,
-            cls_id,
-            sep_id,
-        )?,
-        _ => build_document(
-            tokenizer,
-            text,
-            &spans,
-            max_tokens,
-            first_sentence,
-            cls_id,
-            sep_id,
-        )?,
-    };
-    built.sentence_spans = spans;
-    built.first_sentence = first_sentence;
-    Ok(built)
+
+    /// Byte spans of every sentence of the text.
+    pub fn sentence_spans(&self) -> &[(usize, usize)] {
+        &self.spans
+    }
+
+    /// Tokens of sentence `index` (without separators).
+    pub fn sentence_tokens(&self, index: usize) -> usize {
+        self.sentence_starts[index + 1] - self.sentence_starts[index]
+    }
+
+    /// The model input starting at sentence `first_sentence` (0-based):
+    /// the whole sentences from there that fit in `max_tokens` positions.
+    pub fn window(
+        &self,
+        max_tokens: usize,
+        first_sentence: usize,
+        cls_id: u32,
+        sep_id: u32,
+    ) -> Result<BuiltInput, InputError> {
+        if first_sentence >= self.spans.len() {
+            return Err(InputError::WindowPastEnd {
+                first: first_sentence + 1,
+                sentences: self.spans.len(),
+            });
+        }
+        let mut built = match self.mode {
+            InputMode::Plain => self.plain_window(max_tokens, first_sentence, cls_id, sep_id)?,
+            _ => self.document_window(max_tokens, first_sentence, cls_id, sep_id)?,
+        };
+        built.sentence_spans = self.spans.clone();
+        built.first_sentence = first_sentence;
+        Ok(built)
+    }
+
+    /// Appends token `index` of the text to a window, in window sentence
+    /// `sentence`.
+    fn push_token(
+        &self,
+        tokens: &mut TokenSequence,
+        specials: &SpecialIds,
+        index: usize,
+        sentence: usize,
+    ) {
+        push_text_token(
+            tokens,
+            specials,
+            (self.ids[index], &self.texts[index]),
+            Some(sentence),
+            self.offsets[index],
+        );
+    }
+
+    fn specials(&self, cls_id: u32, sep_id: u32) -> SpecialIds {
+        SpecialIds([Some(cls_id), Some(sep_id), self.pad_id])
+    }
+
+    fn document_window(
+        &self,
+        max_tokens: usize,
+        first: usize,
+        cls_id: u32,
+        sep_id: u32,
+    ) -> Result<BuiltInput, InputError> {
+        let specials = self.specials(cls_id, sep_id);
+        let mut tokens = empty_sequence(cls_id, sep_id);
+        let mut analysed = 0;
+        let mut next = first;
+        while next < self.spans.len() {
+            let count = self.sentence_tokens(next);
+            if tokens.len() + count + 1 > max_tokens {
+                // Nothing but separators so far (sentences of characters the
+                // tokenizer drops count for nothing): this sentence is too long.
+                let has_content = tokens.special.iter().any(|&special| !special);
+                if !has_content {
+                    return Err(InputError::SentenceTooLong {
+                        sentence: next + 1,
+                        tokens: count,
+                        limit: max_tokens,
+                    });
+                }
+                break;
+            }
+            for index in self.sentence_starts[next]..self.sentence_starts[next + 1] {
+                self.push_token(&mut tokens, &specials, index, analysed);
+            }
+            special(&mut tokens, sep_id, "[SEP]", Some(analysed));
+            analysed += 1;
+            next += 1;
+        }
+        Ok(BuiltInput {
+            tokens,
+            sentences_analysed: analysed,
+            sentences_left_out: self.spans.len() - next,
+            tokens_left_out: self.ids.len() - self.sentence_starts[next],
+            ..Default::default()
+        })
+    }
+
+    fn plain_window(
+        &self,
+        max_tokens: usize,
+        first: usize,
+        cls_id: u32,
+        sep_id: u32,
+    ) -> Result<BuiltInput, InputError> {
+        let begin = self.sentence_starts[first];
+        let sentence_of = &self.sentence_of[begin..];
+        // Keep whole sentences while [CLS] + tokens + [SEP] fit.
+        let room = max_tokens.saturating_sub(2);
+        let mut kept = sentence_of.len();
+        if kept > room {
+            let first_cut = sentence_of[room];
+            kept = self.sentence_starts[first_cut] - begin;
+            if kept == 0 {
+                // The first sentence with tokens (those before it may have
+                // none: characters the tokenizer drops) is too long on its own.
+                let sentence = sentence_of[0];
+                return Err(InputError::SentenceTooLong {
+                    sentence: sentence + 1,
+                    tokens: self.sentence_tokens(sentence),
+                    limit: max_tokens,
+                });
+            }
+        }
+        let specials = self.specials(cls_id, sep_id);
+        let mut tokens = empty_sequence(cls_id, sep_id);
+        for index in begin..begin + kept {
+            self.push_token(&mut tokens, &specials, index, self.sentence_of[index] - first);
+        }
+        // Nothing kept means the tokenizer produced no token at all (text of
+        // characters it drops): every sentence was read, none left out.
+        let remaining = self.spans.len() - first;
+        let analysed = if kept == 0 {
+            remaining
+        } else {
+            sentence_of[kept - 1] - first + 1
+        };
+        special(&mut tokens, sep_id, "[SEP]", Some(analysed - 1));
+        Ok(BuiltInput {
+            tokens,
+            sentences_analysed: analysed,
+            sentences_left_out: remaining - analysed,
+            tokens_left_out: sentence_of.len() - kept,
+            ..Default::default()
+        })
+    }
 }
 
 /// The ids that are never content (ANALYSIS.md §1): `[CLS]`, `[SEP]` and the
@@ -166,12 +373,11 @@ pub fn build_input(
 struct SpecialIds([Option<u32>; 3]);
 
 impl SpecialIds {
-    fn new(tokenizer: &Tokenizer, cls_id: u32, sep_id: u32) -> Self {
-        let pad = tokenizer
+    fn pad_id(tokenizer: &Tokenizer) -> Option<u32> {
+        tokenizer
             .get_padding()
             .map(|p| p.pad_id)
-            .or_else(|| tokenizer.token_to_id("[PAD]"));
-        Self([Some(cls_id), Some(sep_id), pad])
+            .or_else(|| tokenizer.token_to_id("[PAD]"))
     }
 
     fn contains(&self, id: u32) -> bool {
@@ -219,156 +425,4 @@ fn empty_sequence(cls_id: u32, sep_id: u32) -> TokenSequence {
 
 fn tokenizer_error(e: impl std::fmt::Display) -> InputError {
     InputError::Tokenizer(e.to_string())
-}
-
-fn build_document(
-    tokenizer: &Tokenizer,
-    text: &str,
-    spans: &[(usize, usize)],
-    max_tokens: usize,
-    first: usize,
-    cls_id: u32,
-    sep_id: u32,
-) -> Result<BuiltInput, InputError> {
-    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
-    let mut tokens = empty_sequence(cls_id, sep_id);
-    let mut analysed = 0;
-    let mut next = first;
-    while next < spans.len() {
-        let (start, end) = spans[next];
-        let encoding = tokenizer
-            .encode(&text[start..end], false)
-            .map_err(tokenizer_error)?;
-        if tokens.len() + encoding.len() + 1 > max_tokens {
-            // Nothing but separators so far (sentences of characters the
-            // tokenizer drops count for nothing): this sentence is too long.
-            let has_content = tokens.special.iter().any(|&special| !special);
-            if !has_content {
-                return Err(InputError::SentenceTooLong {
-                    sentence: next + 1,
-                    tokens: encoding.len(),
-                    limit: max_tokens,
-                });
-            }
-            break;
-        }
-        let sentence = Some(analysed);
-        for ((&id, token), &(s, e)) in encoding
-            .get_ids()
-            .iter()
-            .zip(encoding.get_tokens())
-            .zip(encoding.get_offsets())
-        {
-            push_text_token(
-                &mut tokens,
-                &specials,
-                (id, token),
-                sentence,
-                (start + s, start + e),
-            );
-        }
-        special(&mut tokens, sep_id, "[SEP]", sentence);
-        analysed += 1;
-        next += 1;
-    }
-    let tokens_left_out = count_tokens(tokenizer, text, &spans[next..])?;
-    Ok(BuiltInput {
-        tokens,
-        sentences_analysed: analysed,
-        sentences_left_out: spans.len() - next,
-        tokens_left_out,
-        ..Default::default()
-    })
-}
-
-/// Token count of the sentences that did not fit, encoded in one batch.
-fn count_tokens(
-    tokenizer: &Tokenizer,
-    text: &str,
-    spans: &[(usize, usize)],
-) -> Result<usize, InputError> {
-    if spans.is_empty() {
-        return Ok(0);
-    }
-    let sentences: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
-    let encodings = tokenizer
-        .encode_batch(sentences, false)
-        .map_err(tokenizer_error)?;
-    Ok(encodings.iter().map(|e| e.len()).sum())
-}
-
-fn build_plain(
-    tokenizer: &Tokenizer,
-    text: &str,
-    spans: &[(usize, usize)],
-    max_tokens: usize,
-    first: usize,
-    cls_id: u32,
-    sep_id: u32,
-) -> Result<BuiltInput, InputError> {
-    let window_start = spans[first].0;
-    let window = &text[window_start..];
-    let encoding = tokenizer.encode(window, false).map_err(tokenizer_error)?;
-    // Sentence index (within the window) of each token, from its start offset.
-    let local_spans = &spans[first..];
-    let mut sentence_of = Vec::with_capacity(encoding.len());
-    let mut current = 0;
-    for &(s, _) in encoding.get_offsets() {
-        let at = window_start + s;
-        while current + 1 < local_spans.len() && at >= local_spans[current + 1].0 {
-            current += 1;
-        }
-        sentence_of.push(current);
-    }
-    // Keep whole sentences while [CLS] + tokens + [SEP] fit.
-    let room = max_tokens.saturating_sub(2);
-    let mut kept = encoding.len();
-    if kept > room {
-        let first_cut = sentence_of[room];
-        kept = sentence_of.iter().take_while(|&&s| s < first_cut).count();
-        if kept == 0 {
-            // The first sentence with tokens (those before it may have none:
-            // characters the tokenizer drops) is too long on its own.
-            let sentence = sentence_of[0];
-            let tokens = sentence_of.iter().filter(|&&s| s == sentence).count();
-            return Err(InputError::SentenceTooLong {
-                sentence: first + sentence + 1,
-                tokens,
-                limit: max_tokens,
-            });
-        }
-    }
-    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
-    let mut tokens = empty_sequence(cls_id, sep_id);
-    let kept_tokens = encoding
-        .get_ids()
-        .iter()
-        .zip(encoding.get_tokens())
-        .zip(encoding.get_offsets())
-        .zip(&sentence_of)
-        .take(kept);
-    for (((&id, token), &(s, e)), &sentence) in kept_tokens {
-        push_text_token(
-            &mut tokens,
-            &specials,
-            (id, token),
-            Some(sentence),
-            (window_start + s, window_start + e),
-        );
-    }
-    // Nothing kept means the tokenizer produced no token at all (text of
-    // characters it drops): every sentence was read, none left out.
-    let analysed = if kept == 0 {
-        local_spans.len()
-    } else {
-        sentence_of[kept - 1] + 1
-    };
-    special(&mut tokens, sep_id, "[SEP]", Some(analysed - 1));
-    Ok(BuiltInput {
-        tokens,
-        sentences_analysed: analysed,
-        sentences_left_out: local_spans.len() - analysed,
-        tokens_left_out: encoding.len() - kept,
-        ..Default::default()
-    })
 }

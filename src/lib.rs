@@ -22,6 +22,7 @@ pub mod captures;
 pub mod cli;
 pub mod colormap;
 pub mod corpus;
+pub mod corpus_stats;
 pub mod export;
 pub mod input;
 pub mod model;

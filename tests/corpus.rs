@@ -8,10 +8,8 @@ mod common;
 
 use common::*;
 use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, LayerFigures};
-use headscope::corpus::{
-    self, t_quantile_975, Aggregate, CategoryCounts, CorpusEvent, CorpusOptions, CorpusReport,
-    CorpusStats, Summary,
-};
+use headscope::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport};
+use headscope::corpus_stats::{t_quantile_975, Aggregate, CategoryCounts, CorpusStats, Summary};
 use headscope::input::{split_sentences, InputMode};
 use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, InputOptions};
@@ -242,8 +240,8 @@ fn csv_has_one_row_per_figure() {
     let csv = report.to_csv();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "layer,head,figure,mean,std,ci95_lo,ci95_hi,n");
-    // 2 document rows + 1 layer × (5 layer figures + 2 heads × 6 head figures).
-    assert_eq!(lines.len(), 1 + 2 + 5 + 2 * 6);
+    // 2 document rows + 1 layer × (7 layer figures + 2 heads × 7 head figures).
+    assert_eq!(lines.len(), 1 + 2 + 7 + 2 * 7);
     let distance = lines
         .iter()
         .find(|l| l.starts_with("0,,mean_distance,"))
@@ -569,6 +567,16 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
             lf(|x| x.segmentation_accuracy),
             &format!("L{l} seg"),
         );
+        check_summary(
+            &layer.segmentation_undecided,
+            lf(|x| x.segmentation_undecided),
+            &format!("L{l} undecided"),
+        );
+        check_summary(
+            &layer.sink_attention,
+            lf(|x| x.sink_attention),
+            &format!("L{l} sink"),
+        );
         for h in 0..heads {
             let head = &layer.heads[h];
             let hf = |f: fn(&HeadFigures) -> Option<f64>| -> Vec<Option<f64>> {
@@ -596,6 +604,11 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
                 &head.separator_attention,
                 hf(|x| x.separator_attention),
                 &at("sep"),
+            );
+            check_summary(
+                &head.sink_attention,
+                hf(|x| x.sink_attention),
+                &at("sink"),
             );
             for category in Category::ALL {
                 let expected = windows
@@ -762,8 +775,15 @@ fn binary_analyses_fifty_texts_with_progress() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    // The progress line rewrites itself with \r and reaches 100%.
-    assert!(stderr.contains('\r'), "{stderr:?}");
+    // stderr is a pipe, not a terminal: whole progress lines, a few of them
+    // (at most one per 5% of the work or 10 s), none rewritten with \r; the
+    // last one at 100%.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    let progress_lines = stderr
+        .lines()
+        .filter(|l| l.starts_with("headscope: corpus "))
+        .count();
+    assert!((2..=22).contains(&progress_lines), "{stderr}");
     assert!(stderr.contains("100% ["), "{stderr:?}");
     assert!(stderr.contains("50/50 files, 50 windows"), "{stderr:?}");
     assert!(stderr.contains("ETA"), "{stderr:?}");
@@ -799,10 +819,16 @@ fn binary_analyses_fifty_texts_with_progress() {
     }
 
     let table = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(table.lines().count(), 1 + 2 + 6 * (5 + 12 * 6));
+    assert_eq!(table.lines().count(), 1 + 2 + 6 * (7 + 12 * 7));
     assert!(table
         .lines()
         .any(|l| l.starts_with("5,11,separator_attention,") && l.ends_with(",50")));
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("5,11,sink_attention,") && l.ends_with(",50")));
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("5,,segmentation_undecided,") && l.ends_with(",50")));
 }
 
 #[test]
@@ -918,4 +944,40 @@ fn sigint_writes_a_valid_partial_report() {
         .unwrap()
         .iter()
         .any(|d| d["complete"] == false));
+}
+
+#[test]
+fn binary_on_a_terminal_draws_a_live_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts = dir.path().join("texts");
+    std::fs::create_dir(&texts).unwrap();
+    for i in 0..4u64 {
+        std::fs::write(texts.join(format!("t{i}.txt")), generated_text(300 + i, 3)).unwrap();
+    }
+    let json = dir.path().join("corpus.json");
+    let quote = |p: &Path| format!("'{}'", p.display());
+    let command = format!(
+        "{} corpus --model {} --json {} {}",
+        quote(&headscope_bin()),
+        quote(&test_model()),
+        quote(&json),
+        quote(&texts)
+    );
+    // `script` runs the command with a pseudo-terminal as its stderr and
+    // copies what it wrote to our stdout.
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("run script (util-linux)");
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{seen}");
+    // The bar redraws itself in place (carriage return or cursor movement)
+    // and ends full.
+    assert!(seen.contains('\r') || seen.contains("\x1b["), "{seen:?}");
+    assert!(seen.contains("100% [####################]"), "{seen:?}");
+    assert!(seen.contains("4/4 files, 4 windows"), "{seen:?}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(value["windows"], 4);
 }
