@@ -98,10 +98,9 @@ const MARGIN_NOISE: f64 = 6e-5;
 #[test]
 fn long_text_matches_hugging_face_with_undecided_segmentation() {
     let output = analyse("observatory.txt");
-    let mut expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture("observatory.bge.json")).unwrap(),
-    )
-    .unwrap();
+    let mut expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("observatory.bge.json")).unwrap())
+            .unwrap();
     // The deep layers' ties are what this text is for.
     assert!(layers_with_undecided_tokens(&expected) >= 6);
 
