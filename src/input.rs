@@ -347,7 +347,12 @@ impl TokenizedText {
         let specials = self.specials(cls_id, sep_id);
         let mut tokens = empty_sequence(cls_id, sep_id);
         for index in begin..begin + kept {
-            self.push_token(&mut tokens, &specials, index, self.sentence_of[index] - first);
+            self.push_token(
+                &mut tokens,
+                &specials,
+                index,
+                self.sentence_of[index] - first,
+            );
         }
         // Nothing kept means the tokenizer produced no token at all (text of
         // characters it drops): every sentence was read, none left out.

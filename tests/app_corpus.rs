@@ -196,7 +196,11 @@ fn the_corpus_window_shows_what_the_library_computes() {
         .state_mut()
         .set_plot_export_target(Some(plot.clone()));
     let save = headscope::app::plot_export::SAVE_LABEL;
-    assert_eq!(harness.query_all_by_label(save).count(), 5);
+    // One plot per layer figure.
+    assert_eq!(
+        harness.query_all_by_label(save).count(),
+        headscope::corpus::LAYER_FIGURES.len()
+    );
     harness.query_all_by_label(save).next().unwrap().click();
     step_until(&mut harness, "the plot export", |h| {
         h.state().notice().is_some_and(|n| n.contains("xport"))

@@ -605,11 +605,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
                 hf(|x| x.separator_attention),
                 &at("sep"),
             );
-            check_summary(
-                &head.sink_attention,
-                hf(|x| x.sink_attention),
-                &at("sink"),
-            );
+            check_summary(&head.sink_attention, hf(|x| x.sink_attention), &at("sink"));
             for category in Category::ALL {
                 let expected = windows
                     .iter()
