@@ -185,7 +185,11 @@ app_pid=$!
 wait_for_log "headscope: result" 300
 window="$(xdotool search --sync --name '^headscope' | head -n 1)"
 xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
-xdotool windowfocus --sync "$window"
+# The new window may not be viewable yet (BadMatch): try again a while.
+for _ in $(seq 20); do
+  xdotool windowfocus --sync "$window" 2>/dev/null && break
+  sleep 0.5
+done
 xdotool mousemove 1590 5
 sleep 2
 import -window root screenshots/twelve-layers.png
