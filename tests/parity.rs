@@ -8,7 +8,7 @@ use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::npz::{read_npz, NpyArray};
+use headscope::npz::read_npz;
 use headscope::pipeline::{self, InputOptions};
 use serde_json::Value;
 
@@ -29,23 +29,8 @@ fn harbour_matches_hugging_face() {
     .unwrap();
     let reference = read_npz(&fixture("harbour.minilm.npz")).unwrap();
 
-    let ids: Vec<i64> = match &reference["input_ids"] {
-        NpyArray::I64 { data, .. } => data.clone(),
-        other => panic!("input_ids: {other:?}"),
-    };
-    let ours: Vec<i64> = output
-        .input
-        .tokens
-        .input_ids
-        .iter()
-        .map(|&i| i as i64)
-        .collect();
-    assert_eq!(ours, ids, "input ids");
-
+    assert_ids_and_attentions(&output, &reference);
     let c = &output.captures;
-    let (shape, attentions) = f32s(&reference["attentions"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.tokens]);
-    assert_close("attentions", &c.attentions, attentions, 1e-4);
     let (shape, heads) = f32s(&reference["heads"]);
     assert_eq!(shape, [c.layers, c.heads, c.tokens, c.head_dim]);
     assert_close("heads", &c.head_outputs, heads, 1e-4);

@@ -15,7 +15,7 @@ use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::npz::{read_npz, NpyArray};
+use headscope::npz::read_npz;
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -68,22 +68,8 @@ fn layers_with_undecided_tokens(reference: &Value) -> usize {
 fn harbour_matches_hugging_face_on_twelve_layers() {
     let output = analyse("harbour.txt");
     let reference = read_npz(&fixture("harbour.bge.npz")).unwrap();
-    let ids: Vec<i64> = match &reference["input_ids"] {
-        NpyArray::I64 { data, .. } => data.clone(),
-        other => panic!("input_ids: {other:?}"),
-    };
-    let ours: Vec<i64> = output
-        .input
-        .tokens
-        .input_ids
-        .iter()
-        .map(|&i| i as i64)
-        .collect();
-    assert_eq!(ours, ids, "input ids");
-    let c = &output.captures;
-    let (shape, attentions) = f32s(&reference["attentions"]);
-    assert_eq!(shape, [12, 12, c.tokens, c.tokens]);
-    assert_close("attentions", &c.attentions, attentions, 1e-4);
+    assert_ids_and_attentions(&output, &reference);
+    assert_eq!(output.captures.layers, 12);
 
     let expected = assert_figures_match(&output, "harbour.bge.json");
     assert!(layers_with_undecided_tokens(&expected) > 0);

@@ -8,7 +8,9 @@ pub mod app;
 
 use headscope::model::{random, BertConfig};
 use headscope::npz::NpyArray;
+use headscope::pipeline::RunOutput;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -141,4 +143,26 @@ pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance:
         }
         (a, b) => assert_eq!(a, b, "{path}"),
     }
+}
+
+/// Our input ids equal the reference's (an `.npz` from
+/// `reference/ref_analysis.py`), and our attentions are within 1e-4 of its
+/// largest value.
+pub fn assert_ids_and_attentions(output: &RunOutput, reference: &BTreeMap<String, NpyArray>) {
+    let ids: Vec<i64> = match &reference["input_ids"] {
+        NpyArray::I64 { data, .. } => data.clone(),
+        other => panic!("input_ids: {other:?}"),
+    };
+    let ours: Vec<i64> = output
+        .input
+        .tokens
+        .input_ids
+        .iter()
+        .map(|&i| i64::from(i))
+        .collect();
+    assert_eq!(ours, ids, "input ids");
+    let c = &output.captures;
+    let (shape, attentions) = f32s(&reference["attentions"]);
+    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.tokens]);
+    assert_close("attentions", &c.attentions, attentions, 1e-4);
 }
