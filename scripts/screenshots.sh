@@ -158,8 +158,13 @@ with open(os.path.join(out, "scan.txt"), "wb") as f:
     f.write(bytes([0, 159, 146, 150, 0, 0, 1, 2, 3]))
 PY
 xdotool mousemove 18 12 click 1          # File
+sleep 0.5
+# The opened menu is drawn on the next event: move, then point and click.
+xdotool mousemove 22 14
 sleep 1
-xdotool mousemove 70 131 click 1         # Corpus statistics…
+xdotool mousemove 70 131                 # Corpus statistics…
+sleep 0.7
+xdotool click 1
 sleep 1.5
 xdotool mousemove 650 90 click 1         # the folder field
 sleep 0.3
