@@ -2,13 +2,15 @@
 //!
 //! Document mode splits the text into sentences (Unicode UAX #29, or one per
 //! line), tokenizes each without special tokens and builds
-//! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`. Plain mode lets the tokenizer
+//! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`, with the start and separator
+//! tokens of the model's tokenizer (`<s> s1 </s> … </s>` for RoBERTa,
+//! ANALYSIS.md §8). Plain mode lets the tokenizer
 //! encode the whole text once and takes sentence ids from token offsets.
 //! Either way a text longer than the model's limit is cut at the last whole
 //! sentence that fits and what was left out is counted, never silently
 //! dropped; `first_sentence` moves that window through a long document.
 
-use crate::tokens::TokenSequence;
+use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
 use unicode_segmentation::UnicodeSegmentation;
@@ -35,7 +37,7 @@ pub enum InputError {
     WindowPastEnd { first: usize, sentences: usize },
     #[error(
         "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit} \
-         (with [CLS] and [SEP]); split it, or use --one-sentence-per-line with shorter lines"
+         (with the start and separator tokens); split it, or use --one-sentence-per-line with shorter lines"
     )]
     SentenceTooLong {
         sentence: usize,
@@ -116,15 +118,15 @@ fn trimmed_span(start: usize, piece: &str) -> Option<(usize, usize)> {
 }
 
 /// Builds the model input for `text`, starting the window at sentence
-/// `first_sentence` (0-based) and fitting at most `max_tokens` positions.
+/// `first_sentence` (0-based) and fitting at most `max_tokens` positions,
+/// around the tokenizer's `specials`.
 pub fn build_input(
     tokenizer: &Tokenizer,
     text: &str,
     mode: InputMode,
     max_tokens: usize,
     first_sentence: usize,
-    cls_id: u32,
-    sep_id: u32,
+    specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
     let spans = split_sentences(text, mode);
     if spans.is_empty() {
@@ -143,8 +145,7 @@ pub fn build_input(
             &spans,
             max_tokens,
             first_sentence,
-            cls_id,
-            sep_id,
+            specials,
         )?,
         _ => build_document(
             tokenizer,
@@ -152,8 +153,7 @@ pub fn build_input(
             &spans,
             max_tokens,
             first_sentence,
-            cls_id,
-            sep_id,
+            specials,
         )?,
     };
     built.sentence_spans = spans;
@@ -161,30 +161,12 @@ pub fn build_input(
     Ok(built)
 }
 
-/// The ids that are never content (ANALYSIS.md §1): `[CLS]`, `[SEP]` and the
-/// tokenizer's padding token.
-struct SpecialIds([Option<u32>; 3]);
-
-impl SpecialIds {
-    fn new(tokenizer: &Tokenizer, cls_id: u32, sep_id: u32) -> Self {
-        let pad = tokenizer
-            .get_padding()
-            .map(|p| p.pad_id)
-            .or_else(|| tokenizer.token_to_id("[PAD]"));
-        Self([Some(cls_id), Some(sep_id), pad])
-    }
-
-    fn contains(&self, id: u32) -> bool {
-        self.0.contains(&Some(id))
-    }
-}
-
 /// Appends one token of the text. A special token written in the text (the
 /// characters `[SEP]`, say) is what the tokenizer made of it: a special
 /// position that belongs to no sentence, so it never closes one.
 fn push_text_token(
     tokens: &mut TokenSequence,
-    specials: &SpecialIds,
+    specials: &SpecialTokens,
     (id, text): (u32, &str),
     sentence: Option<usize>,
     offsets: (usize, usize),
@@ -199,21 +181,22 @@ fn push_text_token(
     tokens.offsets.push(Some(offsets));
 }
 
-fn special(tokens: &mut TokenSequence, id: u32, text: &str, sentence: Option<usize>) {
-    tokens.input_ids.push(id);
-    tokens.token_texts.push(text.to_string());
+/// Appends a start or separator token the input adds, with the tokenizer's text.
+fn special(tokens: &mut TokenSequence, token: &SpecialToken, sentence: Option<usize>) {
+    tokens.input_ids.push(token.id);
+    tokens.token_texts.push(token.text.clone());
     tokens.special.push(true);
     tokens.sentence_ids.push(sentence);
     tokens.offsets.push(None);
 }
 
-fn empty_sequence(cls_id: u32, sep_id: u32) -> TokenSequence {
+fn empty_sequence(specials: &SpecialTokens) -> TokenSequence {
     let mut tokens = TokenSequence {
-        cls_id,
-        sep_id,
+        cls_id: specials.start.id,
+        sep_id: specials.separator.id,
         ..Default::default()
     };
-    special(&mut tokens, cls_id, "[CLS]", None);
+    special(&mut tokens, &specials.start, None);
     tokens
 }
 
@@ -227,11 +210,9 @@ fn build_document(
     spans: &[(usize, usize)],
     max_tokens: usize,
     first: usize,
-    cls_id: u32,
-    sep_id: u32,
+    specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
-    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
-    let mut tokens = empty_sequence(cls_id, sep_id);
+    let mut tokens = empty_sequence(specials);
     let mut analysed = 0;
     let mut next = first;
     while next < spans.len() {
@@ -261,13 +242,13 @@ fn build_document(
         {
             push_text_token(
                 &mut tokens,
-                &specials,
+                specials,
                 (id, token),
                 sentence,
                 (start + s, start + e),
             );
         }
-        special(&mut tokens, sep_id, "[SEP]", sentence);
+        special(&mut tokens, &specials.separator, sentence);
         analysed += 1;
         next += 1;
     }
@@ -303,8 +284,7 @@ fn build_plain(
     spans: &[(usize, usize)],
     max_tokens: usize,
     first: usize,
-    cls_id: u32,
-    sep_id: u32,
+    specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
     let window_start = spans[first].0;
     let window = &text[window_start..];
@@ -338,8 +318,7 @@ fn build_plain(
             });
         }
     }
-    let specials = SpecialIds::new(tokenizer, cls_id, sep_id);
-    let mut tokens = empty_sequence(cls_id, sep_id);
+    let mut tokens = empty_sequence(specials);
     let kept_tokens = encoding
         .get_ids()
         .iter()
@@ -350,7 +329,7 @@ fn build_plain(
     for (((&id, token), &(s, e)), &sentence) in kept_tokens {
         push_text_token(
             &mut tokens,
-            &specials,
+            specials,
             (id, token),
             Some(sentence),
             (window_start + s, window_start + e),
@@ -363,7 +342,7 @@ fn build_plain(
     } else {
         sentence_of[kept - 1] + 1
     };
-    special(&mut tokens, sep_id, "[SEP]", Some(analysed - 1));
+    special(&mut tokens, &specials.separator, Some(analysed - 1));
     Ok(BuiltInput {
         tokens,
         sentences_analysed: analysed,

@@ -4,57 +4,12 @@
 
 mod common;
 
+use common::parity::assert_matches_reference;
 use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::npz::{read_npz, NpyArray};
 use headscope::pipeline::{self, InputOptions};
-use serde_json::Value;
-
-fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
-    match array {
-        NpyArray::F32 { shape, data } => (shape, data),
-        other => panic!("expected f32, got {other:?}"),
-    }
-}
-
-fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) {
-    assert_eq!(ours.len(), reference.len(), "{name}: length");
-    let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let worst = ours
-        .iter()
-        .zip(reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst <= tolerance * largest,
-        "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
-    );
-}
-
-/// Compares two JSON values: numbers within `tolerance`, the rest equal.
-pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) {
-    match (ours, reference) {
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            assert_eq!(a.len(), b.len(), "{path}: length");
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                assert_json_close(&format!("{path}[{i}]"), x, y, tolerance);
-            }
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            for (key, y) in b {
-                let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
-                assert_json_close(&format!("{path}.{key}"), x, y, tolerance);
-            }
-        }
-        (a, b) => assert_eq!(a, b, "{path}"),
-    }
-}
 
 #[test]
 fn harbour_matches_hugging_face() {
@@ -71,34 +26,9 @@ fn harbour_matches_hugging_face() {
         &|| false,
     )
     .unwrap();
-    let reference = read_npz(&fixture("harbour.minilm.npz")).unwrap();
-
-    let ids: Vec<i64> = match &reference["input_ids"] {
-        NpyArray::I64 { data, .. } => data.clone(),
-        other => panic!("input_ids: {other:?}"),
-    };
-    let ours: Vec<i64> = output
-        .input
-        .tokens
-        .input_ids
-        .iter()
-        .map(|&i| i as i64)
-        .collect();
-    assert_eq!(ours, ids, "input ids");
-
-    let c = &output.captures;
-    let (shape, attentions) = f32s(&reference["attentions"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.tokens]);
-    assert_close("attentions", &c.attentions, attentions, 1e-4);
-    let (shape, heads) = f32s(&reference["heads"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.head_dim]);
-    assert_close("heads", &c.head_outputs, heads, 1e-4);
-    let (_, similarity) = f32s(&reference["similarity"]);
-    assert_close("similarity", &c.similarity, similarity, 1e-4);
-
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("harbour.minilm.json")).unwrap())
-            .unwrap();
-    let ours = serde_json::to_value(&output.analysis).unwrap();
-    assert_json_close("figures", &ours, &expected, 1e-3);
+    assert_matches_reference(
+        &output,
+        &fixture("harbour.minilm.npz"),
+        &fixture("harbour.minilm.json"),
+    );
 }

@@ -3,7 +3,9 @@
 //! fixtures, and tiny random models written on the spot.
 #![allow(dead_code)]
 
-use headscope::model::{random, BertConfig};
+pub mod parity;
+
+use headscope::model::{random, EncoderConfig};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -44,21 +46,37 @@ pub fn tokenizer_file() -> PathBuf {
 }
 
 /// A tiny BERT shape: 2 layers, 2 heads, hidden 8, 40 positions.
-pub fn tiny_config() -> BertConfig {
-    BertConfig {
+pub fn tiny_config() -> EncoderConfig {
+    EncoderConfig {
         hidden_size: 8,
         num_hidden_layers: 2,
         num_attention_heads: 2,
         intermediate_size: 16,
         max_position_embeddings: 40,
-        ..BertConfig::bert_base_uncased()
+        ..EncoderConfig::bert_base_uncased()
     }
 }
 
 /// Writes a random model of `config` into `dir` with the given name style.
-pub fn write_tiny_model(dir: &Path, config: &BertConfig, style: random::NameStyle) {
+pub fn write_tiny_model(dir: &Path, config: &EncoderConfig, style: random::NameStyle) {
     random::write_random_model(config, &tokenizer_file(), dir, 7, style)
         .expect("write random model");
+}
+
+/// The per-family fixtures of `reference/make_family_fixtures.py`: a model
+/// folder `families/NAME` and `NAME.txt`, `NAME.json`, `NAME.npz`.
+pub const FAMILY_FIXTURES: [&str; 7] = [
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "distilbert",
+    "electra",
+    "albert",
+];
+
+pub fn family_fixture(name: &str) -> PathBuf {
+    fixture("families").join(name)
 }
 
 /// The binary under test.

@@ -1,0 +1,130 @@
+//! Comparing headscope's run of a text with a reference made by
+//! Hugging Face transformers (`reference/ref_analysis.py`): the same input
+//! ids; attentions, head outputs and similarity within 1e-4 of each
+//! tensor's largest magnitude; every figure within 1e-3 (ANALYSIS.md §7).
+
+use headscope::captures::Captures;
+use headscope::npz::{read_captures_npz, read_npz, NpyArray};
+use headscope::pipeline::RunOutput;
+use serde_json::Value;
+use std::path::Path;
+
+pub fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
+    match array {
+        NpyArray::F32 { shape, data } => (shape, data),
+        other => panic!("expected f32, got {other:?}"),
+    }
+}
+
+/// Asserts every value within `tolerance` × the reference's largest
+/// magnitude, and returns the largest difference relative to it.
+pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) -> f32 {
+    assert_eq!(ours.len(), reference.len(), "{name}: length");
+    let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = ours
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst <= tolerance * largest,
+        "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
+    );
+    worst / largest
+}
+
+/// Compares two JSON values: numbers within `tolerance`, the rest equal.
+/// Returns the largest difference of two numbers.
+pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) -> f64 {
+    match (ours, reference) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
+            (a - b).abs()
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            assert_eq!(a.len(), b.len(), "{path}: length");
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .map(|(i, (x, y))| assert_json_close(&format!("{path}[{i}]"), x, y, tolerance))
+                .fold(0.0, f64::max)
+        }
+        (Value::Object(a), Value::Object(b)) => b
+            .iter()
+            .map(|(key, y)| {
+                let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
+                assert_json_close(&format!("{path}.{key}"), x, y, tolerance)
+            })
+            .fold(0.0, f64::max),
+        (a, b) => {
+            assert_eq!(a, b, "{path}");
+            0.0
+        }
+    }
+}
+
+/// How far a run was from its reference: the largest relative difference
+/// of each tensor, and of any figure.
+#[derive(Debug)]
+pub struct Agreement {
+    pub attentions: f32,
+    pub heads: f32,
+    pub similarity: f32,
+    pub figures: f64,
+}
+
+/// Asserts that a run in-process matches the reference `npz` (input_ids,
+/// attentions, heads, similarity) and `json` (the figures) within the
+/// tolerances of ANALYSIS.md §7.
+pub fn assert_matches_reference(output: &RunOutput, npz: &Path, json: &Path) -> Agreement {
+    let analysis = serde_json::to_value(&output.analysis).unwrap();
+    assert_agrees(
+        &output.input.tokens.input_ids,
+        &output.captures,
+        &analysis,
+        npz,
+        json,
+    )
+}
+
+/// The same for what `headscope analyze --json OURS_JSON --npz OURS_NPZ` wrote.
+pub fn assert_files_match_reference(ours: (&Path, &Path), reference: (&Path, &Path)) -> Agreement {
+    let (ids, captures) = read_captures_npz(ours.1).unwrap();
+    let analysis: Value = serde_json::from_str(&std::fs::read_to_string(ours.0).unwrap()).unwrap();
+    assert_agrees(&ids, &captures, &analysis, reference.1, reference.0)
+}
+
+fn assert_agrees(
+    input_ids: &[u32],
+    c: &Captures,
+    analysis: &Value,
+    npz: &Path,
+    json: &Path,
+) -> Agreement {
+    let reference = read_npz(npz).unwrap();
+    let ids: Vec<i64> = match &reference["input_ids"] {
+        NpyArray::I64 { data, .. } => data.clone(),
+        other => panic!("input_ids: {other:?}"),
+    };
+    let ours: Vec<i64> = input_ids.iter().map(|&i| i as i64).collect();
+    assert_eq!(ours, ids, "input ids");
+
+    let (shape, attentions) = f32s(&reference["attentions"]);
+    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.tokens]);
+    let attentions = assert_close("attentions", &c.attentions, attentions, 1e-4);
+    let (shape, heads) = f32s(&reference["heads"]);
+    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.head_dim]);
+    let heads = assert_close("heads", &c.head_outputs, heads, 1e-4);
+    let (_, similarity) = f32s(&reference["similarity"]);
+    let similarity = assert_close("similarity", &c.similarity, similarity, 1e-4);
+
+    let expected: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let figures = assert_json_close("figures", analysis, &expected, 1e-3);
+    Agreement {
+        attentions,
+        heads,
+        similarity,
+        figures,
+    }
+}
