@@ -1,7 +1,8 @@
 //! Choosing the model: the state of the current load in plain words, the
 //! download progress, and two ways to pick another model: a folder (native
-//! dialog) or a Hugging Face model id.
+//! dialog) or a Hugging Face model id; and which encoder families load.
 
+use crate::model::family::Family;
 use crate::model::{LoadProgress, ModelSource};
 use crate::worker::ModelInfo;
 
@@ -51,7 +52,7 @@ impl ModelPanel {
         match status {
             ModelStatus::NotChosen => {
                 ui.label(
-                    "No model is loaded. headscope needs a BERT-family encoder: a folder with \
+                    "No model is loaded. headscope needs a BERT-like encoder: a folder with \
                      config.json, model.safetensors and tokenizer.json, or a Hugging Face model id.",
                 );
             }
@@ -85,8 +86,8 @@ impl ModelPanel {
             }
             ModelStatus::Ready(info) => {
                 ui.label(format!(
-                    "Loaded {}: {} layers × {} heads, up to {} tokens.",
-                    info.name, info.layers, info.heads, info.max_tokens
+                    "Loaded {} ({}): {} layers × {} heads, up to {} tokens.",
+                    info.name, info.family, info.layers, info.heads, info.max_tokens
                 ));
             }
             ModelStatus::Failed { source, message } => {
@@ -100,6 +101,7 @@ impl ModelPanel {
                 ui.add(egui::Label::new(message.as_str()).wrap());
             }
         }
+        ui.weak(families_line());
         let loading = matches!(status, ModelStatus::Loading { .. });
         ui.add_space(8.0);
         ui.add_enabled_ui(!loading, |ui| {
@@ -136,4 +138,14 @@ impl ModelPanel {
         });
         action
     }
+}
+
+/// The families that load, as the panel lists them.
+pub fn families_line() -> String {
+    let names: Vec<&str> = Family::ALL.iter().map(|f| f.display_name()).collect();
+    let (last, rest) = names.split_last().expect("families");
+    format!(
+        "Loads {} and {last} encoders (model_type in config.json).",
+        rest.join(", ")
+    )
 }
