@@ -11,7 +11,15 @@ import json, math, sys
 import numpy as np
 
 
-def close(a, b, tol=1e-3):
+LARGEST = {"difference": 0.0, "where": None}
+
+
+def close(a, b, tol=1e-3, where=None):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not (math.isnan(a) or math.isnan(b)):
+        if abs(a - b) > LARGEST["difference"]:
+            LARGEST.update(difference=abs(a - b), where=where)
+    if isinstance(b, str):  # a figure missing from headscope's output
+        return False
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, float) and math.isnan(a):
@@ -41,24 +49,25 @@ def main():
             failures.append(f"{key}: {ours[key]} != {ref[key]}")
     for l, (rl, ol) in enumerate(zip(ref["layers"], ours["layers"])):
         for key in ("mean_distance", "same_sentence_fraction", "separator_attention",
-                    "focus_uniqueness", "segmentation_accuracy"):
+                    "focus_uniqueness", "segmentation_accuracy", "segmentation_undecided",
+                    "sink_attention"):
             figures += 1
-            if not close(rl[key], ol[key]):
-                failures.append(f"L{l} {key}: {ol[key]} != {rl[key]}")
+            if not close(rl[key], ol.get(key, "missing"), where=f"L{l} {key}"):
+                failures.append(f"L{l} {key}: {ol.get(key, 'missing')} != {rl[key]}")
         for h, (rh, oh) in enumerate(zip(rl["heads"], ol["heads"])):
             heads += 1
             same_category += rh["category"] == oh["category"]
             same_focus += rh["focus_token_id"] == oh["focus_token_id"]
             for key in ("mean_distance", "same_sentence_fraction", "repetition_fraction",
-                        "focus_share", "local_fraction", "separator_attention"):
+                        "focus_share", "local_fraction", "separator_attention", "sink_attention"):
                 figures += 1
-                if not close(rh[key], oh[key]):
-                    failures.append(f"L{l} H{h} {key}: {oh[key]} != {rh[key]}")
+                if not close(rh[key], oh.get(key, "missing"), where=f"L{l} H{h} {key}"):
+                    failures.append(f"L{l} H{h} {key}: {oh.get(key, 'missing')} != {rh[key]}")
     agree = min(same_category, same_focus) / max(heads, 1)
     if agree < 0.95:
         failures.append(f"categories/focus tokens agree on only {agree:.1%}")
     print(json.dumps({"tokens": len(rz["input_ids"]), "relative_difference": worst,
-                      "figures": figures, "figures_out_of_tolerance": sum("L" in f for f in failures),
+                      "figures": figures, "largest_figure_difference": LARGEST, "figures_out_of_tolerance": sum("L" in f for f in failures),
                       "categories_same": f"{same_category}/{heads}", "focus_tokens_same": f"{same_focus}/{heads}",
                       "sentences_left_out": ours["sentences_left_out"]}))
     for failure in failures:

@@ -3,38 +3,42 @@
 //! The app's interactive runs and a corpus run share the machine: each
 //! forward pass starts a team of threads and the analysis its own workers.
 //! Sized independently, two jobs on a two-core machine would each start a
-//! full team and fight over the cores (a team waits at barriers, so a
+//! full team and fight over the cores (a team meets at barriers, so one
 //! descheduled member stalls all the others). Instead every parallel step
-//! leases its threads from this budget and gives them back when done; a
-//! step that finds the budget spent still gets one thread, so nothing ever
-//! waits for another job to finish.
+//! leases its threads from this budget and, when they are taken, waits its
+//! turn. A step therefore always runs on the number of threads its input
+//! asks for: the encoder's partial sums, whose order follows its thread
+//! count, come out bit-identical whatever else the process is doing.
 //!
 //! The budget is the number of cores, or `HEADSCOPE_THREADS` when set.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 
 struct Budget {
     total: usize,
     in_use: Mutex<usize>,
+    freed: Condvar,
 }
 
 impl Budget {
     fn new(total: usize) -> Self {
         Self {
-            total,
+            total: total.max(1),
             in_use: Mutex::new(0),
+            freed: Condvar::new(),
         }
     }
 
     fn lease(&'static self, wanted: usize) -> Lease {
+        let threads = wanted.clamp(1, self.total);
         let mut in_use = self.in_use.lock().unwrap_or_else(|e| e.into_inner());
-        let free = self.total.saturating_sub(*in_use);
-        let taken = wanted.min(free);
-        *in_use += taken;
+        while *in_use + threads > self.total {
+            in_use = self.freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
+        }
+        *in_use += threads;
         Lease {
             budget: self,
-            granted: taken.max(1),
-            taken,
+            threads,
         }
     }
 }
@@ -53,35 +57,35 @@ fn configured_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// The whole budget: what one job alone may use.
+/// The whole budget: what one step may use at most.
 pub fn total() -> usize {
     budget().total
 }
 
-/// Threads leased from the budget; returned when dropped.
+/// Threads leased from the budget; given back when dropped.
 pub struct Lease {
     budget: &'static Budget,
-    granted: usize,
-    /// Of `granted`, how many were taken from the budget (the one thread a
-    /// job gets when the budget is spent is not).
-    taken: usize,
+    threads: usize,
 }
 
 impl Lease {
-    /// How many threads the holder may run at once (at least 1).
+    /// How many threads the holder runs (at least 1).
     pub fn threads(&self) -> usize {
-        self.granted
+        self.threads
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         let mut in_use = self.budget.in_use.lock().unwrap_or_else(|e| e.into_inner());
-        *in_use -= self.taken;
+        *in_use -= self.threads;
+        self.budget.freed.notify_all();
     }
 }
 
-/// Leases up to `wanted` threads: as many as are free, at least 1.
+/// Leases `wanted` threads (at least 1, at most the budget), waiting until
+/// that many are free. Never lease twice on one thread without dropping the
+/// first lease: the second would wait for the first.
 pub fn lease(wanted: usize) -> Lease {
     budget().lease(wanted)
 }
@@ -89,21 +93,39 @@ pub fn lease(wanted: usize) -> Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     #[test]
-    fn leases_share_the_budget_and_give_it_back() {
+    fn a_lease_waits_until_its_threads_are_free() {
         // A budget of its own: other tests lease from the process's.
         let budget: &'static Budget = Box::leak(Box::new(Budget::new(3)));
-        let first = budget.lease(usize::MAX);
-        assert_eq!(first.threads(), 3);
-        // Spent: a second job still runs, on one thread.
-        let second = budget.lease(4);
-        assert_eq!(second.threads(), 1);
-        drop(second);
-        drop(first);
         assert_eq!(budget.lease(usize::MAX).threads(), 3);
+        assert_eq!(budget.lease(0).threads(), 1);
+
+        let two = budget.lease(2);
+        // One more fits beside the two.
         let one = budget.lease(1);
         assert_eq!(one.threads(), 1);
-        assert_eq!(budget.lease(usize::MAX).threads(), 2);
+        drop(one);
+        // Two more do not: the lease waits for the first two to come back.
+        let granted = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let granted = Arc::clone(&granted);
+            std::thread::spawn(move || {
+                let lease = budget.lease(2);
+                granted.store(true, Ordering::SeqCst);
+                lease.threads()
+            })
+        };
+        // The waiter cannot be granted while `two` is held, however long
+        // it tries; yield a while to give it every chance.
+        for _ in 0..1000 {
+            std::thread::yield_now();
+        }
+        assert!(!granted.load(Ordering::SeqCst));
+        drop(two);
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert!(granted.load(Ordering::SeqCst));
     }
 }

@@ -8,45 +8,25 @@
 
 mod common;
 
+use common::app::{start_config, step_until, text_of, wait_for_result, AppHarness};
 use common::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
-use egui_kittest::Harness;
 use headscope::app::views::CentralView;
-use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use headscope::app::{AppConfig, StartOptions};
 use headscope::captures::HeadId;
 use headscope::model::{EncoderConfig, Family};
-use std::time::{Duration, Instant};
-
-/// A bound for waiting on the model, not a speed requirement.
-const PATIENCE: Duration = Duration::from_secs(300);
-
-type AppHarness = Harness<'static, HeadscopeApp>;
 
 /// The app on a family fixture, showing its text, with no persisted state.
 fn start(name: &str) -> AppHarness {
-    let config = AppConfig {
+    start_config(AppConfig {
         start: StartOptions {
             model: Some(family_fixture(name).display().to_string()),
             file: Some(fixture(&format!("families/{name}.txt"))),
         },
         autosave_path: None,
         restore_text: false,
-    };
-    Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
-}
-
-/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
-fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done(harness) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        harness.step();
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    harness.step();
+    })
 }
 
 fn open_tab(harness: &mut AppHarness, view: CentralView) {
@@ -62,9 +42,7 @@ fn check_family(name: &str) {
     let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
     let mut harness = start(name);
-    step_until(&mut harness, &format!("{name}'s result"), |h| {
-        h.state().shown_output().is_some() && !h.state().is_working()
-    });
+    wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap().clone();
     assert_eq!(output.analysis.layers.len(), layers, "{name}");
     let tokens = &output.input.tokens;
@@ -111,17 +89,22 @@ fn check_family(name: &str) {
     open_tab(&mut harness, CentralView::Specialisation);
     let rows = harness
         .query_all_by_role(Role::Button)
-        .filter(|n| {
-            n.accesskit_node()
-                .label()
-                .is_some_and(|l| l.contains(": category "))
-        })
+        .filter(|n| text_of(n).contains(": category "))
         .count();
     assert_eq!(rows, layers * heads, "{name}: one row per head");
 
-    // A head of the last layer opens from the grid.
-    open_tab(&mut harness, CentralView::Heads);
-    let head = HeadId::new(layers - 1, heads - 1);
+    // The last layer's row of the Layers table shows that layer's heads in
+    // the grid, and its last head opens.
+    open_tab(&mut harness, CentralView::Layers);
+    let last_layer = layers - 1;
+    harness
+        .get_by_label_contains(&format!("L{last_layer}: mean distance"))
+        .click();
+    step_until(&mut harness, "the layer's grid", |h| {
+        h.state().grid_layer() == Some(last_layer)
+    });
+    assert_eq!(harness.state().central_view(), CentralView::Heads);
+    let head = HeadId::new(last_layer, heads - 1);
     harness
         .get_by_label_contains(&format!("L{} H{} ", head.layer, head.head))
         .click();

@@ -17,9 +17,10 @@ pub struct EncoderConfig {
     pub family: Family,
     pub vocab_size: usize,
     pub hidden_size: usize,
-    /// Width of the embeddings: `embedding_size` for ELECTRA and ALBERT,
-    /// which project them to `hidden_size`; `hidden_size` elsewhere.
-    pub embedding_size: usize,
+    /// ELECTRA's and ALBERT's `embedding_size`, the width of embeddings
+    /// they project to `hidden_size`; `None` elsewhere (the embeddings are
+    /// `hidden_size` wide). See [`EncoderConfig::embedding_width`].
+    pub embedding_size: Option<usize>,
     /// Layers as configured; ALBERT runs `inner_group_num` attention layers
     /// for each (see [`EncoderConfig::attention_layers`]).
     pub num_hidden_layers: usize,
@@ -149,7 +150,7 @@ impl EncoderConfig {
                 family,
                 vocab_size: fields.required("vocab_size")?,
                 hidden_size: hidden,
-                embedding_size: hidden,
+                embedding_size: None,
                 num_hidden_layers: fields.required("n_layers")?,
                 num_attention_heads: fields.required("n_heads")?,
                 intermediate_size: fields.required("hidden_dim")?,
@@ -176,9 +177,9 @@ impl EncoderConfig {
             _ => (0, "gelu"),
         };
         let embedding_size = if family.has_embedding_size() {
-            fields.or("embedding_size", 128)?
+            Some(fields.or("embedding_size", 128)?)
         } else {
-            hidden
+            None
         };
         Ok(Self {
             family,
@@ -221,7 +222,7 @@ impl EncoderConfig {
         for (name, value) in [
             ("vocab_size", self.vocab_size),
             ("hidden_size", self.hidden_size),
-            ("embedding_size", self.embedding_size),
+            ("embedding_size", self.embedding_width()),
             ("num_hidden_layers", self.num_hidden_layers),
             ("num_attention_heads", self.num_attention_heads),
             ("intermediate_size", self.intermediate_size),
@@ -267,6 +268,14 @@ impl EncoderConfig {
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),
             "relu" => Ok(Activation::Relu),
             other => Err(format!("hidden_act {other:?} is not supported")),
+        }
+    }
+
+    /// The width of the embeddings (before any projection to `hidden_size`).
+    pub fn embedding_width(&self) -> usize {
+        match self.embedding_size {
+            Some(width) if self.family.has_embedding_size() => width,
+            _ => self.hidden_size,
         }
     }
 
@@ -378,7 +387,7 @@ impl EncoderConfig {
             set("position_embedding_type", json!(kind));
         }
         if family.has_embedding_size() {
-            set("embedding_size", json!(self.embedding_size));
+            set("embedding_size", json!(self.embedding_width()));
         }
         if family == Family::Albert {
             set("num_hidden_groups", json!(self.num_hidden_groups));
@@ -393,7 +402,7 @@ impl EncoderConfig {
             family: Family::Bert,
             vocab_size: 30522,
             hidden_size: 768,
-            embedding_size: 768,
+            embedding_size: None,
             num_hidden_layers: 12,
             num_attention_heads: 12,
             intermediate_size: 3072,
@@ -414,7 +423,6 @@ impl EncoderConfig {
     pub fn all_minilm_l6_v2() -> Self {
         EncoderConfig {
             hidden_size: 384,
-            embedding_size: 384,
             num_hidden_layers: 6,
             intermediate_size: 1536,
             architectures: Some(vec!["BertModel".into()]),
@@ -456,13 +464,14 @@ impl EncoderConfig {
             },
             "electra-base-discriminator" | "google/electra-base-discriminator" => EncoderConfig {
                 family: Family::Electra,
+                embedding_size: Some(768),
                 architectures: None,
                 ..base
             },
             "electra-small-discriminator" | "google/electra-small-discriminator" => EncoderConfig {
                 family: Family::Electra,
                 hidden_size: 256,
-                embedding_size: 128,
+                embedding_size: Some(128),
                 num_attention_heads: 4,
                 intermediate_size: 1024,
                 architectures: None,
@@ -471,7 +480,7 @@ impl EncoderConfig {
             "albert-base-v2" | "albert/albert-base-v2" => EncoderConfig {
                 family: Family::Albert,
                 vocab_size: 30000,
-                embedding_size: 128,
+                embedding_size: Some(128),
                 hidden_act: "gelu_new".into(),
                 position_embedding_type: None,
                 architectures: None,

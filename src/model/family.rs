@@ -190,7 +190,8 @@ impl Family {
         )
     }
 
-    /// Whether the embeddings are narrower than the layers (`embedding_size`).
+    /// Whether the config sets `embedding_size`, the width of embeddings
+    /// that are projected to `hidden_size`.
     pub fn has_embedding_size(self) -> bool {
         matches!(self, Family::Electra | Family::Albert)
     }

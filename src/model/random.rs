@@ -32,7 +32,7 @@ pub fn tensor_shapes(config: &EncoderConfig) -> Vec<(String, Vec<usize>)> {
     let (h, i, e) = (
         config.hidden_size,
         config.intermediate_size,
-        config.embedding_size,
+        config.embedding_width(),
     );
     let embeddings = family.embedding_names();
     let mut shapes = vec![(

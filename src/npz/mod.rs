@@ -20,7 +20,7 @@ use crate::captures::Captures;
 
 mod npy;
 use crate::export::{write_atomically, ExportError};
-use npy::{npy_header, parse_header, read_npy, write_values};
+use npy::{npy_header, read_npy, write_values};
 
 /// An array read from an `.npz`, row-major (C order).
 #[derive(Debug, Clone, PartialEq)]
@@ -370,6 +370,7 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
 
 #[cfg(test)]
 mod tests {
+    use super::npy::parse_header;
     use super::*;
 
     #[test]

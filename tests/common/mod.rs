@@ -1,11 +1,15 @@
 //! Shared by the integration tests: the real test model (fetched once by
-//! `scripts/fetch-test-model.sh` when the cache lacks it), the reference
-//! fixtures, and tiny random models written on the spot.
+//! `scripts/fetch-test-model.sh` when the cache lacks it), the 12-layer
+//! model (`scripts/fetch-bge-model.sh`), the reference fixtures, and tiny
+//! random models written on the spot.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod parity;
 
 use headscope::model::{random, EncoderConfig};
+use headscope::npz::NpyArray;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -25,6 +29,32 @@ pub fn test_model() -> PathBuf {
             assert!(
                 headscope::model::is_model_folder(&folder),
                 "test model missing at {}",
+                folder.display()
+            );
+            folder
+        })
+        .clone()
+}
+
+/// The 12-layer bge-small-en-v1.5 folder, fetched and converted on first use.
+pub fn bge_model() -> PathBuf {
+    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    FOLDER
+        .get_or_init(|| {
+            let cache = headscope::model::cache_dir();
+            let folder = cache.join("models").join("bge-small-en-v1.5");
+            if !headscope::model::is_model_folder(&folder) {
+                // the script's cache is headscope's, wherever that is on this OS
+                let status = std::process::Command::new("bash")
+                    .arg(repo().join("scripts/fetch-bge-model.sh"))
+                    .env("HEADSCOPE_CACHE", &cache)
+                    .status()
+                    .expect("run scripts/fetch-bge-model.sh");
+                assert!(status.success(), "scripts/fetch-bge-model.sh failed");
+            }
+            assert!(
+                headscope::model::is_model_folder(&folder),
+                "bge model missing at {}",
                 folder.display()
             );
             folder
@@ -82,4 +112,60 @@ pub fn family_fixture(name: &str) -> PathBuf {
 /// The binary under test.
 pub fn headscope_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_headscope"))
+}
+
+/// An f32 array of a reference NPZ: its shape and data.
+pub fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
+    match array {
+        NpyArray::F32 { shape, data } => (shape, data),
+        other => panic!("expected f32, got {other:?}"),
+    }
+}
+
+/// Each value of `ours` within `tolerance` × the reference's largest
+/// magnitude; returns the largest difference relative to that magnitude.
+pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) -> f32 {
+    assert_eq!(ours.len(), reference.len(), "{name}: length");
+    let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = ours
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst <= tolerance * largest,
+        "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
+    );
+    worst / largest
+}
+
+/// Compares two JSON values: numbers within `tolerance`, the rest equal.
+/// Returns the largest difference of two numbers.
+pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) -> f64 {
+    match (ours, reference) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
+            (a - b).abs()
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            assert_eq!(a.len(), b.len(), "{path}: length");
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .map(|(i, (x, y))| assert_json_close(&format!("{path}[{i}]"), x, y, tolerance))
+                .fold(0.0, f64::max)
+        }
+        (Value::Object(a), Value::Object(b)) => b
+            .iter()
+            .map(|(key, y)| {
+                let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
+                assert_json_close(&format!("{path}.{key}"), x, y, tolerance)
+            })
+            .fold(0.0, f64::max),
+        (a, b) => {
+            assert_eq!(a, b, "{path}");
+            0.0
+        }
+    }
 }

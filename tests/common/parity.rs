@@ -3,66 +3,12 @@
 //! ids; attentions, head outputs and similarity within 1e-4 of each
 //! tensor's largest magnitude; every figure within 1e-3 (ANALYSIS.md §7).
 
+use super::{assert_close, assert_json_close, f32s};
 use headscope::captures::Captures;
 use headscope::npz::{read_captures_npz, read_npz, NpyArray};
 use headscope::pipeline::RunOutput;
 use serde_json::Value;
 use std::path::Path;
-
-pub fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
-    match array {
-        NpyArray::F32 { shape, data } => (shape, data),
-        other => panic!("expected f32, got {other:?}"),
-    }
-}
-
-/// Asserts every value within `tolerance` × the reference's largest
-/// magnitude, and returns the largest difference relative to it.
-pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) -> f32 {
-    assert_eq!(ours.len(), reference.len(), "{name}: length");
-    let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let worst = ours
-        .iter()
-        .zip(reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst <= tolerance * largest,
-        "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
-    );
-    worst / largest
-}
-
-/// Compares two JSON values: numbers within `tolerance`, the rest equal.
-/// Returns the largest difference of two numbers.
-pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) -> f64 {
-    match (ours, reference) {
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
-            (a - b).abs()
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            assert_eq!(a.len(), b.len(), "{path}: length");
-            a.iter()
-                .zip(b)
-                .enumerate()
-                .map(|(i, (x, y))| assert_json_close(&format!("{path}[{i}]"), x, y, tolerance))
-                .fold(0.0, f64::max)
-        }
-        (Value::Object(a), Value::Object(b)) => b
-            .iter()
-            .map(|(key, y)| {
-                let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
-                assert_json_close(&format!("{path}.{key}"), x, y, tolerance)
-            })
-            .fold(0.0, f64::max),
-        (a, b) => {
-            assert_eq!(a, b, "{path}");
-            0.0
-        }
-    }
-}
 
 /// How far a run was from its reference: the largest relative difference
 /// of each tensor, and of any figure.

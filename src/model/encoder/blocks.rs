@@ -165,7 +165,7 @@ impl Embeddings {
     /// `vb` is rooted at the encoder.
     pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
         let names = config.family.embedding_names();
-        let width = config.embedding_size;
+        let width = config.embedding_width();
         let positions = format!("{}.weight", names.positions);
         // DistilBERT's sinusoidal table is fixed: transformers fills it from
         // the formula when a checkpoint leaves it out.

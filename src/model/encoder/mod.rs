@@ -261,7 +261,7 @@ mod tests {
         EncoderConfig {
             family,
             hidden_size: 48,
-            embedding_size: if family.has_embedding_size() { 24 } else { 48 },
+            embedding_size: family.has_embedding_size().then_some(24),
             num_hidden_layers: 3,
             num_attention_heads: 4,
             intermediate_size: 96,
