@@ -308,12 +308,7 @@ pub fn run_files(
                 break;
             }
             let window = tokenized
-                .window(
-                    model.max_tokens(),
-                    first_sentence,
-                    model.cls_id,
-                    model.sep_id,
-                )
+                .window(model.max_tokens(), first_sentence, &model.specials)
                 .map_err(RunError::Input)
                 .and_then(|built| {
                     pipeline::run_prepared(model, built, &options.analysis, &is_cancelled)

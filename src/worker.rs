@@ -50,6 +50,7 @@ pub struct AnalyseRequest {
 pub struct ModelInfo {
     pub source: ModelSource,
     pub name: String,
+    pub family: crate::model::Family,
     pub layers: usize,
     pub heads: usize,
     /// The longest input the model takes, in tokens.
@@ -393,6 +394,7 @@ impl WorkerThread {
                 let info = ModelInfo {
                     source,
                     name: model.name.clone(),
+                    family: model.config.family,
                     layers: model.layers(),
                     heads: model.heads(),
                     max_tokens: model.max_tokens(),

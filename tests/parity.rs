@@ -4,13 +4,12 @@
 
 mod common;
 
+use common::parity::assert_matches_reference;
 use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::npz::read_npz;
 use headscope::pipeline::{self, InputOptions};
-use serde_json::Value;
 
 #[test]
 fn harbour_matches_hugging_face() {
@@ -27,19 +26,9 @@ fn harbour_matches_hugging_face() {
         &|| false,
     )
     .unwrap();
-    let reference = read_npz(&fixture("harbour.minilm.npz")).unwrap();
-
-    assert_ids_and_attentions(&output, &reference);
-    let c = &output.captures;
-    let (shape, heads) = f32s(&reference["heads"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.head_dim]);
-    assert_close("heads", &c.head_outputs, heads, 1e-4);
-    let (_, similarity) = f32s(&reference["similarity"]);
-    assert_close("similarity", &c.similarity, similarity, 1e-4);
-
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("harbour.minilm.json")).unwrap())
-            .unwrap();
-    let ours = serde_json::to_value(&output.analysis).unwrap();
-    assert_json_close("figures", &ours, &expected, 1e-3);
+    assert_matches_reference(
+        &output,
+        &fixture("harbour.minilm.npz"),
+        &fixture("harbour.minilm.json"),
+    );
 }

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::parity::assert_ids_and_attentions;
 use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
@@ -68,7 +69,7 @@ fn layers_with_undecided_tokens(reference: &Value) -> usize {
 fn harbour_matches_hugging_face_on_twelve_layers() {
     let output = analyse("harbour.txt");
     let reference = read_npz(&fixture("harbour.bge.npz")).unwrap();
-    assert_ids_and_attentions(&output, &reference);
+    assert_ids_and_attentions(&output.input.tokens.input_ids, &output.captures, &reference);
     assert_eq!(output.captures.layers, 12);
 
     let expected = assert_figures_match(&output, "harbour.bge.json");

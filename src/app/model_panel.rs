@@ -1,5 +1,6 @@
 //! The model: the one in use, the load in progress, and the panel to pick
-//! another, by folder (native dialog) or by Hugging Face model id.
+//! another, by folder (native dialog) or by Hugging Face model id, with the
+//! encoder families that load.
 //!
 //! The app says what the worker does. A load replaces the model only once
 //! the new one is ready; a load that fails (a hub id offline, a broken
@@ -7,6 +8,7 @@
 //! naming that model, keeps analysing with it, and shows the error as a
 //! notice that says what to do in the window.
 
+use crate::model::family::Family;
 use crate::model::{LoadProgress, ModelSource};
 use crate::worker::{ModelInfo, WorkerEvent};
 
@@ -189,13 +191,13 @@ impl ModelPanel {
         match active {
             Some(info) => {
                 ui.label(format!(
-                    "Using {}: {} layers × {} heads, up to {} tokens.",
-                    info.name, info.layers, info.heads, info.max_tokens
+                    "Using {} ({}): {} layers × {} heads, up to {} tokens.",
+                    info.name, info.family, info.layers, info.heads, info.max_tokens
                 ));
             }
             None if *load == LoadState::Idle => {
                 ui.label(
-                    "No model is loaded. headscope needs a BERT-family encoder: a folder with \
+                    "No model is loaded. headscope needs a BERT-like encoder: a folder with \
                      config.json, model.safetensors and tokenizer.json, or a Hugging Face model id.",
                 );
             }
@@ -225,6 +227,7 @@ impl ModelPanel {
                 );
             }
         }
+        ui.weak(families_line());
         let loading = matches!(load, LoadState::Loading { .. });
         ui.add_space(8.0);
         ui.add_enabled_ui(!loading, |ui| {
@@ -287,4 +290,14 @@ fn progress_ui(ui: &mut egui::Ui, progress: Option<&LoadProgress>) {
         }
         None => {}
     }
+}
+
+/// The families that load, as the panel lists them.
+pub fn families_line() -> String {
+    let names: Vec<&str> = Family::ALL.iter().map(|f| f.display_name()).collect();
+    let (last, rest) = names.split_last().expect("families");
+    format!(
+        "Loads {} and {last} encoders (model_type in config.json).",
+        rest.join(", ")
+    )
 }

@@ -102,13 +102,13 @@ pub fn label_containing(harness: &AppHarness, text: &str) -> String {
 /// the test model's tokenizer into `dir`: a deep model for layout tests,
 /// small enough to run in moments.
 pub fn write_random_model(dir: &Path, layers: usize, heads: usize) {
-    use headscope::model::{random, BertConfig};
-    let config = BertConfig {
+    use headscope::model::{random, EncoderConfig};
+    let config = EncoderConfig {
         hidden_size: 8 * heads,
         num_hidden_layers: layers,
         num_attention_heads: heads,
         intermediate_size: 16 * heads,
-        ..BertConfig::all_minilm_l6_v2()
+        ..EncoderConfig::all_minilm_l6_v2()
     };
     let tokenizer = super::test_model().join("tokenizer.json");
     random::write_random_model(&config, &tokenizer, dir, 11, random::NameStyle::default())
