@@ -4,7 +4,8 @@
 # overview grid and saves screenshots/overview.png, then clicks a head and
 # saves screenshots/head.png, then saves one screenshot of each of the
 # study's views (layers.png, token-focus.png, separators.png,
-# heads-marked.png, specialisation.png).
+# heads-marked.png, specialisation.png) and of the corpus window; last, the
+# grid and Layers view of a 12-layer model (twelve-layers*.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -14,7 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 model="$(scripts/fetch-test-model.sh)"
-cargo build --bin headscope >&2
+deep_model="$(scripts/fetch-bge-model.sh)"
+# HEADSCOPE_BIN: a binary already built (say by `cargo test`), else build one.
+bin="${HEADSCOPE_BIN:-target/debug/headscope}"
+[ -n "${HEADSCOPE_BIN:-}" ] || cargo build --bin headscope >&2
 
 scratch="$(mktemp -d)"
 display=":$(( 90 + RANDOM % 9 ))"
@@ -47,7 +51,7 @@ wait_for_log() {
 
 XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
 HEADSCOPE_CACHE="$scratch/cache" HEADSCOPE_TRACE=1 \
-  target/debug/headscope --model "$model" assets/sample.txt >"$log" 2>&1 &
+  "$bin" --model "$model" assets/sample.txt >"$log" 2>&1 &
 app_pid=$!
 
 wait_for_log "headscope: result" 180
@@ -67,10 +71,13 @@ read -r x y < <(python3 - <<'PY'
 left_panel, top, bottom = 380 + 8, 111, 1000 - 26
 width, height = 1600 - left_panel - 8, bottom - top
 layers, heads = 6, 12
-row_header, column_header, label_height, gap = 30, 18, 16, 6
-cell_w = (width - row_header) // heads
-fit_h = (height - column_header) // layers
-thumb = max(40, min(cell_w - gap, fit_h - label_height - gap))
+row_header, column_header, label_height, gap, scroll_bar = 30, 18, 16, 6, 10
+# overview::thumbnail_side: columns fill the width; rows fit the height when
+# that shrinks the thumbnails by 15 % at most.
+by_width = (width - row_header - scroll_bar) // heads - gap
+by_height = (height - column_header) // layers - (label_height + gap)
+thumb = min(by_width, by_height)
+thumb = max(40, min(260, thumb if thumb >= 0.85 * by_width else by_width))
 layer, head = 2, 5
 x = left_panel + row_header + (thumb + gap) * head + gap / 2 + thumb / 2
 y = top + column_header + (thumb + label_height + gap) * layer + thumb / 2
@@ -151,8 +158,13 @@ with open(os.path.join(out, "scan.txt"), "wb") as f:
     f.write(bytes([0, 159, 146, 150, 0, 0, 1, 2, 3]))
 PY
 xdotool mousemove 18 12 click 1          # File
+sleep 0.5
+# The opened menu is drawn on the next event: move, then point and click.
+xdotool mousemove 22 14
 sleep 1
-xdotool mousemove 70 107 click 1         # Corpus statistics…
+xdotool mousemove 70 131                 # Corpus statistics…
+sleep 0.7
+xdotool click 1
 sleep 1.5
 xdotool mousemove 650 90 click 1         # the folder field
 sleep 0.3
@@ -165,4 +177,28 @@ sleep 2
 import -window root screenshots/corpus.png
 echo "screenshots: wrote screenshots/corpus.png" >&2
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation}.png" >&2
+kill "$app_pid" 2>/dev/null || true
+wait "$app_pid" 2>/dev/null || true
+
+# A 12-layer model (bge-small-en-v1.5, the depth of the paper's BERT-12):
+# the grid, then the Layers view, where the deep layers' attention ties
+# between separators show as undecided segmentation.
+XDG_DATA_HOME="$scratch/data12" XDG_CONFIG_HOME="$scratch/config12" \
+HEADSCOPE_CACHE="$scratch/cache12" HEADSCOPE_TRACE=1 \
+  "$bin" --model "$deep_model" assets/sample.txt >"$log" 2>&1 &
+app_pid=$!
+wait_for_log "headscope: result" 300
+window="$(xdotool search --sync --name '^headscope' | head -n 1)"
+xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+# The new window may not be viewable yet (BadMatch): try again a while.
+for _ in $(seq 20); do
+  xdotool windowfocus --sync "$window" 2>/dev/null && break
+  sleep 0.5
+done
+xdotool mousemove 1590 5
+sleep 2
+import -window root screenshots/twelve-layers.png
+show_tab 2 Layers
+import -window root screenshots/twelve-layers-layers.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers}.png" >&2

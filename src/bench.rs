@@ -32,21 +32,23 @@ pub struct BenchReport {
     pub peak_rss_mb: Option<f64>,
 }
 
-/// A sequence like the reference's: `[CLS]`, seeded pseudo-random ids in
-/// 1000..20000 split into sentences of 25 tokens, each closed by `[SEP]`.
+/// A sequence like the reference's: the start token (`[CLS]`, `<s>`),
+/// seeded pseudo-random ids in 1000..20000 split into sentences of 25
+/// tokens, each closed by the separator (`[SEP]`, `</s>`).
 pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
+    let (start, separator) = (model.specials.start.id, model.specials.separator.id);
     let mut sequence = TokenSequence {
-        cls_id: model.cls_id,
-        sep_id: model.sep_id,
+        cls_id: start,
+        sep_id: separator,
         ..Default::default()
     };
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut sentence = 0;
     for position in 0..tokens {
         let (id, special) = if position == 0 {
-            (model.cls_id, true)
+            (start, true)
         } else if position == tokens - 1 || position % 26 == 0 {
-            (model.sep_id, true)
+            (separator, true)
         } else {
             state ^= state << 13;
             state ^= state >> 7;

@@ -248,7 +248,10 @@ struct BenchArgs {
 
 #[derive(Args, Debug)]
 struct RandomModelArgs {
-    /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, or a config.json / model folder.
+    /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, roberta-base,
+    /// xlm-roberta-base, camembert-base, distilbert-base-uncased,
+    /// electra-base-discriminator, electra-small-discriminator, albert-base-v2,
+    /// or a config.json / model folder.
     #[arg(long)]
     like: String,
     /// tokenizer.json to put in the folder.
@@ -450,13 +453,10 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
-    use crate::model::{random, BertConfig};
-    let config = match args.like.to_ascii_lowercase().as_str() {
-        "bert-base-uncased" | "bert-base" => BertConfig::bert_base_uncased(),
-        "all-minilm-l6-v2" | "sentence-transformers/all-minilm-l6-v2" => {
-            BertConfig::all_minilm_l6_v2()
-        }
-        _ => {
+    use crate::model::{random, EncoderConfig};
+    let config = match EncoderConfig::like(&args.like) {
+        Some(config) => config,
+        None => {
             let path = Path::new(&args.like);
             let config_path = if path.is_dir() {
                 path.join("config.json")
@@ -465,11 +465,12 @@ fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
             };
             if !config_path.is_file() {
                 bail!(
-                    "--like {}: not a known shape (bert-base-uncased, all-minilm-l6-v2) nor a config.json",
-                    args.like
+                    "--like {}: not a known shape ({}) nor a config.json",
+                    args.like,
+                    EncoderConfig::KNOWN_SHAPES.join(", ")
                 );
             }
-            BertConfig::from_file(&config_path)?
+            EncoderConfig::from_file(&config_path)?
         }
     };
     random::write_random_model(
@@ -480,7 +481,8 @@ fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
         Default::default(),
     )?;
     eprintln!(
-        "headscope: wrote a random {}-layer, {}-head, hidden {} model to {}",
+        "headscope: wrote a random {} {}-layer, {}-head, hidden {} model to {}",
+        config.family,
         config.num_hidden_layers,
         config.num_attention_heads,
         config.hidden_size,

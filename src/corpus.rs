@@ -364,12 +364,7 @@ impl DocumentRun<'_, '_> {
                 break;
             }
             let window = tokenized
-                .window(
-                    model.max_tokens(),
-                    first_sentence,
-                    model.cls_id,
-                    model.sep_id,
-                )
+                .window(model.max_tokens(), first_sentence, &model.specials)
                 .map_err(RunError::Input)
                 .and_then(|built| {
                     pipeline::run_prepared(model, built, &options.analysis, self.is_cancelled)

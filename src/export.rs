@@ -1,21 +1,22 @@
 //! Figures and files for papers: plain heatmaps that hold exactly the matrix,
 //! labelled figures (title, token labels, colour bar), a grid of every head,
-//! CSV tables, and the atomic file writing every export goes through.
+//! and CSV tables. Every file is written through [`crate::atomic_file`]
+//! (re-exported here, as before, for the callers of `export`).
 //!
 //! Pure: images are built with `image` and text is drawn with `ab_glyph`
 //! using egui's own default fonts, so the GUI and the CLI produce the same
 //! files and nothing here needs a window or a GPU. Colours come from
 //! [`crate::colormap`], the same tables the app draws with.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io;
+use std::path::Path;
 
 use ab_glyph::{point, Font, FontRef, GlyphId, PxScale, ScaleFont};
 use image::{ImageEncoder, Rgb, RgbImage};
 
 use crate::colormap::{ColorMap, ValueRange};
+
+pub use crate::atomic_file::{save_text, write_atomically, WriteError as ExportError};
 
 const WHITE: Rgb<u8> = Rgb([255, 255, 255]);
 const INK: [u8; 3] = [20, 20, 20];
@@ -661,154 +662,6 @@ fn csv_field(text: &str) -> String {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Writing files
-
-/// Why an export could not be written, in words for the person who chose
-/// the path.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    #[error("cannot write {}: folder {} does not exist", .path.display(), .folder.display())]
-    MissingFolder { path: PathBuf, folder: PathBuf },
-    #[error("cannot write {}: {} is a file, not a folder", .path.display(), .file.display())]
-    NotAFolder { path: PathBuf, file: PathBuf },
-    #[error("cannot write {}: it is a directory", .path.display())]
-    IsDirectory { path: PathBuf },
-    #[error("cannot write {}: permission denied", .path.display())]
-    PermissionDenied { path: PathBuf },
-    #[error("cannot write {}: {}", .path.display(), describe(.error))]
-    Io { path: PathBuf, error: io::Error },
-}
-
-impl ExportError {
-    /// The path the export was meant for.
-    pub fn path(&self) -> &Path {
-        match self {
-            ExportError::MissingFolder { path, .. }
-            | ExportError::NotAFolder { path, .. }
-            | ExportError::IsDirectory { path }
-            | ExportError::PermissionDenied { path }
-            | ExportError::Io { path, .. } => path,
-        }
-    }
-
-    fn from_io(path: &Path, error: io::Error) -> Self {
-        let path = path.to_path_buf();
-        match error.kind() {
-            io::ErrorKind::PermissionDenied => ExportError::PermissionDenied { path },
-            io::ErrorKind::IsADirectory => ExportError::IsDirectory { path },
-            _ => ExportError::Io { path, error },
-        }
-    }
-}
-
-fn describe(error: &io::Error) -> String {
-    match error.kind() {
-        io::ErrorKind::StorageFull => "the disk is full".into(),
-        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
-        io::ErrorKind::QuotaExceeded => "the disk quota is exceeded".into(),
-        io::ErrorKind::FileTooLarge => "the file is too large for this file system".into(),
-        _ => error.to_string(),
-    }
-}
-
-/// The folder a file goes in; "" (a bare file name) is the current folder.
-fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// Checks that `path` could be created: not a directory, in a folder that
-/// exists. Names the first ancestor that is a file, if any.
-fn check_target(path: &Path) -> Result<(), ExportError> {
-    let owned = || path.to_path_buf();
-    if path.as_os_str().is_empty() {
-        return Err(ExportError::Io {
-            path: owned(),
-            error: io::Error::new(io::ErrorKind::InvalidInput, "the path is empty"),
-        });
-    }
-    if fs::metadata(path).is_ok_and(|m| m.is_dir()) || path.file_name().is_none() {
-        return Err(ExportError::IsDirectory { path: owned() });
-    }
-    let folder = folder_of(path);
-    match fs::metadata(folder) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(ExportError::NotAFolder {
-            path: owned(),
-            file: folder.to_path_buf(),
-        }),
-        Err(_) => {
-            // Either something up the chain is a file, or it is missing.
-            let file = folder
-                .ancestors()
-                .skip(1)
-                .find(|a| !a.as_os_str().is_empty() && fs::metadata(a).is_ok_and(|m| !m.is_dir()));
-            Err(match file {
-                Some(file) => ExportError::NotAFolder {
-                    path: owned(),
-                    file: file.to_path_buf(),
-                },
-                None => ExportError::MissingFolder {
-                    path: owned(),
-                    folder: folder.to_path_buf(),
-                },
-            })
-        }
-    }
-}
-
-/// Creates a fresh hidden temporary file next to `target`.
-fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let folder = folder_of(target);
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let temp = folder.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
-            // A leftover from a crashed run with our pid: try the next name.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Writes a file so that readers see either the old file or the complete
-/// new one, never half of it: `write` fills a temporary file in the same
-/// folder, which is flushed to disk and then renamed over `path`. If
-/// anything fails the temporary file is removed and a previous file at
-/// `path` is left untouched. A symbolic link at `path` is written through,
-/// not replaced.
-pub fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), ExportError> {
-    check_target(path)?;
-    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    let target = match is_link {
-        true => fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-        false => path.to_path_buf(),
-    };
-    let (temp, file) = create_temp(&target).map_err(|e| ExportError::from_io(path, e))?;
-    let result = (|| {
-        let mut writer = BufWriter::new(file);
-        write(&mut writer)?;
-        let file = writer.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, &target)
-    })();
-    if let Err(error) = result {
-        let _ = fs::remove_file(&temp);
-        return Err(ExportError::from_io(path, error));
-    }
-    Ok(())
-}
-
 /// Saves `img` as an RGB PNG at `path`, atomically.
 pub fn save_png(img: &RgbImage, path: &Path) -> Result<(), ExportError> {
     if img.width() == 0 || img.height() == 0 {
@@ -827,9 +680,4 @@ pub fn save_png(img: &RgbImage, path: &Path) -> Result<(), ExportError> {
             )
             .map_err(io::Error::other)
     })
-}
-
-/// Saves `text` (CSV, JSON, ...) as UTF-8 at `path`, atomically.
-pub fn save_text(text: &str, path: &Path) -> Result<(), ExportError> {
-    write_atomically(path, |w| w.write_all(text.as_bytes()))
 }

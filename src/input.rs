@@ -2,13 +2,15 @@
 //!
 //! Document mode splits the text into sentences (Unicode UAX #29, or one per
 //! line), tokenizes each without special tokens and builds
-//! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`. Plain mode lets the tokenizer
+//! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`, with the start and separator
+//! tokens of the model's tokenizer (`<s> s1 </s> … </s>` for RoBERTa,
+//! ANALYSIS.md §8). Plain mode lets the tokenizer
 //! encode the whole text once and takes sentence ids from token offsets.
 //! Either way a text longer than the model's limit is cut at the last whole
 //! sentence that fits and what was left out is counted, never silently
 //! dropped; `first_sentence` moves that window through a long document.
 
-use crate::tokens::TokenSequence;
+use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
 use unicode_segmentation::UnicodeSegmentation;
@@ -35,7 +37,7 @@ pub enum InputError {
     WindowPastEnd { first: usize, sentences: usize },
     #[error(
         "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit} \
-         (with [CLS] and [SEP]); split it, or use --one-sentence-per-line with shorter lines"
+         (with the start and separator tokens); split it, or use --one-sentence-per-line with shorter lines"
     )]
     SentenceTooLong {
         sentence: usize,
@@ -123,10 +125,9 @@ pub fn build_input(
     mode: InputMode,
     max_tokens: usize,
     first_sentence: usize,
-    cls_id: u32,
-    sep_id: u32,
+    specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
-    TokenizedText::new(tokenizer, text, mode)?.window(max_tokens, first_sentence, cls_id, sep_id)
+    TokenizedText::new(tokenizer, text, mode)?.window(max_tokens, first_sentence, specials)
 }
 
 /// A text split into sentences and tokenized once. Every window of it is
@@ -149,8 +150,6 @@ pub struct TokenizedText {
     sentence_of: Vec<usize>,
     /// Index of the first token of each sentence, and the token count last.
     sentence_starts: Vec<usize>,
-    /// The tokenizer's padding id, never content (see [`SpecialIds`]).
-    pad_id: Option<u32>,
 }
 
 impl TokenizedText {
@@ -162,7 +161,6 @@ impl TokenizedText {
         }
         let mut tokenized = Self {
             mode,
-            pad_id: SpecialIds::pad_id(tokenizer),
             ..Default::default()
         };
         match mode {
@@ -236,8 +234,7 @@ impl TokenizedText {
         &self,
         max_tokens: usize,
         first_sentence: usize,
-        cls_id: u32,
-        sep_id: u32,
+        specials: &SpecialTokens,
     ) -> Result<BuiltInput, InputError> {
         if first_sentence >= self.spans.len() {
             return Err(InputError::WindowPastEnd {
@@ -246,8 +243,8 @@ impl TokenizedText {
             });
         }
         let mut built = match self.mode {
-            InputMode::Plain => self.plain_window(max_tokens, first_sentence, cls_id, sep_id)?,
-            _ => self.document_window(max_tokens, first_sentence, cls_id, sep_id)?,
+            InputMode::Plain => self.plain_window(max_tokens, first_sentence, specials)?,
+            _ => self.document_window(max_tokens, first_sentence, specials)?,
         };
         built.sentence_spans = self.spans.clone();
         built.first_sentence = first_sentence;
@@ -259,7 +256,7 @@ impl TokenizedText {
     fn push_token(
         &self,
         tokens: &mut TokenSequence,
-        specials: &SpecialIds,
+        specials: &SpecialTokens,
         index: usize,
         sentence: usize,
     ) {
@@ -272,19 +269,13 @@ impl TokenizedText {
         );
     }
 
-    fn specials(&self, cls_id: u32, sep_id: u32) -> SpecialIds {
-        SpecialIds([Some(cls_id), Some(sep_id), self.pad_id])
-    }
-
     fn document_window(
         &self,
         max_tokens: usize,
         first: usize,
-        cls_id: u32,
-        sep_id: u32,
+        specials: &SpecialTokens,
     ) -> Result<BuiltInput, InputError> {
-        let specials = self.specials(cls_id, sep_id);
-        let mut tokens = empty_sequence(cls_id, sep_id);
+        let mut tokens = empty_sequence(specials);
         let mut analysed = 0;
         let mut next = first;
         while next < self.spans.len() {
@@ -303,9 +294,9 @@ impl TokenizedText {
                 break;
             }
             for index in self.sentence_starts[next]..self.sentence_starts[next + 1] {
-                self.push_token(&mut tokens, &specials, index, analysed);
+                self.push_token(&mut tokens, specials, index, analysed);
             }
-            special(&mut tokens, sep_id, "[SEP]", Some(analysed));
+            special(&mut tokens, &specials.separator, Some(analysed));
             analysed += 1;
             next += 1;
         }
@@ -322,12 +313,11 @@ impl TokenizedText {
         &self,
         max_tokens: usize,
         first: usize,
-        cls_id: u32,
-        sep_id: u32,
+        specials: &SpecialTokens,
     ) -> Result<BuiltInput, InputError> {
         let begin = self.sentence_starts[first];
         let sentence_of = &self.sentence_of[begin..];
-        // Keep whole sentences while [CLS] + tokens + [SEP] fit.
+        // Keep whole sentences while start + tokens + separator fit.
         let room = max_tokens.saturating_sub(2);
         let mut kept = sentence_of.len();
         if kept > room {
@@ -344,12 +334,11 @@ impl TokenizedText {
                 });
             }
         }
-        let specials = self.specials(cls_id, sep_id);
-        let mut tokens = empty_sequence(cls_id, sep_id);
+        let mut tokens = empty_sequence(specials);
         for index in begin..begin + kept {
             self.push_token(
                 &mut tokens,
-                &specials,
+                specials,
                 index,
                 self.sentence_of[index] - first,
             );
@@ -362,7 +351,7 @@ impl TokenizedText {
         } else {
             sentence_of[kept - 1] - first + 1
         };
-        special(&mut tokens, sep_id, "[SEP]", Some(analysed - 1));
+        special(&mut tokens, &specials.separator, Some(analysed - 1));
         Ok(BuiltInput {
             tokens,
             sentences_analysed: analysed,
@@ -373,29 +362,12 @@ impl TokenizedText {
     }
 }
 
-/// The ids that are never content (ANALYSIS.md §1): `[CLS]`, `[SEP]` and the
-/// tokenizer's padding token.
-struct SpecialIds([Option<u32>; 3]);
-
-impl SpecialIds {
-    fn pad_id(tokenizer: &Tokenizer) -> Option<u32> {
-        tokenizer
-            .get_padding()
-            .map(|p| p.pad_id)
-            .or_else(|| tokenizer.token_to_id("[PAD]"))
-    }
-
-    fn contains(&self, id: u32) -> bool {
-        self.0.contains(&Some(id))
-    }
-}
-
 /// Appends one token of the text. A special token written in the text (the
 /// characters `[SEP]`, say) is what the tokenizer made of it: a special
 /// position that belongs to no sentence, so it never closes one.
 fn push_text_token(
     tokens: &mut TokenSequence,
-    specials: &SpecialIds,
+    specials: &SpecialTokens,
     (id, text): (u32, &str),
     sentence: Option<usize>,
     offsets: (usize, usize),
@@ -410,21 +382,22 @@ fn push_text_token(
     tokens.offsets.push(Some(offsets));
 }
 
-fn special(tokens: &mut TokenSequence, id: u32, text: &str, sentence: Option<usize>) {
-    tokens.input_ids.push(id);
-    tokens.token_texts.push(text.to_string());
+/// Appends a start or separator token the input adds, with the tokenizer's text.
+fn special(tokens: &mut TokenSequence, token: &SpecialToken, sentence: Option<usize>) {
+    tokens.input_ids.push(token.id);
+    tokens.token_texts.push(token.text.clone());
     tokens.special.push(true);
     tokens.sentence_ids.push(sentence);
     tokens.offsets.push(None);
 }
 
-fn empty_sequence(cls_id: u32, sep_id: u32) -> TokenSequence {
+fn empty_sequence(specials: &SpecialTokens) -> TokenSequence {
     let mut tokens = TokenSequence {
-        cls_id,
-        sep_id,
+        cls_id: specials.start.id,
+        sep_id: specials.separator.id,
         ..Default::default()
     };
-    special(&mut tokens, cls_id, "[CLS]", None);
+    special(&mut tokens, &specials.start, None);
     tokens
 }
 

@@ -2,9 +2,10 @@
 //!
 //! The crate is layered so that dependencies flow one way:
 //!
-//! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`]:
-//!   pure data and computation, no GUI and no tensor library; [`threads`],
-//!   the one budget of compute threads they and the model share.
+//! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`],
+//!   [`atomic_file`]: pure data and computation, no GUI and no tensor
+//!   library; [`threads`], the one budget of compute threads they and the
+//!   model share.
 //! - [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
 //! - [`model`]: loads a BERT checkpoint and runs our own encoder, capturing
 //!   every head's attention and output (ANALYSIS.md §2).
@@ -15,6 +16,7 @@
 
 pub mod analysis;
 pub mod app;
+pub mod atomic_file;
 pub mod bench;
 pub mod captures;
 pub mod cli;

@@ -68,8 +68,7 @@ pub fn prepare_input(
         input.mode,
         model.max_tokens(),
         input.first_sentence,
-        model.cls_id,
-        model.sep_id,
+        &model.specials,
     )
 }
 

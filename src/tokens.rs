@@ -6,15 +6,45 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One model input: `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in document mode.
+/// A special token: its vocabulary id and the tokenizer's text for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecialToken {
+    pub id: u32,
+    pub text: String,
+}
+
+/// The tokens a model's input is built around, as its tokenizer's
+/// post-processor adds them (ANALYSIS.md §8): `[CLS]`/`[SEP]` for BERT,
+/// `<s>`/`</s>` for RoBERTa, at whatever ids the vocabulary gives them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecialTokens {
+    /// The token that starts every sequence (`[CLS]`, `<s>`).
+    pub start: SpecialToken,
+    /// The token that closes every sentence (`[SEP]`, `</s>`).
+    pub separator: SpecialToken,
+    /// The padding token, never content either.
+    pub pad: Option<u32>,
+}
+
+impl SpecialTokens {
+    /// Whether an id is one of these tokens: never a content token.
+    pub fn contains(&self, id: u32) -> bool {
+        id == self.start.id || id == self.separator.id || self.pad == Some(id)
+    }
+}
+
+/// One model input: `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in document mode
+/// (`<s> s1 </s> … </s>` for the RoBERTa family).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenSequence {
     /// Vocabulary ids, one per position.
     pub input_ids: Vec<u32>,
-    /// The tokenizer's text for each position (`[CLS]`, `harbour`, `##s`, ...).
+    /// The tokenizer's text for each position (`[CLS]`, `harbour`, `##s`,
+    /// `<s>`, ...).
     pub token_texts: Vec<String>,
-    /// `[CLS]`, `[SEP]` and `[PAD]` positions, those written in the text
-    /// included; everything else is a content token.
+    /// Start, separator and padding positions (`[CLS]`, `[SEP]`, `[PAD]`;
+    /// `<s>`, `</s>`, `<pad>`), those written in the text included;
+    /// everything else is a content token.
     pub special: Vec<bool>,
     /// Sentence index of each position; `None` for `[CLS]` and for special
     /// tokens written in the text. The `[SEP]` that closes sentence k has
@@ -23,9 +53,10 @@ pub struct TokenSequence {
     /// Byte range of each position in the analysed text (`None` for the
     /// special tokens the input adds).
     pub offsets: Vec<Option<(usize, usize)>>,
-    /// Id of the separator token, used to find the separator keys.
+    /// Id of the separator token (`[SEP]`, `</s>`), used to find the
+    /// separator keys.
     pub sep_id: u32,
-    /// Id of the classifier token.
+    /// Id of the start token (`[CLS]`, `<s>`).
     pub cls_id: u32,
 }
 

@@ -50,6 +50,7 @@ pub struct AnalyseRequest {
 pub struct ModelInfo {
     pub source: ModelSource,
     pub name: String,
+    pub family: crate::model::Family,
     pub layers: usize,
     pub heads: usize,
     /// The longest input the model takes, in tokens.
@@ -78,9 +79,12 @@ pub enum WorkerEvent {
     /// Download or reading progress of the model being loaded.
     ModelProgress(LoadProgress),
     ModelReady(ModelInfo),
+    /// The load failed; the worker keeps the model it had, if any.
     ModelFailed {
         source: ModelSource,
         message: String,
+        /// The model still in use.
+        kept: Option<ModelInfo>,
     },
     RunStarted {
         generation: u64,
@@ -190,6 +194,7 @@ impl AnalysisWorker {
         let shutdown = Arc::new(AtomicBool::new(false));
         let mut thread = WorkerThread {
             model: None,
+            model_info: None,
             corpus_runs: Vec::new(),
             delay: Duration::ZERO,
             panic_next_run: false,
@@ -312,6 +317,8 @@ struct ShutdownRequested;
 /// The state that lives on the model thread.
 struct WorkerThread {
     model: Option<Arc<Model>>,
+    /// What `model` is, as reported when it loaded.
+    model_info: Option<ModelInfo>,
     /// Corpus runs started, with their cancel flags (set at shutdown).
     corpus_runs: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
     delay: Duration,
@@ -387,16 +394,20 @@ impl WorkerThread {
                 let info = ModelInfo {
                     source,
                     name: model.name.clone(),
+                    family: model.config.family,
                     layers: model.layers(),
                     heads: model.heads(),
                     max_tokens: model.max_tokens(),
                 };
                 self.model = Some(Arc::new(model));
+                self.model_info = Some(info.clone());
                 self.emit(WorkerEvent::ModelReady(info));
             }
+            // A failed load leaves the model in use as it was.
             Ok(Err(error)) => self.emit(WorkerEvent::ModelFailed {
                 source,
-                message: format!("{error:#}"),
+                message: load_error_message(&error),
+                kept: self.model_info.clone(),
             }),
             Err(payload) => {
                 if payload.is::<ShutdownRequested>() {
@@ -409,6 +420,7 @@ impl WorkerThread {
                          the app is still usable, try another model",
                         panic_message(payload.as_ref())
                     ),
+                    kept: self.model_info.clone(),
                 });
             }
         }
@@ -553,6 +565,16 @@ fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) 
     });
 }
 
+/// Why a load failed, for the window: the command line's advice (pass a
+/// folder with `--model`) is left out, since the window has its own way to
+/// choose one.
+fn load_error_message(error: &anyhow::Error) -> String {
+    match error.downcast_ref::<crate::model::hub::HubUnavailable>() {
+        Some(hub) => hub.without_hint(),
+        None => format!("{error:#}"),
+    }
+}
+
 /// Sleeps for `delay` in short slices; false as soon as `stop` says so.
 fn wait_unless(delay: Duration, stop: &dyn Fn() -> bool) -> bool {
     let end = Instant::now() + delay;
@@ -582,5 +604,31 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "unknown panic".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::hub::HubUnavailable;
+
+    #[test]
+    fn a_hub_failure_is_told_to_the_window_without_the_command_line_advice() {
+        let error = anyhow::Error::new(HubUnavailable {
+            id: "bert-base-uncased".into(),
+            reason: "HF_HUB_OFFLINE is set and it is not in the local cache".into(),
+        });
+        // The command line keeps its advice...
+        assert!(format!("{error:#}").contains("--model /path/to/bert-base-uncased"));
+        // ...the window gets the reason alone, and adds its own.
+        let message = load_error_message(&error);
+        assert_eq!(
+            message,
+            "cannot get model 'bert-base-uncased' from the Hugging Face hub: \
+             HF_HUB_OFFLINE is set and it is not in the local cache"
+        );
+        // Wrapped in context, it is still found.
+        let wrapped = error.context("loading the model");
+        assert!(!load_error_message(&wrapped).contains("--model"));
     }
 }

@@ -10,64 +10,27 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
+mod common;
+
+use common::app::*;
 use egui_kittest::kittest::Queryable;
-use egui_kittest::Harness;
 use headscope::app::corpus_view::{
     self, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL, FOLDER_LABEL, MENU_LABEL,
     RUN_LABEL,
 };
 use headscope::app::editor::EDITOR_LABEL;
-use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
 use headscope::corpus::{self, CorpusOptions, CorpusReport, Summary};
-use headscope::model::{is_model_folder, test_model_dir, Model, ModelSource};
+use headscope::model::{test_model_dir, Model, ModelSource};
 use headscope::worker::{AnalysisWorker, CorpusUpdate, WorkerEvent};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A bound for waiting on the model, not a speed requirement.
-const PATIENCE: Duration = Duration::from_secs(600);
-
-type AppHarness = Harness<'static, HeadscopeApp>;
-
 fn start() -> AppHarness {
-    let dir = test_model_dir();
-    assert!(
-        is_model_folder(&dir),
-        "the test model is missing at {}: run scripts/fetch-test-model.sh",
-        dir.display()
-    );
-    let config = AppConfig {
-        start: StartOptions {
-            model: Some(dir.display().to_string()),
-            file: None,
-        },
-        autosave_path: None,
-        restore_text: false,
-    };
-    let mut harness = Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
-    step_until(&mut harness, "the first result", |h| {
-        h.state().shown_output().is_some() && !h.state().is_working()
-    });
+    let mut harness = common::app::start(None, None);
+    wait_for_result(&mut harness);
     harness
-}
-
-/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
-fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done(harness) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        harness.step();
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    harness.step();
-}
-
-fn shows(harness: &AppHarness, text: &str) -> bool {
-    harness.query_all_by_label_contains(text).next().is_some()
 }
 
 const SENTENCES: [&str; 12] = [
@@ -233,7 +196,11 @@ fn the_corpus_window_shows_what_the_library_computes() {
         .state_mut()
         .set_plot_export_target(Some(plot.clone()));
     let save = headscope::app::plot_export::SAVE_LABEL;
-    assert_eq!(harness.query_all_by_label(save).count(), 5);
+    // One plot per layer figure.
+    assert_eq!(
+        harness.query_all_by_label(save).count(),
+        headscope::corpus::LAYER_FIGURES.len()
+    );
     harness.query_all_by_label(save).next().unwrap().click();
     step_until(&mut harness, "the plot export", |h| {
         h.state().notice().is_some_and(|n| n.contains("xport"))

@@ -3,38 +3,16 @@
 //! open headless), the numbers equal to the analysis, and an unwritable path
 //! reported in the window.
 
-use egui_kittest::Harness;
-use headscope::app::export_menu::ExportKind;
-use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
-use headscope::captures::HeadId;
-use std::time::{Duration, Instant};
+mod common;
 
-type AppHarness = Harness<'static, HeadscopeApp>;
+use common::app::*;
+use headscope::app::export_menu::ExportKind;
+use headscope::captures::HeadId;
 
 #[test]
 fn every_export_kind_is_written_and_failures_are_shown() {
-    let model = headscope::model::test_model_dir();
-    assert!(
-        headscope::model::is_model_folder(&model),
-        "run scripts/fetch-test-model.sh"
-    );
-    let config = AppConfig {
-        start: StartOptions {
-            model: Some(model.display().to_string()),
-            file: None,
-        },
-        autosave_path: None,
-        restore_text: false,
-    };
-    let mut harness: AppHarness = Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while harness.state().shown_output().is_none() || harness.state().is_working() {
-        assert!(Instant::now() < deadline, "no result");
-        harness.step();
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
     let dir = tempfile::tempdir().unwrap();
     let head = HeadId::new(2, 5);
     for (index, kind) in ExportKind::ALL.into_iter().enumerate() {

@@ -9,6 +9,9 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
+mod common;
+
+use common::app::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::Harness;
@@ -16,86 +19,10 @@ use headscope::app::editor::EDITOR_LABEL;
 use headscope::app::status_bar::WORKING_LABEL;
 use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
 use headscope::captures::HeadId;
-use headscope::model::{is_model_folder, test_model_dir};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-/// A bound for waiting on the model, not a speed requirement.
-const PATIENCE: Duration = Duration::from_secs(600);
-
-type AppHarness = Harness<'static, HeadscopeApp>;
-
-fn model_arg() -> String {
-    let dir = test_model_dir();
-    assert!(
-        is_model_folder(&dir),
-        "the test model is missing at {}: run scripts/fetch-test-model.sh",
-        dir.display()
-    );
-    dir.display().to_string()
-}
-
-/// The app on the test model, with no persisted state and no autosave
-/// unless `autosave` names a file.
-fn start(file: Option<PathBuf>, autosave: Option<PathBuf>) -> AppHarness {
-    start_with(Some(model_arg()), file, autosave)
-}
-
-fn start_with(
-    model: Option<String>,
-    file: Option<PathBuf>,
-    autosave: Option<PathBuf>,
-) -> AppHarness {
-    let restore_text = autosave.is_some();
-    let config = AppConfig {
-        start: StartOptions { model, file },
-        autosave_path: autosave,
-        restore_text,
-    };
-    Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
-}
-
-/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
-fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done(harness) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        harness.step();
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // One more frame so the UI shows what the state now holds.
-    harness.step();
-}
-
-/// Whether some widget's label contains `text` (several may: the status bar
-/// repeats what the panels say).
-fn shows(harness: &AppHarness, text: &str) -> bool {
-    harness.query_all_by_label_contains(text).next().is_some()
-}
-
-/// The first label containing `text`.
-fn label_containing(harness: &AppHarness, text: &str) -> String {
-    harness
-        .get_all_by_label_contains(text)
-        .next()
-        .and_then(|n| {
-            // A plain label keeps its text in the value.
-            let node = n.accesskit_node();
-            node.label().or_else(|| node.value())
-        })
-        .unwrap_or_default()
-}
+use std::time::Duration;
 
 fn shown_tokens(harness: &AppHarness) -> Option<usize> {
     harness.state().shown_output().map(|o| o.analysis.tokens)
-}
-
-fn wait_for_result(harness: &mut AppHarness) {
-    step_until(harness, "the first result", |h| {
-        h.state().shown_output().is_some() && !h.state().is_working()
-    });
 }
 
 fn assert_grid_has_every_head(harness: &AppHarness, layers: usize, heads: usize) {
@@ -487,6 +414,93 @@ fn a_model_that_fails_to_load_is_explained_in_the_window() {
     harness.check_accessibility();
 }
 
+#[test]
+fn a_failed_load_keeps_the_working_model_named_and_analysing() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let name = "all-MiniLM-L6-v2";
+    assert_eq!(harness.state().model_name(), Some(name));
+
+    // A folder that looks like a model, with weights that are not.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken-model");
+    std::fs::create_dir_all(&broken).unwrap();
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(common::test_model().join(file), broken.join(file)).unwrap();
+    }
+    std::fs::write(broken.join("model.safetensors"), b"not a safetensors file").unwrap();
+
+    // File → Choose model…, the folder typed where a model id goes, Load.
+    harness.get_by_label("File").click();
+    harness.step();
+    harness.step();
+    harness.get_by_label("Choose model…").click();
+    harness.step();
+    harness.step();
+    assert!(shows(&harness, &format!("Using {name}")));
+    let field = "or a Hugging Face model id (downloaded once, then cached):";
+    harness.get_by_label(field).focus();
+    harness.step();
+    harness
+        .get_by_label(field)
+        .type_text(&broken.display().to_string());
+    harness.step();
+    harness.get_by_label("Load").click();
+    step_until(&mut harness, "the failed load", |h| {
+        h.state()
+            .notice()
+            .is_some_and(|n| n.contains("could not be loaded"))
+    });
+
+    // The window says what happened and what to do, in the window.
+    let notice = harness.state().notice().unwrap().to_string();
+    assert!(notice.contains("model.safetensors"), "{notice}");
+    assert!(notice.contains(&format!("Still using {name}")), "{notice}");
+    assert!(notice.contains("Model window"), "{notice}");
+    assert!(!notice.contains("--model"), "{notice}");
+    assert!(shows(&harness, "Still using"), "the notice is on screen");
+    // The previous model is still named, in the status bar and the panel.
+    assert_eq!(harness.state().model_name(), Some(name));
+    assert!(shows(&harness, &format!("{name} · 6 layers × 12 heads")));
+    assert!(shows(&harness, &format!("Using {name}")));
+    assert!(!shows(&harness, "model not loaded"));
+    // (The picture, for a person to look at.)
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("app_ui-failed-load.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+
+    // And a new analysis still runs on it.
+    let before = harness
+        .state()
+        .shown_output()
+        .expect("a result")
+        .analysis
+        .tokens;
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text(" The keeper smiled at the sea.");
+    harness.step();
+    step_until(&mut harness, "the result of the edited text", |h| {
+        !h.state().is_working()
+            && h.state()
+                .shown_output()
+                .is_some_and(|o| o.analysis.tokens != before)
+    });
+    let output = harness.state().shown_output().unwrap().clone();
+    assert_eq!((output.captures.layers, output.captures.heads), (6, 12));
+    assert!(output
+        .input
+        .tokens
+        .token_texts
+        .iter()
+        .any(|t| t == "smiled"));
+}
+
 /// A 16×16 sample of the pixels of the thumbnail labelled `label`.
 fn thumbnail_pixels(harness: &AppHarness, image: &image::RgbaImage, label: &str) -> Vec<[u8; 4]> {
     let rect = harness.get_by_label_contains(label).rect();
@@ -600,7 +614,7 @@ fn settings_and_text_survive_a_restart() {
         restore_text: true,
     };
     let mut harness = Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
+        .with_size(WINDOW)
         .build_eframe(move |cc| {
             cc.storage = Some(storage);
             HeadscopeApp::new(cc, config).expect("the app starts")

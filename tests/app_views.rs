@@ -10,71 +10,20 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
+mod common;
+
+use common::app::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
-use egui_kittest::Harness;
 use headscope::analysis::{Analysis, Category};
 use headscope::app::head_view::figure;
 use headscope::app::views::CentralView;
-use headscope::app::{
-    separators_view, specialisation_view, token_focus_view, AppConfig, HeadscopeApp, StartOptions,
-    SAMPLE_TEXT,
-};
+use headscope::app::{separators_view, specialisation_view, token_focus_view, SAMPLE_TEXT};
 use headscope::captures::HeadId;
-use headscope::model::{is_model_folder, test_model_dir, Model, ModelSource};
+use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-
-/// A bound for waiting on the model, not a speed requirement.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-type AppHarness = Harness<'static, HeadscopeApp>;
-
-fn model_dir() -> PathBuf {
-    let dir = test_model_dir();
-    assert!(
-        is_model_folder(&dir),
-        "the test model is missing at {}: run scripts/fetch-test-model.sh",
-        dir.display()
-    );
-    dir
-}
-
-/// The app on the test model with no persisted state and no autosave,
-/// showing `file` when given (else the sample text).
-fn start(file: Option<PathBuf>) -> AppHarness {
-    let config = AppConfig {
-        start: StartOptions {
-            model: Some(model_dir().display().to_string()),
-            file,
-        },
-        autosave_path: None,
-        restore_text: false,
-    };
-    Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
-}
-
-/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
-fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done(harness) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        harness.step();
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    harness.step();
-}
-
-fn wait_for_result(harness: &mut AppHarness) {
-    step_until(harness, "a result", |h| {
-        h.state().shown_output().is_some() && !h.state().is_working()
-    });
-}
 
 fn shown(harness: &AppHarness) -> Arc<RunOutput> {
     harness.state().shown_output().expect("a result").clone()
@@ -84,7 +33,8 @@ fn shown(harness: &AppHarness) -> Arc<RunOutput> {
 fn model() -> &'static Model {
     static MODEL: OnceLock<Model> = OnceLock::new();
     MODEL.get_or_init(|| {
-        Model::load(&ModelSource::Folder(model_dir()), &mut |_| {}).expect("load the test model")
+        Model::load(&ModelSource::Folder(common::test_model()), &mut |_| {})
+            .expect("load the test model")
     })
 }
 
@@ -105,12 +55,6 @@ fn reference(harness: &AppHarness, text: &str) -> Analysis {
         "the app and the reference analyse the same tokens"
     );
     output.analysis
-}
-
-/// The label (or a plain label's text) of a node.
-fn text_of(node: &egui_kittest::Node<'_>) -> String {
-    let node = node.accesskit_node();
-    node.label().or_else(|| node.value()).unwrap_or_default()
 }
 
 /// Clicks the tab named `name` and waits a frame.
@@ -158,7 +102,7 @@ fn open_text(harness: &mut AppHarness, dir: &tempfile::TempDir, text: &str) {
 
 #[test]
 fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
     open_tab(&mut harness, "Layers", CentralView::Layers);
@@ -222,7 +166,7 @@ fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
 
 #[test]
 fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
     open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
@@ -304,7 +248,7 @@ fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
                 the cat saw the dog. The cat and the dog saw the cat and the dog. \
                 The dog and the cat saw the dog and the cat.";
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_text(&mut harness, &dir, text);
     let analysis = reference(&harness, text);
@@ -340,7 +284,7 @@ fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
 
 #[test]
 fn clicking_tokens_picks_them_and_the_views_follow() {
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
     let output = shown(&harness);
@@ -454,7 +398,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
 
 #[test]
 fn the_separators_view_shows_segmentation_and_separator_attention() {
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
     open_tab(&mut harness, "Separators", CentralView::Separators);
@@ -517,7 +461,7 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
 #[test]
 fn every_view_copes_with_a_one_word_text() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_text(&mut harness, &dir, "Hello");
     let analysis = reference(&harness, "Hello");
@@ -550,7 +494,7 @@ fn every_view_copes_with_a_one_word_text() {
 #[test]
 fn a_plot_is_saved_as_the_png_on_screen() {
     use headscope::app::plot_export::SAVE_LABEL;
-    let mut harness = start(None);
+    let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_tab(&mut harness, "Layers", CentralView::Layers);
     let dir = tempfile::tempdir().unwrap();

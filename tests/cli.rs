@@ -216,7 +216,7 @@ fn bad_inputs_fail_with_one_clear_line() {
     std::fs::write(&config, text.replace("\"bert\"", "\"t5\"")).unwrap();
     assert_fails_with(
         &headscope(&["analyze", "--model", tiny_arg, good]),
-        "not a BERT encoder",
+        "model_type \"t5\" is not supported",
     );
     std::fs::write(
         &config,

@@ -24,7 +24,15 @@ fn captures_have_the_models_shape_and_are_consistent() {
     let config = tiny_config();
     write_tiny_model(dir.path(), &config, NameStyle::default());
     let model = load(dir.path()).unwrap();
-    let ids = [model.cls_id, 2023, 2003, 1037, 3231, 1012, model.sep_id];
+    let ids = [
+        model.specials.start.id,
+        2023,
+        2003,
+        1037,
+        3231,
+        1012,
+        model.specials.separator.id,
+    ];
     let captures = model.capture(&ids, &|| false).unwrap();
     let (l, h, t, d) = (2, 2, ids.len(), 4);
     assert_eq!(
@@ -65,22 +73,22 @@ fn captures_have_the_models_shape_and_are_consistent() {
 }
 
 #[test]
-fn bert_prefix_and_gamma_beta_names_load_to_the_same_model() {
+fn with_head_and_gamma_beta_names_load_to_the_same_model() {
     let config = tiny_config();
     let ids = [101u32, 7592, 2088, 999, 102];
     let mut results = Vec::new();
     for style in [
         NameStyle::default(),
         NameStyle {
-            bert_prefix: true,
+            with_head: true,
             gamma_beta: false,
         },
         NameStyle {
-            bert_prefix: false,
+            with_head: false,
             gamma_beta: true,
         },
         NameStyle {
-            bert_prefix: true,
+            with_head: true,
             gamma_beta: true,
         },
     ] {
@@ -99,7 +107,7 @@ fn bert_prefix_and_gamma_beta_names_load_to_the_same_model() {
 fn any_shape_from_the_config_runs() {
     for (layers, heads, hidden) in [(1, 1, 4), (3, 4, 16), (2, 3, 12)] {
         let dir = tempfile::tempdir().unwrap();
-        let config = headscope::model::BertConfig {
+        let config = headscope::model::EncoderConfig {
             num_hidden_layers: layers,
             num_attention_heads: heads,
             hidden_size: hidden,
@@ -164,7 +172,7 @@ fn broken_model_folders_are_refused_with_the_file_named() {
     std::fs::write(&weights, b"this is not a safetensors file at all").unwrap();
     assert!(err(dir.path()).contains("truncated or corrupt"));
 
-    // Not a BERT model.
+    // Not an encoder headscope runs.
     let dir = tempfile::tempdir().unwrap();
     write_tiny_model(dir.path(), &config, NameStyle::default());
     let config_path = dir.path().join("config.json");
@@ -172,7 +180,7 @@ fn broken_model_folders_are_refused_with_the_file_named() {
     std::fs::write(&config_path, text.replace("\"bert\"", "\"gpt2\"")).unwrap();
     let message = err(dir.path());
     assert!(
-        message.contains("config.json") && message.contains("not a BERT encoder"),
+        message.contains("config.json") && message.contains("\"gpt2\" is not supported"),
         "{message}"
     );
 
@@ -183,7 +191,7 @@ fn broken_model_folders_are_refused_with_the_file_named() {
     // Weights that do not fit the config.
     let dir = tempfile::tempdir().unwrap();
     write_tiny_model(dir.path(), &config, NameStyle::default());
-    let bigger = headscope::model::BertConfig {
+    let bigger = headscope::model::EncoderConfig {
         hidden_size: 16,
         ..config.clone()
     };
@@ -247,8 +255,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         InputMode::OneSentencePerLine,
         LIMIT,
         0,
-        model.cls_id,
-        model.sep_id,
+        &model.specials,
     )
     .unwrap();
     let lengths: Vec<usize> = split_sentences(text, InputMode::OneSentencePerLine)
@@ -278,7 +285,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         .unwrap()
         .contains(&format!("left out {} sentence", lengths.len() - fit)));
     // [CLS] first, every sentence closed by [SEP] with its sentence id.
-    assert_eq!(built.tokens.input_ids[0], model.cls_id);
+    assert_eq!(built.tokens.input_ids[0], model.specials.start.id);
     let seps = built.tokens.separator_positions();
     assert_eq!(seps.len(), fit);
     for (k, &p) in seps.iter().enumerate() {
@@ -291,8 +298,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         InputMode::OneSentencePerLine,
         LIMIT,
         fit,
-        model.cls_id,
-        model.sep_id,
+        &model.specials,
     )
     .unwrap();
     assert_eq!(later.first_sentence, fit);
@@ -305,8 +311,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
             InputMode::Document,
             LIMIT,
             0,
-            model.cls_id,
-            model.sep_id
+            &model.specials
         )
         .unwrap_err(),
         InputError::Empty
@@ -318,8 +323,7 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
         InputMode::Plain,
         LIMIT,
         0,
-        model.cls_id,
-        model.sep_id,
+        &model.specials,
     )
     .unwrap();
     assert!(plain.tokens.len() <= LIMIT);
@@ -330,16 +334,8 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
     // property campaign).
     let long = format!("\u{200b}\n{}.", "the cat sat on the mat ".repeat(6));
     for mode in [InputMode::Plain, InputMode::Document] {
-        let error = build_input(
-            &model.tokenizer,
-            &long,
-            mode,
-            LIMIT,
-            0,
-            model.cls_id,
-            model.sep_id,
-        )
-        .unwrap_err();
+        let error =
+            build_input(&model.tokenizer, &long, mode, LIMIT, 0, &model.specials).unwrap_err();
         match error {
             InputError::SentenceTooLong {
                 sentence,
@@ -367,8 +363,7 @@ fn a_special_token_written_in_the_text_is_special_and_closes_no_sentence() {
             mode,
             model.max_tokens(),
             0,
-            model.cls_id,
-            model.sep_id,
+            &model.specials,
         )
         .unwrap();
         let tokens = &built.tokens;
@@ -377,7 +372,10 @@ fn a_special_token_written_in_the_text_is_special_and_closes_no_sentence() {
             .iter()
             .position(|t| t == "[SEP]")
             .expect("the typed [SEP] is a token");
-        assert_eq!(tokens.input_ids[typed], model.sep_id, "{mode:?}");
+        assert_eq!(
+            tokens.input_ids[typed], model.specials.separator.id,
+            "{mode:?}"
+        );
         // A separator, never a content token, and in no sentence.
         assert!(tokens.special[typed], "{mode:?}");
         assert!(!tokens.content_positions().contains(&typed), "{mode:?}");

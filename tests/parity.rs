@@ -4,13 +4,12 @@
 
 mod common;
 
+use common::parity::assert_matches_reference;
 use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::npz::{read_npz, NpyArray};
 use headscope::pipeline::{self, InputOptions};
-use serde_json::Value;
 
 #[test]
 fn harbour_matches_hugging_face() {
@@ -27,34 +26,9 @@ fn harbour_matches_hugging_face() {
         &|| false,
     )
     .unwrap();
-    let reference = read_npz(&fixture("harbour.minilm.npz")).unwrap();
-
-    let ids: Vec<i64> = match &reference["input_ids"] {
-        NpyArray::I64 { data, .. } => data.clone(),
-        other => panic!("input_ids: {other:?}"),
-    };
-    let ours: Vec<i64> = output
-        .input
-        .tokens
-        .input_ids
-        .iter()
-        .map(|&i| i as i64)
-        .collect();
-    assert_eq!(ours, ids, "input ids");
-
-    let c = &output.captures;
-    let (shape, attentions) = f32s(&reference["attentions"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.tokens]);
-    assert_close("attentions", &c.attentions, attentions, 1e-4);
-    let (shape, heads) = f32s(&reference["heads"]);
-    assert_eq!(shape, [c.layers, c.heads, c.tokens, c.head_dim]);
-    assert_close("heads", &c.head_outputs, heads, 1e-4);
-    let (_, similarity) = f32s(&reference["similarity"]);
-    assert_close("similarity", &c.similarity, similarity, 1e-4);
-
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("harbour.minilm.json")).unwrap())
-            .unwrap();
-    let ours = serde_json::to_value(&output.analysis).unwrap();
-    assert_json_close("figures", &ours, &expected, 1e-3);
+    assert_matches_reference(
+        &output,
+        &fixture("harbour.minilm.npz"),
+        &fixture("harbour.minilm.json"),
+    );
 }

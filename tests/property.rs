@@ -89,7 +89,7 @@ proptest! {
     fn any_text_gives_figures_in_range(text in text_strategy(), mode_index in 0usize..3, options in options_strategy()) {
         let model = tiny_model();
         let mode = [InputMode::Document, InputMode::OneSentencePerLine, InputMode::Plain][mode_index];
-        let built = match build_input(&model.tokenizer, &text, mode, model.max_tokens(), 0, model.cls_id, model.sep_id) {
+        let built = match build_input(&model.tokenizer, &text, mode, model.max_tokens(), 0, &model.specials) {
             Ok(built) => built,
             Err(InputError::Empty) => {
                 prop_assert!(text.trim().is_empty(), "non-blank text refused as empty");
@@ -104,8 +104,8 @@ proptest! {
         let tokens = &built.tokens;
         let t = tokens.len();
         prop_assert!(t <= model.max_tokens() && t >= 2);
-        prop_assert_eq!(tokens.input_ids[0], model.cls_id);
-        prop_assert_eq!(tokens.input_ids[t - 1], model.sep_id);
+        prop_assert_eq!(tokens.input_ids[0], model.specials.start.id);
+        prop_assert_eq!(tokens.input_ids[t - 1], model.specials.separator.id);
         prop_assert_eq!(tokens.special.len(), t);
         prop_assert_eq!(tokens.sentence_ids.len(), t);
         for offset in tokens.offsets.iter().flatten() {

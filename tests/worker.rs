@@ -236,6 +236,86 @@ fn a_failed_load_is_explained_and_keeps_the_old_model() {
     );
 }
 
+/// A folder that looks like a model but whose weights are not a
+/// safetensors file: the kind of broken download a user may pick.
+fn broken_model_folder(dir: &std::path::Path) -> std::path::PathBuf {
+    let folder = dir.join("broken-model");
+    std::fs::create_dir_all(&folder).expect("create the folder");
+    let model = test_model_dir();
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(model.join(file), folder.join(file)).expect("copy");
+    }
+    std::fs::write(folder.join("model.safetensors"), b"not a safetensors file").expect("write");
+    folder
+}
+
+#[test]
+fn a_broken_folder_keeps_the_old_model_and_the_failure_names_it() {
+    let worker = ready_worker();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = broken_model_folder(dir.path());
+    worker.load_model(ModelSource::Folder(broken.clone()));
+    let events = wait_for(&worker, |e| {
+        matches!(
+            e,
+            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+        )
+    });
+    match events.last() {
+        Some(WorkerEvent::ModelFailed {
+            source,
+            message,
+            kept,
+        }) => {
+            assert_eq!(source, &ModelSource::Folder(broken.clone()));
+            assert!(message.contains("model.safetensors"), "{message}");
+            assert!(!message.contains("--model"), "{message}");
+            let kept = kept.as_ref().expect("the old model is kept");
+            assert_eq!(kept.source, model_source());
+            assert_eq!((kept.layers, kept.heads), (6, 12));
+        }
+        other => panic!("expected a load failure, got {other:?}"),
+    }
+    // The old model answers, with its own shape.
+    let generation = analyse(&worker, TEXT);
+    let events = wait_for(&worker, |e| {
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
+    });
+    match events.last() {
+        Some(WorkerEvent::RunFinished {
+            generation: g,
+            output,
+        }) if *g == generation => {
+            assert_eq!((output.captures.layers, output.captures.heads), (6, 12));
+        }
+        other => panic!("the old model did not answer: {other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_first_load_keeps_no_model() {
+    let worker = AnalysisWorker::spawn(Arc::new(|| {})).expect("spawn worker");
+    let dir = tempfile::tempdir().expect("temp dir");
+    worker.load_model(ModelSource::Folder(broken_model_folder(dir.path())));
+    let events = wait_for(&worker, |e| {
+        matches!(
+            e,
+            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+        )
+    });
+    assert!(
+        matches!(
+            events.last(),
+            Some(WorkerEvent::ModelFailed { kept: None, .. })
+        ),
+        "{:?}",
+        events.last()
+    );
+}
+
 #[test]
 fn without_a_model_a_request_says_so() {
     let worker = AnalysisWorker::spawn(Arc::new(|| {})).expect("spawn worker");

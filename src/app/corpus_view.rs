@@ -168,10 +168,10 @@ impl CorpusView {
 
     /// Reads what the run and the dialogs sent since the last frame.
     fn poll(&mut self) {
-        if let Some(picked) = poll_dialog(&mut self.folder_dialog) {
+        if let Some(picked) = dialogs::poll_dialog(&mut self.folder_dialog) {
             self.folder = picked.display().to_string();
         }
-        if let Some(picked) = poll_dialog(&mut self.save_dialog) {
+        if let Some(picked) = dialogs::poll_dialog(&mut self.save_dialog) {
             self.save_json(&picked);
         }
         let Some(run) = &mut self.run else {
@@ -424,21 +424,6 @@ fn selection_text(selection: &crate::analysis::Selection) -> String {
         Selection::TopFraction { q } => format!("top {}% of pairs", q * 100.0),
         Selection::AboveMean { z } => format!("pairs above mean + {z}·std"),
         Selection::TopKPerRow { k } => format!("top {k} per row"),
-    }
-}
-
-fn poll_dialog(slot: &mut Option<Receiver<Option<PathBuf>>>) -> Option<PathBuf> {
-    let receiver = slot.as_ref()?;
-    match receiver.try_recv() {
-        Ok(picked) => {
-            *slot = None;
-            picked
-        }
-        Err(TryRecvError::Empty) => None,
-        Err(TryRecvError::Disconnected) => {
-            *slot = None;
-            None
-        }
     }
 }
 

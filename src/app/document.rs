@@ -10,15 +10,11 @@
 //! costs the worker no more than a small one.
 //!
 //! Reading and splitting a file happens on a short-lived thread
-//! ([`spawn_job`]); the text is autosaved by an [`Autosaver`] thread with an
-//! atomic write (temp file + rename), so a crash loses nothing.
+//! ([`spawn_job`]); keeping the text on disk is [`super::autosave`]'s job.
 
 use crate::input::{split_sentences, InputMode};
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// Texts up to this size are edited whole; larger ones chunk by chunk.
 pub const WHOLE_TEXT_EDIT_LIMIT: usize = 32 * 1024;
@@ -274,103 +270,6 @@ pub fn spawn_job<T: Send + 'static>(
     rx
 }
 
-/// Writes `bytes` to `path` atomically: a temp file beside it, flushed,
-/// then renamed over the target, so a crash leaves the old or the new file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut temp_name = path.file_name().unwrap_or_default().to_os_string();
-    temp_name.push(format!(".tmp-{}", std::process::id()));
-    let temp = path.with_file_name(temp_name);
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
-/// Where the editor's text is autosaved by default.
-pub fn default_autosave_path() -> PathBuf {
-    crate::model::cache_dir().join("autosave.txt")
-}
-
-/// Saves the text on its own thread, newest request first, so the UI never
-/// waits on the disk. Dropping it writes what is pending and joins.
-pub struct Autosaver {
-    path: PathBuf,
-    requests: Option<Sender<String>>,
-    last_error: Arc<Mutex<Option<String>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Autosaver {
-    pub fn new(path: PathBuf) -> Self {
-        let (tx, rx) = crossbeam_channel::unbounded::<String>();
-        let last_error = Arc::new(Mutex::new(None));
-        let error_slot = last_error.clone();
-        let target = path.clone();
-        let thread = std::thread::Builder::new()
-            .name("headscope-autosave".into())
-            .spawn(move || {
-                while let Ok(mut text) = rx.recv() {
-                    // Only the newest text matters.
-                    if let Some(newest) = rx.try_iter().last() {
-                        text = newest;
-                    }
-                    let outcome = write_atomic(&target, text.as_bytes()).err().map(|e| {
-                        format!(
-                            "autosave to {} failed: {}",
-                            target.display(),
-                            crate::textfile::describe_io_error(&e)
-                        )
-                    });
-                    if let Ok(mut slot) = error_slot.lock() {
-                        *slot = outcome;
-                    }
-                }
-            })
-            .ok();
-        Self {
-            path,
-            requests: thread.is_some().then_some(tx),
-            last_error,
-            thread,
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Queues `text` to be written.
-    pub fn save(&self, text: String) {
-        if let Some(requests) = &self.requests {
-            let _ = requests.send(text);
-        }
-    }
-
-    /// The error of the last write, if it failed.
-    pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().ok().and_then(|slot| slot.clone())
-    }
-}
-
-impl Drop for Autosaver {
-    fn drop(&mut self) {
-        self.requests = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,29 +308,5 @@ mod tests {
         assert!(slice.starts_with("Short one."));
         let small = Document::new("One. Two. Three.".into(), InputMode::Document);
         assert_eq!(small.request(1), ("One. Two. Three.".to_string(), 1));
-    }
-
-    #[test]
-    fn atomic_write_replaces_the_file() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("sub").join("autosave.txt");
-        write_atomic(&path, b"first").expect("write");
-        write_atomic(&path, b"second").expect("write");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "second");
-        let leftovers = std::fs::read_dir(path.parent().expect("parent"))
-            .expect("list")
-            .count();
-        assert_eq!(leftovers, 1, "no temp file left behind");
-    }
-
-    #[test]
-    fn autosaver_writes_the_newest_text_before_drop_returns() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("autosave.txt");
-        let saver = Autosaver::new(path.clone());
-        saver.save("old".into());
-        saver.save("new".into());
-        drop(saver);
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new");
     }
 }

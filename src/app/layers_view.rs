@@ -6,16 +6,16 @@
 //! compare), curves against layer of the pooled mean distance and of the
 //! fractions (same-sentence share beside its chance baseline, separator
 //! attention, focus uniqueness, segmentation accuracy), a table of the
-//! same figures, and the layer-to-layer correlation grid. Every number is
-//! the analysis' own; "—" marks an undefined figure and breaks a curve.
-//! Clicking a histogram or a table row shows that layer's heads.
+//! same figures, and the layer-to-layer correlation grid (its own file,
+//! [`super::layer_correlation`]). Every number is the analysis' own; "—"
+//! marks an undefined figure and breaks a curve. Clicking a histogram or a
+//! table row shows that layer's heads.
 
 use super::head_view::figure;
 use super::plot_export;
 use super::table::{self, Cell, Column, RowLook};
 use super::views::ViewAction;
 use crate::analysis::Analysis;
-use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{HLine, Line, LineStyle, MarkerShape, Plot, PlotPoints, Points};
@@ -29,8 +29,8 @@ const CHANCE: Color32 = Color32::from_gray(160);
 const SEPARATOR: Color32 = Color32::from_rgb(255, 160, 50);
 const FOCUS_UNIQUENESS: Color32 = Color32::from_rgb(235, 110, 200);
 const SEGMENTATION: Color32 = Color32::from_rgb(110, 210, 120);
-const UNDECIDED: Color32 = Color32::from_rgb(160, 160, 160);
-const SINK: Color32 = Color32::from_rgb(120, 200, 235);
+const UNDECIDED: Color32 = Color32::from_rgb(180, 140, 255);
+const SINK: Color32 = Color32::from_rgb(240, 90, 90);
 const MEAN_DISTANCE: Color32 = Color32::from_rgb(250, 220, 90);
 
 /// The whole view; returns what the user asked for.
@@ -41,7 +41,8 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
         ui.label("This result has no layers.");
         return None;
     }
-    egui::ScrollArea::vertical()
+    // Both ways: a narrow window still reaches the table's last column.
+    egui::ScrollArea::both()
         .auto_shrink([false, false])
         .show(ui, |ui| {
             ui.heading("Inter-layer comparison");
@@ -95,6 +96,8 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
                                 (SEPARATOR, "separator attention", false),
                                 (FOCUS_UNIQUENESS, "focus uniqueness", false),
                                 (SEGMENTATION, "segmentation accuracy", false),
+                                (UNDECIDED, "segmentation undecided", false),
+                                (SINK, "sink attention", false),
                             ],
                         );
                     },
@@ -103,34 +106,15 @@ pub fn ui(ui: &mut egui::Ui, output: &RunOutput) -> Option<ViewAction> {
             });
             ui.add_space(8.0);
 
-            let correlation_side = correlation_grid_side(ui, analysis.layers.len());
-            let table_width = (ui.available_width() - correlation_side - 24.0).max(320.0);
-            ui.horizontal_top(|ui| {
-                ui.vertical(|ui| {
-                    ui.set_width(table_width);
-                    ui.strong("Per-layer figures");
-                    if let Some(layer) = figures_table(ui, analysis, table_width) {
-                        action = Some(ViewAction::ShowLayer(layer));
-                    }
-                });
-                ui.add_space(16.0);
-                let save = plot_export::figure(
-                    ui,
-                    "layer-correlation",
-                    "Layer-to-layer correlation",
-                    |ui| {
-                        ui.weak("Pearson r of the head-averaged, z-scored S");
-                        correlation_grid(ui, &analysis.layer_correlation, correlation_side);
-                    },
-                );
-                save_plot(&mut action, save);
-            });
+            if let Some(clicked) = super::layer_correlation::table_and_correlation(ui, analysis) {
+                action = Some(clicked);
+            }
         });
     action
 }
 
 /// A click on a figure's save button becomes the view's action.
-fn save_plot(action: &mut Option<ViewAction>, clicked: Option<String>) {
+pub(super) fn save_plot(action: &mut Option<ViewAction>, clicked: Option<String>) {
     if let Some(name) = clicked {
         *action = Some(ViewAction::SavePlot(name));
     }
@@ -524,7 +508,7 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
         });
 }
 
-const LAYER_COLUMNS: [Column; 9] = [
+pub(super) const LAYER_COLUMNS: [Column; 9] = [
     Column {
         title: "layer",
         width: 56.0,
@@ -601,7 +585,7 @@ pub fn layer_cells(analysis: &Analysis, layer: usize) -> Vec<Cell> {
 }
 
 /// The per-layer table; returns the layer whose row was clicked.
-fn figures_table(ui: &mut egui::Ui, analysis: &Analysis, width: f32) -> Option<usize> {
+pub(super) fn figures_table(ui: &mut egui::Ui, analysis: &Analysis, width: f32) -> Option<usize> {
     let widths = table::fit_widths(&LAYER_COLUMNS, width);
     let mut clicked = None;
     ui.spacing_mut().item_spacing.y = 0.0;
@@ -637,96 +621,6 @@ fn figures_table(ui: &mut egui::Ui, analysis: &Analysis, width: f32) -> Option<u
         figure(analysis.baseline_same_sentence_fraction, 3)
     ));
     clicked
-}
-
-/// The side of the correlation grid that fits next to the table.
-fn correlation_grid_side(ui: &egui::Ui, layers: usize) -> f32 {
-    let cell = (ui.available_width() * 0.4 / (layers as f32 + 1.0)).clamp(18.0, 46.0);
-    cell * (layers as f32 + 1.0)
-}
-
-/// The L×L grid of correlations, coloured on RdBu from −1 to 1.
-fn correlation_grid(ui: &mut egui::Ui, grid: &[Vec<Option<f64>>], side: f32) {
-    let layers = grid.len();
-    if layers == 0 {
-        ui.weak("—");
-        return;
-    }
-    let cell = side / (layers as f32 + 1.0);
-    let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::hover());
-    response.widget_info(|| {
-        egui::WidgetInfo::labeled(egui::Role::Image, true, "layer correlation grid")
-    });
-    let painter = ui.painter_at(rect);
-    let visuals = ui.visuals();
-    let range = ValueRange::new(-1.0, 1.0);
-    let label_font = FontId::proportional((cell * 0.36).clamp(9.0, 13.0));
-    let value_font = FontId::proportional((cell * 0.3).clamp(8.0, 12.0));
-    let origin = rect.min + Vec2::splat(cell);
-    for l in 0..layers {
-        painter.text(
-            Pos2::new(origin.x + (l as f32 + 0.5) * cell, rect.top() + cell / 2.0),
-            Align2::CENTER_CENTER,
-            format!("L{l}"),
-            label_font.clone(),
-            visuals.weak_text_color(),
-        );
-        painter.text(
-            Pos2::new(rect.left() + cell / 2.0, origin.y + (l as f32 + 0.5) * cell),
-            Align2::CENTER_CENTER,
-            format!("L{l}"),
-            label_font.clone(),
-            visuals.weak_text_color(),
-        );
-    }
-    let mut hovered = None;
-    for (a, row) in grid.iter().enumerate() {
-        for b in 0..layers {
-            let value = row.get(b).copied().flatten().filter(|v| v.is_finite());
-            let square = Rect::from_min_size(
-                origin + Vec2::new(b as f32 * cell, a as f32 * cell),
-                Vec2::splat(cell),
-            );
-            let fill = match value {
-                Some(v) => {
-                    let [r, g, bl] = ColorMap::RdBu.color(v as f32, range);
-                    Color32::from_rgb(r, g, bl)
-                }
-                None => visuals.faint_bg_color,
-            };
-            painter.rect_filled(square.shrink(0.5), 0.0, fill);
-            if cell >= 28.0 {
-                let text = match value {
-                    Some(v) => format!("{v:.2}"),
-                    None => "—".into(),
-                };
-                let colour = if value.is_some() {
-                    super::token_text::text_on(fill)
-                } else {
-                    visuals.text_color()
-                };
-                painter.text(
-                    square.center(),
-                    Align2::CENTER_CENTER,
-                    text,
-                    value_font.clone(),
-                    colour,
-                );
-            }
-            if response.hover_pos().is_some_and(|p| square.contains(p)) {
-                hovered = Some((a, b, value));
-                painter.rect_stroke(
-                    square,
-                    0.0,
-                    Stroke::new(1.5, visuals.strong_text_color()),
-                    egui::StrokeKind::Inside,
-                );
-            }
-        }
-    }
-    if let Some((a, b, value)) = hovered {
-        response.on_hover_text_at_pointer(format!("L{a} and L{b}: r = {}", figure(value, 3)));
-    }
 }
 
 #[cfg(test)]

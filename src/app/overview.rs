@@ -3,8 +3,10 @@
 //! Each thumbnail is a texture built once per result and view choice
 //! ([`ViewKey`]), never per frame, and the images are computed on a short-
 //! lived thread (a 12×12 model at 512 tokens has 37 million values); a
-//! frame only draws L·H textured rectangles and their labels. Each thumbnail is a clickable widget named
-//! "L{layer} H{head} {category}" for screen readers and UI tests.
+//! frame only draws L·H textured rectangles and their labels. Each
+//! thumbnail is a clickable widget named "L{layer} H{head} {category}" for
+//! screen readers and UI tests. The columns fill the width; the rows of a
+//! deep model scroll ([`thumbnail_side`]).
 
 use super::document::spawn_job;
 use super::heatmap::{self, THUMBNAIL_PIXELS};
@@ -56,6 +58,34 @@ pub struct Overview {
 struct Thumbnails {
     images: Vec<ColorImage>,
     shared: Option<ValueRange>,
+}
+
+/// Room kept for the vertical scroll bar when the rows do not fit.
+const SCROLL_BAR_ROOM: f32 = 10.0;
+
+/// The side of the square thumbnails in a `width` × `height` area for
+/// `heads` columns and `rows` rows, each cell `below` taller than its
+/// picture and `gap` wider. The columns fill the width; the rows fit the
+/// height too when that costs little (the whole grid at a glance),
+/// otherwise the grid scrolls. Without this, a deep model (12 layers) got
+/// thumbnails sized for its height and left half the width empty.
+pub fn thumbnail_side(
+    width: f32,
+    height: f32,
+    heads: usize,
+    rows: usize,
+    below: f32,
+    gap: f32,
+) -> f32 {
+    let by_width = (width / heads.max(1) as f32).floor() - gap;
+    let by_height = (height / rows.max(1) as f32).floor() - below;
+    let whole_grid = by_width.min(by_height);
+    let side = if whole_grid >= 0.85 * by_width {
+        whole_grid
+    } else {
+        by_width
+    };
+    side.clamp(40.0, 260.0)
 }
 
 /// Short name and colour of a head's category.
@@ -177,11 +207,14 @@ impl Overview {
         let label_height = 16.0;
         let gap = 6.0;
         let available = ui.available_size();
-        let cell_width = ((available.x - row_header) / heads as f32).floor();
-        let fit_height = ((available.y - column_header) / rows as f32).floor();
-        let thumb = (cell_width - gap)
-            .min(fit_height - label_height - gap)
-            .clamp(40.0, 260.0);
+        let thumb = thumbnail_side(
+            available.x - row_header - SCROLL_BAR_ROOM,
+            available.y - column_header,
+            heads,
+            rows,
+            label_height + gap,
+            gap,
+        );
         let cell = egui::vec2(thumb + gap, thumb + label_height + gap);
         let grid_size = egui::vec2(
             row_header + cell.x * heads as f32,
@@ -400,4 +433,25 @@ fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {
         }
     }
     ui.weak("Click to open");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thumbnail_side;
+
+    #[test]
+    fn thumbnails_fill_the_width_and_deep_grids_scroll() {
+        // 12 heads in 1150 points: 95-point columns, 89-point pictures.
+        let (width, heads, below, gap) = (1150.0, 12, 22.0, 6.0);
+        // 6 layers fit the height at full width.
+        assert_eq!(thumbnail_side(width, 780.0, heads, 6, below, gap), 89.0);
+        // 12 layers would need 43-point pictures to fit: the grid scrolls
+        // at full width instead.
+        assert_eq!(thumbnail_side(width, 780.0, heads, 12, below, gap), 89.0);
+        // A little short of height: the whole grid, a little narrower.
+        assert_eq!(thumbnail_side(width, 600.0, heads, 6, below, gap), 78.0);
+        // Never below readable nor above the thumbnail's resolution.
+        assert_eq!(thumbnail_side(200.0, 780.0, heads, 12, below, gap), 40.0);
+        assert_eq!(thumbnail_side(4000.0, 4000.0, 2, 2, below, gap), 260.0);
+    }
 }

@@ -1,14 +1,18 @@
-//! The status bar: whether a run is in progress, the model, and the size
-//! and timing of the result on screen.
+//! The status bar: whether a run is in progress, the model the analyses
+//! run on (and one being loaded), and the size and timing of the result on
+//! screen.
 
 use super::editor::WindowInfo;
-use super::model_panel::ModelStatus;
+use super::model_panel::LoadState;
 use crate::pipeline::RunOutput;
+use crate::worker::ModelInfo;
 
 /// What the status bar reports.
 pub struct StatusInfo<'a> {
     pub working: bool,
-    pub model: &'a ModelStatus,
+    /// The model in use (a failed load keeps it).
+    pub model: Option<&'a ModelInfo>,
+    pub load: &'a LoadState,
     pub shown: Option<&'a RunOutput>,
     pub window: Option<WindowInfo>,
     pub autosave_error: Option<String>,
@@ -26,22 +30,27 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
             ui.weak("Ready");
         }
         ui.separator();
-        match info.model {
-            ModelStatus::Ready(model) => {
-                ui.label(format!(
-                    "{} · {} layers × {} heads",
-                    model.name, model.layers, model.heads
-                ));
-            }
-            ModelStatus::Loading { source, .. } => {
+        if let Some(model) = info.model {
+            ui.label(format!(
+                "{} · {} layers × {} heads",
+                model.name, model.layers, model.heads
+            ));
+        }
+        match (info.model, info.load) {
+            (_, LoadState::Loading { source, .. }) => {
+                if info.model.is_some() {
+                    ui.separator();
+                }
                 ui.label(format!("loading {source}…"));
             }
-            ModelStatus::Failed { .. } => {
+            (None, LoadState::Failed { .. }) => {
                 ui.colored_label(ui.visuals().error_fg_color, "model not loaded");
             }
-            ModelStatus::NotChosen => {
+            (None, LoadState::Idle) => {
                 ui.weak("no model");
             }
+            // A failed load with a model in use: the notice explains it.
+            (Some(_), _) => {}
         }
         if let Some(output) = info.shown {
             let analysis = &output.analysis;

@@ -7,9 +7,40 @@
 //! names the id and says how to pass a local folder instead.
 
 use super::LoadProgress;
-use anyhow::anyhow;
 use hf_hub::api::Progress;
 use std::path::PathBuf;
+
+/// The hub could not give model `id`. Its message ends with how to pass a
+/// local folder on the command line; [`HubUnavailable::without_hint`] is
+/// the message without that advice, for the app's window.
+#[derive(Debug)]
+pub struct HubUnavailable {
+    pub id: String,
+    pub reason: String,
+}
+
+impl std::error::Error for HubUnavailable {}
+
+impl std::fmt::Display for HubUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}. Without the hub, pass a local folder that holds config.json, \
+             model.safetensors and tokenizer.json: --model /path/to/{}",
+            self.without_hint(),
+            self.id
+        )
+    }
+}
+
+impl HubUnavailable {
+    pub fn without_hint(&self) -> String {
+        format!(
+            "cannot get model '{}' from the Hugging Face hub: {}",
+            self.id, self.reason
+        )
+    }
+}
 
 /// The files a model folder needs, in download order (small ones first so
 /// that a wrong id fails before the large download starts).
@@ -73,11 +104,10 @@ pub fn fetch(id: &str, progress: &mut dyn FnMut(LoadProgress)) -> anyhow::Result
         return Ok(folder);
     }
     let offline_hint = |reason: String| {
-        anyhow!(
-            "cannot get model '{id}' from the Hugging Face hub: {reason}. \
-             Without the hub, pass a local folder that holds config.json, model.safetensors \
-             and tokenizer.json: --model /path/to/{id}"
-        )
+        anyhow::Error::new(HubUnavailable {
+            id: id.to_string(),
+            reason,
+        })
     };
     if std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| v == "1" || v == "true") {
         return Err(offline_hint(

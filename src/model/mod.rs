@@ -1,25 +1,34 @@
-//! Loading a BERT-family checkpoint and running it with every head captured.
+//! Loading a BERT-like encoder checkpoint (BERT, RoBERTa, XLM-RoBERTa,
+//! CamemBERT, DistilBERT, ELECTRA, ALBERT: [`family`]) and running it with
+//! every head captured.
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors`,
 //! `tokenizer.json`) or from a Hugging Face model id through [`hub`]. Loading
 //! checks each file and refuses, with a message naming the file and the
-//! problem, anything that is not a BERT encoder or whose weights do not fit
-//! its config. Tensor names are accepted with or without the `bert.` prefix
-//! and with LayerNorm `gamma`/`beta` as older checkpoints name them.
+//! problem, any model type headscope does not run or weights that do not fit
+//! the config. Tensor names are accepted as the base model saves them or
+//! with the family's prefix of a checkpoint with a task head (`bert.`,
+//! `roberta.`, `distilbert.`, `electra.`, `albert.`; the head's own tensors
+//! are ignored), and with LayerNorm `gamma`/`beta` as older checkpoints name
+//! them.
 
 pub mod config;
 pub mod encoder;
+pub mod family;
 pub mod hub;
 pub mod kernels;
 pub mod random;
 pub mod team;
+pub mod tokenizer;
 
 use crate::captures::Captures;
+use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-pub use config::BertConfig;
-pub use encoder::{BertEncoder, ForwardError};
+pub use config::EncoderConfig;
+pub use encoder::{Encoder, ForwardError};
+pub use family::Family;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
@@ -84,11 +93,11 @@ pub enum LoadProgress {
 pub struct Model {
     pub name: String,
     pub folder: PathBuf,
-    pub config: BertConfig,
+    pub config: EncoderConfig,
     pub tokenizer: Tokenizer,
-    pub encoder: BertEncoder,
-    pub cls_id: u32,
-    pub sep_id: u32,
+    pub encoder: Encoder,
+    /// The start and separator tokens of its tokenizer's post-processor.
+    pub specials: SpecialTokens,
 }
 
 impl std::fmt::Debug for Model {
@@ -151,17 +160,16 @@ impl Model {
                 );
             }
         }
-        let config = BertConfig::from_file(&config_path)?;
-        let tokenizer = load_tokenizer(&tokenizer_path, &config)?;
-        let cls_id = special_id(&tokenizer, "[CLS]", &tokenizer_path)?;
-        let sep_id = special_id(&tokenizer, "[SEP]", &tokenizer_path)?;
-        let tensors = load_weights(&weights_path, device)?;
+        let config = EncoderConfig::from_file(&config_path)?;
+        let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
+        let tensors = load_weights(&weights_path, config.family, device)?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
-        let encoder = BertEncoder::load(vb, &config).map_err(|e| {
+        let encoder = Encoder::load(vb, &config).map_err(|e| {
             anyhow!(
-                "{} does not fit {}: {}",
+                "{} does not fit {} ({} tensor names): {}",
                 weights_path.display(),
                 config_path.display(),
+                config.family,
                 without_backtrace(&e)
             )
         })?;
@@ -171,13 +179,13 @@ impl Model {
             config,
             tokenizer,
             encoder,
-            cls_id,
-            sep_id,
+            specials,
         })
     }
 
+    /// Attention layers L (for ALBERT, every application of a shared layer).
     pub fn layers(&self) -> usize {
-        self.config.num_hidden_layers
+        self.config.attention_layers()
     }
 
     pub fn heads(&self) -> usize {
@@ -186,7 +194,7 @@ impl Model {
 
     /// The longest input the model takes, in tokens.
     pub fn max_tokens(&self) -> usize {
-        self.config.max_position_embeddings
+        self.config.max_tokens()
     }
 
     /// Runs the encoder and gathers every layer's P, O and S into plain
@@ -273,38 +281,13 @@ pub fn default_device() -> anyhow::Result<Device> {
     Ok(Device::Cpu)
 }
 
-/// Reads the tokenizer with padding and truncation turned off
-/// (sentence-transformers ships fixed padding to 128 and truncation on).
-fn load_tokenizer(path: &Path, config: &BertConfig) -> anyhow::Result<Tokenizer> {
-    let mut tokenizer = Tokenizer::from_file(path)
-        .map_err(|e| anyhow!("{} is not a valid tokenizer.json: {e}", path.display()))?;
-    tokenizer.with_padding(None);
-    tokenizer
-        .with_truncation(None)
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let vocabulary = tokenizer.get_vocab_size(true);
-    if vocabulary > config.vocab_size {
-        bail!(
-            "{} has {vocabulary} tokens but config.json's vocab_size is {}: tokenizer and model do not belong together",
-            path.display(),
-            config.vocab_size
-        );
-    }
-    Ok(tokenizer)
-}
-
-fn special_id(tokenizer: &Tokenizer, token: &str, path: &Path) -> anyhow::Result<u32> {
-    tokenizer.token_to_id(token).ok_or_else(|| {
-        anyhow!(
-            "{} has no {token} token: headscope needs a BERT WordPiece tokenizer",
-            path.display()
-        )
-    })
-}
-
-/// Reads every tensor, normalising names (`bert.` prefix, `gamma`/`beta`)
-/// and converting half-precision checkpoints to f32.
-fn load_weights(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, Tensor>> {
+/// Reads every tensor, normalising names (the family's prefix,
+/// `gamma`/`beta`) and converting half-precision checkpoints to f32.
+fn load_weights(
+    path: &Path,
+    family: Family,
+    device: &Device,
+) -> anyhow::Result<HashMap<String, Tensor>> {
     let raw = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| {
         anyhow!(
             "{} is truncated or corrupt (not a readable safetensors file): {}",
@@ -321,21 +304,30 @@ fn load_weights(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, 
         } else {
             tensor
         };
-        tensors.insert(normalise_tensor_name(&name), tensor.to_device(device)?);
+        tensors.insert(
+            normalise_tensor_name(&name, family),
+            tensor.to_device(device)?,
+        );
     }
-    if !tensors.contains_key("embeddings.word_embeddings.weight") {
+    let words = format!("{}.weight", family.embedding_names().words);
+    if !tensors.contains_key(&words) {
         bail!(
-            "{} has no embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT encoder checkpoint",
-            path.display()
+            "{} has no {words} (nor {}{words}): not a {} checkpoint",
+            path.display(),
+            family.checkpoint_prefix(),
+            family
         );
     }
     Ok(tensors)
 }
 
 /// `bert.encoder.layer.0.attention.output.LayerNorm.gamma` →
-/// `encoder.layer.0.attention.output.LayerNorm.weight`.
-pub fn normalise_tensor_name(name: &str) -> String {
-    let name = name.strip_prefix("bert.").unwrap_or(name);
+/// `encoder.layer.0.attention.output.LayerNorm.weight` (for BERT; each
+/// family strips its own prefix).
+pub fn normalise_tensor_name(name: &str, family: Family) -> String {
+    let name = name
+        .strip_prefix(family.checkpoint_prefix())
+        .unwrap_or(name);
     if let Some(stem) = name.strip_suffix(".gamma") {
         format!("{stem}.weight")
     } else if let Some(stem) = name.strip_suffix(".beta") {

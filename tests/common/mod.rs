@@ -4,7 +4,10 @@
 //! random models written on the spot.
 #![allow(dead_code)]
 
-use headscope::model::{random, BertConfig};
+pub mod app;
+pub mod parity;
+
+use headscope::model::{random, EncoderConfig};
 use headscope::npz::NpyArray;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -73,21 +76,37 @@ pub fn tokenizer_file() -> PathBuf {
 }
 
 /// A tiny BERT shape: 2 layers, 2 heads, hidden 8, 40 positions.
-pub fn tiny_config() -> BertConfig {
-    BertConfig {
+pub fn tiny_config() -> EncoderConfig {
+    EncoderConfig {
         hidden_size: 8,
         num_hidden_layers: 2,
         num_attention_heads: 2,
         intermediate_size: 16,
         max_position_embeddings: 40,
-        ..BertConfig::bert_base_uncased()
+        ..EncoderConfig::bert_base_uncased()
     }
 }
 
 /// Writes a random model of `config` into `dir` with the given name style.
-pub fn write_tiny_model(dir: &Path, config: &BertConfig, style: random::NameStyle) {
+pub fn write_tiny_model(dir: &Path, config: &EncoderConfig, style: random::NameStyle) {
     random::write_random_model(config, &tokenizer_file(), dir, 7, style)
         .expect("write random model");
+}
+
+/// The per-family fixtures of `reference/make_family_fixtures.py`: a model
+/// folder `families/NAME` and `NAME.txt`, `NAME.json`, `NAME.npz`.
+pub const FAMILY_FIXTURES: [&str; 7] = [
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "distilbert",
+    "electra",
+    "albert",
+];
+
+pub fn family_fixture(name: &str) -> PathBuf {
+    fixture("families").join(name)
 }
 
 /// The binary under test.
@@ -103,8 +122,9 @@ pub fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
     }
 }
 
-/// Each value of `ours` within `tolerance` × the reference's largest magnitude.
-pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) {
+/// Each value of `ours` within `tolerance` × the reference's largest
+/// magnitude; returns the largest difference relative to that magnitude.
+pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32) -> f32 {
     assert_eq!(ours.len(), reference.len(), "{name}: length");
     let largest = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
     let worst = ours
@@ -116,27 +136,36 @@ pub fn assert_close(name: &str, ours: &[f32], reference: &[f32], tolerance: f32)
         worst <= tolerance * largest,
         "{name}: largest difference {worst} exceeds {tolerance} × {largest}"
     );
+    worst / largest
 }
 
 /// Compares two JSON values: numbers within `tolerance`, the rest equal.
-pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) {
+/// Returns the largest difference of two numbers.
+pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance: f64) -> f64 {
     match (ours, reference) {
         (Value::Number(a), Value::Number(b)) => {
             let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
             assert!((a - b).abs() <= tolerance, "{path}: {a} vs reference {b}");
+            (a - b).abs()
         }
         (Value::Array(a), Value::Array(b)) => {
             assert_eq!(a.len(), b.len(), "{path}: length");
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                assert_json_close(&format!("{path}[{i}]"), x, y, tolerance);
-            }
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .map(|(i, (x, y))| assert_json_close(&format!("{path}[{i}]"), x, y, tolerance))
+                .fold(0.0, f64::max)
         }
-        (Value::Object(a), Value::Object(b)) => {
-            for (key, y) in b {
+        (Value::Object(a), Value::Object(b)) => b
+            .iter()
+            .map(|(key, y)| {
                 let x = a.get(key).unwrap_or_else(|| panic!("{path}.{key} missing"));
-                assert_json_close(&format!("{path}.{key}"), x, y, tolerance);
-            }
+                assert_json_close(&format!("{path}.{key}"), x, y, tolerance)
+            })
+            .fold(0.0, f64::max),
+        (a, b) => {
+            assert_eq!(a, b, "{path}");
+            0.0
         }
-        (a, b) => assert_eq!(a, b, "{path}"),
     }
 }

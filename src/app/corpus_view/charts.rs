@@ -89,26 +89,38 @@ pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<St
              hover a point for the numbers",
         );
     });
-    let count = LAYER_FIGURES.len() as f32;
+    // As many plots a row as fit at a readable width (the title and its
+    // save button need about 250 points); the rows share the width evenly.
     let spacing = ui.spacing().item_spacing.x;
-    let width = ((ui.available_width() - spacing * (count - 1.0)) / count).max(180.0);
+    let available = ui.available_width();
+    let per_row = (((available + spacing) / (MIN_PLOT_WIDTH + spacing)).floor() as usize)
+        .clamp(1, LAYER_FIGURES.len());
+    let rows = LAYER_FIGURES.len().div_ceil(per_row);
+    let per_row = LAYER_FIGURES.len().div_ceil(rows);
+    let width = (available - spacing * (per_row as f32 - 1.0)) / per_row as f32;
     let layers = report.layers.len();
     let mut clicked = None;
-    ui.horizontal_wrapped(|ui| {
-        for (index, figure) in LAYER_FIGURES.iter().enumerate() {
-            let summaries: Vec<Summary> =
-                report.layers.iter().map(|l| l.figures()[index].1).collect();
-            let name = format!("corpus-{figure}");
-            let save = plot_export::figure(ui, &name, figure_title(figure), |ui| {
-                ui.set_width(width);
-                let baseline = (index == 1).then_some(report.baseline_same_sentence_fraction);
-                layer_plot(ui, figure, &summaries, baseline, layers, width);
-            });
-            clicked = clicked.take().or(save);
-        }
-    });
+    let figures: Vec<(usize, &str)> = LAYER_FIGURES.iter().copied().enumerate().collect();
+    for row in figures.chunks(per_row) {
+        ui.horizontal(|ui| {
+            for &(index, figure) in row {
+                let summaries: Vec<Summary> =
+                    report.layers.iter().map(|l| l.figures()[index].1).collect();
+                let name = format!("corpus-{figure}");
+                let save = plot_export::figure(ui, &name, figure_title(figure), |ui| {
+                    ui.set_width(width);
+                    let baseline = (index == 1).then_some(report.baseline_same_sentence_fraction);
+                    layer_plot(ui, figure, &summaries, baseline, layers, width);
+                });
+                clicked = clicked.take().or(save);
+            }
+        });
+    }
     clicked
 }
+
+/// The narrowest a per-layer plot gets before the row wraps.
+const MIN_PLOT_WIDTH: f32 = 250.0;
 
 fn layer_plot(
     ui: &mut egui::Ui,

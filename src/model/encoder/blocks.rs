@@ -1,10 +1,12 @@
 //! The encoder's blocks, each a struct with `load(vb, &config)` and a
 //! tensor `forward`, plus `cpu()`: a view of its parameters as slices for
-//! the CPU pass.
+//! the CPU pass. Tensor names come from the family's description
+//! ([`crate::model::family`]); the computation is the same for all.
 
 use super::LayerCapture;
-use crate::model::config::{Activation, BertConfig};
-use crate::model::kernels::{self, Act};
+use crate::model::config::{Activation, EncoderConfig};
+use crate::model::family::LayerNames;
+use crate::model::kernels::{self, Act, MatRef};
 use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, VarBuilder};
 use std::ops::Range;
@@ -147,113 +149,182 @@ impl DenseCpu<'_> {
     }
 }
 
-pub(super) struct BertEmbeddings {
+/// Word, position and (except in DistilBERT) token-type embeddings, summed
+/// and normalised, then projected to the hidden size where the family's
+/// embeddings are narrower (ELECTRA's `embeddings_project`, ALBERT's
+/// `embedding_hidden_mapping_in`).
+pub(super) struct Embeddings {
     pub(super) word_embeddings: Embedding,
     pub(super) position_embeddings: Embedding,
-    pub(super) token_type_embeddings: Embedding,
+    pub(super) token_type_embeddings: Option<Embedding>,
     pub(super) layer_norm: LayerNorm,
+    pub(super) projection: Option<Dense>,
 }
 
-impl BertEmbeddings {
-    pub(super) fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
-        Ok(Self {
-            word_embeddings: embedding(
-                config.vocab_size,
-                config.hidden_size,
-                vb.pp("word_embeddings"),
-            )?,
-            position_embeddings: embedding(
+impl Embeddings {
+    /// `vb` is rooted at the encoder.
+    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+        let names = config.family.embedding_names();
+        let width = config.embedding_width();
+        let positions = format!("{}.weight", names.positions);
+        // DistilBERT's sinusoidal table is fixed: transformers fills it from
+        // the formula when a checkpoint leaves it out.
+        let position_embeddings = if config.sinusoidal_pos_embds && !vb.contains_tensor(&positions)
+        {
+            let table = sinusoidal_table(config.max_position_embeddings, width);
+            Embedding::new(
+                Tensor::from_vec(table, (config.max_position_embeddings, width), vb.device())?,
+                width,
+            )
+        } else {
+            embedding(
                 config.max_position_embeddings,
-                config.hidden_size,
-                vb.pp("position_embeddings"),
-            )?,
-            token_type_embeddings: embedding(
-                config.type_vocab_size,
-                config.hidden_size,
-                vb.pp("token_type_embeddings"),
-            )?,
-            layer_norm: layer_norm(
-                config.hidden_size,
-                config.layer_norm_eps,
-                vb.pp("LayerNorm"),
-            )?,
+                width,
+                vb.pp(names.positions),
+            )?
+        };
+        let projection = config
+            .family
+            .projection_name(width, config.hidden_size)
+            .map(|name| Dense::load(vb.pp(name), width, config.hidden_size))
+            .transpose()?;
+        Ok(Self {
+            word_embeddings: embedding(config.vocab_size, width, vb.pp(names.words))?,
+            position_embeddings,
+            token_type_embeddings: names
+                .token_types
+                .map(|name| embedding(config.type_vocab_size, width, vb.pp(name)))
+                .transpose()?,
+            layer_norm: layer_norm(width, config.layer_norm_eps, vb.pp(names.norm))?,
+            projection,
         })
     }
 
-    /// `input_ids` is a T-vector; token types are all 0 (ANALYSIS.md §1).
-    pub(super) fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+    /// `input_ids` and `positions` are T-vectors; token types are all 0
+    /// (ANALYSIS.md §1).
+    pub(super) fn forward(&self, input_ids: &Tensor, positions: &Tensor) -> Result<Tensor> {
         let tokens = input_ids.dim(0)?;
-        let device = input_ids.device();
-        let positions = Tensor::arange(0u32, tokens as u32, device)?;
-        let token_types = Tensor::zeros(tokens, DType::U32, device)?;
-        let x = self.word_embeddings.forward(input_ids)?;
-        let x = x.add(&self.position_embeddings.forward(&positions)?)?;
-        let x = x.broadcast_add(&self.token_type_embeddings.forward(&token_types)?)?;
-        self.layer_norm.forward(&x)
+        let mut x = self.word_embeddings.forward(input_ids)?;
+        if let Some(types) = &self.token_type_embeddings {
+            let token_types = Tensor::zeros(tokens, DType::U32, input_ids.device())?;
+            x = x.broadcast_add(&types.forward(&token_types)?)?;
+        }
+        let x = x.add(&self.position_embeddings.forward(positions)?)?;
+        let x = self.layer_norm.forward(&x)?;
+        match &self.projection {
+            Some(projection) => projection.forward(&x),
+            None => Ok(x),
+        }
     }
 
     pub(super) fn cpu(&self) -> Result<EmbeddingsCpu<'_>> {
         Ok(EmbeddingsCpu {
             words: HostValues::of(self.word_embeddings.embeddings())?,
             positions: HostValues::of(self.position_embeddings.embeddings())?,
-            types: HostValues::of(self.token_type_embeddings.embeddings())?,
+            types: self
+                .token_type_embeddings
+                .as_ref()
+                .map(|types| HostValues::of(types.embeddings()))
+                .transpose()?,
             norm: NormCpu::of(&self.layer_norm)?,
-            hidden: self.word_embeddings.hidden_size(),
+            projection: self.projection.as_ref().map(Dense::cpu).transpose()?,
+            width: self.word_embeddings.hidden_size(),
         })
     }
+}
+
+/// DistilBERT's fixed position table: row p, column j is sin (even j) or
+/// cos (odd j) of p / 10000^(2⌊j/2⌋/width), computed in double precision as
+/// transformers computes it with numpy.
+pub(super) fn sinusoidal_table(positions: usize, width: usize) -> Vec<f32> {
+    let mut table = Vec::with_capacity(positions * width);
+    for position in 0..positions {
+        for j in 0..width {
+            let angle = position as f64 / 10000f64.powf((2 * (j / 2)) as f64 / width as f64);
+            table.push(if j % 2 == 0 { angle.sin() } else { angle.cos() } as f32);
+        }
+    }
+    table
 }
 
 pub(super) struct EmbeddingsCpu<'a> {
     pub(super) words: HostValues<'a>,
     pub(super) positions: HostValues<'a>,
-    pub(super) types: HostValues<'a>,
+    pub(super) types: Option<HostValues<'a>>,
     pub(super) norm: NormCpu<'a>,
-    pub(super) hidden: usize,
+    pub(super) projection: Option<DenseCpu<'a>>,
+    /// Width of the embeddings (before any projection).
+    pub(super) width: usize,
 }
 
 impl EmbeddingsCpu<'_> {
-    /// Whether every id has a row and every position up to `tokens` exists.
-    pub(super) fn fits(&self, input_ids: &[u32]) -> bool {
-        let rows = |table: &HostValues| table.get().len() / self.hidden.max(1);
+    /// Whether every id and every position has a row.
+    pub(super) fn fits(&self, input_ids: &[u32], positions: &[u32]) -> bool {
+        let rows = |table: &HostValues| table.get().len() / self.width.max(1);
         input_ids
             .iter()
             .all(|&id| (id as usize) < rows(&self.words))
-            && input_ids.len() <= rows(&self.positions)
-            && rows(&self.types) > 0
+            && positions
+                .iter()
+                .all(|&p| (p as usize) < rows(&self.positions))
+            && self.types.as_ref().is_none_or(|types| rows(types) > 0)
     }
 
-    /// The embeddings of `input_ids`, which sit at positions `first..`, into
-    /// `out` (rows × hidden). Callers check [`Self::fits`] first.
-    pub(super) fn forward(&self, input_ids: &[u32], first: usize, out: &mut [f32]) {
-        let hidden = self.hidden;
-        let row = |table: &HostValues, index: usize| -> Vec<f32> {
-            table.get()[index * hidden..(index + 1) * hidden].to_vec()
+    /// The embeddings of `input_ids` at `positions` into `out` (rows ×
+    /// hidden). Callers check [`Self::fits`] first.
+    pub(super) fn forward(&self, input_ids: &[u32], positions: &[u32], out: &mut [f32]) {
+        let width = self.width;
+        let mut narrow = Vec::new();
+        let sums: &mut [f32] = match &self.projection {
+            Some(_) => {
+                narrow.resize(input_ids.len() * width, 0.0);
+                &mut narrow
+            }
+            None => out,
         };
-        let token_type = row(&self.types, 0);
-        for (offset, (&id, x)) in input_ids.iter().zip(out.chunks_mut(hidden)).enumerate() {
-            let word = &self.words.get()[id as usize * hidden..][..hidden];
-            let place = &self.positions.get()[(first + offset) * hidden..][..hidden];
-            for (((x, w), p), t) in x.iter_mut().zip(word).zip(place).zip(&token_type) {
-                *x = w + p + t;
+        let token_type = self.types.as_ref().map(|types| &types.get()[..width]);
+        for ((&id, &place), x) in input_ids.iter().zip(positions).zip(sums.chunks_mut(width)) {
+            // In transformers' order: (word + token type) + position.
+            x.copy_from_slice(&self.words.get()[id as usize * width..][..width]);
+            if let Some(token_type) = token_type {
+                for (x, t) in x.iter_mut().zip(token_type) {
+                    *x += t;
+                }
+            }
+            let place = &self.positions.get()[place as usize * width..][..width];
+            for (x, p) in x.iter_mut().zip(place) {
+                *x += p;
             }
         }
-        self.norm.forward(out);
+        self.norm.forward(sums);
+        if let Some(projection) = &self.projection {
+            let hidden = projection.bias().len();
+            kernels::seed_rows(out, projection.bias());
+            projection.weight().product(
+                MatRef::new(&narrow, input_ids.len(), width),
+                0..width,
+                0..hidden,
+                out,
+                true,
+            );
+        }
     }
 }
 
 /// Query, key and value projections fused into one matrix product.
-pub(super) struct BertSelfAttention {
+pub(super) struct SelfAttention {
     pub(super) qkv: Dense,
     pub(super) heads: usize,
     pub(super) head_dim: usize,
 }
 
-impl BertSelfAttention {
-    pub(super) fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+impl SelfAttention {
+    /// `vb` is rooted at the layer.
+    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig, names: &LayerNames) -> Result<Self> {
         let hidden = config.hidden_size;
-        let query = linear(hidden, hidden, vb.pp("query"))?;
-        let key = linear(hidden, hidden, vb.pp("key"))?;
-        let value = linear(hidden, hidden, vb.pp("value"))?;
+        let query = linear(hidden, hidden, vb.pp(names.query))?;
+        let key = linear(hidden, hidden, vb.pp(names.key))?;
+        let value = linear(hidden, hidden, vb.pp(names.value))?;
         let weight = Tensor::cat(&[query.weight(), key.weight(), value.weight()], 0)?;
         let bias = Tensor::cat(
             &[
@@ -303,20 +374,22 @@ impl BertSelfAttention {
 }
 
 /// Dense + residual + LayerNorm, used after attention and after the feed-forward.
-pub(super) struct BertOutput {
+pub(super) struct SubLayerOutput {
     pub(super) dense: Dense,
     pub(super) layer_norm: LayerNorm,
 }
 
-impl BertOutput {
-    pub(super) fn load(vb: VarBuilder, in_dim: usize, config: &BertConfig) -> Result<Self> {
+impl SubLayerOutput {
+    /// `vb` is rooted at the layer; `dense` and `norm` name the two blocks.
+    pub(super) fn load(
+        vb: &VarBuilder,
+        (dense, norm): (&str, &str),
+        in_dim: usize,
+        config: &EncoderConfig,
+    ) -> Result<Self> {
         Ok(Self {
-            dense: Dense::load(vb.pp("dense"), in_dim, config.hidden_size)?,
-            layer_norm: layer_norm(
-                config.hidden_size,
-                config.layer_norm_eps,
-                vb.pp("LayerNorm"),
-            )?,
+            dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size)?,
+            layer_norm: layer_norm(config.hidden_size, config.layer_norm_eps, vb.pp(norm))?,
         })
     }
 
@@ -338,16 +411,16 @@ pub(super) struct OutputCpu<'a> {
     pub(super) norm: NormCpu<'a>,
 }
 
-pub(super) struct BertIntermediate {
+pub(super) struct Intermediate {
     pub(super) dense: Dense,
     pub(super) activation: Activation,
 }
 
-impl BertIntermediate {
-    pub(super) fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+impl Intermediate {
+    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
         Ok(Self {
-            dense: Dense::load(vb.pp("dense"), config.hidden_size, config.intermediate_size)?,
+            dense: Dense::load(vb, config.hidden_size, config.intermediate_size)?,
             activation,
         })
     }
@@ -370,24 +443,34 @@ impl BertIntermediate {
     }
 }
 
-pub(super) struct BertLayer {
-    pub(super) self_attention: BertSelfAttention,
-    pub(super) attention_output: BertOutput,
-    pub(super) intermediate: BertIntermediate,
-    pub(super) output: BertOutput,
+/// One layer of weights. Every family's layer is post-norm: attention,
+/// output projection, residual, LayerNorm; feed-forward, residual, LayerNorm.
+pub(super) struct Layer {
+    pub(super) self_attention: SelfAttention,
+    pub(super) attention_output: SubLayerOutput,
+    pub(super) intermediate: Intermediate,
+    pub(super) output: SubLayerOutput,
 }
 
-impl BertLayer {
-    pub(super) fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+impl Layer {
+    /// `vb` is rooted at the layer's prefix.
+    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+        let names = config.family.layer_names();
         Ok(Self {
-            self_attention: BertSelfAttention::load(vb.pp("attention.self"), config)?,
-            attention_output: BertOutput::load(
-                vb.pp("attention.output"),
+            self_attention: SelfAttention::load(vb.clone(), config, &names)?,
+            attention_output: SubLayerOutput::load(
+                &vb,
+                (names.attention_output, names.attention_norm),
                 config.hidden_size,
                 config,
             )?,
-            intermediate: BertIntermediate::load(vb.pp("intermediate"), config)?,
-            output: BertOutput::load(vb.pp("output"), config.intermediate_size, config)?,
+            intermediate: Intermediate::load(vb.pp(names.intermediate), config)?,
+            output: SubLayerOutput::load(
+                &vb,
+                (names.output, names.output_norm),
+                config.intermediate_size,
+                config,
+            )?,
         })
     }
 

@@ -4,7 +4,7 @@
 
 use super::blocks::*;
 use super::ForwardError;
-use crate::model::config::BertConfig;
+use crate::model::config::EncoderConfig;
 use crate::model::kernels::{self, MatRef};
 use crate::model::team::Barrier;
 use candle_core::{Result, Tensor};
@@ -14,10 +14,15 @@ use std::sync::RwLock;
 
 /// What the threads of one CPU pass share.
 pub(super) struct Pass<'a> {
-    pub(super) config: &'a BertConfig,
+    pub(super) config: &'a EncoderConfig,
     pub(super) input_ids: &'a [u32],
+    /// The position id of each token.
+    pub(super) positions: Vec<u32>,
     pub(super) embeddings: EmbeddingsCpu<'a>,
+    /// The distinct layers of weights.
     pub(super) layers: Vec<LayerCpu<'a>>,
+    /// The layer each attention layer runs, in order.
+    pub(super) schedule: &'a [usize],
     /// Each thread's heads.
     pub(super) heads: Vec<Range<usize>>,
     /// Each thread's feed-forward intermediate columns.
@@ -68,9 +73,10 @@ impl Pass<'_> {
         // This thread's heads' outputs side by side, T × (heads·d).
         let mut context = vec![0.0; tokens * width];
         let mut intermediate = vec![0.0; tokens * columns.len()];
-        self.embeddings.forward(self.input_ids, 0, &mut x);
-        let count = self.layers.len();
-        for (l, layer) in self.layers.iter().enumerate() {
+        self.embeddings
+            .forward(self.input_ids, &self.positions, &mut x);
+        let count = self.schedule.len();
+        for (l, layer) in self.schedule.iter().map(|&i| &self.layers[i]).enumerate() {
             let last = l + 1 == count;
             if cancelled.is_some_and(|cancelled| cancelled()) {
                 self.stop_at.store(l, Ordering::Relaxed);

@@ -1,8 +1,13 @@
-//! Our BERT encoder, written in the style of candle's `models/bert.rs`
-//! (every block a struct with `load(vb, &config)` and `forward`), but
-//! returning what candle's model keeps private: every layer's attention
-//! probabilities P and every head's output O = P·V, with the context
-//! similarity S = O·Oᵀ computed alongside (ANALYSIS.md §2).
+//! Our encoder for every BERT-like family, written in the style of candle's
+//! `models/bert.rs` (every block a struct with `load(vb, &config)` and
+//! `forward`), but returning what candle's model keeps private: every
+//! layer's attention probabilities P and every head's output O = P·V, with
+//! the context similarity S = O·Oᵀ computed alongside (ANALYSIS.md §2).
+//!
+//! The families differ only where [`super::family`] says: tensor names,
+//! embeddings (position ids, token types, a projection) and which weights
+//! each layer uses (ALBERT shares them: the encoder holds the distinct
+//! layers and a schedule of which one each attention layer runs).
 //!
 //! Two forward passes share the parameters. `forward` on candle tensors
 //! runs on any device. On the CPU the encoder instead borrows the
@@ -20,7 +25,7 @@ mod cpu_pass;
 use blocks::*;
 use cpu_pass::{copy_to_host, Pass, Worker};
 
-use super::config::BertConfig;
+use super::config::EncoderConfig;
 use super::kernels;
 use super::team::{self, Barrier};
 use candle_core::{Device, Result, Tensor};
@@ -44,10 +49,13 @@ pub struct CaptureBuffers<'a> {
 }
 
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
-pub struct BertEncoder {
-    embeddings: BertEmbeddings,
-    layers: Vec<BertLayer>,
-    config: BertConfig,
+pub struct Encoder {
+    embeddings: Embeddings,
+    /// The distinct layers of weights.
+    layers: Vec<Layer>,
+    /// For each attention layer run, in order, its index into `layers`.
+    schedule: Vec<usize>,
+    config: EncoderConfig,
     device: Device,
 }
 
@@ -60,16 +68,23 @@ pub enum ForwardError {
     Candle(#[from] candle_core::Error),
 }
 
-impl BertEncoder {
+impl Encoder {
     /// `vb` is rooted at the encoder (names like `embeddings.word_embeddings.weight`).
-    pub fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
-        let embeddings = BertEmbeddings::load(vb.pp("embeddings"), config)?;
-        let layers = (0..config.num_hidden_layers)
-            .map(|index| BertLayer::load(vb.pp(format!("encoder.layer.{index}")), config))
+    pub fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+        let embeddings = Embeddings::load(vb.clone(), config)?;
+        let family = config.family;
+        let layers = (0..config.distinct_layers())
+            .map(|index| {
+                Layer::load(
+                    vb.pp(family.layer_prefix(index, config.inner_group_num)),
+                    config,
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             embeddings,
             layers,
+            schedule: config.layer_schedule(),
             config: config.clone(),
             device: vb.device().clone(),
         })
@@ -90,7 +105,7 @@ impl BertEncoder {
         out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
-        let square = self.layers.len() * self.config.num_attention_heads * tokens * tokens;
+        let square = self.schedule.len() * self.config.num_attention_heads * tokens * tokens;
         if out.attention.len() != square
             || out.similarity.len() != square
             || out.head_outputs.len() * tokens != square * self.config.head_dim()
@@ -125,7 +140,7 @@ impl BertEncoder {
         threads: usize,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
-        if tokens == 0 || self.layers.is_empty() {
+        if tokens == 0 || self.schedule.is_empty() {
             return Ok(());
         }
         let heads = self.config.num_attention_heads;
@@ -134,7 +149,8 @@ impl BertEncoder {
         // Borrow every parameter before any thread starts, so that nothing
         // inside the pass can fail and leave a thread waiting at a barrier.
         let embeddings = self.embeddings.cpu()?;
-        if !embeddings.fits(input_ids) {
+        let positions = self.config.position_ids(input_ids);
+        if !embeddings.fits(input_ids, &positions) {
             return Err(
                 candle_core::Error::Msg("token id or position outside the model".into()).into(),
             );
@@ -142,7 +158,7 @@ impl BertEncoder {
         let layers = self
             .layers
             .iter()
-            .map(BertLayer::cpu)
+            .map(Layer::cpu)
             .collect::<Result<Vec<_>>>()?;
         let head_ranges = team::split_evenly(heads, threads);
         let panels = self.config.intermediate_size.div_ceil(kernels::PANEL);
@@ -162,8 +178,10 @@ impl BertEncoder {
         let pass = Pass {
             config: &self.config,
             input_ids,
+            positions,
             embeddings,
             layers,
+            schedule: &self.schedule,
             heads: head_ranges,
             columns: column_ranges,
             barrier: Barrier::new(threads),
@@ -203,16 +221,18 @@ impl BertEncoder {
         let heads = self.config.num_attention_heads;
         let square = heads * tokens * tokens;
         let vectors = heads * tokens * self.config.head_dim();
-        let count = self.layers.len();
+        let count = self.schedule.len();
         let per_layer = out
             .attention
             .chunks_mut(square)
             .zip(out.head_outputs.chunks_mut(vectors))
             .zip(out.similarity.chunks_mut(square));
         let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = Some(self.embeddings.forward(&ids)?);
+        let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
+        let layers = self.schedule.iter().map(|&index| &self.layers[index]);
         for (index, (layer, ((attention, head_outputs), similarity))) in
-            self.layers.iter().zip(per_layer).enumerate()
+            layers.zip(per_layer).enumerate()
         {
             if cancelled() {
                 return Err(ForwardError::Cancelled);
@@ -234,21 +254,34 @@ mod tests {
     use candle_core::DType;
     use std::sync::atomic::Ordering;
 
-    /// A random encoder with random biases and LayerNorm parameters (the
-    /// generator sets 0 and 1) and larger query/key weights, so that
-    /// attention is peaked.
-    fn encoder(act: &str) -> BertEncoder {
-        let config = BertConfig {
+    use crate::model::family::Family;
+
+    /// A small config of `family` (ALBERT: 3 layers from 2 groups of 2).
+    fn config(family: Family, act: &str) -> EncoderConfig {
+        EncoderConfig {
+            family,
             hidden_size: 48,
+            embedding_size: family.has_embedding_size().then_some(24),
             num_hidden_layers: 3,
             num_attention_heads: 4,
             intermediate_size: 96,
             max_position_embeddings: 64,
             vocab_size: 200,
             hidden_act: act.into(),
-            ..BertConfig::bert_base_uncased()
-        };
-        let mut tensors = super::super::random::random_weights(&config, 3).unwrap();
+            type_vocab_size: if family == Family::DistilBert { 0 } else { 2 },
+            pad_token_id: Some(1),
+            num_hidden_groups: if family == Family::Albert { 2 } else { 1 },
+            inner_group_num: if family == Family::Albert { 2 } else { 1 },
+            ..EncoderConfig::bert_base_uncased()
+        }
+    }
+
+    /// A random encoder with random biases and LayerNorm parameters (the
+    /// generator sets 0 and 1) and larger query/key weights, so that
+    /// attention is peaked.
+    fn encoder(config: &EncoderConfig) -> Encoder {
+        let mut tensors = super::super::random::random_weights(config, 3).unwrap();
+        let names = config.family.layer_names();
         for (name, tensor) in tensors.iter_mut() {
             let pattern = |offset: f32| {
                 let values: Vec<f32> = (0..tensor.elem_count())
@@ -258,27 +291,29 @@ mod tests {
             };
             if name.ends_with(".bias") {
                 *tensor = pattern(0.0);
-            } else if name.ends_with("LayerNorm.weight") {
+            } else if tensor.rank() == 1 {
                 *tensor = pattern(1.0);
-            } else if name.contains(".query.") || name.contains(".key.") {
+            } else if name.contains(&format!("{}.", names.query))
+                || name.contains(&format!("{}.", names.key))
+            {
                 *tensor = (&*tensor * 20.0).unwrap();
             }
         }
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
-        BertEncoder::load(vb, &config).unwrap()
+        Encoder::load(vb, config).unwrap()
     }
 
     /// Runs one path into fresh buffers: (P, O, S); `threads` 0 means the
     /// tensor path.
     fn run(
-        encoder: &BertEncoder,
+        encoder: &Encoder,
         ids: &[u32],
         threads: usize,
         cancelled: &dyn Fn() -> bool,
     ) -> std::result::Result<[Vec<f32>; 3], ForwardError> {
         let config = &encoder.config;
         let (l, h, t) = (
-            config.num_hidden_layers,
+            config.attention_layers(),
             config.num_attention_heads,
             ids.len(),
         );
@@ -298,35 +333,49 @@ mod tests {
         Ok([p, o, s])
     }
 
-    /// The slice path on any number of threads computes what candle's ops
-    /// compute, for every activation.
-    #[test]
-    fn cpu_kernels_match_candle_ops() {
-        for act in ["gelu", "gelu_new", "relu"] {
-            let encoder = encoder(act);
-            let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
-            let reference = run(&encoder, &ids, 0, &|| false).unwrap();
-            for threads in [1, 2, 3] {
-                let fast = run(&encoder, &ids, threads, &|| false).unwrap();
-                for (name, (ours, theirs)) in
-                    ["P", "O", "S"].iter().zip(fast.iter().zip(&reference))
-                {
-                    let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
-                    for (a, b) in ours.iter().zip(theirs) {
-                        assert!(
-                            (a - b).abs() <= 1e-5 * scale,
-                            "{act}, {threads} threads, {name}: {a} vs {b} (scale {scale})"
-                        );
-                    }
+    fn assert_paths_agree(encoder: &Encoder, ids: &[u32], what: &str) {
+        let reference = run(encoder, ids, 0, &|| false).unwrap();
+        for threads in [1, 2, 3] {
+            let fast = run(encoder, ids, threads, &|| false).unwrap();
+            for (name, (ours, theirs)) in ["P", "O", "S"].iter().zip(fast.iter().zip(&reference)) {
+                let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (a, b) in ours.iter().zip(theirs) {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * scale,
+                        "{what}, {threads} threads, {name}: {a} vs {b} (scale {scale})"
+                    );
                 }
             }
         }
     }
 
+    /// The slice path on any number of threads computes what candle's ops
+    /// compute, for every activation and every family (a padding token in
+    /// the input moves RoBERTa's positions).
+    #[test]
+    fn cpu_kernels_match_candle_ops() {
+        let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
+        for act in ["gelu", "gelu_new", "relu"] {
+            assert_paths_agree(&encoder(&config(Family::Bert, act)), &ids, act);
+        }
+        for family in Family::ALL {
+            let encoder = encoder(&config(family, "gelu"));
+            assert_paths_agree(&encoder, &ids, family.model_type());
+        }
+    }
+
+    /// ALBERT loads each shared layer once and runs it where the groups say.
+    #[test]
+    fn albert_loads_shared_layers_once() {
+        let encoder = encoder(&config(Family::Albert, "gelu_new"));
+        assert_eq!(encoder.layers.len(), 4);
+        assert_eq!(encoder.schedule, [0, 1, 0, 1, 2, 3]);
+    }
+
     /// Cancelling at any layer stops every thread (no thread is left waiting).
     #[test]
     fn cancelling_stops_all_threads() {
-        let encoder = encoder("gelu");
+        let encoder = encoder(&config(Family::Bert, "gelu"));
         let ids: Vec<u32> = (0..20).collect();
         for stop_after in 0..3 {
             for threads in [1, 2, 3] {

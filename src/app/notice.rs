@@ -1,0 +1,64 @@
+//! The message banner above the views: what just happened (a file saved, a
+//! model that could not be loaded), until the user dismisses it or the next
+//! message replaces it.
+
+use std::path::Path;
+
+/// A message shown in a banner above the heatmaps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub text: String,
+    pub error: bool,
+}
+
+impl Notice {
+    pub fn info(text: impl Into<String>) -> Self {
+        Notice {
+            text: text.into(),
+            error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        Notice {
+            text: text.into(),
+            error: true,
+        }
+    }
+
+    /// The banner after an export (File → Export, or a plot's Save PNG…).
+    pub fn export(result: Result<&Path, String>) -> Self {
+        match result {
+            Ok(path) => Notice::info(format!("Exported {}", path.display())),
+            Err(message) => Notice::error(format!("Export failed: {message}")),
+        }
+    }
+}
+
+/// Draws the banner of `slot`, if any, and clears it when dismissed.
+pub fn banner_ui(ui: &mut egui::Ui, slot: &mut Option<Notice>) {
+    let Some(notice) = slot.as_ref() else {
+        return;
+    };
+    let colour = if notice.error {
+        ui.visuals().error_fg_color
+    } else {
+        ui.visuals().warn_fg_color
+    };
+    let mut dismissed = false;
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        ui.horizontal(|ui| {
+            ui.add(egui::Label::new(egui::RichText::new(&notice.text).color(colour)).wrap());
+            if ui
+                .small_button("×")
+                .on_hover_text("Dismiss this message")
+                .clicked()
+            {
+                dismissed = true;
+            }
+        });
+    });
+    if dismissed {
+        *slot = None;
+    }
+}

@@ -1,0 +1,136 @@
+//! Scheduling analyses: every edit or setting change owes a run, sent to
+//! the worker once the text has rested for [`DEBOUNCE_SECONDS`]; only the
+//! newest request counts, and the last result stays on screen until the
+//! next one arrives.
+
+use super::HeadscopeApp;
+use crate::pipeline::{InputOptions, RunOutput};
+use crate::worker::WorkerEvent;
+use std::sync::Arc;
+
+/// The pause after the last edit before the analysis runs again.
+pub const DEBOUNCE_SECONDS: f64 = 0.15;
+
+/// The result on screen.
+pub struct Shown {
+    pub generation: u64,
+    pub output: Arc<RunOutput>,
+    /// The first sentence of the window it covers.
+    pub first_sentence: usize,
+}
+
+/// The run owed, the one in flight, and the last result.
+#[derive(Default)]
+pub struct Runs {
+    /// When the text or a setting last changed and a run is owed.
+    pending_since: Option<f64>,
+    /// The request in flight: generation and window start.
+    in_flight: Option<(u64, usize)>,
+    shown: Option<Shown>,
+    /// Why the last run gave no result.
+    error: Option<String>,
+}
+
+impl Runs {
+    /// A run is owed once the pause after this change is over.
+    pub fn schedule(&mut self, ctx: &egui::Context) {
+        self.pending_since = Some(ctx.input(|i| i.time));
+    }
+
+    /// A run is owed now.
+    pub fn schedule_now(&mut self, ctx: &egui::Context) {
+        self.pending_since = Some(ctx.input(|i| i.time) - DEBOUNCE_SECONDS);
+    }
+
+    /// Whether an analysis is owed or running.
+    pub fn is_working(&self, model_ready: bool) -> bool {
+        // A run owed while no model is loaded is not work in progress:
+        // it starts once a model is ready.
+        self.in_flight.is_some() || (self.pending_since.is_some() && model_ready)
+    }
+
+    pub fn shown(&self) -> Option<&Shown> {
+        self.shown.as_ref()
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Whether the owed run is due; otherwise asks for a repaint when it
+    /// will be.
+    fn is_due(&self, ctx: &egui::Context) -> bool {
+        let Some(since) = self.pending_since else {
+            return false;
+        };
+        let wait = since + DEBOUNCE_SECONDS - ctx.input(|i| i.time);
+        if wait > 0.0 {
+            ctx.request_repaint_after(std::time::Duration::from_secs_f64(wait));
+            return false;
+        }
+        true
+    }
+
+    /// Takes a run event from the worker; returns the new result when one
+    /// arrived for the request in flight.
+    pub fn on_event(&mut self, event: WorkerEvent) -> Option<Arc<RunOutput>> {
+        match event {
+            WorkerEvent::RunFinished { generation, output } => {
+                let (expected, first_sentence) = self.in_flight?;
+                if expected != generation {
+                    return None;
+                }
+                self.in_flight = None;
+                self.error = None;
+                self.shown = Some(Shown {
+                    generation,
+                    output: output.clone(),
+                    first_sentence,
+                });
+                Some(output)
+            }
+            WorkerEvent::RunAbandoned { generation } => {
+                if self.in_flight.is_some_and(|(g, _)| g == generation) {
+                    self.in_flight = None;
+                }
+                None
+            }
+            WorkerEvent::RunFailed {
+                generation,
+                message,
+                ..
+            } => {
+                if self.in_flight.is_some_and(|(g, _)| g == generation) {
+                    self.in_flight = None;
+                    self.error = Some(message);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+impl HeadscopeApp {
+    /// Sends the owed request once the pause is over, a model is ready and
+    /// the text is not being read.
+    pub(super) fn send_due_request(&mut self, ctx: &egui::Context) {
+        if !self.runs.is_due(ctx) || self.model.active().is_none() || self.text.is_busy() {
+            return;
+        }
+        // (The request keeps the window within the text first.)
+        let Some((text, input_first)) = self.text.request() else {
+            return;
+        };
+        let first = self.text.first_sentence();
+        let input = InputOptions {
+            mode: self.settings.input_mode,
+            first_sentence: input_first,
+        };
+        let generation = self
+            .worker
+            .analyse(text, input, self.settings.analysis_options());
+        self.runs.in_flight = Some((generation, first));
+        self.runs.pending_since = None;
+    }
+}

@@ -1,0 +1,98 @@
+//! Writing files from the window: File → Export of the result on screen, a
+//! plot's Save PNG…, and File → Save text as…. Each outcome is reported in
+//! the notice banner; every file is written atomically.
+
+use super::export_menu::{self, ExportKind};
+use super::notice::Notice;
+use super::plot_export::{self, PlotExport};
+use super::HeadscopeApp;
+use crate::captures::HeadId;
+use std::path::{Path, PathBuf};
+
+impl HeadscopeApp {
+    /// Writes the editor's whole text to `path` (atomically: a failed save
+    /// leaves the old file as it was), which then becomes the text's file.
+    pub fn save_text_to(&mut self, path: &Path) {
+        let Some(document) = self.text.document() else {
+            return;
+        };
+        self.notice = Some(match crate::export::save_text(document.text(), path) {
+            Ok(()) => {
+                self.text.set_file(path);
+                Notice::info(format!("Saved the text to {}", path.display()))
+            }
+            Err(error) => Notice::error(format!("Saving the text failed: {error}")),
+        });
+    }
+
+    /// Asks where to save the text (File → Save text as…).
+    pub(super) fn pick_text_save_path(&mut self) {
+        if self.text.document().is_none() {
+            return;
+        }
+        let name = self
+            .text
+            .file()
+            .map_or_else(|| "text.txt".to_string(), super::text::file_name);
+        self.dialogs.save_text(&self.wake, name);
+    }
+
+    /// The head an export of one head is about: the open one, else L0 H0.
+    fn export_head(&self) -> HeadId {
+        self.views.detail.unwrap_or_default()
+    }
+
+    /// Asks where to write an export of `kind` (File → Export).
+    pub(super) fn pick_export_path(&mut self, kind: ExportKind) {
+        let head = self.export_head();
+        let name = kind.suggested_name(head, &self.settings);
+        self.dialogs.export(&self.wake, kind, head, name);
+    }
+
+    /// Writes an export to `path` and reports the outcome in the banner.
+    pub fn export_to(&mut self, kind: ExportKind, head: HeadId, path: &Path) {
+        let Some(shown) = self.runs.shown() else {
+            self.notice = Some(Notice::error(
+                "nothing to export yet: no analysis is on screen",
+            ));
+            return;
+        };
+        let model_name = self.model.active().map_or("", |m| m.name.as_str());
+        let result =
+            export_menu::write_export(kind, &shown.output, head, &self.settings, model_name, path);
+        self.notice = Some(Notice::export(result.map(|()| path)));
+    }
+
+    /// Starts saving the figure `name` (one at a time).
+    pub(super) fn save_plot(&mut self, ctx: &egui::Context, name: &str) {
+        if self.views.plot_export.is_none() {
+            let target = self.views.plot_export_target.clone();
+            self.views.plot_export = Some(PlotExport::start(ctx, name, target));
+        }
+    }
+
+    /// Saves plots to `path` from now on instead of asking where: for
+    /// tests, which cannot answer a save dialog.
+    pub fn set_plot_export_target(&mut self, path: Option<PathBuf>) {
+        self.views.plot_export_target = path;
+    }
+
+    /// Moves a plot export on, after this frame's views are drawn.
+    pub(super) fn update_plot_export(&mut self, ctx: &egui::Context) {
+        let Some(export) = &mut self.views.plot_export else {
+            return;
+        };
+        let wake = self.wake.clone();
+        let Some(outcome) = export.update(ctx, |name| super::dialogs::save_png(wake, name)) else {
+            return;
+        };
+        self.views.plot_export = None;
+        match outcome {
+            plot_export::Outcome::Saved(path) => self.notice = Some(Notice::export(Ok(&path))),
+            plot_export::Outcome::Cancelled => {}
+            plot_export::Outcome::Failed(message) => {
+                self.notice = Some(Notice::export(Err(message)));
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The BERT-like encoder families headscope loads, and the few places where
+//! they differ (ANALYSIS.md §8): how a checkpoint names its tensors, how the
+//! embeddings are built (position ids after RoBERTa's padding index; no token
+//! types in DistilBERT; ELECTRA's and ALBERT's narrower embeddings projected
+//! to the hidden size) and whether layers share weights (ALBERT). Every
+//! family's layer computes the same thing — self-attention, output
+//! projection, residual and LayerNorm, then the feed-forward, residual and
+//! LayerNorm — so one encoder runs them all, reading these descriptions.
+
+use serde::{Deserialize, Serialize};
+
+/// A `model_type` of `config.json` that headscope runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Family {
+    Bert,
+    Roberta,
+    XlmRoberta,
+    Camembert,
+    DistilBert,
+    Electra,
+    Albert,
+}
+
+/// Every supported `model_type`, as error messages and the model panel list them.
+pub const SUPPORTED_MODEL_TYPES: [&str; 7] = [
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "distilbert",
+    "electra",
+    "albert",
+];
+
+/// Tensor names of the embeddings, below the checkpoint's root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddingNames {
+    pub words: &'static str,
+    pub positions: &'static str,
+    /// `None`: the family has no token types (DistilBERT).
+    pub token_types: Option<&'static str>,
+    pub norm: &'static str,
+}
+
+/// Tensor names of one layer, below its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerNames {
+    pub query: &'static str,
+    pub key: &'static str,
+    pub value: &'static str,
+    /// The attention's output projection, whose input is every head's P·V.
+    pub attention_output: &'static str,
+    pub attention_norm: &'static str,
+    pub intermediate: &'static str,
+    pub output: &'static str,
+    pub output_norm: &'static str,
+}
+
+const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
+    words: "embeddings.word_embeddings",
+    positions: "embeddings.position_embeddings",
+    token_types: Some("embeddings.token_type_embeddings"),
+    norm: "embeddings.LayerNorm",
+};
+
+const BERT_LAYER: LayerNames = LayerNames {
+    query: "attention.self.query",
+    key: "attention.self.key",
+    value: "attention.self.value",
+    attention_output: "attention.output.dense",
+    attention_norm: "attention.output.LayerNorm",
+    intermediate: "intermediate.dense",
+    output: "output.dense",
+    output_norm: "output.LayerNorm",
+};
+
+const DISTILBERT_LAYER: LayerNames = LayerNames {
+    query: "attention.q_lin",
+    key: "attention.k_lin",
+    value: "attention.v_lin",
+    attention_output: "attention.out_lin",
+    attention_norm: "sa_layer_norm",
+    intermediate: "ffn.lin1",
+    output: "ffn.lin2",
+    output_norm: "output_layer_norm",
+};
+
+const ALBERT_LAYER: LayerNames = LayerNames {
+    query: "attention.query",
+    key: "attention.key",
+    value: "attention.value",
+    attention_output: "attention.dense",
+    attention_norm: "attention.LayerNorm",
+    intermediate: "ffn",
+    output: "ffn_output",
+    output_norm: "full_layer_layer_norm",
+};
+
+impl Family {
+    pub const ALL: [Family; 7] = [
+        Family::Bert,
+        Family::Roberta,
+        Family::XlmRoberta,
+        Family::Camembert,
+        Family::DistilBert,
+        Family::Electra,
+        Family::Albert,
+    ];
+
+    /// The family of a `model_type` value.
+    pub fn from_model_type(model_type: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|family| family.model_type() == model_type)
+    }
+
+    /// The family of an `architectures` entry such as `RobertaForMaskedLM`,
+    /// for old configs without `model_type`.
+    pub fn from_architecture(architecture: &str) -> Option<Self> {
+        [
+            ("Bert", Family::Bert),
+            ("Roberta", Family::Roberta),
+            ("XLMRoberta", Family::XlmRoberta),
+            ("Camembert", Family::Camembert),
+            ("DistilBert", Family::DistilBert),
+            ("Electra", Family::Electra),
+            ("Albert", Family::Albert),
+        ]
+        .into_iter()
+        .find(|(stem, _)| architecture.starts_with(stem))
+        .map(|(_, family)| family)
+    }
+
+    pub fn model_type(self) -> &'static str {
+        match self {
+            Family::Bert => "bert",
+            Family::Roberta => "roberta",
+            Family::XlmRoberta => "xlm-roberta",
+            Family::Camembert => "camembert",
+            Family::DistilBert => "distilbert",
+            Family::Electra => "electra",
+            Family::Albert => "albert",
+        }
+    }
+
+    /// The name people know the family by.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Family::Bert => "BERT",
+            Family::Roberta => "RoBERTa",
+            Family::XlmRoberta => "XLM-RoBERTa",
+            Family::Camembert => "CamemBERT",
+            Family::DistilBert => "DistilBERT",
+            Family::Electra => "ELECTRA",
+            Family::Albert => "ALBERT",
+        }
+    }
+
+    /// The base model's class, for the `architectures` of a config we write.
+    pub fn base_class(self) -> &'static str {
+        match self {
+            Family::Bert => "BertModel",
+            Family::Roberta => "RobertaModel",
+            Family::XlmRoberta => "XLMRobertaModel",
+            Family::Camembert => "CamembertModel",
+            Family::DistilBert => "DistilBertModel",
+            Family::Electra => "ElectraModel",
+            Family::Albert => "AlbertModel",
+        }
+    }
+
+    /// What a checkpoint saved with a task head puts before the base model's
+    /// tensor names (transformers' `base_model_prefix`).
+    pub fn checkpoint_prefix(self) -> &'static str {
+        match self {
+            Family::Bert => "bert.",
+            Family::Roberta | Family::XlmRoberta | Family::Camembert => "roberta.",
+            Family::DistilBert => "distilbert.",
+            Family::Electra => "electra.",
+            Family::Albert => "albert.",
+        }
+    }
+
+    /// Whether position ids start after the padding index and skip padding
+    /// tokens, as fairseq's RoBERTa numbers them.
+    pub fn positions_after_padding(self) -> bool {
+        matches!(
+            self,
+            Family::Roberta | Family::XlmRoberta | Family::Camembert
+        )
+    }
+
+    /// Whether the config sets `embedding_size`, the width of embeddings
+    /// that are projected to `hidden_size`.
+    pub fn has_embedding_size(self) -> bool {
+        matches!(self, Family::Electra | Family::Albert)
+    }
+
+    pub fn embedding_names(self) -> EmbeddingNames {
+        match self {
+            Family::DistilBert => EmbeddingNames {
+                token_types: None,
+                ..BERT_EMBEDDINGS
+            },
+            _ => BERT_EMBEDDINGS,
+        }
+    }
+
+    /// The linear map from `embedding_size` to `hidden_size`, when the
+    /// family has one and the sizes differ (ALBERT always has it).
+    pub fn projection_name(
+        self,
+        embedding_size: usize,
+        hidden_size: usize,
+    ) -> Option<&'static str> {
+        match self {
+            Family::Albert => Some("encoder.embedding_hidden_mapping_in"),
+            Family::Electra if embedding_size != hidden_size => Some("embeddings_project"),
+            _ => None,
+        }
+    }
+
+    pub fn layer_names(self) -> LayerNames {
+        match self {
+            Family::DistilBert => DISTILBERT_LAYER,
+            Family::Albert => ALBERT_LAYER,
+            _ => BERT_LAYER,
+        }
+    }
+
+    /// The prefix of a layer's tensors: `index` counts distinct layers; for
+    /// ALBERT it runs over the groups' inner layers, group by group.
+    pub fn layer_prefix(self, index: usize, inner_group_num: usize) -> String {
+        match self {
+            Family::DistilBert => format!("transformer.layer.{index}"),
+            Family::Albert => format!(
+                "encoder.albert_layer_groups.{}.albert_layers.{}",
+                index / inner_group_num,
+                index % inner_group_num
+            ),
+            _ => format!("encoder.layer.{index}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// The supported model types as prose: `bert, roberta, …, electra and albert`.
+pub fn supported_list() -> String {
+    let (last, rest) = SUPPORTED_MODEL_TYPES.split_last().expect("not empty");
+    format!("{} and {last}", rest.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_types_and_architectures_name_their_family() {
+        assert_eq!(Family::ALL.map(Family::model_type), SUPPORTED_MODEL_TYPES);
+        for family in Family::ALL {
+            assert_eq!(Family::from_model_type(family.model_type()), Some(family));
+            assert_eq!(Family::from_architecture(family.base_class()), Some(family));
+        }
+        assert_eq!(
+            Family::from_architecture("DistilBertForSequenceClassification"),
+            Some(Family::DistilBert)
+        );
+        assert_eq!(Family::from_model_type("gpt2"), None);
+        assert_eq!(Family::from_architecture("GPT2LMHeadModel"), None);
+    }
+
+    #[test]
+    fn albert_layers_are_numbered_within_their_group() {
+        assert_eq!(
+            Family::Albert.layer_prefix(3, 2),
+            "encoder.albert_layer_groups.1.albert_layers.1"
+        );
+        assert_eq!(Family::Bert.layer_prefix(3, 1), "encoder.layer.3");
+    }
+}

@@ -1,0 +1,116 @@
+//! The desktop app under egui_kittest, shared by the `tests/app_*.rs`
+//! files: start it on a model in a 1600 × 1000 window with no persisted
+//! state, run frames until something holds (a bounded loop, never a fixed
+//! sleep), and find widgets by their labels as a screen reader would.
+
+use egui_kittest::kittest::{NodeT, Queryable};
+use egui_kittest::Harness;
+use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A bound for waiting on the model, not a speed requirement.
+pub const PATIENCE: Duration = Duration::from_secs(600);
+
+/// The window size of every app test: the app's own default.
+pub const WINDOW: egui::Vec2 = egui::vec2(1600.0, 1000.0);
+
+pub type AppHarness = Harness<'static, HeadscopeApp>;
+
+/// The test model's folder as the command line would name it.
+pub fn model_arg() -> String {
+    super::test_model().display().to_string()
+}
+
+/// The app on `model`, showing `file` when given (else the sample text),
+/// with no persisted state; the text is autosaved to `autosave` (and
+/// restored from it) only when that is given.
+pub fn start_with(
+    model: Option<String>,
+    file: Option<PathBuf>,
+    autosave: Option<PathBuf>,
+) -> AppHarness {
+    let restore_text = autosave.is_some();
+    start_config(AppConfig {
+        start: StartOptions { model, file },
+        autosave_path: autosave,
+        restore_text,
+    })
+}
+
+/// The app on the test model (see [`start_with`]).
+pub fn start(file: Option<PathBuf>, autosave: Option<PathBuf>) -> AppHarness {
+    start_with(Some(model_arg()), file, autosave)
+}
+
+/// The app on the model folder `model`, with the sample text, once its
+/// first result is on screen.
+pub fn start_on_model(model: &Path) -> AppHarness {
+    let mut harness = start_with(Some(model.display().to_string()), None, None);
+    wait_for_result(&mut harness);
+    harness
+}
+
+/// The app with `config`, in a [`WINDOW`]-sized window.
+pub fn start_config(config: AppConfig) -> AppHarness {
+    Harness::builder()
+        .with_size(WINDOW)
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
+}
+
+/// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
+pub fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // One more frame so the UI shows what the state now holds.
+    harness.step();
+}
+
+/// Waits until a result is on screen and no run is owed.
+pub fn wait_for_result(harness: &mut AppHarness) {
+    step_until(harness, "a result", |h| {
+        h.state().shown_output().is_some() && !h.state().is_working()
+    });
+}
+
+/// Whether some widget's label contains `text` (several may: the status bar
+/// repeats what the panels say).
+pub fn shows(harness: &AppHarness, text: &str) -> bool {
+    harness.query_all_by_label_contains(text).next().is_some()
+}
+
+/// The label (or a plain label's text) of a node.
+pub fn text_of(node: &egui_kittest::Node<'_>) -> String {
+    let node = node.accesskit_node();
+    node.label().or_else(|| node.value()).unwrap_or_default()
+}
+
+/// The first label containing `text`.
+pub fn label_containing(harness: &AppHarness, text: &str) -> String {
+    harness
+        .get_all_by_label_contains(text)
+        .next()
+        .map(|n| text_of(&n))
+        .unwrap_or_default()
+}
+
+/// Writes a random BERT of `layers` × `heads` (hidden size 8 per head) with
+/// the test model's tokenizer into `dir`: a deep model for layout tests,
+/// small enough to run in moments.
+pub fn write_random_model(dir: &Path, layers: usize, heads: usize) {
+    use headscope::model::{random, EncoderConfig};
+    let config = EncoderConfig {
+        hidden_size: 8 * heads,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: 16 * heads,
+        ..EncoderConfig::all_minilm_l6_v2()
+    };
+    let tokenizer = super::test_model().join("tokenizer.json");
+    random::write_random_model(&config, &tokenizer, dir, 11, random::NameStyle::default())
+        .expect("write the random model");
+}
