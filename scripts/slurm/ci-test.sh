@@ -134,6 +134,7 @@ say "submitting $shards shards and the merge"
 cd "$work/logs"
 read -r array merge < <(HEADSCOPE=$headscope "$repo/scripts/slurm/submit.sh" "$shards" "$work/out" \
     --model "$model" "$work/corpus")
+[ -n "${merge:-}" ] || fail "sbatch did not submit the jobs (see above)"
 say "array job $array, merge job $merge"
 state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | sort -u | cut -d= -f2 | paste -sd,; }
 deadline=$((SECONDS + ${SLURM_CI_TIMEOUT:-1800}))
