@@ -911,10 +911,10 @@ fn sigint_writes_a_valid_partial_report() {
         .unwrap();
     let stderr = watch(child.stderr.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(300);
-    // A progress line with at least one window done ("…files, N windows").
+    // A progress line with at least one window done ("…documents, N windows").
     let some_window_done = |log: &str| {
         log.lines().any(|line| {
-            line.split("files, ")
+            line.split("documents, ")
                 .nth(1)
                 .and_then(|rest| rest.split(' ').next())
                 .and_then(|n| n.parse::<usize>().ok())
