@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures headscope against the Hugging Face transformers reference
 # (PyTorch, CPU) side by side, on the same machine in one run, for
-# all-MiniLM-L6-v2 and a BERT-base-shaped model with random weights, at 128
+# all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
+# weights, at 128
 # and 512 tokens, then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
@@ -22,10 +23,16 @@ base="${BERT_BASE_DIR:-target/bert-base-random}"
 if [ ! -f "$base/model.safetensors" ]; then
   "$bin" make-random-model --like bert-base-uncased --tokenizer "$minilm/tokenizer.json" --out "$base"
 fi
+roberta="${ROBERTA_BASE_DIR:-target/roberta-base-random}"
+if [ ! -f "$roberta/model.safetensors" ]; then
+  "$bin" make-random-model --like roberta-base \
+    --tokenizer tests/fixtures/families/roberta/tokenizer.json --out "$roberta"
+fi
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d['$1'])"; }
 printf '| model | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB |\n'
 printf '|---|---:|---:|---:|---:|---:|\n'
-for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init"; do
+for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init" \
+  "RoBERTa-base (random):$roberta:--random-init"; do
   IFS=: read -r name dir flag <<<"$spec"
   for tokens in 128 512; do
     ours="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "$runs")"

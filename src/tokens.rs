@@ -98,15 +98,43 @@ impl TokenSequence {
     }
 
     /// Whether the token at `position` is punctuation only (for the classic
-    /// per-head statistics).
+    /// per-head statistics). The word-start marks of byte-level BPE (`Ġ`,
+    /// RoBERTa) and SentencePiece (`▁`, XLM-R, ALBERT) are not part of the
+    /// token's text: `Ġ,` is a comma, a lone `▁` is not punctuation.
     pub fn is_punctuation(&self, position: usize) -> bool {
         !self.special[position] && {
             let t = &self.token_texts[position];
+            let t = t.strip_prefix(WORD_START_MARKS).unwrap_or(t);
             !t.is_empty()
                 && t.chars().all(|c| {
                     c.is_ascii_punctuation()
                         || (!c.is_alphanumeric() && !c.is_whitespace() && c != '#')
                 })
         }
+    }
+}
+
+/// What byte-level BPE (`Ġ`) and SentencePiece (`▁`) tokenizers put before a
+/// token that starts a word.
+const WORD_START_MARKS: [char; 2] = ['Ġ', '▁'];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn punctuation_ignores_word_start_marks() {
+        let texts = ["[CLS]", ",", "Ġ,", "▁.", "▁", "Ġthe", "##s", "[SEP]"];
+        let tokens = TokenSequence {
+            input_ids: (0..texts.len() as u32).collect(),
+            token_texts: texts.iter().map(|t| t.to_string()).collect(),
+            special: texts.iter().map(|t| t.starts_with('[')).collect(),
+            ..Default::default()
+        };
+        let punctuation: Vec<bool> = (0..texts.len()).map(|i| tokens.is_punctuation(i)).collect();
+        assert_eq!(
+            punctuation,
+            [false, true, true, true, false, false, false, false]
+        );
     }
 }
