@@ -43,7 +43,7 @@ pub use report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT
 pub use shard::Shard;
 pub use sources::{
     find_documents, find_text_files, CorpusError, CorpusPlan, DocumentText, SourceOptions,
-    SourceReader,
+    SourceReader, DEFAULT_TEXT_FIELD,
 };
 
 use crate::analysis::AnalysisOptions;

@@ -162,6 +162,7 @@ impl CorpusProgress {
 
 struct CorpusJob {
     paths: Vec<PathBuf>,
+    sources: corpus::SourceOptions,
     options: CorpusOptions,
     cancel: Arc<AtomicBool>,
     updates: Sender<CorpusUpdate>,
@@ -236,20 +237,23 @@ impl AnalysisWorker {
         generation
     }
 
-    /// Runs the corpus statistics of `paths` (text files and folders, as
-    /// [`corpus::find_text_files`] takes them) with the model loaded when
+    /// Runs the corpus statistics of `paths` (folders, text files, JSON
+    /// Lines and Parquet files, as [`corpus::find_documents`] takes them,
+    /// their records read by `sources`) with the model loaded when
     /// the command is reached, on a thread of its own. Setting `cancel`
     /// stops it between windows; the report then comes back `partial`.
     /// The artificial delay, if set, is waited after every window.
     pub fn run_corpus(
         &self,
         paths: Vec<PathBuf>,
+        sources: corpus::SourceOptions,
         options: CorpusOptions,
         cancel: Arc<AtomicBool>,
     ) -> Receiver<CorpusUpdate> {
         let (updates, receiver) = crossbeam_channel::unbounded();
         self.send(Command::Corpus(CorpusJob {
             paths,
+            sources,
             options,
             cancel,
             updates,
@@ -531,7 +535,7 @@ fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) 
     let mut last_progress = None::<Instant>;
     let mut windows_seen = 0;
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let list = corpus::find_text_files(&job.paths).map_err(|e| e.to_string())?;
+        let list = corpus::find_documents(&job.paths, &job.sources).map_err(|e| e.to_string())?;
         let mut on_event = |event: CorpusEvent<'_>| match event {
             CorpusEvent::Progress(progress) => {
                 let due = last_progress.is_none_or(|t| t.elapsed() >= Duration::from_millis(50));

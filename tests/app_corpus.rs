@@ -16,10 +16,10 @@ use common::app::*;
 use egui_kittest::kittest::Queryable;
 use headscope::app::corpus_view::{
     self, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL, FOLDER_LABEL, MENU_LABEL,
-    RUN_LABEL,
+    RUN_LABEL, TEXT_FIELD_LABEL,
 };
 use headscope::app::editor::EDITOR_LABEL;
-use headscope::corpus::{self, CorpusOptions, CorpusReport, Summary};
+use headscope::corpus::{self, CorpusOptions, CorpusReport, SourceOptions, Summary};
 use headscope::model::{test_model_dir, Model, ModelSource};
 use headscope::worker::{AnalysisWorker, CorpusUpdate, WorkerEvent};
 use std::path::Path;
@@ -231,6 +231,82 @@ fn the_corpus_window_shows_what_the_library_computes() {
     assert_interactive_analysis_works(&mut harness);
 }
 
+/// A JSON Lines corpus whose text is in a field named by the user: every
+/// record with the field is a document named by its id; a record without
+/// it is skipped with the reason, and the rest goes on.
+#[test]
+fn a_json_lines_corpus_with_a_named_text_field() {
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("harbour.jsonl");
+    let mut lines: Vec<String> = (0..4)
+        .map(|d| {
+            let body = SENTENCES[d * 3..d * 3 + 3].join(" ");
+            serde_json::json!({"id": format!("doc-{d}"), "body": body}).to_string()
+        })
+        .collect();
+    lines.insert(
+        2,
+        serde_json::json!({"id": "empty", "title": "no body"}).to_string(),
+    );
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let mut harness = start();
+    open_corpus_window(&mut harness);
+    harness.get_by_label(TEXT_FIELD_LABEL).focus();
+    harness.step();
+    harness.get_by_label(TEXT_FIELD_LABEL).type_text("body");
+    harness.step();
+    type_folder_and_run(&mut harness, &path);
+    step_until(&mut harness, "the corpus run", |h| {
+        !h.state().corpus_view().is_running()
+    });
+    let view = harness.state().corpus_view();
+    assert_eq!(view.error(), None);
+    let report = view.report().expect("a report").clone();
+    let ids: Vec<&str> = report.documents.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["doc-0", "doc-1", "doc-2", "doc-3"]);
+    assert_eq!(report.files, 4);
+    assert_eq!(report.skipped.len(), 1);
+    let skipped = &report.skipped[0];
+    assert!(
+        skipped.path.ends_with("harbour.jsonl:3"),
+        "{}",
+        skipped.path
+    );
+    assert!(
+        skipped.reason.contains("no \"body\" field"),
+        "{}",
+        skipped.reason
+    );
+    assert!(shows(&harness, "Skipped files (1)"));
+    assert!(shows(
+        &harness,
+        &format!("{}: {}", skipped.path, skipped.reason)
+    ));
+
+    // The same numbers as the library reading the same file.
+    let sources = SourceOptions {
+        text_field: "body".into(),
+        ..Default::default()
+    };
+    let settings = harness.state().settings();
+    let options = CorpusOptions {
+        mode: settings.input_mode,
+        analysis: settings.analysis_options(),
+    };
+    let model =
+        Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
+    let plan = corpus::find_documents(&[path], &sources).expect("documents");
+    let expected = corpus::run_files(&model, plan, &options, &mut |_| {}, &AtomicBool::new(false));
+    assert_eq!(report.windows, expected.windows);
+    assert_eq!(report.tokens, expected.tokens);
+    for (ours, theirs) in report.layers.iter().zip(&expected.layers) {
+        for ((name, a), (_, b)) in ours.figures().iter().zip(theirs.figures()) {
+            assert_summary_close(a, &b, &format!("L{} {name}", ours.layer));
+        }
+    }
+}
+
 #[test]
 fn cancel_gives_a_partial_result() {
     let scratch = tempfile::tempdir().unwrap();
@@ -306,6 +382,7 @@ fn a_corpus_run_without_a_model_says_so() {
     write_corpus(scratch.path(), 2);
     let updates = worker.run_corpus(
         vec![scratch.path().to_path_buf()],
+        SourceOptions::default(),
         CorpusOptions::default(),
         Arc::new(AtomicBool::new(false)),
     );
@@ -334,6 +411,7 @@ fn dropping_the_worker_stops_a_corpus_run() {
     write_corpus(scratch.path(), 6);
     let updates = worker.run_corpus(
         vec![scratch.path().to_path_buf()],
+        SourceOptions::default(),
         CorpusOptions::default(),
         Arc::new(AtomicBool::new(false)),
     );

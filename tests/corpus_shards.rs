@@ -481,7 +481,7 @@ fn damaged_parquet_and_missing_columns_are_skipped_with_the_reason() {
         "{reasons:?}"
     );
     assert!(
-        reasons[1].contains("other.parquet: no column \"body\" (it has: id, text); name the text column with --text-field"),
+        reasons[1].contains("other.parquet: no column \"body\" (it has: id, text); name the text column (--text-field, or Text field in the corpus window)"),
         "{reasons:?}"
     );
     // Nothing but problems: the run cannot start, and the message lists them.

@@ -39,6 +39,9 @@ pub const MENU_LABEL: &str = "Corpus statistics…";
 pub const WINDOW_TITLE: &str = "Corpus statistics";
 /// The accessible name of the folder field.
 pub const FOLDER_LABEL: &str = "Corpus folder or file";
+/// The accessible name of the field naming the JSON Lines field or Parquet
+/// column that holds each document's text.
+pub const TEXT_FIELD_LABEL: &str = "Text field";
 pub const RUN_LABEL: &str = "Run";
 pub const CANCEL_LABEL: &str = "Cancel";
 pub const SAVE_LABEL: &str = "Save JSON…";
@@ -61,6 +64,9 @@ struct Run {
 pub struct CorpusView {
     open: bool,
     folder: String,
+    /// The JSON Lines field or Parquet column of the text; blank means
+    /// [`corpus::DEFAULT_TEXT_FIELD`].
+    text_field: String,
     folder_dialog: Option<Receiver<Option<PathBuf>>>,
     save_dialog: Option<Receiver<Option<PathBuf>>>,
     run: Option<Run>,
@@ -146,8 +152,22 @@ impl CorpusView {
             mode: settings.input_mode,
             analysis: settings.analysis_options(),
         };
+        let text_field = self.text_field.trim();
+        let sources = corpus::SourceOptions {
+            text_field: if text_field.is_empty() {
+                corpus::DEFAULT_TEXT_FIELD.into()
+            } else {
+                text_field.into()
+            },
+            ..Default::default()
+        };
         let cancel = Arc::new(AtomicBool::new(false));
-        let updates = worker.run_corpus(vec![PathBuf::from(&folder)], options, cancel.clone());
+        let updates = worker.run_corpus(
+            vec![PathBuf::from(&folder)],
+            sources,
+            options,
+            cancel.clone(),
+        );
         self.report = None;
         self.run = Some(Run {
             updates,
@@ -402,6 +422,20 @@ impl CorpusView {
                         .save_file()
                 }));
             }
+        });
+        ui.horizontal(|ui| {
+            let label = ui.label(TEXT_FIELD_LABEL);
+            ui.add_enabled(
+                !running,
+                egui::TextEdit::singleline(&mut self.text_field)
+                    .hint_text(corpus::DEFAULT_TEXT_FIELD)
+                    .desired_width(120.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "The JSON Lines field or Parquet column that holds each document's text",
+            );
+            ui.weak("for JSON Lines and Parquet files; a record's \"id\" names it in the result");
         });
         let mode = match settings.input_mode {
             crate::input::InputMode::Document => "document mode",

@@ -45,13 +45,13 @@ fn text_column(schema: &SchemaDescriptor, name: &str) -> Result<(usize, TypePtr)
             .map(|f| f.name())
             .collect();
         return Err(format!(
-            "no column \"{name}\" (it has: {}); name the text column with --text-field",
+            "no column \"{name}\" (it has: {}); name the text column (--text-field, or Text field in the corpus window)",
             names.join(", ")
         ));
     };
     if !text.is_primitive() || text.get_physical_type() != PhysicalType::BYTE_ARRAY {
         return Err(format!(
-            "its column \"{name}\" does not hold strings; name the text column with --text-field"
+            "its column \"{name}\" does not hold strings; name the text column (--text-field, or Text field in the corpus window)"
         ));
     }
     let leaf = schema

@@ -549,7 +549,7 @@ fn record_text(
         None => {
             let fields: Vec<&str> = record.keys().map(String::as_str).collect();
             return Err(format!(
-                "no \"{field}\" field (it has: {}); name the text field with --text-field",
+                "no \"{field}\" field (it has: {}); name the text field (--text-field, or Text field in the corpus window)",
                 if fields.is_empty() {
                     "no fields".to_string()
                 } else {
