@@ -435,7 +435,7 @@ pub enum SourceReader {
         /// Lines read so far.
         line: u64,
     },
-    Parquet(super::parquet_source::RowReader),
+    Parquet(Box<super::parquet_source::RowReader>),
 }
 
 impl SourceReader {
@@ -449,10 +449,9 @@ impl SourceReader {
                 lines: open_lines(&file.path, file.format)?,
                 line: 0,
             },
-            SourceFormat::Parquet => Self::Parquet(super::parquet_source::RowReader::open(
-                &file.path,
-                &plan.options,
-            )?),
+            SourceFormat::Parquet => Self::Parquet(Box::new(
+                super::parquet_source::RowReader::open(&file.path, &plan.options)?,
+            )),
         })
     }
 
