@@ -89,6 +89,16 @@ fn type_folder_and_run(harness: &mut AppHarness, dir: &Path) {
     harness.step();
 }
 
+/// The report of the run started, once it has finished without an error.
+fn finished_report(harness: &mut AppHarness) -> Arc<CorpusReport> {
+    step_until(harness, "the corpus run", |h| {
+        !h.state().corpus_view().is_running()
+    });
+    let view = harness.state().corpus_view();
+    assert_eq!(view.error(), None);
+    view.report().expect("a report").clone()
+}
+
 /// What the library gives on the same folder with the app's settings.
 fn library_report(harness: &AppHarness, dir: &Path) -> CorpusReport {
     let settings = harness.state().settings();
@@ -143,12 +153,7 @@ fn the_corpus_window_shows_what_the_library_computes() {
     let mut harness = start();
     open_corpus_window(&mut harness);
     type_folder_and_run(&mut harness, &dir);
-    step_until(&mut harness, "the corpus run", |h| {
-        !h.state().corpus_view().is_running()
-    });
-    let view = harness.state().corpus_view();
-    assert_eq!(view.error(), None);
-    let report = view.report().expect("a report").clone();
+    let report = finished_report(&mut harness);
     assert!(!report.partial);
     assert!(shows(&harness, "Complete result"));
 
@@ -257,12 +262,7 @@ fn a_json_lines_corpus_with_a_named_text_field() {
     harness.get_by_label(TEXT_FIELD_LABEL).type_text("body");
     harness.step();
     type_folder_and_run(&mut harness, &path);
-    step_until(&mut harness, "the corpus run", |h| {
-        !h.state().corpus_view().is_running()
-    });
-    let view = harness.state().corpus_view();
-    assert_eq!(view.error(), None);
-    let report = view.report().expect("a report").clone();
+    let report = finished_report(&mut harness);
     let ids: Vec<&str> = report.documents.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids, ["doc-0", "doc-1", "doc-2", "doc-3"]);
     assert_eq!(report.files, 4);
