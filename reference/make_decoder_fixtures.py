@@ -108,7 +108,7 @@ def make_llama():
     # Llama 3's RoPE scaling, its original context short enough that the
     # low, middle and high frequencies each take their branch.
     rope = {"rope_type": "llama3", "rope_theta": 5000.0, "factor": 4.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
     config = transformers.LlamaConfig(**shape(tok, num_key_value_heads=2, rms_norm_eps=1e-5, bos_token_id=1,
                                               eos_token_id=2, rope_parameters=rope, tie_word_embeddings=False))
     return tok, transformers.LlamaForCausalLM(config)

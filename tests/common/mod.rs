@@ -105,6 +105,10 @@ pub const FAMILY_FIXTURES: [&str; 7] = [
     "albert",
 ];
 
+/// The decoder fixtures of `reference/make_decoder_fixtures.py`, laid out
+/// as the encoders' are.
+pub const DECODER_FIXTURES: [&str; 4] = ["gpt2", "llama", "qwen2", "mistral"];
+
 pub fn family_fixture(name: &str) -> PathBuf {
     fixture("families").join(name)
 }

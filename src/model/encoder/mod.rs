@@ -23,7 +23,8 @@ mod blocks;
 mod cpu_pass;
 
 use blocks::*;
-use cpu_pass::{copy_to_host, Pass, Worker};
+pub(in crate::model) use cpu_pass::copy_to_host;
+use cpu_pass::{Pass, Worker};
 
 use super::config::EncoderConfig;
 use super::kernels;
