@@ -226,3 +226,58 @@ fn decoder_windows_keep_the_bos_and_whole_sentences() {
     );
     assert_eq!(built.tokens.sentence_ids[1], Some(0));
 }
+
+/// A random decoder of each fixture's shape loads as the base model saves
+/// it and as a checkpoint with a head (`transformer.`, `model.` before
+/// every name) to the same model, and `make-random-model` writes one that
+/// `analyze` runs.
+#[test]
+fn random_decoders_load_under_either_naming() {
+    use headscope::model::random::{self, NameStyle};
+    use headscope::model::EncoderConfig;
+    for name in DECODER_FIXTURES {
+        let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+        let tokenizer = family_fixture(name).join("tokenizer.json");
+        let mut results = Vec::new();
+        for with_head in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let style = NameStyle {
+                with_head,
+                gamma_beta: false,
+            };
+            random::write_random_model(&config, &tokenizer, dir.path(), 5, style).unwrap();
+            let model = load(dir.path());
+            results.push(model.capture(&[3, 20, 21, 22, 23], &|| false).unwrap());
+        }
+        assert_eq!(results[0].attentions, results[1].attentions, "{name}");
+        assert_eq!(results[0].layers, config.num_hidden_layers);
+
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("model");
+        let made = Command::new(headscope_bin())
+            .args(["make-random-model", "--like"])
+            .arg(family_fixture(name))
+            .arg("--tokenizer")
+            .arg(&tokenizer)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let analysed = Command::new(headscope_bin())
+            .args(["analyze", "--one-sentence-per-line", "--model"])
+            .arg(&out)
+            .arg(fixture(&format!("families/{name}.txt")))
+            .output()
+            .unwrap();
+        assert!(
+            analysed.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&analysed.stderr)
+        );
+    }
+}

@@ -520,13 +520,13 @@ impl EncoderConfig {
                 architectures: None,
                 ..base
             },
-            _ => return None,
+            _ => return decoder_config::like(name),
         };
         Some(config)
     }
 
     /// The names [`EncoderConfig::like`] knows, for help and error messages.
-    pub const KNOWN_SHAPES: [&'static str; 9] = [
+    pub const KNOWN_SHAPES: [&'static str; 12] = [
         "bert-base-uncased",
         "all-minilm-l6-v2",
         "roberta-base",
@@ -536,6 +536,9 @@ impl EncoderConfig {
         "electra-base-discriminator",
         "electra-small-discriminator",
         "albert-base-v2",
+        "gpt2",
+        "smollm2-135m",
+        "qwen2-0.5b",
     ];
 }
 

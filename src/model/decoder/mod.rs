@@ -12,6 +12,7 @@
 
 mod blocks;
 pub mod config;
+pub mod weights;
 
 use blocks::{DecoderLayer, RotaryTables};
 use config::{DecoderActivation, DecoderShape};

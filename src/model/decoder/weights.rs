@@ -1,0 +1,86 @@
+//! Every tensor a decoder checkpoint holds for the loader ([`super::blocks`]
+//! reads the same names), for random models of a decoder family
+//! ([`crate::model::random`]): GPT-2's `wte`, `wpe`, `h.N.*` with Conv1D
+//! weights stored inputs × outputs; the Llama family's `embed_tokens`,
+//! `layers.N.*`, with grouped-query key/value projections and the biases
+//! the config asks for. The final norm and the language-model head, which
+//! the study does not read, are written too, as a real checkpoint has them.
+
+use super::config::DecoderShape;
+use crate::model::config::EncoderConfig;
+use crate::model::family::Family;
+
+/// (name, shape) of every tensor of a decoder of this shape.
+pub fn tensor_shapes(config: &EncoderConfig, shape: &DecoderShape) -> Vec<(String, Vec<usize>)> {
+    let (h, i, v) = (
+        config.hidden_size,
+        config.intermediate_size,
+        config.vocab_size,
+    );
+    let mut shapes = Vec::new();
+    let mut add = |name: String, dims: Vec<usize>| shapes.push((name, dims));
+    if config.family == Family::Gpt2 {
+        add("wte.weight".into(), vec![v, h]);
+        add("wpe.weight".into(), vec![config.max_position_embeddings, h]);
+        for layer in 0..config.num_hidden_layers {
+            let p = format!("h.{layer}");
+            for norm in ["ln_1", "ln_2"] {
+                add(format!("{p}.{norm}.weight"), vec![h]);
+                add(format!("{p}.{norm}.bias"), vec![h]);
+            }
+            for (name, inputs, outputs) in [
+                ("attn.c_attn", h, 3 * h),
+                ("attn.c_proj", h, h),
+                ("mlp.c_fc", h, i),
+                ("mlp.c_proj", i, h),
+            ] {
+                add(format!("{p}.{name}.weight"), vec![inputs, outputs]);
+                add(format!("{p}.{name}.bias"), vec![outputs]);
+            }
+        }
+        add("ln_f.weight".into(), vec![h]);
+        add("ln_f.bias".into(), vec![h]);
+        return shapes;
+    }
+    let (q, kv) = (
+        config.num_attention_heads * shape.head_dim,
+        shape.num_key_value_heads * shape.head_dim,
+    );
+    add("embed_tokens.weight".into(), vec![v, h]);
+    for layer in 0..config.num_hidden_layers {
+        let p = format!("layers.{layer}");
+        for norm in ["input_layernorm", "post_attention_layernorm"] {
+            add(format!("{p}.{norm}.weight"), vec![h]);
+        }
+        for (name, inputs, outputs, bias) in [
+            ("self_attn.q_proj", h, q, shape.qkv_bias),
+            ("self_attn.k_proj", h, kv, shape.qkv_bias),
+            ("self_attn.v_proj", h, kv, shape.qkv_bias),
+            ("self_attn.o_proj", q, h, shape.output_bias),
+            ("mlp.gate_proj", h, i, shape.mlp_bias),
+            ("mlp.up_proj", h, i, shape.mlp_bias),
+            ("mlp.down_proj", i, h, shape.mlp_bias),
+        ] {
+            add(format!("{p}.{name}.weight"), vec![outputs, inputs]);
+            if bias {
+                add(format!("{p}.{name}.bias"), vec![outputs]);
+            }
+        }
+    }
+    add("norm.weight".into(), vec![h]);
+    shapes
+}
+
+/// Whether a tensor of [`tensor_shapes`] is a norm's weight (1 at
+/// initialisation).
+pub fn is_norm_weight(name: &str) -> bool {
+    [
+        "ln_1.weight",
+        "ln_2.weight",
+        "ln_f.weight",
+        "layernorm.weight",
+        "norm.weight",
+    ]
+    .iter()
+    .any(|end| name.ends_with(end))
+}
