@@ -113,7 +113,7 @@ impl Fields<'_> {
     }
 
     /// `pad_token_id`: absent means the class default, `null` means none.
-    fn pad(&self, default: u32) -> Result<Option<u32>, String> {
+    pub(in crate::model) fn pad(&self, default: u32) -> Result<Option<u32>, String> {
         match self.0.get("pad_token_id") {
             None => Ok(Some(default)),
             Some(Value::Null) => Ok(None),
@@ -155,7 +155,7 @@ impl EncoderConfig {
             ),
         };
         let family = family_of(fields.string("model_type")?, architectures.as_deref())?;
-        if family.is_causal() {
+        if family.is_pre_norm() {
             return decoder_config::read(family, fields, architectures);
         }
         let position_embedding_type = fields.string("position_embedding_type")?;
@@ -229,10 +229,10 @@ impl EncoderConfig {
 
     /// Refuses shapes the encoder cannot run.
     pub fn validate(&self) -> Result<(), String> {
-        match (&self.decoder, self.family.is_causal()) {
+        match (&self.decoder, self.family.is_pre_norm()) {
             (Some(shape), true) => return decoder_config::validate(self, shape),
             (None, false) => {}
-            _ => return Err(format!("{} needs its decoder fields", self.family)),
+            _ => return Err(format!("{} needs its pre-norm fields", self.family)),
         }
         if let Some(kind) = &self.position_embedding_type {
             if kind != "absolute" {

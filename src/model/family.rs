@@ -10,10 +10,13 @@
 //! LayerNorm — so one encoder runs them all, reading these descriptions.
 //!
 //! The decoders (GPT-2, and the Llama family: Llama, Mistral, Qwen2) are
-//! causal and pre-norm; one decoder ([`super::decoder`]) runs them all, and
-//! the family says which of its variants a layer takes: learned positions
-//! with LayerNorm and GPT-2's fused Conv1D projections, or rotary positions
-//! with RMSNorm, grouped-query attention and a gated (SwiGLU) feed-forward.
+//! causal and pre-norm; one pre-norm stack ([`super::decoder`]) runs them
+//! all, and ModernBERT too (bidirectionally), and the family says which of
+//! its variants a layer takes: learned positions with LayerNorm and GPT-2's
+//! fused Conv1D projections; rotary positions with RMSNorm, grouped-query
+//! attention and a gated (SwiGLU) feed-forward; or ModernBERT's rotary
+//! positions (a global and a local theta), bias-free LayerNorm, fused
+//! `Wqkv` and gated (GeGLU) `Wi`.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +30,7 @@ pub enum Family {
     DistilBert,
     Electra,
     Albert,
+    ModernBert,
     Gpt2,
     Llama,
     Mistral,
@@ -34,7 +38,7 @@ pub enum Family {
 }
 
 /// Every supported `model_type`, as error messages and the model panel list them.
-pub const SUPPORTED_MODEL_TYPES: [&str; 11] = [
+pub const SUPPORTED_MODEL_TYPES: [&str; 12] = [
     "bert",
     "roberta",
     "xlm-roberta",
@@ -42,6 +46,7 @@ pub const SUPPORTED_MODEL_TYPES: [&str; 11] = [
     "distilbert",
     "electra",
     "albert",
+    "modernbert",
     "gpt2",
     "llama",
     "mistral",
@@ -113,7 +118,7 @@ const ALBERT_LAYER: LayerNames = LayerNames {
 };
 
 impl Family {
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
@@ -121,6 +126,7 @@ impl Family {
         Family::DistilBert,
         Family::Electra,
         Family::Albert,
+        Family::ModernBert,
         Family::Gpt2,
         Family::Llama,
         Family::Mistral,
@@ -128,7 +134,7 @@ impl Family {
     ];
 
     /// The bidirectional encoders.
-    pub const ENCODERS: [Family; 7] = [
+    pub const ENCODERS: [Family; 8] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
@@ -136,6 +142,7 @@ impl Family {
         Family::DistilBert,
         Family::Electra,
         Family::Albert,
+        Family::ModernBert,
     ];
 
     /// The causal decoders.
@@ -145,6 +152,12 @@ impl Family {
     /// itself and the tokens before it (ANALYSIS.md §8).
     pub fn is_causal(self) -> bool {
         Self::DECODERS.contains(&self)
+    }
+
+    /// Whether the family runs on the pre-norm stack of [`super::decoder`]
+    /// (the decoders and ModernBERT) rather than the post-norm encoder.
+    pub fn is_pre_norm(self) -> bool {
+        self.is_causal() || self == Family::ModernBert
     }
 
     /// Whether the family is Llama-like: rotary positions, RMSNorm,
@@ -159,6 +172,7 @@ impl Family {
         match self {
             Family::Gpt2 => "wte",
             Family::Llama | Family::Mistral | Family::Qwen2 => "embed_tokens",
+            Family::ModernBert => "embeddings.tok_embeddings",
             _ => self.embedding_names().words,
         }
     }
@@ -181,6 +195,7 @@ impl Family {
             ("DistilBert", Family::DistilBert),
             ("Electra", Family::Electra),
             ("Albert", Family::Albert),
+            ("ModernBert", Family::ModernBert),
             ("GPT2", Family::Gpt2),
             ("Llama", Family::Llama),
             ("Mistral", Family::Mistral),
@@ -200,6 +215,7 @@ impl Family {
             Family::DistilBert => "distilbert",
             Family::Electra => "electra",
             Family::Albert => "albert",
+            Family::ModernBert => "modernbert",
             Family::Gpt2 => "gpt2",
             Family::Llama => "llama",
             Family::Mistral => "mistral",
@@ -217,6 +233,7 @@ impl Family {
             Family::DistilBert => "DistilBERT",
             Family::Electra => "ELECTRA",
             Family::Albert => "ALBERT",
+            Family::ModernBert => "ModernBERT",
             Family::Gpt2 => "GPT-2",
             Family::Llama => "Llama",
             Family::Mistral => "Mistral",
@@ -234,6 +251,7 @@ impl Family {
             Family::DistilBert => "DistilBertModel",
             Family::Electra => "ElectraModel",
             Family::Albert => "AlbertModel",
+            Family::ModernBert => "ModernBertModel",
             Family::Gpt2 => "GPT2Model",
             Family::Llama => "LlamaModel",
             Family::Mistral => "MistralModel",
@@ -251,7 +269,7 @@ impl Family {
             Family::Electra => "electra.",
             Family::Albert => "albert.",
             Family::Gpt2 => "transformer.",
-            Family::Llama | Family::Mistral | Family::Qwen2 => "model.",
+            Family::Llama | Family::Mistral | Family::Qwen2 | Family::ModernBert => "model.",
         }
     }
 

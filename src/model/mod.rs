@@ -93,7 +93,8 @@ pub enum LoadProgress {
     Reading(PathBuf),
 }
 
-/// The network of a model: a bidirectional encoder or a causal decoder.
+/// The network of a model: the post-norm encoder of the BERT-like
+/// families, or the pre-norm stack of the decoders and ModernBERT.
 pub enum Network {
     Encoder(Encoder),
     Decoder(Decoder),
@@ -102,7 +103,7 @@ pub enum Network {
 impl Network {
     /// Loads the network the config's family names.
     pub fn load(vb: VarBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
-        Ok(if config.is_causal() {
+        Ok(if config.decoder.is_some() {
             Self::Decoder(Decoder::load(vb, config)?)
         } else {
             Self::Encoder(Encoder::load(vb, config)?)

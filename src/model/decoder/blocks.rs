@@ -3,7 +3,9 @@
 //! RMSNorm; learned or rotary positions; GPT-2's Conv1D projections (stored
 //! inputs × outputs, queries, keys and values fused in `c_attn`) or the
 //! Llama family's separate `q_proj`, `k_proj`, `v_proj` with grouped-query
-//! key/value heads; a plain or a gated (SwiGLU) feed-forward.
+//! key/value heads; ModernBERT's fused `Wqkv` without biases, bidirectional
+//! and, in its local layers, limited to a window either side; a plain or a
+//! gated (SwiGLU, or ModernBERT's GeGLU from one fused `Wi`) feed-forward.
 
 use super::config::{DecoderActivation, DecoderShape};
 use crate::model::config::EncoderConfig;
@@ -12,19 +14,32 @@ use crate::model::family::Family;
 use candle_core::{Module, Result, Tensor, D};
 use candle_nn::{LayerNorm, Linear, RmsNorm, VarBuilder};
 
-/// A pre-norm: GPT-2's LayerNorm or the Llama family's RMSNorm.
+/// A pre-norm: GPT-2's LayerNorm, ModernBERT's (without bias unless its
+/// config says), the Llama family's RMSNorm; or none (ModernBERT's first
+/// layer, whose input is the normalised embeddings).
 pub(super) enum Norm {
     Layer(LayerNorm),
     Rms(RmsNorm),
+    Identity,
 }
 
 impl Norm {
-    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(
+        vb: VarBuilder,
+        config: &EncoderConfig,
+        shape: &DecoderShape,
+    ) -> Result<Self> {
         let (size, eps) = (config.hidden_size, config.layer_norm_eps);
-        Ok(if config.family == Family::Gpt2 {
-            Self::Layer(candle_nn::layer_norm(size, eps, vb)?)
-        } else {
-            Self::Rms(candle_nn::rms_norm(size, eps, vb)?)
+        Ok(match config.family {
+            Family::Gpt2 | Family::ModernBert => {
+                let weight = vb.get(size, "weight")?;
+                Self::Layer(if shape.norm_bias {
+                    LayerNorm::new(weight, vb.get(size, "bias")?, eps)
+                } else {
+                    LayerNorm::new_no_bias(weight, eps)
+                })
+            }
+            _ => Self::Rms(candle_nn::rms_norm(size, eps, vb)?),
         })
     }
 
@@ -32,6 +47,7 @@ impl Norm {
         match self {
             Self::Layer(norm) => norm.forward(x),
             Self::Rms(norm) => norm.forward(x),
+            Self::Identity => Ok(x.clone()),
         }
     }
 }
@@ -95,8 +111,24 @@ impl RotaryTables {
     }
 }
 
+/// Queries, keys and values of one fused `hidden → 3·hidden` projection
+/// (GPT-2's `c_attn`, ModernBERT's `Wqkv`), as three projections.
+fn split_fused(fused: &Linear, hidden: usize) -> Result<[Linear; 3]> {
+    let part = |i: usize| -> Result<Linear> {
+        let bias = fused
+            .bias()
+            .map(|bias| bias.narrow(0, i * hidden, hidden)?.contiguous())
+            .transpose()?;
+        Ok(Linear::new(
+            fused.weight().narrow(0, i * hidden, hidden)?.contiguous()?,
+            bias,
+        ))
+    };
+    Ok([part(0)?, part(1)?, part(2)?])
+}
+
 /// Self-attention with `heads` query heads sharing `kv_heads` key/value
-/// heads (grouped-query; GPT-2 has as many of each).
+/// heads (grouped-query; GPT-2 and ModernBERT have as many of each).
 pub(super) struct Attention {
     query: Linear,
     key: Linear,
@@ -105,8 +137,9 @@ pub(super) struct Attention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    /// A query sees itself and the `window − 1` tokens before it.
+    /// See [`DecoderShape::sliding_windows`].
     window: Option<usize>,
+    causal: bool,
 }
 
 impl Attention {
@@ -125,18 +158,17 @@ impl Attention {
         );
         let (query, key, value, output) = if config.family == Family::Gpt2 {
             let fused = conv1d(vb.pp("attn.c_attn"), hidden, 3 * hidden)?;
-            let bias = fused.bias().expect("Conv1D has a bias");
-            let part = |i: usize| -> Result<Linear> {
-                Ok(Linear::new(
-                    fused.weight().narrow(0, i * hidden, hidden)?.contiguous()?,
-                    Some(bias.narrow(0, i * hidden, hidden)?.contiguous()?),
-                ))
-            };
+            let [q, k, v] = split_fused(&fused, hidden)?;
+            (q, k, v, conv1d(vb.pp("attn.c_proj"), hidden, hidden)?)
+        } else if config.family == Family::ModernBert {
+            let vb = vb.pp("attn");
+            let fused = linear(vb.pp("Wqkv"), hidden, 3 * hidden, shape.qkv_bias)?;
+            let [q, k, v] = split_fused(&fused, hidden)?;
             (
-                part(0)?,
-                part(1)?,
-                part(2)?,
-                conv1d(vb.pp("attn.c_proj"), hidden, hidden)?,
+                q,
+                k,
+                v,
+                linear(vb.pp("Wo"), hidden, hidden, shape.output_bias)?,
             )
         } else {
             let vb = vb.pp("self_attn");
@@ -157,6 +189,7 @@ impl Attention {
             kv_heads,
             head_dim,
             window: shape.sliding_windows[layer],
+            causal: config.is_causal(),
         })
     }
 
@@ -194,7 +227,7 @@ impl Attention {
         let (key, value) = (repeat(key)?, repeat(value)?);
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let scores = (query.matmul(&key.t()?)? * scale)?;
-        let mask = causal_mask(tokens, self.window, x.device())?;
+        let mask = attention_mask(tokens, self.window, self.causal, x.device())?;
         let attention = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
         let head_outputs = attention.matmul(&value)?;
         let similarity = head_outputs.matmul(&head_outputs.t()?)?;
@@ -213,18 +246,24 @@ impl Attention {
     }
 }
 
-/// 0 where query i may see key j (j ≤ i, and within the sliding window),
-/// −∞ elsewhere: those attentions come out exactly 0, as transformers'
-/// do (its mask adds the smallest float, whose exponential is 0 too).
-pub(super) fn causal_mask(
+/// 0 where query i may see key j, −∞ elsewhere: those attentions come out
+/// exactly 0, as transformers' do (its mask adds the smallest float, whose
+/// exponential is 0 too). Causal: j ≤ i, within `window` tokens (i − j <
+/// window); bidirectional (ModernBERT): |i − j| ≤ window.
+pub(super) fn attention_mask(
     tokens: usize,
     window: Option<usize>,
+    causal: bool,
     device: &candle_core::Device,
 ) -> Result<Tensor> {
     let values: Vec<f32> = (0..tokens)
         .flat_map(|i| {
             (0..tokens).map(move |j| {
-                let visible = j <= i && window.is_none_or(|w| i - j < w);
+                let visible = if causal {
+                    j <= i && window.is_none_or(|w| i - j < w)
+                } else {
+                    window.is_none_or(|w| i.abs_diff(j) <= w)
+                };
                 if visible {
                     0.0
                 } else {
@@ -236,8 +275,9 @@ pub(super) fn causal_mask(
     Tensor::from_vec(values, (tokens, tokens), device)
 }
 
-/// GPT-2's feed-forward (`c_fc`, activation, `c_proj`) or the Llama
-/// family's gated one: `down(act(gate(x)) · up(x))`.
+/// GPT-2's feed-forward (`c_fc`, activation, `c_proj`), the Llama
+/// family's gated one: `down(act(gate(x)) · up(x))`, or ModernBERT's, whose
+/// `Wi` yields the input and the gate side by side: `Wo(act(input) · gate)`.
 pub(super) enum FeedForward {
     Plain {
         up: Linear,
@@ -246,6 +286,10 @@ pub(super) enum FeedForward {
     Gated {
         gate: Linear,
         up: Linear,
+        down: Linear,
+    },
+    FusedGated {
+        input_and_gate: Linear,
         down: Linear,
     },
 }
@@ -261,6 +305,12 @@ impl FeedForward {
             Self::Plain {
                 up: conv1d(vb.pp("mlp.c_fc"), hidden, inner)?,
                 down: conv1d(vb.pp("mlp.c_proj"), inner, hidden)?,
+            }
+        } else if config.family == Family::ModernBert {
+            let vb = vb.pp("mlp");
+            Self::FusedGated {
+                input_and_gate: linear(vb.pp("Wi"), hidden, 2 * inner, shape.mlp_bias)?,
+                down: linear(vb.pp("Wo"), inner, hidden, shape.mlp_bias)?,
             }
         } else {
             let vb = vb.pp("mlp");
@@ -286,6 +336,18 @@ impl FeedForward {
             Self::Gated { gate, up, down } => {
                 down.forward(&act(gate.forward(x)?)?.mul(&up.forward(x)?)?)
             }
+            Self::FusedGated {
+                input_and_gate,
+                down,
+            } => {
+                let both = input_and_gate.forward(x)?;
+                let inner = both.dim(D::Minus1)? / 2;
+                let (input, gate) = (
+                    both.narrow(D::Minus1, 0, inner)?,
+                    both.narrow(D::Minus1, inner, inner)?,
+                );
+                down.forward(&act(input)?.mul(&gate)?)
+            }
         }
     }
 }
@@ -297,6 +359,9 @@ pub(super) struct DecoderLayer {
     pub(super) attention: Attention,
     pub(super) post_attention_norm: Norm,
     pub(super) feed_forward: FeedForward,
+    /// A sliding-window layer (ModernBERT's local layers rotate by their
+    /// own theta).
+    pub(super) local: bool,
 }
 
 impl DecoderLayer {
@@ -313,16 +378,22 @@ impl DecoderLayer {
         } else {
             format!("layers.{index}")
         });
-        let (first, second) = if gpt2 {
-            ("ln_1", "ln_2")
+        let (first, second) = match config.family {
+            Family::Gpt2 => ("ln_1", "ln_2"),
+            Family::ModernBert => ("attn_norm", "mlp_norm"),
+            _ => ("input_layernorm", "post_attention_layernorm"),
+        };
+        let input_norm = if config.family == Family::ModernBert && index == 0 {
+            Norm::Identity
         } else {
-            ("input_layernorm", "post_attention_layernorm")
+            Norm::load(vb.pp(first), config, shape)?
         };
         Ok(Self {
-            input_norm: Norm::load(vb.pp(first), config)?,
+            input_norm,
             attention: Attention::load(&vb, config, shape, index)?,
-            post_attention_norm: Norm::load(vb.pp(second), config)?,
+            post_attention_norm: Norm::load(vb.pp(second), config, shape)?,
             feed_forward: FeedForward::load(vb.clone(), config, shape)?,
+            local: shape.sliding_windows[index].is_some(),
         })
     }
 

@@ -1,4 +1,6 @@
-//! The `config.json` fields of the decoder families, as their Hugging Face
+//! The `config.json` fields of the pre-norm families (the decoders and
+//! ModernBERT's `global_attn_every_n_layers`, `local_attention` and two
+//! RoPE thetas), as their Hugging Face
 //! config classes name them and default them: GPT-2's `n_embd`, `n_layer`,
 //! `n_head`, `n_positions`; the Llama family's `num_key_value_heads`,
 //! `head_dim`, RoPE parameters (transformers 5's `rope_parameters` or the
@@ -16,11 +18,17 @@ pub struct DecoderShape {
     /// (grouped-query attention). GPT-2: every head its own.
     pub num_key_value_heads: usize,
     pub head_dim: usize,
-    /// Rotary positions (the Llama family); `None`: GPT-2's learned table.
+    /// Rotary positions (the Llama family, ModernBERT's global layers);
+    /// `None`: GPT-2's learned table.
     pub rope: Option<Rope>,
-    /// For each layer, the sliding window of its attention (a query sees
-    /// itself and the `window − 1` tokens before it), or `None`.
+    /// ModernBERT's local layers' rotary positions (their own theta).
+    pub local_rope: Option<Rope>,
+    /// For each layer, the sliding window of its attention, or `None`: a
+    /// causal query sees itself and the `window − 1` tokens before it;
+    /// ModernBERT's query sees the tokens at most `window` away either side.
     pub sliding_windows: Vec<Option<usize>>,
+    /// Whether the LayerNorms have a bias (ModernBERT's `norm_bias`; GPT-2's do).
+    pub norm_bias: bool,
     /// Biases of the query, key and value projections (Qwen2; Llama's
     /// `attention_bias`).
     pub qkv_bias: bool,
@@ -138,13 +146,18 @@ pub(in crate::model) fn read(
                 num_key_value_heads: heads,
                 head_dim: hidden / heads.max(1),
                 rope: None,
+                local_rope: None,
                 sliding_windows: vec![None; layers],
+                norm_bias: true,
                 qkv_bias: true,
                 output_bias: true,
                 mlp_bias: true,
             }),
             ..base
         });
+    }
+    if family == Family::ModernBert {
+        return read_modernbert(fields, base);
     }
     let hidden = fields.required("hidden_size")?;
     let heads = fields.required("num_attention_heads")?;
@@ -174,8 +187,91 @@ pub(in crate::model) fn read(
             num_key_value_heads: fields.or("num_key_value_heads", heads)?,
             head_dim,
             rope: Some(rope(fields)?),
+            local_rope: None,
             sliding_windows: sliding_windows(family, fields, layers)?,
+            norm_bias: false,
             qkv_bias: family == Family::Qwen2 || attention_bias,
+            output_bias: attention_bias,
+            mlp_bias: fields.bool_or("mlp_bias", false)?,
+        }),
+        ..base
+    })
+}
+
+/// ModernBERT: bidirectional, its layers global (every
+/// `global_attn_every_n_layers`-th, from layer 0, or as `layer_types` says)
+/// or local (tokens at most `local_attention / 2` away), each kind with its
+/// own RoPE theta; LayerNorms without bias unless `norm_bias`.
+fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
+    let hidden = fields.required("hidden_size")?;
+    let heads = fields.required("num_attention_heads")?;
+    let layers = fields.required("num_hidden_layers")?;
+    let every = fields.or("global_attn_every_n_layers", 3)?.max(1);
+    let half_window = fields.or("local_attention", 128)? / 2;
+    let local: Vec<bool> = match fields.0.get("layer_types") {
+        Some(Value::Array(types)) if types.len() == layers => types
+            .iter()
+            .map(|kind| kind.as_str() == Some("sliding_attention"))
+            .collect(),
+        Some(Value::Array(types)) => {
+            return Err(format!(
+                "layer_types has {} entries for {layers} layers",
+                types.len()
+            ))
+        }
+        _ => (0..layers).map(|layer| layer % every != 0).collect(),
+    };
+    let theta = |kind: &str, legacy: &str, default: f64| -> Result<Rope, String> {
+        let parameters = fields
+            .0
+            .get("rope_parameters")
+            .and_then(|p| p.get(kind))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let rope_type = parameters
+            .get("rope_type")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        if rope_type != "default" {
+            return Err(format!(
+                "ModernBERT's RoPE scaling {rope_type:?} is not supported (only \"default\")"
+            ));
+        }
+        let theta = match parameters.get("rope_theta") {
+            Some(value) => value
+                .as_f64()
+                .ok_or_else(|| format!("rope_theta is {value}, not a number"))?,
+            None => fields.float_or(legacy, default)?,
+        };
+        Ok(Rope {
+            theta,
+            scaling: RopeScaling::Default,
+        })
+    };
+    let attention_bias = fields.bool_or("attention_bias", false)?;
+    Ok(EncoderConfig {
+        vocab_size: fields.required("vocab_size")?,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: fields.required("intermediate_size")?,
+        hidden_act: fields
+            .string("hidden_activation")?
+            .unwrap_or_else(|| "gelu".into()),
+        max_position_embeddings: fields.or("max_position_embeddings", 8192)?,
+        layer_norm_eps: fields.float_or("norm_eps", 1e-5)?,
+        pad_token_id: fields.pad(50283)?,
+        decoder: Some(DecoderShape {
+            num_key_value_heads: heads,
+            head_dim: hidden / heads.max(1),
+            rope: Some(theta("full_attention", "global_rope_theta", 160000.0)?),
+            local_rope: Some(theta("sliding_attention", "local_rope_theta", 10000.0)?),
+            sliding_windows: local
+                .iter()
+                .map(|&local| local.then_some(half_window))
+                .collect(),
+            norm_bias: fields.bool_or("norm_bias", false)?,
+            qkv_bias: attention_bias,
             output_bias: attention_bias,
             mlp_bias: fields.bool_or("mlp_bias", false)?,
         }),
@@ -318,7 +414,7 @@ pub(in crate::model) fn validate(
             shape.head_dim
         ));
     }
-    if config.family == Family::Gpt2
+    if matches!(config.family, Family::Gpt2 | Family::ModernBert)
         && config.hidden_size != config.num_attention_heads * shape.head_dim
     {
         return Err(format!(
@@ -365,6 +461,43 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
         .architectures
         .clone()
         .unwrap_or_else(|| vec![family.base_class().to_string()]);
+    if family == Family::ModernBert {
+        let theta = |rope: &Option<Rope>| rope.as_ref().map_or(10000.0, |r| r.theta);
+        let half_window = shape.sliding_windows.iter().flatten().next().copied();
+        let types: Vec<&str> = shape
+            .sliding_windows
+            .iter()
+            .map(|w| {
+                if w.is_some() {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                }
+            })
+            .collect();
+        return json!({
+            "model_type": "modernbert",
+            "architectures": architectures,
+            "vocab_size": config.vocab_size,
+            "hidden_size": config.hidden_size,
+            "num_hidden_layers": config.num_hidden_layers,
+            "num_attention_heads": config.num_attention_heads,
+            "intermediate_size": config.intermediate_size,
+            "hidden_activation": config.hidden_act,
+            "max_position_embeddings": config.max_position_embeddings,
+            "norm_eps": config.layer_norm_eps,
+            "norm_bias": shape.norm_bias,
+            "attention_bias": shape.qkv_bias,
+            "mlp_bias": shape.mlp_bias,
+            "pad_token_id": config.pad_token_id,
+            "layer_types": types,
+            "local_attention": 2 * half_window.unwrap_or(64),
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": theta(&shape.rope)},
+                "sliding_attention": {"rope_type": "default", "rope_theta": theta(&shape.local_rope)},
+            },
+        });
+    }
     if family == Family::Gpt2 {
         return json!({
             "model_type": "gpt2",
@@ -547,6 +680,9 @@ mod tests {
                "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1}"#,
             r#"{"model_type": "mistral", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
                "num_key_value_heads": 1, "num_hidden_layers": 2, "intermediate_size": 32, "sliding_window": 5}"#,
+            r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 4, "intermediate_size": 32, "local_attention": 8,
+               "global_attn_every_n_layers": 3, "global_rope_theta": 1000.0}"#,
         ];
         for text in texts {
             let config = config(text).unwrap();
@@ -557,6 +693,12 @@ mod tests {
         let qwen = config(texts[1]).unwrap().decoder.unwrap();
         assert_eq!(qwen.sliding_windows, [None, Some(8), Some(8)]);
         assert!(qwen.qkv_bias && !qwen.output_bias);
+        let modernbert = config(texts[3]).unwrap().decoder.unwrap();
+        // Global layers 0 and 3, local ones see 4 tokens either side.
+        assert_eq!(modernbert.sliding_windows, [None, Some(4), Some(4), None]);
+        assert_eq!(modernbert.rope.unwrap().theta, 1000.0);
+        assert_eq!(modernbert.local_rope.unwrap().theta, 10000.0);
+        assert!(!modernbert.norm_bias && !modernbert.qkv_bias);
         let gpt2 = config(texts[0]).unwrap();
         assert_eq!((gpt2.intermediate_size, gpt2.max_tokens()), (64, 32));
     }

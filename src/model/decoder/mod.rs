@@ -1,5 +1,6 @@
-//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2),
-//! returning, like [`super::encoder`], every layer's attention
+//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2), and
+//! the pre-norm stack ModernBERT runs on too (bidirectionally), returning,
+//! like [`super::encoder`], every layer's attention
 //! probabilities P, every query head's output O = P·V (with grouped-query
 //! attention, V of the head's key/value group) and S = O·Oᵀ.
 //!
@@ -14,7 +15,7 @@ mod blocks;
 pub mod config;
 pub mod weights;
 
-use blocks::{DecoderLayer, RotaryTables};
+use blocks::{DecoderLayer, Norm, RotaryTables};
 use config::{DecoderActivation, DecoderShape};
 
 use super::config::EncoderConfig;
@@ -28,8 +29,12 @@ use candle_nn::{Embedding, VarBuilder};
 pub struct Decoder {
     words: Embedding,
     positions: Option<Embedding>,
+    /// ModernBERT normalises its embeddings.
+    embedding_norm: Option<Norm>,
     layers: Vec<DecoderLayer>,
     inverse_frequencies: Option<Vec<f32>>,
+    /// ModernBERT's local layers' frequencies.
+    local_inverse_frequencies: Option<Vec<f32>>,
     activation: DecoderActivation,
     config: EncoderConfig,
     device: Device,
@@ -52,15 +57,23 @@ impl Decoder {
         let positions = (config.family == Family::Gpt2)
             .then(|| candle_nn::embedding(config.max_position_embeddings, hidden, vb.pp("wpe")))
             .transpose()?;
+        let embedding_norm = (config.family == Family::ModernBert)
+            .then(|| Norm::load(vb.pp("embeddings.norm"), config, shape))
+            .transpose()?;
         let layers = (0..config.num_hidden_layers)
             .map(|index| DecoderLayer::load(&vb, config, shape, index))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             words,
             positions,
+            embedding_norm,
             layers,
             inverse_frequencies: shape
                 .rope
+                .as_ref()
+                .map(|rope| rope.inverse_frequencies(shape.head_dim)),
+            local_inverse_frequencies: shape
+                .local_rope
                 .as_ref()
                 .map(|rope| rope.inverse_frequencies(shape.head_dim)),
             activation,
@@ -98,11 +111,19 @@ impl Decoder {
             let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
             x = x.add(&table.forward(&positions)?)?;
         }
-        let rotary = self
-            .inverse_frequencies
-            .as_ref()
-            .map(|inverse| RotaryTables::new(inverse, tokens, &self.device))
-            .transpose()?;
+        if let Some(norm) = &self.embedding_norm {
+            x = norm.forward(&x)?;
+        }
+        let tables = |inverse: &Option<Vec<f32>>| {
+            inverse
+                .as_ref()
+                .map(|inverse| RotaryTables::new(inverse, tokens, &self.device))
+                .transpose()
+        };
+        let (rotary, local_rotary) = (
+            tables(&self.inverse_frequencies)?,
+            tables(&self.local_inverse_frequencies)?,
+        );
         let per_layer = out
             .attention
             .chunks_mut(square)
@@ -116,8 +137,12 @@ impl Decoder {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
+            let rotary = match &local_rotary {
+                Some(local) if layer.local => Some(local),
+                _ => rotary.as_ref(),
+            };
             let (next, capture) =
-                layer.forward(&input, rotary.as_ref(), self.activation, index + 1 == count)?;
+                layer.forward(&input, rotary, self.activation, index + 1 == count)?;
             copy_to_host(&capture.attention, attention)?;
             copy_to_host(&capture.head_outputs, head_outputs)?;
             copy_to_host(&capture.similarity, similarity)?;

@@ -3,7 +3,9 @@
 //! ([`crate::model::random`]): GPT-2's `wte`, `wpe`, `h.N.*` with Conv1D
 //! weights stored inputs × outputs; the Llama family's `embed_tokens`,
 //! `layers.N.*`, with grouped-query key/value projections and the biases
-//! the config asks for. The final norm and the language-model head, which
+//! the config asks for; ModernBERT's `embeddings.*` and `layers.N.attn.Wqkv`,
+//! `mlp.Wi` (input and gate side by side), its first layer without
+//! `attn_norm`. The final norm and the language-model head, which
 //! the study does not read, are written too, as a real checkpoint has them.
 
 use super::config::DecoderShape;
@@ -40,6 +42,36 @@ pub fn tensor_shapes(config: &EncoderConfig, shape: &DecoderShape) -> Vec<(Strin
         }
         add("ln_f.weight".into(), vec![h]);
         add("ln_f.bias".into(), vec![h]);
+        return shapes;
+    }
+    if config.family == Family::ModernBert {
+        add("embeddings.tok_embeddings.weight".into(), vec![v, h]);
+        let norm = |name: String, add: &mut dyn FnMut(String, Vec<usize>)| {
+            add(format!("{name}.weight"), vec![h]);
+            if shape.norm_bias {
+                add(format!("{name}.bias"), vec![h]);
+            }
+        };
+        norm("embeddings.norm".into(), &mut add);
+        for layer in 0..config.num_hidden_layers {
+            let p = format!("layers.{layer}");
+            if layer > 0 {
+                norm(format!("{p}.attn_norm"), &mut add);
+            }
+            norm(format!("{p}.mlp_norm"), &mut add);
+            for (name, inputs, outputs, bias) in [
+                ("attn.Wqkv", h, 3 * h, shape.qkv_bias),
+                ("attn.Wo", h, h, shape.output_bias),
+                ("mlp.Wi", h, 2 * i, shape.mlp_bias),
+                ("mlp.Wo", i, h, shape.mlp_bias),
+            ] {
+                add(format!("{p}.{name}.weight"), vec![outputs, inputs]);
+                if bias {
+                    add(format!("{p}.{name}.bias"), vec![outputs]);
+                }
+            }
+        }
+        norm("final_norm".into(), &mut add);
         return shapes;
     }
     let (q, kv) = (

@@ -359,7 +359,7 @@ mod tests {
         for act in ["gelu", "gelu_new", "relu"] {
             assert_paths_agree(&encoder(&config(Family::Bert, act)), &ids, act);
         }
-        for family in Family::ALL {
+        for family in Family::ENCODERS.into_iter().filter(|f| !f.is_pre_norm()) {
             let encoder = encoder(&config(family, "gelu"));
             assert_paths_agree(&encoder, &ids, family.model_type());
         }
