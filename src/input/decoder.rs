@@ -20,6 +20,8 @@ struct AnalysedText {
     text: String,
     /// (start in `text`, start in the user's text, length), per sentence.
     pieces: Vec<(usize, usize, usize)>,
+    /// Whether `text` joins the lines (else it is the user's text).
+    joined: bool,
 }
 
 impl AnalysedText {
@@ -28,6 +30,7 @@ impl AnalysedText {
             return Self {
                 text: text.to_string(),
                 pieces: spans.iter().map(|&(s, e)| (s, s, e - s)).collect(),
+                joined: false,
             };
         }
         let mut joined = String::with_capacity(text.len());
@@ -42,6 +45,7 @@ impl AnalysedText {
         Self {
             text: joined,
             pieces,
+            joined: true,
         }
     }
 
@@ -58,6 +62,9 @@ impl AnalysedText {
     /// A byte offset of the analysed text in the user's text (the space
     /// joining two lines maps to the end of the line before it).
     fn to_user(&self, at: usize) -> usize {
+        if !self.joined {
+            return at;
+        }
         let k = self.pieces.partition_point(|&(start, _, _)| start <= at);
         match k.checked_sub(1).map(|k| self.pieces[k]) {
             Some((start, user, len)) => user + (at - start).min(len),
@@ -197,5 +204,9 @@ mod tests {
         assert_eq!(analysed.sentence_from(11), Some(1));
         assert_eq!(analysed.sentence_from(3), Some(0));
         assert_eq!(analysed.sentence_from(23), None);
+        // The user's own text maps to itself, whitespace included.
+        let spans = super::super::split_sentences(text, InputMode::Document);
+        let own = AnalysedText::new(text, &spans, InputMode::Document);
+        assert_eq!((own.to_user(14), own.to_user(26)), (14, 26));
     }
 }
