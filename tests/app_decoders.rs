@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::app::{start_config, step_until, wait_for_result, AppHarness};
+use common::app::{label_containing, start_config, step_until, wait_for_result, AppHarness};
 use common::*;
 use egui::Role;
 use egui_kittest::kittest::Queryable;
@@ -148,9 +148,17 @@ fn check_decoder(name: &str, picture: Option<&str>) {
 
     // The Layers view: segmentation reads "—".
     open_tab(&mut harness, CentralView::Layers);
-    assert!(harness
-        .query_by_label_contains("L0: mean distance")
-        .is_some());
+    let row = label_containing(&harness, "L0: mean distance");
+    assert!(
+        row.contains("segmentation") && row.contains('—'),
+        "{name}: {row}"
+    );
+    if let Some(picture) = picture {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(picture.replace(".png", "-layers.png"));
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(&path).expect("save the picture");
+    }
 }
 
 #[test]
