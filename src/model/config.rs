@@ -520,7 +520,7 @@ impl EncoderConfig {
                 architectures: None,
                 ..base
             },
-            _ => return decoder_config::like(name),
+            _ => return super::decoder::weights::like(name),
         };
         Some(config)
     }

@@ -7,6 +7,7 @@
 //! `mlp.Wi` (input and gate side by side), its first layer without
 //! `attn_norm`. The final norm and the language-model head, which
 //! the study does not read, are written too, as a real checkpoint has them.
+//! And the shapes of a few well-known decoders, for `--like`.
 
 use super::config::DecoderShape;
 use crate::model::config::EncoderConfig;
@@ -115,4 +116,32 @@ pub fn is_norm_weight(name: &str) -> bool {
     ]
     .iter()
     .any(|end| name.ends_with(end))
+}
+
+/// The shape of a well-known decoder checkpoint, by its hub name (any
+/// case), for `headscope make-random-model --like`: `gpt2` (124M),
+/// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`).
+pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
+    let text = match name.to_ascii_lowercase().as_str() {
+        "gpt2" | "openai-community/gpt2" => {
+            r#"{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257,
+                "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024}"#
+        }
+        "llama" | "smollm2-135m" | "huggingfacetb/smollm2-135m" => {
+            r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 49152,
+                "hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9,
+                "num_key_value_heads": 3, "head_dim": 64, "intermediate_size": 1536,
+                "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 100000.0}}"#
+        }
+        "qwen2" | "qwen2-0.5b" | "qwen/qwen2-0.5b" => {
+            r#"{"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 151936,
+                "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+                "num_key_value_heads": 2, "intermediate_size": 4864,
+                "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}"#
+        }
+        _ => return None,
+    };
+    Some(EncoderConfig::from_json(text).expect("a valid shape"))
 }
