@@ -65,34 +65,44 @@ pub enum RopeScaling {
 
 impl Rope {
     /// The inverse frequencies of a head of `head_dim`, as transformers
-    /// computes them (in f32 there; here in f64, then rounded).
+    /// computes them.
     pub fn inverse_frequencies(&self, head_dim: usize) -> Vec<f32> {
-        let base: Vec<f64> = (0..head_dim / 2)
-            .map(|i| 1.0 / self.theta.powf((2 * i) as f64 / head_dim as f64))
-            .collect();
-        let scaled = base.into_iter().map(|inv| match self.scaling {
-            RopeScaling::Default => inv,
-            RopeScaling::Linear { factor } => inv / factor,
-            RopeScaling::Llama3 {
-                factor,
-                low_freq_factor,
-                high_freq_factor,
-                original_max_position_embeddings: old,
-            } => {
-                let wavelen = 2.0 * std::f64::consts::PI / inv;
-                let (low_wavelen, high_wavelen) = (old / low_freq_factor, old / high_freq_factor);
-                if wavelen > low_wavelen {
-                    inv / factor
-                } else if wavelen < high_wavelen {
-                    inv
-                } else {
-                    let smooth =
-                        (old / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
-                    (1.0 - smooth) * inv / factor + smooth * inv
+        // In transformers' precision, step by step: the exponent in f32, the
+        // power in f64 (as torch's `scalar ** tensor`), everything after in
+        // f32. At 2,048 positions a frequency one ulp off moves cos by 1e-4.
+        (0..head_dim / 2)
+            .map(|i| {
+                let exponent = (2 * i) as f32 / head_dim as f32;
+                let inv = 1.0f32 / (self.theta.powf(f64::from(exponent)) as f32);
+                match self.scaling {
+                    RopeScaling::Default => inv,
+                    RopeScaling::Linear { factor } => inv / factor as f32,
+                    RopeScaling::Llama3 {
+                        factor,
+                        low_freq_factor: low,
+                        high_freq_factor: high,
+                        original_max_position_embeddings: old,
+                    } => {
+                        let factor = factor as f32;
+                        let wavelen = std::f64::consts::TAU as f32 / inv;
+                        let (low_wavelen, high_wavelen) = ((old / low) as f32, (old / high) as f32);
+                        let scaled = if wavelen > low_wavelen {
+                            inv / factor
+                        } else {
+                            inv
+                        };
+                        let smooth = (old as f32 / wavelen - low as f32) / (high - low) as f32;
+                        let smoothed = (1.0 - smooth) * scaled / factor + smooth * scaled;
+                        let medium = (high_wavelen..=low_wavelen).contains(&wavelen);
+                        if medium {
+                            smoothed
+                        } else {
+                            scaled
+                        }
+                    }
                 }
-            }
-        });
-        scaled.map(|inv| inv as f32).collect()
+            })
+            .collect()
     }
 }
 
