@@ -165,6 +165,24 @@ def make_albert():
     return tok, transformers.AlbertForMaskedLM(config)
 
 
+def make_modernbert():
+    # ModernBERT's layout: byte-level BPE, its specials after the vocabulary.
+    tok = byte_level_bpe(["<|endoftext|>"])
+    tok.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"])
+    template(tok, "[CLS]", "[SEP]")
+    # Rotary positions with a global and a local theta, GeGLU, no biases;
+    # layer 0 global, layer 1 local with a window of 8 (4 each side).
+    config = transformers.ModernBertConfig(
+        vocab_size=tok.get_vocab_size(), hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+        intermediate_size=48, max_position_embeddings=128, global_attn_every_n_layers=2, local_attention=8,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}},
+        pad_token_id=tok.token_to_id("[PAD]"), cls_token_id=tok.token_to_id("[CLS]"),
+        sep_token_id=tok.token_to_id("[SEP]"), bos_token_id=tok.token_to_id("[CLS]"),
+        eos_token_id=tok.token_to_id("[SEP]"), hidden_activation="gelu")
+    return tok, transformers.ModernBertForMaskedLM(config)
+
+
 FAMILIES = {
     "bert": make_bert,
     "roberta": make_roberta,
@@ -173,6 +191,7 @@ FAMILIES = {
     "distilbert": make_distilbert,
     "electra": make_electra,
     "albert": make_albert,
+    "modernbert": make_modernbert,
 }
 
 

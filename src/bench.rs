@@ -34,20 +34,25 @@ pub struct BenchReport {
 
 /// A sequence like the reference's: the start token (`[CLS]`, `<s>`),
 /// seeded pseudo-random ids in 1000..20000 split into sentences of 25
-/// tokens, each closed by the separator (`[SEP]`, `</s>`).
+/// tokens, each closed by the separator (`[SEP]`, `</s>`). For a causal
+/// decoder the sentences' last tokens are content tokens that close them
+/// (ANALYSIS.md §8) and the start token is its BOS (or first special token).
 pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
     let (start, separator) = (model.specials.start.id, model.specials.separator.id);
+    let causal = model.specials.causal;
     let mut sequence = TokenSequence {
         cls_id: start,
         sep_id: separator,
+        causal,
         ..Default::default()
     };
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut sentence = 0;
     for position in 0..tokens {
+        let closes = position > 0 && (position == tokens - 1 || position % 26 == 0);
         let (id, special) = if position == 0 {
             (start, true)
-        } else if position == tokens - 1 || position % 26 == 0 {
+        } else if closes && !causal {
             (separator, true)
         } else {
             state ^= state << 13;
@@ -67,7 +72,7 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
             .sentence_ids
             .push((position > 0).then_some(sentence));
         sequence.offsets.push(None);
-        if special && position > 0 {
+        if closes {
             sentence += 1;
         }
     }

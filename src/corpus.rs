@@ -339,10 +339,11 @@ impl DocumentRun<'_, '_> {
         }
         let text = text.text;
         // Tokenized once: every window is cut from these tokens.
-        let tokenized = match TokenizedText::new(&model.tokenizer, &text, options.mode) {
-            Ok(tokenized) => tokenized,
-            Err(e) => return self.skip(id, e.to_string()),
-        };
+        let tokenized =
+            match TokenizedText::new(&model.tokenizer, &text, options.mode, &model.specials) {
+                Ok(tokenized) => tokenized,
+                Err(e) => return self.skip(id, e.to_string()),
+            };
         let spans = tokenized.sentence_spans();
         let mut document = DocumentSummary {
             id: id.clone(),

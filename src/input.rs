@@ -9,6 +9,10 @@
 //! Either way a text longer than the model's limit is cut at the last whole
 //! sentence that fits and what was left out is counted, never silently
 //! dropped; `first_sentence` moves that window through a long document.
+//! A causal decoder reads the text itself instead, as [`decoder`] builds it
+//! (ANALYSIS.md §8).
+
+mod decoder;
 
 use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
 use serde::{Deserialize, Serialize};
@@ -127,7 +131,11 @@ pub fn build_input(
     first_sentence: usize,
     specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
-    TokenizedText::new(tokenizer, text, mode)?.window(max_tokens, first_sentence, specials)
+    TokenizedText::new(tokenizer, text, mode, specials)?.window(
+        max_tokens,
+        first_sentence,
+        specials,
+    )
 }
 
 /// A text split into sentences and tokenized once. Every window of it is
@@ -136,7 +144,8 @@ pub fn build_input(
 ///
 /// Document modes encode each sentence on its own; plain mode encodes the
 /// whole text once and gives each token the sentence its start offset falls
-/// in. Either way a window is a run of whole sentences.
+/// in; a decoder's text is encoded once in every mode ([`decoder`]).
+/// Either way a window is a run of whole sentences.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenizedText {
     mode: InputMode,
@@ -150,20 +159,37 @@ pub struct TokenizedText {
     sentence_of: Vec<usize>,
     /// Index of the first token of each sentence, and the token count last.
     sentence_starts: Vec<usize>,
+    /// A decoder's input: the text encoded once with the tokenizer's own
+    /// special tokens, those before the first sentence here ...
+    causal: bool,
+    leading: Vec<(u32, String)>,
+    /// ... and those after the last.
+    trailing: Vec<(u32, String)>,
 }
 
 impl TokenizedText {
-    /// Splits `text` into sentences and tokenizes it; fails on a blank text.
-    pub fn new(tokenizer: &Tokenizer, text: &str, mode: InputMode) -> Result<Self, InputError> {
+    /// Splits `text` into sentences and tokenizes it for the model whose
+    /// special tokens are `specials`; fails on a blank text.
+    pub fn new(
+        tokenizer: &Tokenizer,
+        text: &str,
+        mode: InputMode,
+        specials: &SpecialTokens,
+    ) -> Result<Self, InputError> {
         let spans = split_sentences(text, mode);
         if spans.is_empty() {
             return Err(InputError::Empty);
         }
         let mut tokenized = Self {
             mode,
+            causal: specials.causal,
             ..Default::default()
         };
         match mode {
+            _ if specials.causal => {
+                tokenized.spans = spans.clone();
+                decoder::tokenize(tokenizer, text, mode, specials, &mut tokenized)?;
+            }
             InputMode::Plain => {
                 let encoding = tokenizer.encode(text, false).map_err(tokenizer_error)?;
                 // Sentence of each token, from its start offset.
@@ -243,6 +269,7 @@ impl TokenizedText {
             });
         }
         let mut built = match self.mode {
+            _ if self.causal => self.decoder_window(max_tokens, first_sentence, specials)?,
             InputMode::Plain => self.plain_window(max_tokens, first_sentence, specials)?,
             _ => self.document_window(max_tokens, first_sentence, specials)?,
         };

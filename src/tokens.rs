@@ -16,6 +16,10 @@ pub struct SpecialToken {
 /// The tokens a model's input is built around, as its tokenizer's
 /// post-processor adds them (ANALYSIS.md §8): `[CLS]`/`[SEP]` for BERT,
 /// `<s>`/`</s>` for RoBERTa, at whatever ids the vocabulary gives them.
+/// A causal decoder's input is the text as its tokenizer encodes it, with
+/// the special tokens the tokenizer adds itself (a BOS, or none); its
+/// separators are sentence-final tokens, so `start` and `separator` only
+/// name its BOS (or first special token) and are never added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpecialTokens {
     /// The token that starts every sequence (`[CLS]`, `<s>`).
@@ -24,17 +28,28 @@ pub struct SpecialTokens {
     pub separator: SpecialToken,
     /// The padding token, never content either.
     pub pad: Option<u32>,
+    /// Whether the model is a causal decoder (ANALYSIS.md §8).
+    #[serde(default)]
+    pub causal: bool,
+    /// Decoders: every special token of the tokenizer (BOS, EOS, chat
+    /// markers), never content wherever it stands.
+    #[serde(default)]
+    pub special_ids: Vec<u32>,
 }
 
 impl SpecialTokens {
     /// Whether an id is one of these tokens: never a content token.
     pub fn contains(&self, id: u32) -> bool {
+        if self.causal {
+            return self.special_ids.contains(&id) || self.pad == Some(id);
+        }
         id == self.start.id || id == self.separator.id || self.pad == Some(id)
     }
 }
 
 /// One model input: `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in document mode
-/// (`<s> s1 </s> … </s>` for the RoBERTa family).
+/// (`<s> s1 </s> … </s>` for the RoBERTa family), or for a causal decoder
+/// the text as its tokenizer encodes it (`<s> s1 s2 … sn` for Llama).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenSequence {
     /// Vocabulary ids, one per position.
@@ -58,6 +73,11 @@ pub struct TokenSequence {
     pub sep_id: u32,
     /// Id of the start token (`[CLS]`, `<s>`).
     pub cls_id: u32,
+    /// The input of a causal decoder: a query sees only the keys up to
+    /// itself, and the separators are each sentence's last token, not
+    /// tokens of `sep_id` (ANALYSIS.md §8).
+    #[serde(default)]
+    pub causal: bool,
 }
 
 impl TokenSequence {
@@ -75,14 +95,29 @@ impl TokenSequence {
         (0..self.len()).filter(|&i| !self.special[i]).collect()
     }
 
-    /// Positions whose id is the separator id, ascending.
+    /// Positions of the separators, ascending: those whose id is the
+    /// separator id, or for a causal decoder each sentence's last content
+    /// token (ANALYSIS.md §8).
     pub fn separator_positions(&self) -> Vec<usize> {
+        if self.causal {
+            let content = self.content_positions();
+            return content
+                .iter()
+                .enumerate()
+                .filter(|&(a, &i)| {
+                    content
+                        .get(a + 1)
+                        .is_none_or(|&next| self.sentence_ids[next] != self.sentence_ids[i])
+                })
+                .map(|(_, &i)| i)
+                .collect();
+        }
         (0..self.len())
             .filter(|&i| self.input_ids[i] == self.sep_id)
             .collect()
     }
 
-    /// Positions whose id is the classifier id.
+    /// Positions whose id is the classifier id (a decoder's BOS).
     pub fn cls_positions(&self) -> Vec<usize> {
         (0..self.len())
             .filter(|&i| self.input_ids[i] == self.cls_id)
@@ -136,5 +171,31 @@ mod tests {
             punctuation,
             [false, true, true, true, false, false, false, false]
         );
+    }
+
+    #[test]
+    fn a_causal_inputs_separators_are_sentence_final_tokens() {
+        // <s> The cat . It <s-in-text> ran .
+        let tokens = TokenSequence {
+            input_ids: vec![1, 10, 11, 12, 13, 1, 14, 12],
+            token_texts: vec!["".into(); 8],
+            special: vec![true, false, false, false, false, true, false, false],
+            sentence_ids: vec![
+                None,
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(1),
+                None,
+                Some(1),
+                Some(1),
+            ],
+            causal: true,
+            cls_id: 1,
+            sep_id: 1,
+            ..Default::default()
+        };
+        assert_eq!(tokens.separator_positions(), [3, 7]);
+        assert_eq!(tokens.cls_positions(), [0, 5]);
     }
 }

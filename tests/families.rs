@@ -88,6 +88,11 @@ fn albert_matches_hugging_face() {
     assert_family_matches_hugging_face("albert");
 }
 
+#[test]
+fn modernbert_matches_hugging_face() {
+    assert_family_matches_hugging_face("modernbert");
+}
+
 /// The input starts and is cut by the tokens the tokenizer's post-processor
 /// adds, with the tokenizer's texts for them.
 #[test]
@@ -100,6 +105,7 @@ fn inputs_use_the_tokenizers_own_start_and_separator() {
         ("distilbert", "[CLS]", "[SEP]"),
         ("electra", "[CLS]", "[SEP]"),
         ("albert", "[CLS]", "[SEP]"),
+        ("modernbert", "[CLS]", "[SEP]"),
     ];
     for (name, start, separator) in expected {
         let model = load(&family_fixture(name)).unwrap();

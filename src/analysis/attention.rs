@@ -1,6 +1,8 @@
 //! One pass over a head's attention P: the classic statistics of Clark et
 //! al. (2019), the separator and sink attention of the content rows, and
 //! the head's share of the layer's separator sums for segmentation.
+//! In a causal model a query's separator attention counts only the
+//! separators it can see, at or before itself (ANALYSIS.md §8).
 
 use super::{finite, AttentionStats, Document};
 
@@ -69,7 +71,12 @@ fn attention_pass_portable(
     for (i, row) in attention.chunks_exact(t).enumerate() {
         s.entropy += row_entropy(row);
         s.cls += sum_at(row, &doc.cls);
-        let separator = sum_at(row, &doc.separators);
+        let visible = if doc.tokens.causal {
+            &doc.separators[..doc.separators.partition_point(|&k| k <= i)]
+        } else {
+            &doc.separators[..]
+        };
+        let separator = sum_at(row, visible);
         s.sep += separator;
         s.punctuation += sum_at(row, &doc.punctuation);
         s.self_attention += f64::from(row[i]);

@@ -17,8 +17,9 @@
 //! accuracy is summed in `f32` like numpy's `mean(axis=0)`.
 //!
 //! Every figure that can be undefined (no pairs, no content token, zero
-//! variance) is an `Option`, serialised as JSON `null`; no NaN ever leaves
-//! this module. The module is pure: std and serde only, no GUI, no tensors.
+//! variance; segmentation for a causal model, whose input says it is one:
+//! [`TokenSequence::causal`]) is an `Option`, serialised as JSON `null`; no
+//! NaN ever leaves this module. The module is pure: std and serde only, no GUI, no tensors.
 
 //!
 //! The parts: [`options`] (what the user chooses), [`figures`] (what is

@@ -2,6 +2,8 @@
 //! the `[SEP]` its head-averaged attention is largest on, unless the two
 //! largest tie, and is right when that separator closes its own sentence.
 //! The app's Separators view assigns tokens with the same function.
+//! A causal model has none: its tokens cannot attend to the end of their
+//! own sentence (ANALYSIS.md §8).
 
 use super::{fraction, Document};
 
@@ -59,7 +61,7 @@ pub(super) fn segmentation(
     heads: usize,
 ) -> Option<Segmentation> {
     let separators = doc.separators.len();
-    if doc.content.is_empty() || separators == 0 || heads == 0 {
+    if doc.tokens.causal || doc.content.is_empty() || separators == 0 || heads == 0 {
         return None;
     }
     let (mut correct, mut undecided) = (0, 0);

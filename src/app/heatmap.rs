@@ -2,6 +2,12 @@
 //! images (through [`crate::colormap`], so the screen matches exported
 //! PNGs), shrunken thumbnails, and the colour bar legend.
 //!
+//! For a causal model the cells above the diagonal are masked: a query
+//! cannot see a later key, so its attention there is not a low value but
+//! none at all, and the similarity there mirrors the cell below. Those
+//! cells are NaN in [`head_matrix`] and drawn hatched in grey
+//! ([`MASKED_LIGHT`], [`MASKED_DARK`]), never in the colour map's colours.
+//!
 //! Everything here runs only when a result or a view choice changes; the
 //! images become textures that the views draw every frame at no cost.
 
@@ -18,8 +24,37 @@ use std::borrow::Cow;
 /// small in memory.
 pub const THUMBNAIL_PIXELS: usize = 128;
 
-/// The T×T values a heatmap of `head` shows.
+/// The grey stripes of a masked cell.
+pub const MASKED_LIGHT: Color32 = Color32::from_rgb(118, 118, 118);
+pub const MASKED_DARK: Color32 = Color32::from_rgb(72, 72, 72);
+
+/// The T×T values a heatmap of `head` shows; NaN where a causal model's
+/// query cannot see the key (above the diagonal).
 pub fn head_matrix(
+    output: &RunOutput,
+    head: HeadId,
+    kind: MatrixKind,
+    variant: SimilarityVariant,
+) -> Cow<'_, [f32]> {
+    let values = unmasked_matrix(output, head, kind, variant);
+    if !output.input.tokens.causal {
+        return values;
+    }
+    let mut values = values.into_owned();
+    mask_above_diagonal(&mut values, output.captures.tokens);
+    Cow::Owned(values)
+}
+
+/// NaN in every cell (i, j) with j > i of a side×side matrix.
+pub fn mask_above_diagonal(values: &mut [f32], side: usize) {
+    for (i, row) in values.chunks_mut(side.max(1)).enumerate() {
+        for cell in row.iter_mut().skip(i + 1) {
+            *cell = f32::NAN;
+        }
+    }
+}
+
+fn unmasked_matrix(
     output: &RunOutput,
     head: HeadId,
     kind: MatrixKind,
@@ -58,12 +93,22 @@ pub fn union(ranges: &[ValueRange]) -> ValueRange {
     }
 }
 
-/// A side×side matrix coloured by `map` over `range`.
+/// A side×side matrix coloured by `map` over `range`; NaN cells (masked,
+/// or undefined) hatched in grey stripes.
 pub fn colour_image(values: &[f32], side: usize, map: ColorMap, range: ValueRange) -> ColorImage {
     debug_assert_eq!(values.len(), side * side);
     let pixels = values
         .iter()
-        .map(|&v| {
+        .enumerate()
+        .map(|(index, &v)| {
+            if v.is_nan() {
+                let (i, j) = (index / side.max(1), index % side.max(1));
+                return if (i + j) % 4 < 2 {
+                    MASKED_LIGHT
+                } else {
+                    MASKED_DARK
+                };
+            }
             let [r, g, b] = map.rgb(range.normalise(v));
             Color32::from_rgb(r, g, b)
         })
@@ -171,7 +216,9 @@ pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, c
 /// A matrix value in a few significant digits.
 pub fn format_value(value: f32) -> String {
     let magnitude = value.abs();
-    if value == 0.0 {
+    if value.is_nan() {
+        "masked (a causal query does not see this key)".into()
+    } else if value == 0.0 {
         "0".into()
     } else if !(0.001..10_000.0).contains(&magnitude) {
         format!("{value:.2e}")
@@ -196,6 +243,26 @@ mod tests {
         let (same, side) = shrink(&values, tokens, 8);
         assert_eq!(side, 4);
         assert_eq!(&*same, &values[..]);
+    }
+
+    #[test]
+    fn masked_cells_are_hatched_grey_not_colours() {
+        let mut values = vec![0.5f32; 16];
+        mask_above_diagonal(&mut values, 4);
+        assert!(values[1].is_nan() && values[3 * 4 + 3] == 0.5 && values[3 * 4].is_finite());
+        let range = ValueRange::new(0.0, 1.0);
+        let image = colour_image(&values, 4, ColorMap::default(), range);
+        let [r, g, b] = ColorMap::default().rgb(range.normalise(0.5));
+        assert_eq!(image.pixels[0], Color32::from_rgb(r, g, b));
+        // (0, 1) and (0, 3) fall on different stripes.
+        assert_eq!(image.pixels[1], MASKED_LIGHT);
+        assert_eq!(image.pixels[3], MASKED_DARK);
+        // No colour of the map is one of the greys.
+        for step in 0..=100 {
+            let [r, g, b] = ColorMap::default().rgb(step as f32 / 100.0);
+            let colour = Color32::from_rgb(r, g, b);
+            assert!(colour != MASKED_LIGHT && colour != MASKED_DARK);
+        }
     }
 
     #[test]

@@ -294,10 +294,14 @@ fn progress_ui(ui: &mut egui::Ui, progress: Option<&LoadProgress>) {
 
 /// The families that load, as the panel lists them.
 pub fn families_line() -> String {
-    let names: Vec<&str> = Family::ALL.iter().map(|f| f.display_name()).collect();
-    let (last, rest) = names.split_last().expect("families");
+    let prose = |families: &[Family]| {
+        let names: Vec<&str> = families.iter().map(|f| f.display_name()).collect();
+        let (last, rest) = names.split_last().expect("families");
+        format!("{} and {last}", rest.join(", "))
+    };
     format!(
-        "Loads {} and {last} encoders (model_type in config.json).",
-        rest.join(", ")
+        "Loads {} encoders and {} decoders (model_type in config.json).",
+        prose(&Family::ENCODERS),
+        prose(&Family::DECODERS)
     )
 }

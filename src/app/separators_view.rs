@@ -10,6 +10,11 @@
 //! most (head-averaged P, as segmentation_accuracy assigns it), tokens
 //! placed in the wrong sentence outlined in red, and every layer's
 //! segmentation_accuracy, from the analysis, to choose the layer by.
+//!
+//! A causal decoder's separators are each sentence's last token, and it has
+//! no segmentation (a token cannot attend to the end of its own sentence,
+//! which comes after it: ANALYSIS.md §8); the view says so where the
+//! segmentation would be, and shows the sentences with their separators.
 
 use super::head_view::figure;
 use super::heatmap;
@@ -44,6 +49,12 @@ pub fn sentence_colour(s: usize) -> Color32 {
     SENTENCE_COLOURS[s % SENTENCE_COLOURS.len()]
 }
 
+/// Why a causal model has no segmentation, as the view says it.
+pub const NO_CAUSAL_SEGMENTATION: &str = "No segmentation for a causal model: a token sees only \
+     itself and the tokens before it, so it cannot attend to the separator that ends its own \
+     sentence (ANALYSIS.md §8). Its separators are each sentence's last token, and its \
+     separator attention counts only those at or before the query.";
+
 /// The whole view.
 pub fn ui(
     ui: &mut egui::Ui,
@@ -60,9 +71,14 @@ pub fn ui(
     egui::ScrollArea::vertical()
         .auto_shrink([false, false])
         .show(ui, |ui| {
+            let causal = output.input.tokens.causal;
             ui.horizontal(|ui| {
                 ui.heading("Separators");
-                ui.weak("how much each head attends to [SEP], and the sentences that attention recovers");
+                if causal {
+                    ui.weak("how much each head attends to the sentence-final tokens seen so far");
+                } else {
+                    ui.weak("how much each head attends to [SEP], and the sentences that attention recovers");
+                }
             });
             ui.add_space(4.0);
             ui.horizontal(|ui| {
@@ -89,11 +105,15 @@ pub fn ui(
             ui.add_space(8.0);
 
             ui.strong("Segmentation accuracy per layer");
-            ui.weak(
-                "share of content tokens whose most attended [SEP] (head-averaged) closes \
-                 their own sentence; click a layer to show it below",
-            );
-            accuracy_strip(ui, output, &mut views.layer);
+            if causal {
+                ui.label(NO_CAUSAL_SEGMENTATION);
+            } else {
+                ui.weak(
+                    "share of content tokens whose most attended [SEP] (head-averaged) closes \
+                     their own sentence; click a layer to show it below",
+                );
+                accuracy_strip(ui, output, &mut views.layer);
+            }
             ui.add_space(8.0);
 
             layer_picker(
@@ -107,7 +127,11 @@ pub fn ui(
             let clicked = ui
                 .columns(2, |columns| {
                     let a = separator_text(&mut columns[0], output, views, settings, layer);
-                    let b = segmentation_text(&mut columns[1], output, views, layer);
+                    let b = if causal {
+                        sentences_text(&mut columns[1], output, views)
+                    } else {
+                        segmentation_text(&mut columns[1], output, views, layer)
+                    };
                     a.or(b)
                 });
             views.click_token(output, clicked);
@@ -327,7 +351,12 @@ fn separator_text(
     settings: &Settings,
     layer: usize,
 ) -> Option<(usize, bool)> {
-    ui.strong(format!("Attention to [SEP], L{layer}"));
+    let separators = if output.input.tokens.causal {
+        "the separators (sentence-final tokens)"
+    } else {
+        "[SEP]"
+    };
+    ui.strong(format!("Attention to {separators}, L{layer}"));
     ui.weak("each token's attention to the separators, mean over the layer's heads");
     let Some(tokens) = views.derived.as_ref().and_then(|d| d.layer(layer)) else {
         ui.weak("—");
@@ -380,6 +409,55 @@ fn separator_text(
         texts,
         font_size: 14.0,
         chip_prefix: Some("token"),
+        name: "",
+        wrap: true,
+    }
+    .show(ui, &style, &tooltip)
+    .clicked
+}
+
+/// A causal model's sentences: each token coloured by its own sentence,
+/// the separators (each sentence's last token) outlined.
+fn sentences_text(
+    ui: &mut egui::Ui,
+    output: &RunOutput,
+    views: &ViewsState,
+) -> Option<(usize, bool)> {
+    let input = &output.input.tokens;
+    ui.strong("Sentences and their separators");
+    ui.weak("colour = the token's sentence; outlined = its separator, the sentence's last token");
+    let separators = input.separator_positions();
+    let (weak, strong, picked) = (
+        ui.visuals().weak_text_color(),
+        ui.visuals().strong_text_color(),
+        picked_colour(ui),
+    );
+    let style = |i: usize| {
+        let base = match input.sentence_ids.get(i).copied().flatten() {
+            Some(s) => {
+                let mut chip = ChipStyle::filled(sentence_colour(s));
+                if separators.binary_search(&i).is_ok() {
+                    chip.outline = Some(Stroke::new(2.0, strong));
+                }
+                chip
+            }
+            None => ChipStyle::plain(weak),
+        };
+        with_pick(base, views.selection.contains(i), picked)
+    };
+    let tooltip = |i: usize| {
+        let mut text = token_tooltip(output, i);
+        if separators.binary_search(&i).is_ok() {
+            text.push_str("\nseparator: the last token of its sentence");
+        }
+        text
+    };
+    ui.add_space(2.0);
+    TokenFlow {
+        id_salt: "segmentation tokens",
+        texts: &input.token_texts,
+        font_size: 14.0,
+        chip_prefix: Some("sentence token"),
         name: "",
         wrap: true,
     }

@@ -1,4 +1,4 @@
-//! `config.json` of an encoder checkpoint: its family and shape, checked
+//! `config.json` of a checkpoint: its family and shape, checked
 //! before any weight is read so that a wrong folder is refused with a message
 //! that names the file and the problem.
 //!
@@ -6,12 +6,16 @@
 //! (DistilBERT's `dim`, `n_layers`, `n_heads`, `hidden_dim`, `activation`);
 //! they are read into one [`EncoderConfig`]. Fields a config may leave out
 //! take the defaults of that class; the shape itself must be written.
+//! The decoders' own fields (grouped-query heads, RoPE, sliding windows) are
+//! read by [`super::decoder::config`] into [`EncoderConfig::decoder`].
 
+use super::decoder::config::{self as decoder_config, DecoderShape};
 use super::family::{supported_list, Family};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-/// The shape of an encoder of any supported family.
+/// The shape of a model of any supported family (the name is older than
+/// the decoders, which it describes too).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EncoderConfig {
     pub family: Family,
@@ -40,6 +44,10 @@ pub struct EncoderConfig {
     /// DistilBERT: the position table is the fixed sinusoidal one.
     pub sinusoidal_pos_embds: bool,
     pub architectures: Option<Vec<String>>,
+    /// What a causal decoder adds (`None` for the encoders). Its
+    /// `layer_norm_eps` is GPT-2's `layer_norm_epsilon` or the Llama
+    /// family's `rms_norm_eps`.
+    pub decoder: Option<DecoderShape>,
 }
 
 /// The feed-forward activation, as Hugging Face names them.
@@ -53,10 +61,14 @@ pub enum Activation {
 }
 
 /// Reads the fields of one config.json object.
-struct Fields<'a>(&'a Map<String, Value>);
+pub(in crate::model) struct Fields<'a>(pub(in crate::model) &'a Map<String, Value>);
 
 impl Fields<'_> {
-    fn usize_or(&self, key: &str, default: Option<usize>) -> Result<usize, String> {
+    pub(in crate::model) fn usize_or(
+        &self,
+        key: &str,
+        default: Option<usize>,
+    ) -> Result<usize, String> {
         match self.0.get(key) {
             Some(value) => value
                 .as_u64()
@@ -66,15 +78,15 @@ impl Fields<'_> {
         }
     }
 
-    fn required(&self, key: &str) -> Result<usize, String> {
+    pub(in crate::model) fn required(&self, key: &str) -> Result<usize, String> {
         self.usize_or(key, None)
     }
 
-    fn or(&self, key: &str, default: usize) -> Result<usize, String> {
+    pub(in crate::model) fn or(&self, key: &str, default: usize) -> Result<usize, String> {
         self.usize_or(key, Some(default))
     }
 
-    fn string(&self, key: &str) -> Result<Option<String>, String> {
+    pub(in crate::model) fn string(&self, key: &str) -> Result<Option<String>, String> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(text)) => Ok(Some(text.clone())),
@@ -82,7 +94,7 @@ impl Fields<'_> {
         }
     }
 
-    fn float_or(&self, key: &str, default: f64) -> Result<f64, String> {
+    pub(in crate::model) fn float_or(&self, key: &str, default: f64) -> Result<f64, String> {
         match self.0.get(key) {
             None => Ok(default),
             Some(value) => value
@@ -91,7 +103,7 @@ impl Fields<'_> {
         }
     }
 
-    fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
+    pub(in crate::model) fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
         match self.0.get(key) {
             None => Ok(default),
             Some(value) => value
@@ -101,7 +113,7 @@ impl Fields<'_> {
     }
 
     /// `pad_token_id`: absent means the class default, `null` means none.
-    fn pad(&self, default: u32) -> Result<Option<u32>, String> {
+    pub(in crate::model) fn pad(&self, default: u32) -> Result<Option<u32>, String> {
         match self.0.get("pad_token_id") {
             None => Ok(Some(default)),
             Some(Value::Null) => Ok(None),
@@ -143,6 +155,9 @@ impl EncoderConfig {
             ),
         };
         let family = family_of(fields.string("model_type")?, architectures.as_deref())?;
+        if family.is_pre_norm() {
+            return decoder_config::read(family, fields, architectures);
+        }
         let position_embedding_type = fields.string("position_embedding_type")?;
         if family == Family::DistilBert {
             let hidden = fields.required("dim")?;
@@ -167,6 +182,7 @@ impl EncoderConfig {
                 inner_group_num: 1,
                 sinusoidal_pos_embds: fields.bool_or("sinusoidal_pos_embds", false)?,
                 architectures,
+                decoder: None,
             });
         }
         let hidden = fields.required("hidden_size")?;
@@ -207,11 +223,17 @@ impl EncoderConfig {
             },
             sinusoidal_pos_embds: false,
             architectures,
+            decoder: None,
         })
     }
 
     /// Refuses shapes the encoder cannot run.
     pub fn validate(&self) -> Result<(), String> {
+        match (&self.decoder, self.family.is_pre_norm()) {
+            (Some(shape), true) => return decoder_config::validate(self, shape),
+            (None, false) => {}
+            _ => return Err(format!("{} needs its pre-norm fields", self.family)),
+        }
         if let Some(kind) = &self.position_embedding_type {
             if kind != "absolute" {
                 return Err(format!(
@@ -280,7 +302,15 @@ impl EncoderConfig {
     }
 
     pub fn head_dim(&self) -> usize {
-        self.hidden_size / self.num_attention_heads
+        match &self.decoder {
+            Some(shape) => shape.head_dim,
+            None => self.hidden_size / self.num_attention_heads,
+        }
+    }
+
+    /// Whether the model is a causal decoder (ANALYSIS.md §8).
+    pub fn is_causal(&self) -> bool {
+        self.family.is_causal()
     }
 
     /// The longest input the model takes, in tokens: every position of the
@@ -351,6 +381,9 @@ impl EncoderConfig {
     /// The fields of this config as the family's Hugging Face config class
     /// writes them, for the `config.json` of a random model.
     pub fn to_json(&self) -> Value {
+        if let Some(shape) = &self.decoder {
+            return decoder_config::to_json(self, shape);
+        }
         let family = self.family;
         let architectures = self
             .architectures
@@ -416,6 +449,7 @@ impl EncoderConfig {
             inner_group_num: 1,
             sinusoidal_pos_embds: false,
             architectures: Some(vec!["BertForMaskedLM".into()]),
+            decoder: None,
         }
     }
 
@@ -486,13 +520,13 @@ impl EncoderConfig {
                 architectures: None,
                 ..base
             },
-            _ => return None,
+            _ => return super::decoder::weights::like(name),
         };
         Some(config)
     }
 
     /// The names [`EncoderConfig::like`] knows, for help and error messages.
-    pub const KNOWN_SHAPES: [&'static str; 9] = [
+    pub const KNOWN_SHAPES: [&'static str; 12] = [
         "bert-base-uncased",
         "all-minilm-l6-v2",
         "roberta-base",
@@ -502,6 +536,9 @@ impl EncoderConfig {
         "electra-base-discriminator",
         "electra-small-discriminator",
         "albert-base-v2",
+        "gpt2",
+        "smollm2-135m",
+        "qwen2-0.5b",
     ];
 }
 
@@ -513,7 +550,7 @@ fn family_of(
 ) -> Result<Family, String> {
     let unsupported = |what: String| {
         format!(
-            "{what} is not supported: headscope runs the BERT-like encoders whose model_type is {}",
+            "{what} is not supported: headscope runs the models whose model_type is {}",
             supported_list()
         )
     };
@@ -594,9 +631,9 @@ mod tests {
 
     #[test]
     fn unsupported_model_types_name_the_supported_ones() {
-        let error =
-            EncoderConfig::from_json(r#"{"model_type": "gpt2", "hidden_size": 8}"#).unwrap_err();
-        assert!(error.contains("\"gpt2\" is not supported"), "{error}");
+        let error = EncoderConfig::from_json(r#"{"model_type": "gpt_neox", "hidden_size": 8}"#)
+            .unwrap_err();
+        assert!(error.contains("\"gpt_neox\" is not supported"), "{error}");
         assert!(
             error.contains("roberta") && error.contains("albert"),
             "{error}"

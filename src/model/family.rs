@@ -1,11 +1,22 @@
-//! The BERT-like encoder families headscope loads, and the few places where
-//! they differ (ANALYSIS.md §8): how a checkpoint names its tensors, how the
+//! The model families headscope loads, and the few places where they differ
+//! (ANALYSIS.md §8).
+//!
+//! The BERT-like encoders differ in how a checkpoint names its tensors, how the
 //! embeddings are built (position ids after RoBERTa's padding index; no token
 //! types in DistilBERT; ELECTRA's and ALBERT's narrower embeddings projected
 //! to the hidden size) and whether layers share weights (ALBERT). Every
 //! family's layer computes the same thing — self-attention, output
 //! projection, residual and LayerNorm, then the feed-forward, residual and
 //! LayerNorm — so one encoder runs them all, reading these descriptions.
+//!
+//! The decoders (GPT-2, and the Llama family: Llama, Mistral, Qwen2) are
+//! causal and pre-norm; one pre-norm stack ([`super::decoder`]) runs them
+//! all, and ModernBERT too (bidirectionally), and the family says which of
+//! its variants a layer takes: learned positions with LayerNorm and GPT-2's
+//! fused Conv1D projections; rotary positions with RMSNorm, grouped-query
+//! attention and a gated (SwiGLU) feed-forward; or ModernBERT's rotary
+//! positions (a global and a local theta), bias-free LayerNorm, fused
+//! `Wqkv` and gated (GeGLU) `Wi`.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,10 +30,15 @@ pub enum Family {
     DistilBert,
     Electra,
     Albert,
+    ModernBert,
+    Gpt2,
+    Llama,
+    Mistral,
+    Qwen2,
 }
 
 /// Every supported `model_type`, as error messages and the model panel list them.
-pub const SUPPORTED_MODEL_TYPES: [&str; 7] = [
+pub const SUPPORTED_MODEL_TYPES: [&str; 12] = [
     "bert",
     "roberta",
     "xlm-roberta",
@@ -30,6 +46,11 @@ pub const SUPPORTED_MODEL_TYPES: [&str; 7] = [
     "distilbert",
     "electra",
     "albert",
+    "modernbert",
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
 ];
 
 /// Tensor names of the embeddings, below the checkpoint's root.
@@ -97,7 +118,7 @@ const ALBERT_LAYER: LayerNames = LayerNames {
 };
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 12] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
@@ -105,7 +126,56 @@ impl Family {
         Family::DistilBert,
         Family::Electra,
         Family::Albert,
+        Family::ModernBert,
+        Family::Gpt2,
+        Family::Llama,
+        Family::Mistral,
+        Family::Qwen2,
     ];
+
+    /// The bidirectional encoders.
+    pub const ENCODERS: [Family; 8] = [
+        Family::Bert,
+        Family::Roberta,
+        Family::XlmRoberta,
+        Family::Camembert,
+        Family::DistilBert,
+        Family::Electra,
+        Family::Albert,
+        Family::ModernBert,
+    ];
+
+    /// The causal decoders.
+    pub const DECODERS: [Family; 4] = [Family::Gpt2, Family::Llama, Family::Mistral, Family::Qwen2];
+
+    /// Whether the family is a causal decoder: a token attends only to
+    /// itself and the tokens before it (ANALYSIS.md §8).
+    pub fn is_causal(self) -> bool {
+        Self::DECODERS.contains(&self)
+    }
+
+    /// Whether the family runs on the pre-norm stack of [`super::decoder`]
+    /// (the decoders and ModernBERT) rather than the post-norm encoder.
+    pub fn is_pre_norm(self) -> bool {
+        self.is_causal() || self == Family::ModernBert
+    }
+
+    /// Whether the family is Llama-like: rotary positions, RMSNorm,
+    /// grouped-query attention and a SwiGLU feed-forward.
+    pub fn is_llama_like(self) -> bool {
+        matches!(self, Family::Llama | Family::Mistral | Family::Qwen2)
+    }
+
+    /// The token embedding table, whose presence tells a checkpoint of the
+    /// family from another.
+    pub fn word_embeddings(self) -> &'static str {
+        match self {
+            Family::Gpt2 => "wte",
+            Family::Llama | Family::Mistral | Family::Qwen2 => "embed_tokens",
+            Family::ModernBert => "embeddings.tok_embeddings",
+            _ => self.embedding_names().words,
+        }
+    }
 
     /// The family of a `model_type` value.
     pub fn from_model_type(model_type: &str) -> Option<Self> {
@@ -125,6 +195,11 @@ impl Family {
             ("DistilBert", Family::DistilBert),
             ("Electra", Family::Electra),
             ("Albert", Family::Albert),
+            ("ModernBert", Family::ModernBert),
+            ("GPT2", Family::Gpt2),
+            ("Llama", Family::Llama),
+            ("Mistral", Family::Mistral),
+            ("Qwen2", Family::Qwen2),
         ]
         .into_iter()
         .find(|(stem, _)| architecture.starts_with(stem))
@@ -140,6 +215,11 @@ impl Family {
             Family::DistilBert => "distilbert",
             Family::Electra => "electra",
             Family::Albert => "albert",
+            Family::ModernBert => "modernbert",
+            Family::Gpt2 => "gpt2",
+            Family::Llama => "llama",
+            Family::Mistral => "mistral",
+            Family::Qwen2 => "qwen2",
         }
     }
 
@@ -153,6 +233,11 @@ impl Family {
             Family::DistilBert => "DistilBERT",
             Family::Electra => "ELECTRA",
             Family::Albert => "ALBERT",
+            Family::ModernBert => "ModernBERT",
+            Family::Gpt2 => "GPT-2",
+            Family::Llama => "Llama",
+            Family::Mistral => "Mistral",
+            Family::Qwen2 => "Qwen2",
         }
     }
 
@@ -166,6 +251,11 @@ impl Family {
             Family::DistilBert => "DistilBertModel",
             Family::Electra => "ElectraModel",
             Family::Albert => "AlbertModel",
+            Family::ModernBert => "ModernBertModel",
+            Family::Gpt2 => "GPT2Model",
+            Family::Llama => "LlamaModel",
+            Family::Mistral => "MistralModel",
+            Family::Qwen2 => "Qwen2Model",
         }
     }
 
@@ -178,6 +268,8 @@ impl Family {
             Family::DistilBert => "distilbert.",
             Family::Electra => "electra.",
             Family::Albert => "albert.",
+            Family::Gpt2 => "transformer.",
+            Family::Llama | Family::Mistral | Family::Qwen2 | Family::ModernBert => "model.",
         }
     }
 
@@ -270,8 +362,12 @@ mod tests {
             Family::from_architecture("DistilBertForSequenceClassification"),
             Some(Family::DistilBert)
         );
-        assert_eq!(Family::from_model_type("gpt2"), None);
-        assert_eq!(Family::from_architecture("GPT2LMHeadModel"), None);
+        assert_eq!(
+            Family::from_architecture("GPT2LMHeadModel"),
+            Some(Family::Gpt2)
+        );
+        assert_eq!(Family::from_model_type("t5"), None);
+        assert!(Family::Qwen2.is_causal() && !Family::Bert.is_causal());
     }
 
     #[test]

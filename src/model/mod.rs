@@ -1,6 +1,7 @@
-//! Loading a BERT-like encoder checkpoint (BERT, RoBERTa, XLM-RoBERTa,
-//! CamemBERT, DistilBERT, ELECTRA, ALBERT: [`family`]) and running it with
-//! every head captured.
+//! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
+//! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
+//! Llama, Mistral, Qwen2): [`family`] — and running it with every head
+//! captured, by [`encoder`] or [`decoder`].
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors`,
 //! `tokenizer.json`) or from a Hugging Face model id through [`hub`]. Loading
@@ -8,11 +9,13 @@
 //! problem, any model type headscope does not run or weights that do not fit
 //! the config. Tensor names are accepted as the base model saves them or
 //! with the family's prefix of a checkpoint with a task head (`bert.`,
-//! `roberta.`, `distilbert.`, `electra.`, `albert.`; the head's own tensors
+//! `roberta.`, `distilbert.`, `electra.`, `albert.`, `transformer.` for GPT-2,
+//! `model.` for the Llama family; the head's own tensors
 //! are ignored), and with LayerNorm `gamma`/`beta` as older checkpoints name
 //! them.
 
 pub mod config;
+pub mod decoder;
 pub mod encoder;
 pub mod family;
 pub mod hub;
@@ -27,6 +30,7 @@ use anyhow::{anyhow, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 pub use config::EncoderConfig;
+pub use decoder::Decoder;
 pub use encoder::{Encoder, ForwardError};
 pub use family::Family;
 use std::collections::HashMap;
@@ -89,13 +93,51 @@ pub enum LoadProgress {
     Reading(PathBuf),
 }
 
-/// A loaded model: its shape, tokenizer and encoder, ready to run.
+/// The network of a model: the post-norm encoder of the BERT-like
+/// families, or the pre-norm stack of the decoders and ModernBERT.
+pub enum Network {
+    Encoder(Encoder),
+    Decoder(Decoder),
+}
+
+impl Network {
+    /// Loads the network the config's family names.
+    pub fn load(vb: VarBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
+        Ok(if config.decoder.is_some() {
+            Self::Decoder(Decoder::load(vb, config)?)
+        } else {
+            Self::Encoder(Encoder::load(vb, config)?)
+        })
+    }
+
+    /// Runs one sequence, writing every layer's P, O and S into `out`.
+    pub fn forward_into(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: encoder::CaptureBuffers,
+    ) -> Result<(), ForwardError> {
+        match self {
+            Self::Encoder(encoder) => encoder.forward_into(input_ids, cancelled, out),
+            Self::Decoder(decoder) => decoder.forward_into(input_ids, cancelled, out),
+        }
+    }
+
+    pub fn device(&self) -> &Device {
+        match self {
+            Self::Encoder(encoder) => encoder.device(),
+            Self::Decoder(decoder) => decoder.device(),
+        }
+    }
+}
+
+/// A loaded model: its shape, tokenizer and network, ready to run.
 pub struct Model {
     pub name: String,
     pub folder: PathBuf,
     pub config: EncoderConfig,
     pub tokenizer: Tokenizer,
-    pub encoder: Encoder,
+    pub network: Network,
     /// The start and separator tokens of its tokenizer's post-processor.
     pub specials: SpecialTokens,
 }
@@ -164,7 +206,7 @@ impl Model {
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
         let tensors = load_weights(&weights_path, config.family, device)?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
-        let encoder = Encoder::load(vb, &config).map_err(|e| {
+        let network = Network::load(vb, &config).map_err(|e| {
             anyhow!(
                 "{} does not fit {} ({} tensor names): {}",
                 weights_path.display(),
@@ -178,7 +220,7 @@ impl Model {
             folder: folder.to_path_buf(),
             config,
             tokenizer,
-            encoder,
+            network,
             specials,
         })
     }
@@ -258,7 +300,7 @@ impl Model {
                 *buffer = vec![0.0; len];
             }
         }
-        self.encoder.forward_into(
+        self.network.forward_into(
             input_ids,
             cancelled,
             encoder::CaptureBuffers {
@@ -309,7 +351,7 @@ fn load_weights(
             tensor.to_device(device)?,
         );
     }
-    let words = format!("{}.weight", family.embedding_names().words);
+    let words = format!("{}.weight", family.word_embeddings());
     if !tensors.contains_key(&words) {
         bail!(
             "{} has no {words} (nor {}{words}): not a {} checkpoint",

@@ -9,6 +9,7 @@
 //! ([`super::family`]).
 
 use super::config::EncoderConfig;
+use super::decoder::weights as decoder_weights;
 use super::family::Family;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Device, Tensor};
@@ -26,8 +27,11 @@ pub struct NameStyle {
     pub gamma_beta: bool,
 }
 
-/// Every tensor of an encoder of this family and shape, with its name and shape.
+/// Every tensor of a model of this family and shape, with its name and shape.
 pub fn tensor_shapes(config: &EncoderConfig) -> Vec<(String, Vec<usize>)> {
+    if let Some(shape) = &config.decoder {
+        return decoder_weights::tensor_shapes(config, shape);
+    }
     let family = config.family;
     let (h, i, e) = (
         config.hidden_size,
@@ -79,6 +83,9 @@ pub fn tensor_shapes(config: &EncoderConfig) -> Vec<(String, Vec<usize>)> {
 
 /// Whether a tensor of [`tensor_shapes`] is a LayerNorm's weight.
 fn is_norm_weight(config: &EncoderConfig, name: &str) -> bool {
+    if config.decoder.is_some() {
+        return decoder_weights::is_norm_weight(name);
+    }
     let layer = config.family.layer_names();
     let Some(stem) = name.strip_suffix(".weight") else {
         return false;

@@ -5,6 +5,10 @@
 //! `BertProcessing`, or a `Sequence` holding one) — so `<s>`/`</s>` for
 //! RoBERTa and `[CLS]`/`[SEP]` at whatever ids a vocabulary gives them,
 //! never BERT's 101/102 by assumption (ANALYSIS.md §8).
+//!
+//! A decoder's tokenizer adds what it adds (a BOS for Llama, nothing for
+//! GPT-2 and Qwen2) and the input keeps it; every token it marks special
+//! is never content.
 
 use super::config::EncoderConfig;
 use crate::tokens::{SpecialToken, SpecialTokens};
@@ -39,6 +43,11 @@ pub fn load_tokenizer(
             config.vocab_size
         );
     }
+    if config.is_causal() {
+        let specials = decoder_specials(&tokenizer, pad)
+            .map_err(|e| anyhow!("{}: the tokenizer failed: {e}", path.display()))?;
+        return Ok((tokenizer, specials));
+    }
     let (start, separator) = start_and_separator(&tokenizer).map_err(|problem| {
         anyhow!(
             "{}: {problem}; headscope needs the tokens that start a sequence and close a sentence",
@@ -62,8 +71,52 @@ pub fn load_tokenizer(
             start,
             separator,
             pad,
+            causal: false,
+            special_ids: Vec::new(),
         },
     ))
+}
+
+/// A decoder's special tokens: every added token marked special; `start`
+/// (and `separator`, which a decoder's input never holds) names the token
+/// the tokenizer puts before a text (Llama's `<s>`) or else its first
+/// special token (GPT-2's `<|endoftext|>`).
+fn decoder_specials(tokenizer: &Tokenizer, pad: Option<u32>) -> tokenizers::Result<SpecialTokens> {
+    let mut special_ids: Vec<u32> = tokenizer
+        .get_added_tokens_decoder()
+        .into_iter()
+        .filter(|(_, token)| token.special)
+        .map(|(id, _)| id)
+        .collect();
+    special_ids.sort_unstable();
+    let probe = tokenizer.encode("a", true)?;
+    let added_first = probe
+        .get_special_tokens_mask()
+        .first()
+        .filter(|&&mask| mask == 1)
+        .map(|_| probe.get_ids()[0]);
+    if let Some(id) = added_first.filter(|id| !special_ids.contains(id)) {
+        special_ids.push(id);
+        special_ids.sort_unstable();
+    }
+    let start = match added_first.or_else(|| special_ids.first().copied()) {
+        Some(id) => SpecialToken {
+            id,
+            text: tokenizer.id_to_token(id).unwrap_or_default(),
+        },
+        // No special token at all: a name that no position will hold.
+        None => SpecialToken {
+            id: u32::MAX,
+            text: String::new(),
+        },
+    };
+    Ok(SpecialTokens {
+        separator: start.clone(),
+        start,
+        pad,
+        causal: true,
+        special_ids,
+    })
 }
 
 /// The start and separator tokens the post-processor adds around one sequence.

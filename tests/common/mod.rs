@@ -95,7 +95,7 @@ pub fn write_tiny_model(dir: &Path, config: &EncoderConfig, style: random::NameS
 
 /// The per-family fixtures of `reference/make_family_fixtures.py`: a model
 /// folder `families/NAME` and `NAME.txt`, `NAME.json`, `NAME.npz`.
-pub const FAMILY_FIXTURES: [&str; 7] = [
+pub const FAMILY_FIXTURES: [&str; 8] = [
     "bert",
     "roberta",
     "xlm-roberta",
@@ -103,7 +103,12 @@ pub const FAMILY_FIXTURES: [&str; 7] = [
     "distilbert",
     "electra",
     "albert",
+    "modernbert",
 ];
+
+/// The decoder fixtures of `reference/make_decoder_fixtures.py`, laid out
+/// as the encoders' are.
+pub const DECODER_FIXTURES: [&str; 4] = ["gpt2", "llama", "qwen2", "mistral"];
 
 pub fn family_fixture(name: &str) -> PathBuf {
     fixture("families").join(name)

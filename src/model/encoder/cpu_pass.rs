@@ -194,7 +194,7 @@ pub(super) fn sum_partials(
 }
 
 /// Copies a tensor's values, in row-major order, into `out`.
-pub(super) fn copy_to_host(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
+pub(in crate::model) fn copy_to_host(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
     let values = tensor.flatten_all()?.to_vec1::<f32>()?;
     if values.len() != out.len() {
         return Err(candle_core::Error::Msg(

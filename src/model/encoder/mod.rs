@@ -23,7 +23,8 @@ mod blocks;
 mod cpu_pass;
 
 use blocks::*;
-use cpu_pass::{copy_to_host, Pass, Worker};
+pub(in crate::model) use cpu_pass::copy_to_host;
+use cpu_pass::{Pass, Worker};
 
 use super::config::EncoderConfig;
 use super::kernels;
@@ -358,7 +359,7 @@ mod tests {
         for act in ["gelu", "gelu_new", "relu"] {
             assert_paths_agree(&encoder(&config(Family::Bert, act)), &ids, act);
         }
-        for family in Family::ALL {
+        for family in Family::ENCODERS.into_iter().filter(|f| !f.is_pre_norm()) {
             let encoder = encoder(&config(family, "gelu"));
             assert_paths_agree(&encoder, &ids, family.model_type());
         }

@@ -1,0 +1,687 @@
+//! The `config.json` fields of the pre-norm families (the decoders and
+//! ModernBERT's `global_attn_every_n_layers`, `local_attention` and two
+//! RoPE thetas), as their Hugging Face
+//! config classes name them and default them: GPT-2's `n_embd`, `n_layer`,
+//! `n_head`, `n_positions`; the Llama family's `num_key_value_heads`,
+//! `head_dim`, RoPE parameters (transformers 5's `rope_parameters` or the
+//! older `rope_theta` and `rope_scaling`), biases and sliding windows.
+//! RoPE scalings other than `linear` and `llama3` are refused by name.
+
+use crate::model::config::{EncoderConfig, Fields};
+use crate::model::family::Family;
+use serde_json::{json, Map, Value};
+
+/// What a decoder's config adds to the shape every family shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecoderShape {
+    /// Key/value heads; the query heads are split evenly among them
+    /// (grouped-query attention). GPT-2: every head its own.
+    pub num_key_value_heads: usize,
+    pub head_dim: usize,
+    /// Rotary positions (the Llama family, ModernBERT's global layers);
+    /// `None`: GPT-2's learned table.
+    pub rope: Option<Rope>,
+    /// ModernBERT's local layers' rotary positions (their own theta).
+    pub local_rope: Option<Rope>,
+    /// For each layer, the sliding window of its attention, or `None`: a
+    /// causal query sees itself and the `window − 1` tokens before it;
+    /// ModernBERT's query sees the tokens at most `window` away either side.
+    pub sliding_windows: Vec<Option<usize>>,
+    /// Whether the LayerNorms have a bias (ModernBERT's `norm_bias`; GPT-2's do).
+    pub norm_bias: bool,
+    /// Biases of the query, key and value projections (Qwen2; Llama's
+    /// `attention_bias`).
+    pub qkv_bias: bool,
+    /// Bias of the attention's output projection (Llama's `attention_bias`).
+    pub output_bias: bool,
+    /// Biases of the feed-forward projections (Llama's `mlp_bias`).
+    pub mlp_bias: bool,
+}
+
+/// Rotary position embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rope {
+    pub theta: f64,
+    pub scaling: RopeScaling,
+}
+
+/// How the rotary frequencies are scaled, as transformers' `rope_type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RopeScaling {
+    Default,
+    /// Every inverse frequency divided by `factor`.
+    Linear {
+        factor: f64,
+    },
+    /// Llama 3.1: low frequencies divided by `factor`, high ones kept, the
+    /// middle band interpolated.
+    Llama3 {
+        factor: f64,
+        low_freq_factor: f64,
+        high_freq_factor: f64,
+        original_max_position_embeddings: f64,
+    },
+}
+
+impl Rope {
+    /// The inverse frequencies of a head of `head_dim`, as transformers
+    /// computes them.
+    pub fn inverse_frequencies(&self, head_dim: usize) -> Vec<f32> {
+        // In transformers' precision, step by step: the exponent in f32, the
+        // power in f64 (as torch's `scalar ** tensor`), everything after in
+        // f32. At 2,048 positions a frequency one ulp off moves cos by 1e-4.
+        (0..head_dim / 2)
+            .map(|i| {
+                let exponent = (2 * i) as f32 / head_dim as f32;
+                let inv = 1.0f32 / (self.theta.powf(f64::from(exponent)) as f32);
+                match self.scaling {
+                    RopeScaling::Default => inv,
+                    RopeScaling::Linear { factor } => inv / factor as f32,
+                    RopeScaling::Llama3 {
+                        factor,
+                        low_freq_factor: low,
+                        high_freq_factor: high,
+                        original_max_position_embeddings: old,
+                    } => {
+                        let factor = factor as f32;
+                        let wavelen = std::f64::consts::TAU as f32 / inv;
+                        let (low_wavelen, high_wavelen) = ((old / low) as f32, (old / high) as f32);
+                        let scaled = if wavelen > low_wavelen {
+                            inv / factor
+                        } else {
+                            inv
+                        };
+                        let smooth = (old as f32 / wavelen - low as f32) / (high - low) as f32;
+                        let smoothed = (1.0 - smooth) * scaled / factor + smooth * scaled;
+                        let medium = (high_wavelen..=low_wavelen).contains(&wavelen);
+                        if medium {
+                            smoothed
+                        } else {
+                            scaled
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+/// Reads a decoder's config.json fields into the shared shape.
+pub(in crate::model) fn read(
+    family: Family,
+    fields: &Fields,
+    architectures: Option<Vec<String>>,
+) -> Result<EncoderConfig, String> {
+    let base = EncoderConfig {
+        family,
+        embedding_size: None,
+        type_vocab_size: 0,
+        pad_token_id: None,
+        position_embedding_type: None,
+        num_hidden_groups: 1,
+        inner_group_num: 1,
+        sinusoidal_pos_embds: false,
+        architectures,
+        ..EncoderConfig::bert_base_uncased()
+    };
+    if family == Family::Gpt2 {
+        for (key, default) in [
+            ("scale_attn_by_inverse_layer_idx", false),
+            ("reorder_and_upcast_attn", false),
+            ("scale_attn_weights", true),
+        ] {
+            if fields.bool_or(key, default)? != default {
+                return Err(format!("{key} {} is not supported", !default));
+            }
+        }
+        let hidden = fields.or("n_embd", 768)?;
+        let heads = fields.or("n_head", 12)?;
+        let layers = fields.or("n_layer", 12)?;
+        let inner = match fields.0.get("n_inner") {
+            None | Some(Value::Null) => 4 * hidden,
+            Some(_) => fields.required("n_inner")?,
+        };
+        return Ok(EncoderConfig {
+            vocab_size: fields.or("vocab_size", 50257)?,
+            hidden_size: hidden,
+            num_hidden_layers: layers,
+            num_attention_heads: heads,
+            intermediate_size: inner,
+            hidden_act: fields
+                .string("activation_function")?
+                .unwrap_or_else(|| "gelu_new".into()),
+            max_position_embeddings: fields.or("n_positions", 1024)?,
+            layer_norm_eps: fields.float_or("layer_norm_epsilon", 1e-5)?,
+            decoder: Some(DecoderShape {
+                num_key_value_heads: heads,
+                head_dim: hidden / heads.max(1),
+                rope: None,
+                local_rope: None,
+                sliding_windows: vec![None; layers],
+                norm_bias: true,
+                qkv_bias: true,
+                output_bias: true,
+                mlp_bias: true,
+            }),
+            ..base
+        });
+    }
+    if family == Family::ModernBert {
+        return read_modernbert(fields, base);
+    }
+    let hidden = fields.required("hidden_size")?;
+    let heads = fields.required("num_attention_heads")?;
+    let layers = fields.required("num_hidden_layers")?;
+    let head_dim = match fields.0.get("head_dim") {
+        None | Some(Value::Null) => hidden / heads.max(1),
+        Some(_) => fields.required("head_dim")?,
+    };
+    let max_positions = match family {
+        Family::Llama => 2048,
+        Family::Mistral => 131072,
+        _ => 32768,
+    };
+    let attention_bias = fields.bool_or("attention_bias", false)?;
+    Ok(EncoderConfig {
+        vocab_size: fields.required("vocab_size")?,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: fields.required("intermediate_size")?,
+        hidden_act: fields
+            .string("hidden_act")?
+            .unwrap_or_else(|| "silu".into()),
+        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
+        layer_norm_eps: fields.float_or("rms_norm_eps", 1e-6)?,
+        decoder: Some(DecoderShape {
+            num_key_value_heads: fields.or("num_key_value_heads", heads)?,
+            head_dim,
+            rope: Some(rope(fields)?),
+            local_rope: None,
+            sliding_windows: sliding_windows(family, fields, layers)?,
+            norm_bias: false,
+            qkv_bias: family == Family::Qwen2 || attention_bias,
+            output_bias: attention_bias,
+            mlp_bias: fields.bool_or("mlp_bias", false)?,
+        }),
+        ..base
+    })
+}
+
+/// ModernBERT: bidirectional, its layers global (every
+/// `global_attn_every_n_layers`-th, from layer 0, or as `layer_types` says)
+/// or local (tokens at most `local_attention / 2` away), each kind with its
+/// own RoPE theta; LayerNorms without bias unless `norm_bias`.
+fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
+    let hidden = fields.required("hidden_size")?;
+    let heads = fields.required("num_attention_heads")?;
+    let layers = fields.required("num_hidden_layers")?;
+    let every = fields.or("global_attn_every_n_layers", 3)?.max(1);
+    let half_window = fields.or("local_attention", 128)? / 2;
+    let local: Vec<bool> = match fields.0.get("layer_types") {
+        Some(Value::Array(types)) if types.len() == layers => types
+            .iter()
+            .map(|kind| kind.as_str() == Some("sliding_attention"))
+            .collect(),
+        Some(Value::Array(types)) => {
+            return Err(format!(
+                "layer_types has {} entries for {layers} layers",
+                types.len()
+            ))
+        }
+        _ => (0..layers).map(|layer| layer % every != 0).collect(),
+    };
+    let theta = |kind: &str, legacy: &str, default: f64| -> Result<Rope, String> {
+        let parameters = fields
+            .0
+            .get("rope_parameters")
+            .and_then(|p| p.get(kind))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let rope_type = parameters
+            .get("rope_type")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        if rope_type != "default" {
+            return Err(format!(
+                "ModernBERT's RoPE scaling {rope_type:?} is not supported (only \"default\")"
+            ));
+        }
+        let theta = match parameters.get("rope_theta") {
+            Some(value) => value
+                .as_f64()
+                .ok_or_else(|| format!("rope_theta is {value}, not a number"))?,
+            None => fields.float_or(legacy, default)?,
+        };
+        Ok(Rope {
+            theta,
+            scaling: RopeScaling::Default,
+        })
+    };
+    let attention_bias = fields.bool_or("attention_bias", false)?;
+    Ok(EncoderConfig {
+        vocab_size: fields.required("vocab_size")?,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: fields.required("intermediate_size")?,
+        hidden_act: fields
+            .string("hidden_activation")?
+            .unwrap_or_else(|| "gelu".into()),
+        max_position_embeddings: fields.or("max_position_embeddings", 8192)?,
+        layer_norm_eps: fields.float_or("norm_eps", 1e-5)?,
+        pad_token_id: fields.pad(50283)?,
+        decoder: Some(DecoderShape {
+            num_key_value_heads: heads,
+            head_dim: hidden / heads.max(1),
+            rope: Some(theta("full_attention", "global_rope_theta", 160000.0)?),
+            local_rope: Some(theta("sliding_attention", "local_rope_theta", 10000.0)?),
+            sliding_windows: local
+                .iter()
+                .map(|&local| local.then_some(half_window))
+                .collect(),
+            norm_bias: fields.bool_or("norm_bias", false)?,
+            qkv_bias: attention_bias,
+            output_bias: attention_bias,
+            mlp_bias: fields.bool_or("mlp_bias", false)?,
+        }),
+        ..base
+    })
+}
+
+/// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`.
+fn rope(fields: &Fields) -> Result<Rope, String> {
+    let empty = Map::new();
+    let object = |key: &str| -> Result<&Map<String, Value>, String> {
+        match fields.0.get(key) {
+            None | Some(Value::Null) => Ok(&empty),
+            Some(Value::Object(map)) => Ok(map),
+            Some(other) => Err(format!("{key} is {other}, not an object")),
+        }
+    };
+    let (parameters, scaling) = (object("rope_parameters")?, object("rope_scaling")?);
+    let number = |key: &str, default: Option<f64>| -> Result<f64, String> {
+        let value = parameters
+            .get(key)
+            .or_else(|| scaling.get(key))
+            .or_else(|| fields.0.get(key));
+        match value {
+            Some(value) => value
+                .as_f64()
+                .ok_or_else(|| format!("RoPE parameter {key} is {value}, not a number")),
+            None => default.ok_or_else(|| format!("RoPE parameter {key} is missing")),
+        }
+    };
+    let kind = [parameters, scaling]
+        .iter()
+        .find_map(|map| {
+            map.get("rope_type")
+                .or_else(|| map.get("type"))
+                .and_then(Value::as_str)
+        })
+        .unwrap_or("default");
+    let scaling = match kind {
+        "default" => RopeScaling::Default,
+        "linear" => RopeScaling::Linear {
+            factor: number("factor", None)?,
+        },
+        "llama3" => RopeScaling::Llama3 {
+            factor: number("factor", None)?,
+            low_freq_factor: number("low_freq_factor", None)?,
+            high_freq_factor: number("high_freq_factor", None)?,
+            original_max_position_embeddings: number("original_max_position_embeddings", None)?,
+        },
+        other => {
+            return Err(format!(
+                "RoPE scaling {other:?} is not supported (headscope runs \"default\", \"linear\" and \"llama3\")"
+            ))
+        }
+    };
+    if number("partial_rotary_factor", Some(1.0))? != 1.0 {
+        return Err("partial_rotary_factor other than 1 is not supported".into());
+    }
+    Ok(Rope {
+        theta: number("rope_theta", Some(10000.0))?,
+        scaling,
+    })
+}
+
+/// Mistral: `sliding_window` on every layer (class default 4096). Qwen2:
+/// `layer_types` when written, else the layers from `max_window_layers` on
+/// when `use_sliding_window`. Llama: none.
+fn sliding_windows(
+    family: Family,
+    fields: &Fields,
+    layers: usize,
+) -> Result<Vec<Option<usize>>, String> {
+    let window = |default: Option<usize>| -> Result<Option<usize>, String> {
+        match fields.0.get("sliding_window") {
+            None => Ok(default),
+            Some(Value::Null) => Ok(None),
+            Some(_) => fields.required("sliding_window").map(Some),
+        }
+    };
+    match family {
+        Family::Mistral => Ok(vec![window(Some(4096))?; layers]),
+        Family::Qwen2 => {
+            let window = if fields.bool_or("use_sliding_window", false)? {
+                window(Some(4096))?
+            } else {
+                None
+            };
+            if let Some(Value::Array(types)) = fields.0.get("layer_types") {
+                if types.len() != layers {
+                    return Err(format!(
+                        "layer_types has {} entries for {layers} layers",
+                        types.len()
+                    ));
+                }
+                return Ok(types
+                    .iter()
+                    .map(|kind| window.filter(|_| kind.as_str() == Some("sliding_attention")))
+                    .collect());
+            }
+            let first = fields.or("max_window_layers", 28)?;
+            Ok((0..layers)
+                .map(|layer| window.filter(|_| layer >= first))
+                .collect())
+        }
+        _ => Ok(vec![None; layers]),
+    }
+}
+
+/// Refuses decoder shapes the decoder cannot run.
+pub(in crate::model) fn validate(
+    config: &EncoderConfig,
+    shape: &DecoderShape,
+) -> Result<(), String> {
+    for (name, value) in [
+        ("vocab_size", config.vocab_size),
+        ("hidden_size", config.hidden_size),
+        ("num_hidden_layers", config.num_hidden_layers),
+        ("num_attention_heads", config.num_attention_heads),
+        ("num_key_value_heads", shape.num_key_value_heads),
+        ("head_dim", shape.head_dim),
+        ("intermediate_size", config.intermediate_size),
+        ("max_position_embeddings", config.max_position_embeddings),
+    ] {
+        if value == 0 {
+            return Err(format!("{name} is 0"));
+        }
+    }
+    if !config
+        .num_attention_heads
+        .is_multiple_of(shape.num_key_value_heads)
+    {
+        return Err(format!(
+            "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+            config.num_attention_heads, shape.num_key_value_heads
+        ));
+    }
+    if shape.rope.is_some() && !shape.head_dim.is_multiple_of(2) {
+        return Err(format!(
+            "head_dim {} is odd: RoPE needs pairs",
+            shape.head_dim
+        ));
+    }
+    if matches!(config.family, Family::Gpt2 | Family::ModernBert)
+        && config.hidden_size != config.num_attention_heads * shape.head_dim
+    {
+        return Err(format!(
+            "n_embd {} is not a multiple of n_head {}",
+            config.hidden_size, config.num_attention_heads
+        ));
+    }
+    if shape.sliding_windows.contains(&Some(0)) {
+        return Err("sliding_window is 0".into());
+    }
+    if shape.sliding_windows.len() != config.num_hidden_layers {
+        return Err("one attention kind per layer is needed".into());
+    }
+    activation(config)?;
+    Ok(())
+}
+
+/// The feed-forward activation of a decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecoderActivation {
+    /// `gelu_new` and its aliases: the tanh approximation.
+    GeluTanh,
+    /// `gelu`: exact.
+    Gelu,
+    /// `silu` (`swish`): the gate of SwiGLU.
+    Silu,
+    Relu,
+}
+
+pub fn activation(config: &EncoderConfig) -> Result<DecoderActivation, String> {
+    match config.hidden_act.as_str() {
+        "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(DecoderActivation::GeluTanh),
+        "gelu" => Ok(DecoderActivation::Gelu),
+        "silu" | "swish" => Ok(DecoderActivation::Silu),
+        "relu" => Ok(DecoderActivation::Relu),
+        other => Err(format!("hidden_act {other:?} is not supported")),
+    }
+}
+
+/// The config.json fields of a decoder, as its config class writes them.
+pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) -> Value {
+    let family = config.family;
+    let architectures = config
+        .architectures
+        .clone()
+        .unwrap_or_else(|| vec![family.base_class().to_string()]);
+    if family == Family::ModernBert {
+        let theta = |rope: &Option<Rope>| rope.as_ref().map_or(10000.0, |r| r.theta);
+        let half_window = shape.sliding_windows.iter().flatten().next().copied();
+        let types: Vec<&str> = shape
+            .sliding_windows
+            .iter()
+            .map(|w| {
+                if w.is_some() {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                }
+            })
+            .collect();
+        return json!({
+            "model_type": "modernbert",
+            "architectures": architectures,
+            "vocab_size": config.vocab_size,
+            "hidden_size": config.hidden_size,
+            "num_hidden_layers": config.num_hidden_layers,
+            "num_attention_heads": config.num_attention_heads,
+            "intermediate_size": config.intermediate_size,
+            "hidden_activation": config.hidden_act,
+            "max_position_embeddings": config.max_position_embeddings,
+            "norm_eps": config.layer_norm_eps,
+            "norm_bias": shape.norm_bias,
+            "attention_bias": shape.qkv_bias,
+            "mlp_bias": shape.mlp_bias,
+            "pad_token_id": config.pad_token_id,
+            "layer_types": types,
+            "local_attention": 2 * half_window.unwrap_or(64),
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": theta(&shape.rope)},
+                "sliding_attention": {"rope_type": "default", "rope_theta": theta(&shape.local_rope)},
+            },
+        });
+    }
+    if family == Family::Gpt2 {
+        return json!({
+            "model_type": "gpt2",
+            "architectures": architectures,
+            "vocab_size": config.vocab_size,
+            "n_embd": config.hidden_size,
+            "n_layer": config.num_hidden_layers,
+            "n_head": config.num_attention_heads,
+            "n_inner": config.intermediate_size,
+            "n_positions": config.max_position_embeddings,
+            "activation_function": config.hidden_act,
+            "layer_norm_epsilon": config.layer_norm_eps,
+        });
+    }
+    let rope = shape.rope.clone().unwrap_or(Rope {
+        theta: 10000.0,
+        scaling: RopeScaling::Default,
+    });
+    let mut parameters = json!({"rope_theta": rope.theta, "rope_type": "default"});
+    match rope.scaling {
+        RopeScaling::Default => {}
+        RopeScaling::Linear { factor } => {
+            parameters["rope_type"] = json!("linear");
+            parameters["factor"] = json!(factor);
+        }
+        RopeScaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_max_position_embeddings,
+        } => {
+            parameters["rope_type"] = json!("llama3");
+            parameters["factor"] = json!(factor);
+            parameters["low_freq_factor"] = json!(low_freq_factor);
+            parameters["high_freq_factor"] = json!(high_freq_factor);
+            parameters["original_max_position_embeddings"] =
+                json!(original_max_position_embeddings as u64);
+        }
+    }
+    let mut object = json!({
+        "model_type": family.model_type(),
+        "architectures": architectures,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": shape.num_key_value_heads,
+        "head_dim": shape.head_dim,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.hidden_act,
+        "max_position_embeddings": config.max_position_embeddings,
+        "rms_norm_eps": config.layer_norm_eps,
+        "rope_parameters": parameters,
+    });
+    let fields = object.as_object_mut().expect("an object");
+    match family {
+        Family::Llama => {
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
+            fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
+        }
+        Family::Mistral => {
+            fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
+        }
+        _ => {
+            let window = shape.sliding_windows.iter().flatten().next().copied();
+            let types: Vec<&str> = shape
+                .sliding_windows
+                .iter()
+                .map(|w| {
+                    if w.is_some() {
+                        "sliding_attention"
+                    } else {
+                        "full_attention"
+                    }
+                })
+                .collect();
+            fields.insert("use_sliding_window".into(), json!(window.is_some()));
+            fields.insert("sliding_window".into(), json!(window));
+            fields.insert("layer_types".into(), json!(types));
+        }
+    }
+    object
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Result<EncoderConfig, String> {
+        EncoderConfig::from_json(text)
+    }
+
+    #[test]
+    fn llama3_scaling_keeps_high_divides_low_and_blends_the_middle() {
+        let rope = Rope {
+            theta: 5000.0,
+            scaling: RopeScaling::Llama3 {
+                factor: 4.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_position_embeddings: 64.0,
+            },
+        };
+        let plain = Rope {
+            theta: 5000.0,
+            scaling: RopeScaling::Default,
+        }
+        .inverse_frequencies(8);
+        let scaled = rope.inverse_frequencies(8);
+        // Wavelengths 2π, ≈53, ≈444 and ≈3737 against the band 16 to 64.
+        assert_eq!(scaled[0], plain[0]);
+        assert!(scaled[1] < plain[1] && scaled[1] > plain[1] / 4.0);
+        assert_eq!(scaled[2], plain[2] / 4.0);
+    }
+
+    #[test]
+    fn old_and_new_rope_fields_read_alike() {
+        let new = config(
+            r#"{"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16,
+            "rope_parameters": {"rope_type": "linear", "rope_theta": 500.0, "factor": 2.0}}"#,
+        )
+        .unwrap();
+        let old = config(
+            r#"{"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "rope_theta": 500.0,
+            "rope_scaling": {"type": "linear", "factor": 2.0}}"#,
+        )
+        .unwrap();
+        assert_eq!(new, old);
+        let shape = new.decoder.unwrap();
+        assert_eq!(shape.num_key_value_heads, 2);
+        assert_eq!(
+            shape.rope.unwrap().scaling,
+            RopeScaling::Linear { factor: 2.0 }
+        );
+        let yarn = config(
+            r#"{"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}"#,
+        )
+        .unwrap_err();
+        assert!(yarn.contains("\"yarn\" is not supported"), "{yarn}");
+    }
+
+    #[test]
+    fn decoder_configs_round_trip_through_their_json() {
+        let texts = [
+            r#"{"model_type": "gpt2", "vocab_size": 100, "n_embd": 16, "n_layer": 2, "n_head": 4, "n_positions": 32}"#,
+            r#"{"model_type": "qwen2", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "num_hidden_layers": 3, "intermediate_size": 32,
+               "use_sliding_window": true, "sliding_window": 8, "max_window_layers": 1}"#,
+            r#"{"model_type": "mistral", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "num_hidden_layers": 2, "intermediate_size": 32, "sliding_window": 5}"#,
+            r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 4, "intermediate_size": 32, "local_attention": 8,
+               "global_attn_every_n_layers": 3, "global_rope_theta": 1000.0}"#,
+        ];
+        for text in texts {
+            let config = config(text).unwrap();
+            let again = EncoderConfig::from_json(&serde_json::to_string(&config).unwrap()).unwrap();
+            assert_eq!(again.decoder, config.decoder, "{text}");
+            assert_eq!(again.hidden_size, config.hidden_size, "{text}");
+        }
+        let qwen = config(texts[1]).unwrap().decoder.unwrap();
+        assert_eq!(qwen.sliding_windows, [None, Some(8), Some(8)]);
+        assert!(qwen.qkv_bias && !qwen.output_bias);
+        let modernbert = config(texts[3]).unwrap().decoder.unwrap();
+        // Global layers 0 and 3, local ones see 4 tokens either side.
+        assert_eq!(modernbert.sliding_windows, [None, Some(4), Some(4), None]);
+        assert_eq!(modernbert.rope.unwrap().theta, 1000.0);
+        assert_eq!(modernbert.local_rope.unwrap().theta, 10000.0);
+        assert!(!modernbert.norm_bias && !modernbert.qkv_bias);
+        let gpt2 = config(texts[0]).unwrap();
+        assert_eq!((gpt2.intermediate_size, gpt2.max_tokens()), (64, 32));
+    }
+}

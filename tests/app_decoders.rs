@@ -1,0 +1,174 @@
+//! The app on the causal decoders: each decoder fixture of
+//! `tests/fixtures/families` (GPT-2, Llama, Qwen2, Mistral) opened with its
+//! text and driven by its labels like `tests/app_families.rs`. The grid
+//! shows every head, the heatmaps draw the cells above the diagonal as
+//! masked (hatched grey, not the colour map's low end), the Separators view
+//! says why a causal model has no segmentation, and the Layers view reads
+//! "—" for it.
+
+mod common;
+
+use common::app::{label_containing, start_config, step_until, wait_for_result, AppHarness};
+use common::*;
+use egui::Role;
+use egui_kittest::kittest::Queryable;
+use headscope::app::heatmap::{MASKED_DARK, MASKED_LIGHT};
+use headscope::app::views::CentralView;
+use headscope::app::{AppConfig, StartOptions};
+use headscope::captures::HeadId;
+use headscope::model::EncoderConfig;
+
+fn start(name: &str) -> AppHarness {
+    start_config(AppConfig {
+        start: StartOptions {
+            model: Some(family_fixture(name).display().to_string()),
+            file: Some(fixture(&format!("families/{name}.txt"))),
+        },
+        autosave_path: None,
+        restore_text: false,
+    })
+}
+
+fn open_tab(harness: &mut AppHarness, view: CentralView) {
+    harness
+        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some(view.label()))
+        .click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), view);
+}
+
+/// The pixel at (fx, fy) of the widget labelled `label`, as fractions of
+/// its width and height.
+fn pixel_at(
+    harness: &AppHarness,
+    image: &image::RgbaImage,
+    label: &str,
+    (fx, fy): (f32, f32),
+) -> [u8; 3] {
+    let rect = harness.get_by_label_contains(label).rect();
+    let x = (rect.left() + fx * rect.width()) as u32;
+    let y = (rect.top() + fy * rect.height()) as u32;
+    let [r, g, b, _] = image.get_pixel(x, y).0;
+    [r, g, b]
+}
+
+/// A grey between the two stripes of a masked cell (the thumbnails average
+/// the stripes).
+fn is_masked_grey([r, g, b]: [u8; 3]) -> bool {
+    let (low, high) = (MASKED_DARK.r(), MASKED_LIGHT.r());
+    r == g && g == b && (low..=high).contains(&r)
+}
+
+fn check_decoder(name: &str, picture: Option<&str>) {
+    let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+    let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
+    let mut harness = start(name);
+    wait_for_result(&mut harness);
+    let output = harness.state().shown_output().unwrap().clone();
+    assert!(output.input.tokens.causal, "{name}");
+    assert_eq!(output.analysis.layers.len(), layers, "{name}");
+    step_until(&mut harness, "the thumbnails", |h| {
+        h.state().overview_is_current()
+    });
+    for l in 0..layers {
+        for h in 0..heads {
+            harness.get_by_label_contains(&format!("L{l} H{h} "));
+        }
+    }
+    // Every thumbnail: masked grey above the diagonal, colours below it.
+    let image = harness.render().expect("wgpu renders the window");
+    for l in 0..layers {
+        for h in 0..heads {
+            let label = format!("L{l} H{h} ");
+            let upper = pixel_at(&harness, &image, &label, (0.85, 0.1));
+            let lower = pixel_at(&harness, &image, &label, (0.1, 0.85));
+            assert!(
+                is_masked_grey(upper),
+                "{name} {label}: above the diagonal {upper:?}"
+            );
+            assert!(
+                !is_masked_grey(lower),
+                "{name} {label}: below the diagonal {lower:?}"
+            );
+        }
+    }
+
+    // A head's own heatmap: the cell of the first query and the last key is
+    // masked, the first query's own cell is a colour.
+    let head = HeadId::new(layers - 1, heads - 1);
+    harness
+        .get_by_label_contains(&format!("L{} H{} ", head.layer, head.head))
+        .click();
+    step_until(&mut harness, "the head detail", |h| {
+        h.state().detail_head() == Some(head)
+    });
+    harness.step();
+    let image = harness.render().expect("wgpu renders the window");
+    let heatmap = format!("heatmap of L{} H{}", head.layer, head.head);
+    let t = output.captures.tokens as f32;
+    let corner = pixel_at(&harness, &image, &heatmap, (1.0 - 0.5 / t, 0.5 / t));
+    let diagonal = pixel_at(&harness, &image, &heatmap, (0.5 / t, 0.5 / t));
+    assert!(
+        is_masked_grey(corner),
+        "{name}: the masked corner is {corner:?}"
+    );
+    assert!(
+        !is_masked_grey(diagonal),
+        "{name}: the first cell is {diagonal:?}"
+    );
+    if let Some(picture) = picture {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(picture);
+        image.save(&path).expect("save the picture");
+        eprintln!("picture: {}", path.display());
+    }
+
+    // The Separators view says why there is no segmentation; the chips
+    // are the sentences' tokens.
+    open_tab(&mut harness, CentralView::Separators);
+    assert!(
+        harness
+            .query_all_by_label_contains("No segmentation for a causal model")
+            .next()
+            .is_some(),
+        "{name}: the Separators view does not say why segmentation is absent"
+    );
+    if let Some(picture) = picture {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(picture.replace(".png", "-separators.png"));
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(&path).expect("save the picture");
+        eprintln!("picture: {}", path.display());
+    }
+    let last = output.input.tokens.len() - 1;
+    assert!(harness
+        .query_all_by_label_contains(&format!("sentence token {last} "))
+        .next()
+        .is_some());
+
+    // The Layers view: segmentation reads "—".
+    open_tab(&mut harness, CentralView::Layers);
+    let row = label_containing(&harness, "L0: mean distance");
+    assert!(
+        row.contains("segmentation") && row.contains('—'),
+        "{name}: {row}"
+    );
+    if let Some(picture) = picture {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(picture.replace(".png", "-layers.png"));
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(&path).expect("save the picture");
+    }
+}
+
+#[test]
+fn the_app_shows_gpt2_with_masked_heatmaps() {
+    check_decoder("gpt2", Some("app_decoders-gpt2.png"));
+}
+
+#[test]
+fn the_app_opens_every_decoder() {
+    for name in ["llama", "qwen2", "mistral"] {
+        check_decoder(name, None);
+    }
+}

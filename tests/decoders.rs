@@ -1,0 +1,283 @@
+//! The causal decoders (GPT-2, Llama, Qwen2, Mistral) against Hugging Face
+//! transformers, on the fixtures `reference/make_decoder_fixtures.py` made:
+//! tiny random-weight models (Llama with 2 key/value heads for 4 query
+//! heads and Llama 3's RoPE scaling, Mistral with one key/value head, a
+//! sliding window of 5 and linear RoPE scaling, Qwen2 with its q/k/v
+//! biases, GPT-2 cut at its 64 positions) with tokenizers trained for them.
+//! `headscope analyze --one-sentence-per-line --json --npz` must give the
+//! reference's input ids; attentions, head outputs and similarity within
+//! 1e-4; every figure within 1e-3, the causal ones as ANALYSIS.md §8 says
+//! (segmentation null). Then the input itself: the text encoded once with
+//! the tokenizer's own special tokens, sentence-final separators.
+
+mod common;
+
+use candle_core::Device;
+use common::parity::assert_files_match_reference;
+use common::*;
+use headscope::input::{build_input, InputMode};
+use headscope::model::Model;
+use std::path::Path;
+use std::process::Command;
+
+fn load(dir: &Path) -> Model {
+    Model::load_folder(dir, &Device::Cpu).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
+}
+
+/// Runs `headscope analyze` on the family's text and compares its files
+/// with the reference; returns our JSON.
+fn assert_decoder_matches_hugging_face(name: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
+    let output = Command::new(headscope_bin())
+        .arg("analyze")
+        .arg("--model")
+        .arg(family_fixture(name))
+        .arg("--one-sentence-per-line")
+        .arg("--json")
+        .arg(&json)
+        .arg("--npz")
+        .arg(&npz)
+        .arg(fixture(&format!("families/{name}.txt")))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reference = (
+        fixture(&format!("families/{name}.json")),
+        fixture(&format!("families/{name}.npz")),
+    );
+    let agreement = assert_files_match_reference((&json, &npz), (&reference.0, &reference.1));
+    eprintln!("{name}: {agreement:?}");
+    let ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // A causal model has no segmentation; the other figures are there.
+    for layer in ours["layers"].as_array().unwrap() {
+        assert!(layer["segmentation_accuracy"].is_null(), "{name}");
+        assert!(layer["segmentation_undecided"].is_null(), "{name}");
+        assert!(
+            layer["separator_attention"].as_f64().unwrap() > 0.0,
+            "{name}"
+        );
+        assert!(layer["sink_attention"].as_f64().unwrap() > 0.0, "{name}");
+    }
+    ours
+}
+
+#[test]
+fn gpt2_matches_hugging_face() {
+    let ours = assert_decoder_matches_hugging_face("gpt2");
+    // 64 positions: the text is cut after its last whole sentence that fits.
+    assert_eq!(ours["sentences_left_out"], 3);
+    assert_eq!(ours["tokens"].as_u64().unwrap(), 58);
+}
+
+#[test]
+fn llama_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("llama");
+}
+
+#[test]
+fn qwen2_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("qwen2");
+}
+
+#[test]
+fn mistral_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("mistral");
+}
+
+/// Above the diagonal (and, for Mistral, behind the sliding window) the
+/// attention is exactly 0: the query cannot see those keys.
+#[test]
+fn masked_attention_is_exactly_zero() {
+    for (name, window) in [("gpt2", None), ("llama", None), ("mistral", Some(5))] {
+        let model = load(&family_fixture(name));
+        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+        let built = build_input(
+            &model.tokenizer,
+            &text,
+            InputMode::OneSentencePerLine,
+            model.max_tokens(),
+            0,
+            &model.specials,
+        )
+        .unwrap();
+        let captures = model.capture(&built.tokens.input_ids, &|| false).unwrap();
+        let t = captures.tokens;
+        for (row_index, row) in captures.attentions.chunks(t).enumerate() {
+            let i = row_index % t;
+            for (j, &p) in row.iter().enumerate() {
+                let visible = j <= i && window.is_none_or(|w: usize| i - j < w);
+                if !visible {
+                    assert_eq!(p, 0.0, "{name}: P[{i}, {j}]");
+                }
+            }
+            assert!(row[i] > 0.0, "{name}: the diagonal");
+        }
+    }
+}
+
+/// The input is the text encoded once with the tokenizer's own special
+/// tokens: a BOS for the Llama-style tokenizers, none for GPT-2 and Qwen2.
+/// Each sentence's last token is its separator, a content token; every
+/// token belongs to the sentence of its first non-space character.
+#[test]
+fn decoder_inputs_follow_analysis_section_8() {
+    let text = "A naïve café opened.  Then it closed!\nThe end came late.\n";
+    for (name, bos) in [
+        ("gpt2", None),
+        ("llama", Some("<s>")),
+        ("qwen2", None),
+        ("mistral", Some("<s>")),
+    ] {
+        let model = load(&family_fixture(name));
+        assert!(model.specials.causal, "{name}");
+        for mode in [InputMode::Document, InputMode::OneSentencePerLine] {
+            let built = build_input(
+                &model.tokenizer,
+                text,
+                mode,
+                model.max_tokens(),
+                0,
+                &model.specials,
+            )
+            .unwrap();
+            let tokens = &built.tokens;
+            assert!(tokens.causal);
+            let whole = model
+                .tokenizer
+                .encode(
+                    if mode == InputMode::Document {
+                        text.to_string()
+                    } else {
+                        "A naïve café opened.  Then it closed! The end came late.".to_string()
+                    },
+                    true,
+                )
+                .unwrap();
+            // A prefix of the tokenizer's own encoding (the trailing newline
+            // after the last sentence belongs to no sentence).
+            assert_eq!(
+                tokens.input_ids[..],
+                whole.get_ids()[..tokens.len()],
+                "{name} {mode:?}"
+            );
+            match bos {
+                Some(bos) => {
+                    assert_eq!(tokens.token_texts[0], bos, "{name}");
+                    assert!(tokens.special[0] && tokens.sentence_ids[0].is_none());
+                    assert_eq!(tokens.cls_positions(), [0]);
+                }
+                None => assert!(!tokens.special[0], "{name}: no BOS"),
+            }
+            let sentences = if mode == InputMode::Document { 3 } else { 2 };
+            assert_eq!(built.sentences_analysed, sentences, "{name} {mode:?}");
+            let separators = tokens.separator_positions();
+            assert_eq!(separators.len(), sentences, "{name} {mode:?}");
+            assert_eq!(*separators.last().unwrap(), tokens.len() - 1);
+            for (k, &i) in separators.iter().enumerate() {
+                assert!(!tokens.special[i], "{name}: a separator is content");
+                assert_eq!(tokens.sentence_ids[i], Some(k));
+                assert_eq!(
+                    tokens.sentence_ids.get(i + 1).copied().flatten(),
+                    (k + 1 < sentences).then_some(k + 1)
+                );
+            }
+            // The sentence of a token is that of its first non-space
+            // character, in the user's text.
+            for i in tokens.content_positions() {
+                let (s, _) = tokens.offsets[i].unwrap();
+                let first = s + text[s..].find(|c: char| !c.is_whitespace()).unwrap();
+                let k = built
+                    .sentence_spans
+                    .iter()
+                    .position(|&(a, b)| a <= first && first < b);
+                assert_eq!(tokens.sentence_ids[i], k, "{name} {mode:?} token {i}");
+            }
+        }
+    }
+}
+
+/// A window over a long text keeps the leading BOS and starts at a whole
+/// sentence; the limit counts it.
+#[test]
+fn decoder_windows_keep_the_bos_and_whole_sentences() {
+    let model = load(&family_fixture("llama"));
+    let text = std::fs::read_to_string(fixture("families/llama.txt")).unwrap();
+    let built = build_input(
+        &model.tokenizer,
+        &text,
+        InputMode::OneSentencePerLine,
+        30,
+        1,
+        &model.specials,
+    )
+    .unwrap();
+    assert_eq!(built.tokens.token_texts[0], "<s>");
+    assert!(built.tokens.len() <= 30);
+    assert!(built.sentences_analysed >= 1 && built.sentences_left_out >= 1);
+    assert_eq!(
+        built.first_sentence + built.sentences_analysed + built.sentences_left_out,
+        built.sentence_spans.len()
+    );
+    assert_eq!(built.tokens.sentence_ids[1], Some(0));
+}
+
+/// A random decoder of each fixture's shape loads as the base model saves
+/// it and as a checkpoint with a head (`transformer.`, `model.` before
+/// every name) to the same model, and `make-random-model` writes one that
+/// `analyze` runs.
+#[test]
+fn random_decoders_load_under_either_naming() {
+    use headscope::model::random::{self, NameStyle};
+    use headscope::model::EncoderConfig;
+    for name in DECODER_FIXTURES {
+        let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+        let tokenizer = family_fixture(name).join("tokenizer.json");
+        let mut results = Vec::new();
+        for with_head in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let style = NameStyle {
+                with_head,
+                gamma_beta: false,
+            };
+            random::write_random_model(&config, &tokenizer, dir.path(), 5, style).unwrap();
+            let model = load(dir.path());
+            results.push(model.capture(&[3, 20, 21, 22, 23], &|| false).unwrap());
+        }
+        assert_eq!(results[0].attentions, results[1].attentions, "{name}");
+        assert_eq!(results[0].layers, config.num_hidden_layers);
+
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("model");
+        let made = Command::new(headscope_bin())
+            .args(["make-random-model", "--like"])
+            .arg(family_fixture(name))
+            .arg("--tokenizer")
+            .arg(&tokenizer)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let analysed = Command::new(headscope_bin())
+            .args(["analyze", "--one-sentence-per-line", "--model"])
+            .arg(&out)
+            .arg(fixture(&format!("families/{name}.txt")))
+            .output()
+            .unwrap();
+        assert!(
+            analysed.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&analysed.stderr)
+        );
+    }
+}
