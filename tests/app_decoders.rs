@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::app::{label_containing, start_config, step_until, wait_for_result, AppHarness};
+use common::app::{label_containing, shows, start_config, step_until, wait_for_result, AppHarness};
 use common::*;
 use egui::Role;
 use egui_kittest::kittest::Queryable;
@@ -117,6 +117,9 @@ fn check_decoder(name: &str, picture: Option<&str>) {
         !is_masked_grey(diagonal),
         "{name}: the first cell is {diagonal:?}"
     );
+    // Its statistics name a decoder's own landmarks, not [CLS] and [SEP].
+    assert!(shows(&harness, "to BOS") && shows(&harness, "to sentence ends"));
+    assert!(!shows(&harness, "to [SEP]"), "{name}");
     if let Some(picture) = picture {
         let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(picture);
         image.save(&path).expect("save the picture");

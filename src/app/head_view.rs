@@ -303,7 +303,9 @@ impl HeadView {
             );
         }
 
-        // The selected pairs, outlined in both triangles.
+        // The selected pairs, outlined in both triangles (S is symmetric);
+        // a causal model's upper triangle is masked, so only below it.
+        let causal = output.input.tokens.causal;
         if settings.mark_pairs && cell_px >= 2.0 {
             let stroke = Stroke::new(
                 (cell_px * 0.12).clamp(1.0, 2.0),
@@ -311,7 +313,9 @@ impl HeadView {
             );
             if let Some(figures) = output.analysis.head(head) {
                 for &(i, j) in &figures.selected_pairs {
-                    for (row, column) in [(i, j), (j, i)] {
+                    let cells: &[(usize, usize)] =
+                        if causal { &[(j, i)] } else { &[(i, j), (j, i)] };
+                    for &(row, column) in cells {
                         let rect = Rect::from_min_size(
                             Pos2::new(cell_x(column), cell_y(row)),
                             Vec2::splat(cell_px),
@@ -443,6 +447,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
         ui.label("No figures for this head.");
         return;
     };
+    let causal = output.input.tokens.causal;
     ui.heading("Head figures");
     let selected = f.selected_pairs.len();
     ui.weak(format!(
@@ -495,8 +500,16 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
         .spacing([12.0, 4.0])
         .show(ui, |ui| {
             row(ui, "entropy (nats)", format!("{:.3}", s.entropy));
-            row(ui, "to [CLS]", format!("{:.3}", s.cls));
-            row(ui, "to [SEP]", format!("{:.3}", s.sep));
+            // A decoder has no [CLS] or [SEP]: its BOS (if its tokenizer
+            // adds one) and its sentence-final tokens stand in their places
+            // (ANALYSIS.md §8).
+            let (first, separators) = if causal {
+                ("to BOS", "to sentence ends")
+            } else {
+                ("to [CLS]", "to [SEP]")
+            };
+            row(ui, first, format!("{:.3}", s.cls));
+            row(ui, separators, format!("{:.3}", s.sep));
             row(ui, "to punctuation", format!("{:.3}", s.punctuation));
             row(ui, "to itself", format!("{:.3}", s.self_attention));
             row(ui, "to previous token", format!("{:.3}", s.previous));
