@@ -83,6 +83,14 @@ impl ModelInputArgs {
 struct TextArgs {
     #[command(flatten)]
     input: ModelInputArgs,
+    /// At most this many tokens (below the model's own limit); the text is
+    /// cut at the last whole sentence that fits.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<usize>,
+    /// At most this much memory, in MB, for the attentions and similarities
+    /// of every head; a longer text is cut to fit.
+    #[arg(long, value_name = "MB", default_value_t = pipeline::DEFAULT_CAPTURE_MEMORY_MB)]
+    capture_memory_mb: u64,
     /// Text file, or - for standard input.
     file: PathBuf,
 }
@@ -157,6 +165,8 @@ impl TextArgs {
         InputOptions {
             mode: self.input.mode(),
             first_sentence: 0,
+            max_tokens: self.max_tokens,
+            capture_memory_mb: Some(self.capture_memory_mb),
         }
     }
 
@@ -164,6 +174,9 @@ impl TextArgs {
     /// warning on stderr about Latin-1 input and anything left out.
     fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
         let options = self.input.analysis.options()?;
+        if self.max_tokens.is_some_and(|n| n < 3) || self.capture_memory_mb == 0 {
+            bail!("--max-tokens must be at least 3 and --capture-memory-mb at least 1");
+        }
         let file = read_text_file(&self.file)?;
         if let Some(warning) = &file.warning {
             eprintln!("headscope: warning: {warning}");

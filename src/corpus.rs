@@ -358,6 +358,8 @@ impl DocumentRun<'_, '_> {
         let size = self.bytes;
         let covered =
             |offset: usize| (offset as f64 / text.len().max(1) as f64 * size as f64).round() as u64;
+        // The model's limit, and the default capture memory for long inputs.
+        let limit = pipeline::token_limit(model, &pipeline::InputOptions::default());
         let mut first_sentence = 0;
         while first_sentence < spans.len() {
             if (self.is_cancelled)() {
@@ -365,7 +367,7 @@ impl DocumentRun<'_, '_> {
                 break;
             }
             let window = tokenized
-                .window(model.max_tokens(), first_sentence, &model.specials)
+                .window(limit.tokens, first_sentence, &model.specials)
                 .map_err(RunError::Input)
                 .and_then(|built| {
                     pipeline::run_prepared(model, built, &options.analysis, self.is_cancelled)

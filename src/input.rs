@@ -40,7 +40,7 @@ pub enum InputError {
     #[error("the text has {sentences} sentences, but the window starts at sentence {first} (counting from 1)")]
     WindowPastEnd { first: usize, sentences: usize },
     #[error(
-        "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit} \
+        "sentence {sentence} alone has {tokens} tokens, more than the limit of {limit} \
          (with the start and separator tokens); split it, or use --one-sentence-per-line with shorter lines"
     )]
     SentenceTooLong {
@@ -50,6 +50,50 @@ pub enum InputError {
     },
     #[error("the tokenizer failed: {0}")]
     Tokenizer(String),
+}
+
+/// What a long text is cut to fit (ANALYSIS.md §1, §8): the most tokens
+/// one window may hold and which limit set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenLimit {
+    pub tokens: usize,
+    pub by: LimitedBy,
+}
+
+/// The limit that was the smallest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum LimitedBy {
+    /// The model's positions (`max_position_embeddings`, `n_positions`).
+    #[default]
+    Model,
+    /// A smaller limit the user set.
+    User,
+    /// The memory the captures of every head may take, in MB.
+    Memory { mb: u64 },
+}
+
+impl Default for TokenLimit {
+    fn default() -> Self {
+        Self {
+            tokens: usize::MAX,
+            by: LimitedBy::Model,
+        }
+    }
+}
+
+impl std::fmt::Display for TokenLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tokens = self.tokens;
+        match self.by {
+            LimitedBy::Model => write!(f, "the model's limit of {tokens} tokens"),
+            LimitedBy::User => write!(f, "the token limit of {tokens} you set"),
+            LimitedBy::Memory { mb } => write!(
+                f,
+                "{tokens} tokens, the most whose attentions and similarities fit the \
+                 memory limit of {mb} MB"
+            ),
+        }
+    }
 }
 
 /// The model input and what the cut left out.
@@ -66,6 +110,9 @@ pub struct BuiltInput {
     pub sentences_left_out: usize,
     /// Their tokens (without the separators they would have needed).
     pub tokens_left_out: usize,
+    /// The limit the window was cut to.
+    #[serde(default)]
+    pub limit: TokenLimit,
 }
 
 impl BuiltInput {
@@ -73,8 +120,9 @@ impl BuiltInput {
     pub fn left_out_warning(&self) -> Option<String> {
         (self.sentences_left_out > 0).then(|| {
             format!(
-                "the text is longer than the model's limit: analysed sentences {}–{} of {}, \
+                "the text is longer than {}: analysed sentences {}–{} of {}, \
                  left out {} sentence{} ({} tokens) after the last whole sentence that fits",
+                self.limit,
                 self.first_sentence + 1,
                 self.first_sentence + self.sentences_analysed,
                 self.sentence_spans.len(),

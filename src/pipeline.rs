@@ -4,7 +4,7 @@
 
 use crate::analysis::{analyze, Analysis, AnalysisOptions};
 use crate::captures::Captures;
-use crate::input::{build_input, BuiltInput, InputError, InputMode};
+use crate::input::{build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit};
 use crate::model::{ForwardError, Model};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -15,6 +15,52 @@ pub struct InputOptions {
     pub mode: InputMode,
     /// First sentence of the window (0-based); 0 analyses from the start.
     pub first_sentence: usize,
+    /// At most this many tokens per window, below the model's own limit.
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+    /// At most this much memory, in MB, for the captures of one window (P
+    /// and S of every head); [`DEFAULT_CAPTURE_MEMORY_MB`] when `None`.
+    #[serde(default)]
+    pub capture_memory_mb: Option<u64>,
+}
+
+/// The captures of one window may take 2 GiB by default: BERT-large at 512
+/// tokens takes 0.8 GB, while a decoder of 24 layers × 14 heads at 2,048
+/// tokens would take 11 GB and is cut to fit.
+pub const DEFAULT_CAPTURE_MEMORY_MB: u64 = 2048;
+
+/// The most tokens one window of `model` may hold: the model's limit, the
+/// user's, or as many as the capture memory allows, whichever is least.
+pub fn token_limit(model: &Model, input: &InputOptions) -> TokenLimit {
+    let mut limit = TokenLimit {
+        tokens: model.max_tokens(),
+        by: LimitedBy::Model,
+    };
+    if let Some(user) = input.max_tokens.filter(|&n| n < limit.tokens) {
+        limit = TokenLimit {
+            tokens: user,
+            by: LimitedBy::User,
+        };
+    }
+    let mb = input.capture_memory_mb.unwrap_or(DEFAULT_CAPTURE_MEMORY_MB);
+    let budget = mb.saturating_mul(1 << 20);
+    if model.capture_bytes(limit.tokens) > budget {
+        // The captures grow as T², so a bisection finds the largest T.
+        let (mut fits, mut too_many) = (0, limit.tokens);
+        while too_many - fits > 1 {
+            let middle = (fits + too_many) / 2;
+            if model.capture_bytes(middle) <= budget {
+                fits = middle;
+            } else {
+                too_many = middle;
+            }
+        }
+        limit = TokenLimit {
+            tokens: fits,
+            by: LimitedBy::Memory { mb },
+        };
+    }
+    limit
 }
 
 /// Wall time of each stage of one run, in milliseconds.
@@ -62,14 +108,17 @@ pub fn prepare_input(
     text: &str,
     input: &InputOptions,
 ) -> Result<BuiltInput, InputError> {
-    build_input(
+    let limit = token_limit(model, input);
+    let mut built = build_input(
         &model.tokenizer,
         text,
         input.mode,
-        model.max_tokens(),
+        limit.tokens,
         input.first_sentence,
         &model.specials,
-    )
+    )?;
+    built.limit = limit;
+    Ok(built)
 }
 
 /// Runs the model and the analysis on the prepared input.

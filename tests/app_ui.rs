@@ -16,6 +16,7 @@ use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::Harness;
 use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::settings::MEMORY_LIMIT_LABEL;
 use headscope::app::status_bar::WORKING_LABEL;
 use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
 use headscope::captures::HeadId;
@@ -360,6 +361,34 @@ fn a_large_file_opens_in_sentence_windows() {
     step_until(&mut harness, "the first window again", |h| {
         !h.state().is_working() && shows(h, "sentences 1–")
     });
+
+    // A memory limit below what the window needs cuts it further, and the
+    // panel says which limit cut it.
+    let tokens_before = shown_tokens(&harness).unwrap();
+    let field = harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() == Role::SpinButton)
+        .expect("the memory limit field");
+    field.click();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() != Role::Label)
+        .expect("the memory limit field")
+        .type_text("64");
+    harness.key_press(egui::Key::Enter);
+    harness.step();
+    assert_eq!(harness.state().settings().capture_memory_mb, 64);
+    step_until(&mut harness, "the window cut to the memory limit", |h| {
+        !h.state().is_working() && shows(h, "memory limit of 64 MB")
+    });
+    let tokens = shown_tokens(&harness).unwrap();
+    let bytes = |t: usize| 72 * (2 * t * t + 32 * t) * 4;
+    assert!(
+        tokens < tokens_before && bytes(tokens) <= 64 << 20,
+        "{tokens}"
+    );
 }
 
 #[test]

@@ -21,7 +21,7 @@ use headscope::app::views::CentralView;
 use headscope::app::{separators_view, specialisation_view, token_focus_view, SAMPLE_TEXT};
 use headscope::captures::HeadId;
 use headscope::model::{Model, ModelSource};
-use headscope::pipeline::{self, InputOptions, RunOutput};
+use headscope::pipeline::{self, RunOutput};
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
@@ -41,10 +41,7 @@ fn model() -> &'static Model {
 /// What `headscope analyze` reports for `text` under the app's settings.
 fn reference(harness: &AppHarness, text: &str) -> Analysis {
     let settings = harness.state().settings();
-    let input = InputOptions {
-        mode: settings.input_mode,
-        first_sentence: 0,
-    };
+    let input = settings.input_options(0);
     let output = pipeline::run(model(), text, &input, &settings.analysis_options(), &|| {
         false
     })

@@ -156,6 +156,80 @@ fn a_long_document_is_cut_at_the_last_whole_sentence_and_reported() {
     );
 }
 
+/// A limit of the user's (--max-tokens) or of memory (--capture-memory-mb)
+/// below the model's cuts the window the same way and names the limit.
+#[test]
+fn a_token_limit_and_a_memory_limit_cut_the_window_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..12)
+        .map(|i| format!("Line {i} says the ferry left the harbour at dawn.\n"))
+        .collect();
+    let file = dir.path().join("lines.txt");
+    std::fs::write(&file, &text).unwrap();
+    let model_arg = model_arg();
+    let run = |limit: &[&str]| {
+        let json = dir.path().join("out.json");
+        let mut args = vec![
+            "analyze",
+            "--model",
+            &model_arg[..],
+            "--one-sentence-per-line",
+        ];
+        args.extend_from_slice(limit);
+        args.extend(["--json", json.to_str().unwrap(), file.to_str().unwrap()]);
+        let output = headscope(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (report, stderr(&output))
+    };
+
+    let (whole, message) = run(&[]);
+    assert_eq!(whole["sentences_left_out"], 0, "{message}");
+    let per_line = (whole["tokens"].as_u64().unwrap() - 1) / 12;
+
+    let (cut, message) = run(&["--max-tokens", "40"]);
+    let tokens = cut["tokens"].as_u64().unwrap();
+    assert!(tokens <= 40 && tokens + per_line > 40, "{tokens}");
+    assert_eq!(
+        cut["sentences_analysed"].as_u64().unwrap(),
+        (40 - 1) / per_line
+    );
+    assert!(
+        message.contains("the token limit of 40 you set"),
+        "{message}"
+    );
+
+    // MiniLM's captures: 72 heads × (2T² + 32T) floats; 1 MB holds 35 tokens.
+    let bytes = |t: u64| 72 * (2 * t * t + 32 * t) * 4;
+    let fits = (1..512)
+        .take_while(|&t| bytes(t) <= 1 << 20)
+        .last()
+        .unwrap();
+    assert_eq!(fits, 35);
+    let (cut, message) = run(&["--capture-memory-mb", "1"]);
+    let tokens = cut["tokens"].as_u64().unwrap();
+    assert!(tokens <= fits && tokens + per_line > fits, "{tokens}");
+    assert!(
+        message.contains(&format!(
+            "{fits} tokens, the most whose attentions and similarities fit the memory limit of 1 MB"
+        )),
+        "{message}"
+    );
+
+    assert_fails_with(
+        &headscope(&[
+            "analyze",
+            "--model",
+            &model_arg,
+            "--max-tokens",
+            "2",
+            file.to_str().unwrap(),
+        ]),
+        "--max-tokens must be at least 3",
+    );
+}
+
 #[test]
 fn bad_inputs_fail_with_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -388,6 +388,7 @@ fn windows_of(path: &Path, mode: InputMode) -> Vec<Analysis> {
         let input = InputOptions {
             mode,
             first_sentence: first,
+            ..Default::default()
         };
         let output = pipeline::run(model(), &text, &input, &AnalysisOptions::default(), &|| {
             false

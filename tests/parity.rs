@@ -21,6 +21,7 @@ fn harbour_matches_hugging_face() {
         &InputOptions {
             mode: InputMode::OneSentencePerLine,
             first_sentence: 0,
+            ..Default::default()
         },
         &AnalysisOptions::default(),
         &|| false,

@@ -32,6 +32,7 @@ fn analyse(text_file: &str) -> RunOutput {
     let input = InputOptions {
         mode: InputMode::OneSentencePerLine,
         first_sentence: 0,
+        ..Default::default()
     };
     pipeline::run(model(), &text, &input, &AnalysisOptions::default(), &|| {
         false

@@ -16,6 +16,9 @@ pub struct WindowInfo {
     pub analysed: usize,
     /// Sentences in the whole text.
     pub total: usize,
+    /// The limit the window was cut to (the model's, the user's, or the
+    /// memory's).
+    pub limit: crate::input::TokenLimit,
 }
 
 impl WindowInfo {
@@ -113,7 +116,14 @@ pub fn editor_ui(
                 document.sentence_count()
             ),
         };
-        ui.label(egui::RichText::new(text).strong());
+        let label = ui.label(egui::RichText::new(text).strong());
+        if let Some(w) = window_known.filter(|w| w.has_next()) {
+            let why = format!("cut at {}", w.limit);
+            label.on_hover_text(&why);
+            if !matches!(w.limit.by, crate::input::LimitedBy::Model) {
+                ui.weak(why);
+            }
+        }
     }
     if let Some(message) = busy {
         ui.horizontal(|ui| {

@@ -4,7 +4,7 @@
 //! next one arrives.
 
 use super::HeadscopeApp;
-use crate::pipeline::{InputOptions, RunOutput};
+use crate::pipeline::RunOutput;
 use crate::worker::WorkerEvent;
 use std::sync::Arc;
 
@@ -123,10 +123,7 @@ impl HeadscopeApp {
             return;
         };
         let first = self.text.first_sentence();
-        let input = InputOptions {
-            mode: self.settings.input_mode,
-            first_sentence: input_first,
-        };
+        let input = self.settings.input_options(input_first);
         let generation = self
             .worker
             .analyse(text, input, self.settings.analysis_options());

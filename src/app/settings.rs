@@ -41,6 +41,10 @@ impl MatrixKind {
     }
 }
 
+/// The accessible names of the window limits in the settings panel.
+pub const TOKEN_LIMIT_LABEL: &str = "Token limit";
+pub const MEMORY_LIMIT_LABEL: &str = "Memory limit";
+
 /// Everything the user set, persisted between sessions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -68,6 +72,11 @@ pub struct Settings {
     pub view: CentralView,
     /// Draw each head's separator attention on its grid thumbnail.
     pub separator_overlay: bool,
+    /// At most this many tokens per window; 0: the model's own limit.
+    pub max_tokens: usize,
+    /// At most this much memory (MB) for one window's attentions and
+    /// similarities; a longer text is cut to fit.
+    pub capture_memory_mb: u64,
 }
 
 impl Default for Settings {
@@ -88,6 +97,8 @@ impl Default for Settings {
             show_text_panel: true,
             view: CentralView::default(),
             separator_overlay: false,
+            max_tokens: 0,
+            capture_memory_mb: crate::pipeline::DEFAULT_CAPTURE_MEMORY_MB,
         }
     }
 }
@@ -107,11 +118,24 @@ impl Settings {
         }
     }
 
+    /// The window's limits these settings stand for, on top of the mode
+    /// and the first sentence.
+    pub fn input_options(&self, first_sentence: usize) -> crate::pipeline::InputOptions {
+        crate::pipeline::InputOptions {
+            mode: self.input_mode,
+            first_sentence,
+            max_tokens: (self.max_tokens > 0).then_some(self.max_tokens),
+            capture_memory_mb: Some(self.capture_memory_mb.max(1)),
+        }
+    }
+
     /// Puts the analysis options back to ANALYSIS.md's defaults (view
     /// choices stay).
     pub fn reset_analysis(&mut self) {
         let defaults = Settings::default();
         self.input_mode = defaults.input_mode;
+        self.max_tokens = defaults.max_tokens;
+        self.capture_memory_mb = defaults.capture_memory_mb;
         self.rule = defaults.rule;
         self.q = defaults.q;
         self.z = defaults.z;
@@ -154,6 +178,47 @@ pub fn settings_ui(ui: &mut egui::Ui, settings: &mut Settings) -> SettingsChange
         ui.radio_value(&mut settings.input_mode, mode, label)
             .on_hover_text(hint);
     }
+    egui::Grid::new("input limits")
+        .num_columns(2)
+        .spacing([8.0, 4.0])
+        .show(ui, |ui| {
+            let label = ui.label(TOKEN_LIMIT_LABEL);
+            ui.add(
+                egui::DragValue::new(&mut settings.max_tokens)
+                    .range(0..=1_000_000)
+                    .speed(4.0)
+                    .custom_formatter(|n, _| {
+                        if n == 0.0 {
+                            "the model's".into()
+                        } else {
+                            format!("{n}")
+                        }
+                    })
+                    .custom_parser(|text| match text.trim() {
+                        "" | "0" | "the model's" => Some(0.0),
+                        text => text.parse::<f64>().ok(),
+                    }),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "At most this many tokens per window (0: the model's own limit); \
+                 a longer text is cut at the last whole sentence that fits",
+            );
+            ui.end_row();
+            let label = ui.label(MEMORY_LIMIT_LABEL);
+            ui.add(
+                egui::DragValue::new(&mut settings.capture_memory_mb)
+                    .range(64..=1_048_576)
+                    .speed(16.0)
+                    .suffix(" MB"),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "The attentions and similarities of every head take L·H·T²·8 bytes; \
+                 a window that would need more is cut to fit",
+            );
+            ui.end_row();
+        });
 
     ui.add_space(6.0);
     ui.label(egui::RichText::new("Pair selection").strong());
@@ -248,9 +313,9 @@ pub fn settings_ui(ui: &mut egui::Ui, settings: &mut Settings) -> SettingsChange
         settings.reset_analysis();
     }
 
+    let input = settings.input_options(0) != before.input_options(0);
     SettingsChange {
-        input: settings.input_mode != before.input_mode,
-        analysis: settings.analysis_options() != before.analysis_options()
-            || settings.input_mode != before.input_mode,
+        input,
+        analysis: settings.analysis_options() != before.analysis_options() || input,
     }
 }

@@ -224,6 +224,7 @@ impl TextState {
             first: shown.first_sentence,
             analysed: shown.output.input.sentences_analysed,
             total: document.sentence_count(),
+            limit: shown.output.input.limit,
         })
     }
 

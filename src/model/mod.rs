@@ -239,6 +239,13 @@ impl Model {
         self.config.max_tokens()
     }
 
+    /// Bytes the captures of a `tokens`-token input take: P and S of every
+    /// head (T×T float32 each) and its output vectors (T×d).
+    pub fn capture_bytes(&self, tokens: usize) -> u64 {
+        let (heads, t) = ((self.layers() * self.heads()) as u64, tokens as u64);
+        heads * (2 * t * t + t * self.config.head_dim() as u64) * 4
+    }
+
     /// Runs the encoder and gathers every layer's P, O and S into plain
     /// buffers. Returns `ForwardError::Cancelled` as soon as `cancelled`
     /// says so between two layers.
