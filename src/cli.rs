@@ -41,7 +41,7 @@ enum Command {
     Export(ExportArgs),
     /// Time the whole analysis of an N-token input.
     Bench(BenchArgs),
-    /// Write a model folder with random weights of a given BERT shape.
+    /// Write a model folder with random weights of a known model's shape, any family.
     MakeRandomModel(RandomModelArgs),
     /// Average every figure over a corpus (text files, JSON Lines, Parquet), with spread and 95% intervals.
     Corpus(corpus::CorpusArgs),
@@ -264,7 +264,8 @@ struct RandomModelArgs {
     /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, roberta-base,
     /// xlm-roberta-base, camembert-base, distilbert-base-uncased,
     /// electra-base-discriminator, electra-small-discriminator, albert-base-v2,
-    /// or a config.json / model folder.
+    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, or a config.json / model
+    /// folder.
     #[arg(long)]
     like: String,
     /// tokenizer.json to put in the folder.
