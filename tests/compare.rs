@@ -41,7 +41,10 @@ fn harbour() -> String {
 }
 
 fn run(model: &Model, text: &str) -> RunOutput {
-    pipeline::run(model, text, &input(), &AnalysisOptions::default(), &|| false).unwrap()
+    pipeline::run(model, text, &input(), &AnalysisOptions::default(), &|| {
+        false
+    })
+    .unwrap()
 }
 
 #[test]
@@ -73,7 +76,10 @@ fn a_model_compared_with_itself_matches_every_head_with_itself() {
     for (index, row) in matching.cka.iter().enumerate() {
         assert_eq!(row.len(), 72);
         let diagonal = row[index].expect("defined");
-        assert!((diagonal - 1.0).abs() < 1e-9, "head {index}: CKA {diagonal}");
+        assert!(
+            (diagonal - 1.0).abs() < 1e-9,
+            "head {index}: CKA {diagonal}"
+        );
         for (other, value) in row.iter().enumerate() {
             if other != index {
                 off_diagonal_max = off_diagonal_max.max(value.unwrap());
@@ -209,7 +215,10 @@ fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model()
         assert_eq!(depth[layers - 1], 1.0);
         let analysis = serde_json::to_value(&run.analysis).unwrap();
         assert_json_close(key, &model["analysis"], &analysis, 1e-6);
-        assert_eq!(model["analysis"]["layers"].as_array().unwrap().len(), layers);
+        assert_eq!(
+            model["analysis"]["layers"].as_array().unwrap().len(),
+            layers
+        );
     }
 
     // The matrix: 72 rows of 144, and each head's best match is its row's
@@ -250,7 +259,11 @@ fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model()
         .iter()
         .map(|u| (positions(&u["a_positions"]), positions(&u["b_positions"])))
         .collect();
-    assert!(units.len() * 10 >= a.analysis.content_tokens * 9, "{}", units.len());
+    assert!(
+        units.len() * 10 >= a.analysis.content_tokens * 9,
+        "{}",
+        units.len()
+    );
     for (a_positions, b_positions) in &units {
         assert!(!a_positions.is_empty() && !b_positions.is_empty());
     }

@@ -3,7 +3,9 @@
 //! analyses (as `analyze --json` writes them), the alignment, the
 //! specialisation table and the head-matching matrix.
 
-use super::{check_writable, file_error, load_model, read_text, run_on_text, warn_left_out, InputArgs};
+use super::{
+    check_writable, file_error, load_model, read_text, run_on_text, warn_left_out, InputArgs,
+};
 use crate::pipeline;
 use anyhow::bail;
 use clap::Args;
@@ -92,4 +94,3 @@ fn print_matches(a_name: &str, output: &pipeline::ComparisonOutput) {
         let _ = writeln!(out, "{:>8}  {name:>8}  {cka:>6}", head.to_string());
     }
 }
-

@@ -134,7 +134,9 @@ impl HeadMatching {
     pub fn ranked_for_b(&self, b: HeadId, count: usize) -> Vec<BestMatch> {
         let column = b.layer * self.b_heads + b.head;
         ranked(
-            self.cka.iter().map(|row| row.get(column).copied().flatten()),
+            self.cka
+                .iter()
+                .map(|row| row.get(column).copied().flatten()),
             self.a_heads,
             count,
         )
@@ -233,7 +235,12 @@ mod tests {
 
     #[test]
     fn cka_is_one_for_a_matrix_and_its_multiple_and_undefined_when_flat() {
-        let x = vec![vec![1.0, 0.0], vec![0.5, 2.0], vec![-1.0, 1.0], vec![3.0, 0.1]];
+        let x = vec![
+            vec![1.0, 0.0],
+            vec![0.5, 2.0],
+            vec![-1.0, 1.0],
+            vec![3.0, 0.1],
+        ];
         let k = gram(&x);
         let scaled: Vec<f64> = k.iter().map(|v| v * 7.5).collect();
         assert!((linear_cka(&k, &scaled, 4).unwrap() - 1.0).abs() < 1e-12);
@@ -241,7 +248,12 @@ mod tests {
         let rotated: Vec<Vec<f64>> = x.iter().map(|p| vec![-p[1], p[0]]).collect();
         assert!((linear_cka(&k, &gram(&rotated), 4).unwrap() - 1.0).abs() < 1e-12);
         // Another configuration is less similar.
-        let other = vec![vec![1.0, 1.0], vec![0.0, 0.0], vec![2.0, -1.0], vec![0.0, 5.0]];
+        let other = vec![
+            vec![1.0, 1.0],
+            vec![0.0, 0.0],
+            vec![2.0, -1.0],
+            vec![0.0, 5.0],
+        ];
         let value = linear_cka(&k, &gram(&other), 4).unwrap();
         assert!(value < 0.99 && value > -1.0, "{value}");
         // Every point alike: the centred matrix is zero, CKA undefined.

@@ -9,9 +9,7 @@
 //! edit of the text (a new analysis) does not cancel a comparison, and
 //! the reverse.
 
-use super::{
-    panic_message, wait_unless, AnalysisWorker, Command, WorkerEvent, WorkerThread,
-};
+use super::{panic_message, wait_unless, AnalysisWorker, Command, WorkerEvent, WorkerThread};
 use crate::analysis::AnalysisOptions;
 use crate::model::ModelSource;
 use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput};
