@@ -135,10 +135,11 @@ impl CompareView {
         }
     }
 
-    /// Takes news of a comparison request.
-    pub fn on_comparison_event(&mut self, generation: u64, event: ComparisonEvent) {
+    /// Takes news of a comparison request; true when a new comparison is
+    /// on screen.
+    pub fn on_comparison_event(&mut self, generation: u64, event: ComparisonEvent) -> bool {
         if self.in_flight != Some(generation) {
-            return;
+            return false;
         }
         match event {
             ComparisonEvent::Started => {}
@@ -148,6 +149,7 @@ impl CompareView {
                 self.shown = Some((a_generation, output));
                 self.error = None;
                 self.in_flight = None;
+                return true;
             }
             ComparisonEvent::Abandoned => self.in_flight = None,
             ComparisonEvent::Failed(message) => {
@@ -155,6 +157,7 @@ impl CompareView {
                 self.in_flight = None;
             }
         }
+        false
     }
 
     fn keep_selection_within(&mut self, output: &ComparisonOutput) {
@@ -256,20 +259,18 @@ impl HeadscopeApp {
                 action = compare.body(ui, &a_name, output);
             });
         match model_action {
-            Some(ModelAction::PickFolder) => {
-                if self.views.compare.folder_dialog.is_none() {
-                    self.views.compare.folder_dialog = Some(spawn_dialog(
-                        self.wake.clone(),
-                        || {
-                            rfd::FileDialog::new()
-                            .set_title("Open model B's folder (config.json, model.safetensors, tokenizer.json)")
-                            .pick_folder()
-                        },
-                    ));
-                }
+            // (One dialog at a time.)
+            Some(ModelAction::PickFolder) if self.views.compare.folder_dialog.is_none() => {
+                self.views.compare.folder_dialog = Some(spawn_dialog(self.wake.clone(), || {
+                    rfd::FileDialog::new()
+                        .set_title(
+                            "Open model B's folder (config.json, model.safetensors, tokenizer.json)",
+                        )
+                        .pick_folder()
+                }));
             }
             Some(ModelAction::Load(source)) => self.load_comparison_model(source),
-            None => {}
+            Some(ModelAction::PickFolder) | None => {}
         }
         if let Some(ViewAction::SavePlot(name)) = action {
             self.save_plot(ui.ctx(), &name);

@@ -214,7 +214,9 @@ impl HeadscopeApp {
                 },
                 WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
                 WorkerEvent::Comparison { generation, event } => {
-                    self.views.compare.on_comparison_event(generation, event);
+                    if self.views.compare.on_comparison_event(generation, event) {
+                        self.chrome.trace_line("comparison on screen");
+                    }
                 }
                 WorkerEvent::RunStarted { .. }
                 | WorkerEvent::RunFinished { .. }

@@ -54,10 +54,10 @@ pub fn centre(k: &[f64], n: usize) -> Vec<f64> {
         .map(|j| (0..n).map(|i| k[i * n + j]).sum::<f64>() / n as f64)
         .collect();
     let grand = row_means.iter().sum::<f64>() / n as f64;
-    let mut centred = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            centred[i * n + j] = k[i * n + j] - row_means[i] - column_means[j] + grand;
+    let mut centred = Vec::with_capacity(n * n);
+    for (row, row_mean) in k.chunks_exact(n).zip(&row_means) {
+        for (value, column_mean) in row.iter().zip(&column_means) {
+            centred.push(value - row_mean - column_mean + grand);
         }
     }
     centred

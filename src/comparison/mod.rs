@@ -76,8 +76,11 @@ pub struct SpecialisationRow {
     pub b: Option<f64>,
 }
 
+/// Reads one per-head figure.
+type HeadFigure = fn(&HeadFigures) -> Option<f64>;
+
 /// The per-head figures averaged in the table, after the category shares.
-const AVERAGED: [(&str, fn(&HeadFigures) -> Option<f64>); 7] = [
+const AVERAGED: [(&str, HeadFigure); 7] = [
     ("mean_distance", |h| h.mean_distance),
     ("same_sentence_fraction", |h| h.same_sentence_fraction),
     ("repetition_fraction", |h| h.repetition_fraction),
@@ -101,7 +104,7 @@ fn category_share(analysis: &Analysis, category: Category) -> Option<f64> {
 }
 
 /// Mean of a figure over the heads where it is defined.
-fn mean_over_heads(analysis: &Analysis, figure: fn(&HeadFigures) -> Option<f64>) -> Option<f64> {
+fn mean_over_heads(analysis: &Analysis, figure: HeadFigure) -> Option<f64> {
     let values: Vec<f64> = heads(analysis)
         .filter_map(figure)
         .filter(|v| v.is_finite())

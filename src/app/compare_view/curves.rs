@@ -14,8 +14,12 @@ use egui_plot::{Line, MarkerShape, Plot, PlotPoints, Points};
 pub const A_COLOUR: Color32 = Color32::from_rgb(90, 170, 255);
 pub const B_COLOUR: Color32 = Color32::from_rgb(255, 160, 50);
 
-/// The per-layer figures plotted, with their titles (ANALYSIS.md §5).
-const FIGURES: [(&str, fn(&LayerFigures) -> Option<f64>, bool); 6] = [
+/// Reads one per-layer figure.
+type LayerFigure = fn(&LayerFigures) -> Option<f64>;
+
+/// The per-layer figures plotted, with their titles (ANALYSIS.md §5), and
+/// whether each is a fraction (plotted from 0 to 1).
+const FIGURES: [(&str, LayerFigure, bool); 6] = [
     ("mean distance j − i", |l| l.mean_distance, false),
     ("same-sentence fraction", |l| l.same_sentence_fraction, true),
     ("separator attention", |l| l.separator_attention, true),
@@ -25,11 +29,7 @@ const FIGURES: [(&str, fn(&LayerFigures) -> Option<f64>, bool); 6] = [
 ];
 
 /// The points of one model's curve: x is depth, or the layer when `raw`.
-fn curve(
-    analysis: &Analysis,
-    value: fn(&LayerFigures) -> Option<f64>,
-    raw: bool,
-) -> Vec<Vec<[f64; 2]>> {
+fn curve(analysis: &Analysis, value: LayerFigure, raw: bool) -> Vec<Vec<[f64; 2]>> {
     let layers = analysis.layers.len();
     segments(analysis.layers.iter().map(value))
         .into_iter()
