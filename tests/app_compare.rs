@@ -127,6 +127,12 @@ fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
         .count();
     assert_eq!(marked, 3);
 
+    // The curves switch from depth to raw layer numbers.
+    assert!(!harness.state().compare_view().raw_layers);
+    harness.get_by_label("Raw layer numbers").click();
+    harness.step();
+    assert!(harness.state().compare_view().raw_layers);
+
     // The head grids figure saves as PNG.
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("grids.png");

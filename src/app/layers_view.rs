@@ -354,7 +354,17 @@ fn add_curve(
     colour: Color32,
     values: impl Iterator<Item = Option<f64>>,
 ) {
-    for segment in segments(values) {
+    add_segments(plot_ui, name, colour, segments(values));
+}
+
+/// The pieces of a curve (see [`segments`]) as lines with markers.
+pub(super) fn add_segments(
+    plot_ui: &mut egui_plot::PlotUi<'_>,
+    name: &str,
+    colour: Color32,
+    segments: Vec<Vec<[f64; 2]>>,
+) {
+    for segment in segments {
         plot_ui.line(
             Line::new(name, PlotPoints::from(segment.clone()))
                 .color(colour)

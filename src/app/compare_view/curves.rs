@@ -3,12 +3,12 @@
 //! per model).
 
 use super::super::head_view::figure;
-use super::super::layers_view::{legend, segments};
+use super::super::layers_view::{add_segments, legend, segments};
 use crate::analysis::{Analysis, LayerFigures};
 use crate::comparison::depth;
 use crate::pipeline::ComparisonOutput;
 use egui::Color32;
-use egui_plot::{Line, MarkerShape, Plot, PlotPoints, Points};
+use egui_plot::Plot;
 
 /// The colours of model A's and model B's curves and columns.
 pub const A_COLOUR: Color32 = Color32::from_rgb(90, 170, 255);
@@ -88,19 +88,7 @@ pub fn layer_curves(ui: &mut egui::Ui, output: &ComparisonOutput, names: [&str; 
                         for ((analysis, name), colour) in
                             analyses.iter().zip(names).zip([A_COLOUR, B_COLOUR])
                         {
-                            for segment in curve(analysis, value, raw) {
-                                plot_ui.line(
-                                    Line::new(name, PlotPoints::from(segment.clone()))
-                                        .color(colour)
-                                        .width(2.0),
-                                );
-                                plot_ui.points(
-                                    Points::new(name, PlotPoints::from(segment))
-                                        .color(colour)
-                                        .radius(3.0)
-                                        .shape(MarkerShape::Circle),
-                                );
-                            }
+                            add_segments(plot_ui, name, colour, curve(analysis, value, raw));
                         }
                     });
                 });
@@ -163,5 +151,35 @@ pub fn cell_text(value: Option<f64>, share: bool, total: usize) -> String {
             (v * total as f64).round() as usize
         ),
         (v, _) => figure(v, 3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curves_run_over_depth_or_raw_layers_and_break_where_undefined() {
+        let layer = |v: Option<f64>| LayerFigures {
+            mean_distance: v,
+            ..LayerFigures::default()
+        };
+        let analysis = Analysis {
+            layers: vec![
+                layer(Some(1.0)),
+                layer(None),
+                layer(Some(3.0)),
+                layer(Some(4.0)),
+            ],
+            ..Analysis::default()
+        };
+        let by_depth = curve(&analysis, |l| l.mean_distance, false);
+        let third = 2.0 / 3.0;
+        assert_eq!(
+            by_depth,
+            vec![vec![[0.0, 1.0]], vec![[third, 3.0], [1.0, 4.0]]]
+        );
+        let raw = curve(&analysis, |l| l.mean_distance, true);
+        assert_eq!(raw, vec![vec![[0.0, 1.0]], vec![[2.0, 3.0], [3.0, 4.0]]]);
     }
 }
