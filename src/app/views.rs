@@ -6,7 +6,8 @@
 //! follow one [`TokenSelection`]; the Heads grid follows it too (heads
 //! whose focus token is picked are highlighted), as it follows the
 //! specialisation table's category filter and can show each head's
-//! separator attention.
+//! separator attention. "Compare" (a second model beside the first,
+//! [`super::compare_view`]) is drawn by the app, as it talks to the worker.
 //!
 //! [`ViewsState::sync`] runs every frame but only does work when a new
 //! result arrives: it derives the per-layer token arrays once

@@ -74,10 +74,14 @@ pub fn linear_cka(k: &[f64], l: &[f64], n: usize) -> Option<f64> {
 }
 
 fn cka_of_centred(k: &[f64], k_norm: f64, l: &[f64], l_norm: f64, n: usize) -> Option<f64> {
+    cka_of_inner(dot(k, l), k_norm, l_norm, n)
+}
+
+fn cka_of_inner(inner: f64, k_norm: f64, l_norm: f64, n: usize) -> Option<f64> {
     if n < 2 || !(k_norm > 0.0 && l_norm > 0.0) {
         return None;
     }
-    let value = dot(k, l) / (k_norm * l_norm);
+    let value = inner / (k_norm * l_norm);
     value.is_finite().then(|| value.clamp(-1.0, 1.0))
 }
 
@@ -161,18 +165,12 @@ fn ranked(values: impl Iterator<Item = Option<f64>>, heads: usize, count: usize)
         .collect()
 }
 
-/// The centred pooled matrix of every head, with its norm.
-fn centred_heads(captures: &Captures, groups: &[Vec<usize>]) -> Vec<(Vec<f64>, f64)> {
-    let n = groups.len();
-    captures
-        .head_ids()
-        .map(|id| {
-            let pooled = pooled_similarity(captures.similarity(id), captures.tokens, groups);
-            let centred = centre(&pooled, n);
-            let norm = dot(&centred, &centred).sqrt();
-            (centred, norm)
-        })
-        .collect()
+/// The centred pooled matrix of one head, with its norm.
+fn centred_head(captures: &Captures, id: HeadId, groups: &[Vec<usize>]) -> (Vec<f64>, f64) {
+    let pooled = pooled_similarity(captures.similarity(id), captures.tokens, groups);
+    let centred = centre(&pooled, groups.len());
+    let norm = dot(&centred, &centred).sqrt();
+    (centred, norm)
 }
 
 /// Matches every head of A with every head of B over the units given by
@@ -185,14 +183,32 @@ pub fn match_heads(
 ) -> HeadMatching {
     assert_eq!(a_groups.len(), b_groups.len(), "one unit list for both");
     let n = a_groups.len();
-    let a_centred = centred_heads(a, a_groups);
-    let b_centred = centred_heads(b, b_groups);
-    let cka: Vec<Vec<Option<f64>>> = a_centred
-        .iter()
-        .map(|(k, k_norm)| {
+    // B's matrices are kept, in f32 (n² values a head: 150 MB for 144
+    // heads at 512 tokens), with their norms from those very values; A's
+    // are made one at a time.
+    let b_centred: Vec<(Vec<f32>, f64)> = b
+        .head_ids()
+        .map(|id| {
+            let (centred, _) = centred_head(b, id, b_groups);
+            let narrow: Vec<f32> = centred.iter().map(|&v| v as f32).collect();
+            let norm = narrow
+                .iter()
+                .map(|&v| f64::from(v).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            (narrow, norm)
+        })
+        .collect();
+    let cka: Vec<Vec<Option<f64>>> = a
+        .head_ids()
+        .map(|id| {
+            let (k, k_norm) = centred_head(a, id, a_groups);
             b_centred
                 .iter()
-                .map(|(l, l_norm)| cka_of_centred(k, *k_norm, l, *l_norm, n))
+                .map(|(l, l_norm)| {
+                    let inner = k.iter().zip(l).map(|(x, &y)| x * f64::from(y)).sum();
+                    cka_of_inner(inner, k_norm, *l_norm, n)
+                })
                 .collect()
         })
         .collect();
