@@ -315,3 +315,47 @@ fn compare_wants_exactly_two_models() {
         "{stderr}"
     );
 }
+
+#[test]
+fn compare_without_json_lists_each_head_of_a_with_its_best_match() {
+    let model = test_model();
+    let output = Command::new(headscope_bin())
+        .args([
+            "compare",
+            "--model",
+            model.to_str().unwrap(),
+            "--model",
+            model.to_str().unwrap(),
+            fixture("harbour.txt").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("A all-MiniLM-L6-v2 (6×12) · B all-MiniLM-L6-v2 (6×12) · "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("(0 + 0 tokens unaligned)"),
+        "{}",
+        lines[0]
+    );
+    // A header, then one line per head of A: itself, at CKA 1.
+    assert_eq!(lines.len(), 2 + 72);
+    for (index, line) in lines[2..].iter().enumerate() {
+        let head = HeadId::new(index / 12, index % 12).to_string();
+        let fields: Vec<&str> = line
+            .split("  ")
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .collect();
+        assert_eq!(
+            fields,
+            vec![head.as_str(), head.as_str(), "1.000"],
+            "{line}"
+        );
+    }
+}

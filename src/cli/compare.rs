@@ -3,9 +3,7 @@
 //! analyses (as `analyze --json` writes them), the alignment, the
 //! specialisation table and the head-matching matrix.
 
-use super::{
-    check_writable, file_error, load_model, read_text, run_on_text, warn_left_out, InputArgs,
-};
+use super::{check_writable, file_error, load_model, read_text, InputArgs};
 use crate::pipeline;
 use anyhow::bail;
 use clap::Args;
@@ -41,17 +39,27 @@ pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let text = read_text(&args.file)?;
     let a = load_model(model_a)?;
     let b = load_model(model_b)?;
-    let a_output = run_on_text(&a, &text, &args.file, &args.input, &options)?;
+    let input = args.input.input_options();
+    let a_output = pipeline::run(&a, &text, &input, &options, &|| false)
+        .map_err(|e| file_error(e, &args.file))?;
     let output = pipeline::run_comparison(
         &b,
         std::sync::Arc::new(a_output),
         &text,
-        &args.input.input_options(),
+        &input,
         &options,
         &|| false,
     )
     .map_err(|e| file_error(e, &args.file))?;
-    warn_left_out(&output.b, &args.file);
+    // Each model cuts its own window: say which one left text out.
+    for (name, run) in [(&a.name, output.a.as_ref()), (&b.name, &output.b)] {
+        if let Some(warning) = run.input.left_out_warning() {
+            eprintln!(
+                "headscope: warning: {}: {name}: {warning}",
+                args.file.display()
+            );
+        }
+    }
     match &args.json {
         Some(path) => {
             let json = serde_json::to_string_pretty(&output.report(&a.name))?;
