@@ -5,7 +5,8 @@
 # saves screenshots/head.png, then saves one screenshot of each of the
 # study's views (layers.png, token-focus.png, separators.png,
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
-# grid and Layers view of a 12-layer model (twelve-layers*.png).
+# grid and Layers view of a 12-layer model (twelve-layers*.png), and the
+# Compare tab with both models (compare*.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -201,4 +202,42 @@ import -window root screenshots/twelve-layers.png
 show_tab 2 Layers
 import -window root screenshots/twelve-layers-layers.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers}.png" >&2
+kill "$app_pid" 2>/dev/null || true
+wait "$app_pid" 2>/dev/null || true
+
+# Two models on one text: the test model (A) and the 12-layer model (B),
+# loaded through the Compare tab's model panel (its id field, then Enter);
+# the app logs "comparison on screen" when the comparison is drawn. Then a
+# click on A's L1 H3 shows its best matches in B. The places were read off
+# the screenshot.
+XDG_DATA_HOME="$scratch/data-compare" XDG_CONFIG_HOME="$scratch/config-compare" \
+HEADSCOPE_CACHE="$scratch/cache-compare" HEADSCOPE_TRACE=1 \
+  "$bin" --model "$model" assets/sample.txt >"$log" 2>&1 &
+app_pid=$!
+wait_for_log "headscope: result" 180
+window="$(xdotool search --sync --name '^headscope' | head -n 1)"
+xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+for _ in $(seq 20); do
+  xdotool windowfocus --sync "$window" 2>/dev/null && break
+  sleep 0.5
+done
+sleep 1
+show_tab 6 Compare
+xdotool mousemove 503 243 click 1        # model B's id field
+sleep 0.3
+xdotool type --delay 10 "$deep_model"
+xdotool key Return
+wait_for_log "headscope: comparison on screen" 300
+xdotool mousemove 529 240 click 1        # A L1 H3
+sleep 0.7
+xdotool mousemove 1590 5
+sleep 1.5
+import -window root screenshots/compare.png
+# Further down: the A × B head matching and the specialisation table.
+xdotool mousemove 1000 600
+for _ in $(seq 12); do xdotool click 5; sleep 0.05; done
+xdotool mousemove 1590 5
+sleep 1.5
+import -window root screenshots/compare-matching.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching}.png" >&2

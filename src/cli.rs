@@ -1,5 +1,6 @@
 //! The command line: `headscope [--model M] [FILE]` opens the app;
-//! `analyze`, `export`, `bench` and `make-random-model` serve scripts.
+//! `analyze`, `export`, `compare`, `bench` and `make-random-model` serve
+//! scripts.
 //!
 //! Errors travel up as values and are reported once, here, as one line on
 //! stderr with a non-zero exit code.
@@ -14,6 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod compare;
 mod corpus;
 
 #[derive(Parser, Debug)]
@@ -47,6 +49,8 @@ enum Command {
     Corpus(corpus::CorpusArgs),
     /// Merge the parts of a sharded corpus run (corpus --shard K/N --part FILE) into its report.
     Merge(corpus::MergeArgs),
+    /// Run two models on one text and match their heads (--model A --model B).
+    Compare(compare::CompareArgs),
 }
 
 /// The model and how a text becomes its input: shared by every command
@@ -56,6 +60,22 @@ pub(crate) struct ModelInputArgs {
     /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
     #[arg(long)]
     model: String,
+    #[command(flatten)]
+    input: InputArgs,
+}
+
+/// The input options read through a [`ModelInputArgs`] as its own.
+impl std::ops::Deref for ModelInputArgs {
+    type Target = InputArgs;
+    fn deref(&self) -> &InputArgs {
+        &self.input
+    }
+}
+
+/// How a text becomes a model's input, and the analysis options: the part
+/// of [`ModelInputArgs`] that `compare` shares for its two models.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct InputArgs {
     /// Each non-empty line is one sentence.
     #[arg(long, conflicts_with = "plain")]
     one_sentence_per_line: bool,
@@ -66,7 +86,7 @@ pub(crate) struct ModelInputArgs {
     analysis: AnalysisArgs,
 }
 
-impl ModelInputArgs {
+impl InputArgs {
     fn mode(&self) -> InputMode {
         if self.plain {
             InputMode::Plain
@@ -78,11 +98,10 @@ impl ModelInputArgs {
     }
 }
 
-/// Options of the commands that analyse one text.
+/// The window limits of the commands that analyse one text (`analyze`,
+/// `export`, `compare`), below the model's own limit.
 #[derive(Args, Debug, Clone)]
-struct TextArgs {
-    #[command(flatten)]
-    input: ModelInputArgs,
+pub(crate) struct LimitArgs {
     /// At most this many tokens (below the model's own limit); the text is
     /// cut at the last whole sentence that fits.
     #[arg(long, value_name = "N")]
@@ -91,6 +110,30 @@ struct TextArgs {
     /// of every head; a longer text is cut to fit.
     #[arg(long, value_name = "MB", default_value_t = pipeline::DEFAULT_CAPTURE_MEMORY_MB)]
     capture_memory_mb: u64,
+}
+
+impl LimitArgs {
+    /// The input options of `input` within these limits.
+    pub(crate) fn input_options(&self, input: &InputArgs) -> anyhow::Result<InputOptions> {
+        if self.max_tokens.is_some_and(|n| n < 3) || self.capture_memory_mb == 0 {
+            bail!("--max-tokens must be at least 3 and --capture-memory-mb at least 1");
+        }
+        Ok(InputOptions {
+            mode: input.mode(),
+            first_sentence: 0,
+            max_tokens: self.max_tokens,
+            capture_memory_mb: Some(self.capture_memory_mb),
+        })
+    }
+}
+
+/// Options of the commands that analyse one text.
+#[derive(Args, Debug, Clone)]
+struct TextArgs {
+    #[command(flatten)]
+    input: ModelInputArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Text file, or - for standard input.
     file: PathBuf,
 }
@@ -161,38 +204,52 @@ impl AnalysisArgs {
 }
 
 impl TextArgs {
-    fn input_options(&self) -> InputOptions {
-        InputOptions {
-            mode: self.input.mode(),
-            first_sentence: 0,
-            max_tokens: self.max_tokens,
-            capture_memory_mb: Some(self.capture_memory_mb),
-        }
-    }
-
     /// Reads the text, loads the model and runs the whole analysis,
     /// warning on stderr about Latin-1 input and anything left out.
     fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
         let options = self.input.analysis.options()?;
-        if self.max_tokens.is_some_and(|n| n < 3) || self.capture_memory_mb == 0 {
-            bail!("--max-tokens must be at least 3 and --capture-memory-mb at least 1");
-        }
-        let file = read_text_file(&self.file)?;
-        if let Some(warning) = &file.warning {
-            eprintln!("headscope: warning: {warning}");
-        }
+        let input = self.limits.input_options(&self.input)?;
+        let text = read_text(&self.file)?;
         let model = load_model(&self.input.model)?;
-        let output = pipeline::run(&model, &file.text, &self.input_options(), &options, &|| {
-            false
-        })
-        .map_err(|e| match e {
-            RunError::Input(e) => anyhow!("{}: {e}", self.file.display()),
-            other => anyhow!(other),
-        })?;
-        if let Some(warning) = output.input.left_out_warning() {
-            eprintln!("headscope: warning: {}: {warning}", self.file.display());
-        }
+        let output = run_on_text(&model, &text, &self.file, &input, &options)?;
         Ok((model, output))
+    }
+}
+
+/// Reads a text file, warning on stderr when it was read as Latin-1.
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    let file = read_text_file(path)?;
+    if let Some(warning) = &file.warning {
+        eprintln!("headscope: warning: {warning}");
+    }
+    Ok(file.text)
+}
+
+/// Runs the model on the text of `path`: errors name the file, and what
+/// did not fit is reported on stderr.
+fn run_on_text(
+    model: &Model,
+    text: &str,
+    path: &Path,
+    input: &InputOptions,
+    options: &AnalysisOptions,
+) -> anyhow::Result<RunOutput> {
+    let output =
+        pipeline::run(model, text, input, options, &|| false).map_err(|e| file_error(e, path))?;
+    warn_left_out(&output, path);
+    Ok(output)
+}
+
+fn file_error(error: RunError, path: &Path) -> anyhow::Error {
+    match error {
+        RunError::Input(e) => anyhow!("{}: {e}", path.display()),
+        other => anyhow!(other),
+    }
+}
+
+fn warn_left_out(output: &RunOutput, path: &Path) {
+    if let Some(warning) = output.input.left_out_warning() {
+        eprintln!("headscope: warning: {}: {warning}", path.display());
     }
 }
 
@@ -309,6 +366,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::MakeRandomModel(args)) => make_random_model(args),
         Some(Command::Corpus(args)) => corpus::corpus(args),
         Some(Command::Merge(args)) => corpus::merge(args),
+        Some(Command::Compare(args)) => compare::compare(args),
     }
 }
 

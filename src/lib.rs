@@ -6,6 +6,8 @@
 //!   [`atomic_file`]: pure data and computation, no GUI and no tensor
 //!   library; [`threads`], the one budget of compute threads they and the
 //!   model share.
+//! - [`comparison`]: two models on one text, aligned by character offsets,
+//!   their heads matched by CKA (pure, like [`analysis`]).
 //! - [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
 //! - [`model`]: loads a BERT checkpoint and runs our own encoder, capturing
 //!   every head's attention and output (ANALYSIS.md §2).
@@ -21,6 +23,7 @@ pub mod bench;
 pub mod captures;
 pub mod cli;
 pub mod colormap;
+pub mod comparison;
 pub mod corpus;
 pub mod corpus_stats;
 pub mod export;

@@ -1,12 +1,16 @@
 //! The one path from text to figures, shared by the CLI, the app's worker,
 //! the benchmarks and the tests: build the input (ANALYSIS.md §1), run the
-//! encoder with every head captured (§2), compute the figures (§3–§5).
+//! encoder with every head captured (§2), compute the figures (§3–§5);
+//! and, for a comparison, run a second model on the same text and compare
+//! the two ([`run_comparison`]).
 
 use crate::analysis::{analyze, Analysis, AnalysisOptions};
 use crate::captures::Captures;
+use crate::comparison::{self, Comparison, ComparisonReport, ModelReport, Side};
 use crate::input::{build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit};
 use crate::model::{ForwardError, Model};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Which part of the text becomes the model input.
@@ -168,6 +172,63 @@ pub fn run(
     output.timings.input_ms = input_ms;
     output.timings.total_ms = ms_since(start);
     Ok(output)
+}
+
+/// Two models on one text: A's result, B's, and how they compare.
+#[derive(Debug, Clone)]
+pub struct ComparisonOutput {
+    pub a: Arc<RunOutput>,
+    pub b: RunOutput,
+    /// The name of model B.
+    pub b_name: String,
+    pub comparison: Comparison,
+    /// Wall time of B's run and of the comparison, in milliseconds.
+    pub total_ms: f64,
+}
+
+impl ComparisonOutput {
+    /// The document `headscope compare --json` writes; `a_name` names A.
+    pub fn report<'a>(&'a self, a_name: &'a str) -> ComparisonReport<'a> {
+        ComparisonReport::new(
+            ModelReport::new(a_name, side(&self.a)),
+            ModelReport::new(&self.b_name, side(&self.b)),
+            &self.comparison,
+        )
+    }
+}
+
+fn side(output: &RunOutput) -> Side<'_> {
+    Side {
+        tokens: &output.input.tokens,
+        captures: &output.captures,
+        analysis: &output.analysis,
+    }
+}
+
+/// Runs `model_b` on the text and with the options that gave `a`, and
+/// compares the two (see [`crate::comparison`]). Each model cuts its own
+/// input window from the same first sentence.
+pub fn run_comparison(
+    model_b: &Model,
+    a: Arc<RunOutput>,
+    text: &str,
+    input: &InputOptions,
+    options: &AnalysisOptions,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<ComparisonOutput, RunError> {
+    let start = Instant::now();
+    let b = run(model_b, text, input, options, cancelled)?;
+    if cancelled() {
+        return Err(RunError::Cancelled);
+    }
+    let comparison = comparison::compare(side(&a), side(&b));
+    Ok(ComparisonOutput {
+        a,
+        b,
+        b_name: model_b.name.clone(),
+        comparison,
+        total_ms: ms_since(start),
+    })
 }
 
 fn ms_since(start: Instant) -> f64 {

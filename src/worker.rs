@@ -20,6 +20,12 @@
 //! interactive analysis keeps answering while it works; its news comes back
 //! on a channel of its own ([`CorpusUpdate`]), and it stops between windows
 //! when its cancel flag is set or the handle is dropped.
+//!
+//! A second model can be loaded beside the first, for comparisons
+//! ([`AnalysisWorker::load_comparison_model`], reported as the same model
+//! events wrapped in [`WorkerEvent::ComparisonModel`]); a comparison runs
+//! it on a text whose result from the first model the app already has,
+//! newest request first like the analyses (see [`comparison`]).
 
 use crate::analysis::AnalysisOptions;
 use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
@@ -32,6 +38,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+mod comparison;
+pub use comparison::{ComparisonEvent, ComparisonRequest};
 
 /// Called after every event so the UI can repaint (e.g. `egui::Context::request_repaint`).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -102,6 +111,14 @@ pub enum WorkerEvent {
         failure: RunFailure,
         message: String,
     },
+    /// A model event (`ModelLoading`, `ModelProgress`, `ModelReady`,
+    /// `ModelFailed`) about the second model, the one compared with.
+    ComparisonModel(Box<WorkerEvent>),
+    /// News of the comparison request `generation`.
+    Comparison {
+        generation: u64,
+        event: ComparisonEvent,
+    },
 }
 
 /// What a corpus run tells the app, on the channel
@@ -170,7 +187,9 @@ struct CorpusJob {
 
 enum Command {
     LoadModel(ModelSource),
+    LoadComparisonModel(ModelSource),
     Analyse(AnalyseRequest),
+    Compare(ComparisonRequest),
     Corpus(CorpusJob),
     SetArtificialDelay(Duration),
     InjectPanic,
@@ -181,6 +200,8 @@ pub struct AnalysisWorker {
     commands: Option<Sender<Command>>,
     events: Receiver<WorkerEvent>,
     latest_generation: Arc<AtomicU64>,
+    /// The newest comparison request's generation (its own count).
+    latest_comparison: Arc<AtomicU64>,
     shutdown: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -192,10 +213,14 @@ impl AnalysisWorker {
         let (command_tx, command_rx) = crossbeam_channel::unbounded();
         let (event_tx, event_rx) = crossbeam_channel::unbounded();
         let latest_generation = Arc::new(AtomicU64::new(0));
+        let latest_comparison = Arc::new(AtomicU64::new(0));
         let shutdown = Arc::new(AtomicBool::new(false));
         let mut thread = WorkerThread {
             model: None,
             model_info: None,
+            comparison_model: None,
+            comparison_info: None,
+            latest_comparison: latest_comparison.clone(),
             corpus_runs: Vec::new(),
             delay: Duration::ZERO,
             panic_next_run: false,
@@ -214,6 +239,7 @@ impl AnalysisWorker {
             commands: Some(command_tx),
             events: event_rx,
             latest_generation,
+            latest_comparison,
             shutdown,
             thread: Some(handle),
         })
@@ -314,6 +340,15 @@ impl Drop for AnalysisWorker {
     }
 }
 
+/// Which of the worker's two models a load replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The model every analysis runs.
+    Analysed,
+    /// The second model, which comparisons run.
+    Compared,
+}
+
 /// Unwinds out of a model download when the handle is dropped (the loader
 /// has no cancel hook of its own); caught by the job's `catch_unwind`.
 struct ShutdownRequested;
@@ -323,6 +358,10 @@ struct WorkerThread {
     model: Option<Arc<Model>>,
     /// What `model` is, as reported when it loaded.
     model_info: Option<ModelInfo>,
+    /// The second model, which comparisons run, and what it is.
+    comparison_model: Option<Arc<Model>>,
+    comparison_info: Option<ModelInfo>,
+    latest_comparison: Arc<AtomicU64>,
     /// Corpus runs started, with their cancel flags (set at shutdown).
     corpus_runs: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
     delay: Duration,
@@ -340,13 +379,16 @@ impl WorkerThread {
             // Take everything queued: loads and settings in order, and only
             // the newest analysis request, run after them.
             let mut newest_analysis = None;
+            let mut newest_comparison = None;
             for command in std::iter::once(first).chain(commands.try_iter()) {
                 if self.shutting_down() {
                     return;
                 }
                 match command {
-                    Command::LoadModel(source) => self.load(source),
+                    Command::LoadModel(source) => self.load(source, Slot::Analysed),
+                    Command::LoadComparisonModel(source) => self.load(source, Slot::Compared),
                     Command::Analyse(request) => newest_analysis = Some(request),
+                    Command::Compare(request) => newest_comparison = Some(request),
                     Command::Corpus(job) => self.start_corpus(job),
                     Command::SetArtificialDelay(delay) => self.delay = delay,
                     Command::InjectPanic => self.panic_next_run = true,
@@ -355,6 +397,11 @@ impl WorkerThread {
             if let Some(request) = newest_analysis {
                 if request.generation == self.latest_generation.load(Ordering::SeqCst) {
                     self.analyse(request);
+                }
+            }
+            if let Some(request) = newest_comparison {
+                if request.generation == self.latest_comparison.load(Ordering::SeqCst) {
+                    self.compare(request);
                 }
             }
         }
@@ -370,10 +417,18 @@ impl WorkerThread {
         (self.wake)();
     }
 
-    fn load(&mut self, source: ModelSource) {
-        self.emit(WorkerEvent::ModelLoading {
+    fn load(&mut self, source: ModelSource, slot: Slot) {
+        let wrap = move |event: WorkerEvent| match slot {
+            Slot::Analysed => event,
+            Slot::Compared => WorkerEvent::ComparisonModel(Box::new(event)),
+        };
+        let kept = match slot {
+            Slot::Analysed => self.model_info.clone(),
+            Slot::Compared => self.comparison_info.clone(),
+        };
+        self.emit(wrap(WorkerEvent::ModelLoading {
             source: source.clone(),
-        });
+        }));
         let shutdown = self.shutdown.clone();
         let events = self.events.clone();
         let wake = self.wake.clone();
@@ -388,7 +443,7 @@ impl WorkerThread {
                 let due = last_report.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
                 if due || finished || matches!(progress, LoadProgress::Reading(_)) {
                     last_report = Some(Instant::now());
-                    let _ = events.send(WorkerEvent::ModelProgress(progress));
+                    let _ = events.send(wrap(WorkerEvent::ModelProgress(progress)));
                     wake();
                 }
             })
@@ -403,29 +458,33 @@ impl WorkerThread {
                     heads: model.heads(),
                     max_tokens: model.max_tokens(),
                 };
-                self.model = Some(Arc::new(model));
-                self.model_info = Some(info.clone());
-                self.emit(WorkerEvent::ModelReady(info));
+                let (model_slot, info_slot) = match slot {
+                    Slot::Analysed => (&mut self.model, &mut self.model_info),
+                    Slot::Compared => (&mut self.comparison_model, &mut self.comparison_info),
+                };
+                *model_slot = Some(Arc::new(model));
+                *info_slot = Some(info.clone());
+                self.emit(wrap(WorkerEvent::ModelReady(info)));
             }
             // A failed load leaves the model in use as it was.
-            Ok(Err(error)) => self.emit(WorkerEvent::ModelFailed {
+            Ok(Err(error)) => self.emit(wrap(WorkerEvent::ModelFailed {
                 source,
                 message: load_error_message(&error),
-                kept: self.model_info.clone(),
-            }),
+                kept,
+            })),
             Err(payload) => {
                 if payload.is::<ShutdownRequested>() {
                     return;
                 }
-                self.emit(WorkerEvent::ModelFailed {
+                self.emit(wrap(WorkerEvent::ModelFailed {
                     source,
                     message: format!(
                         "loading the model crashed (a bug in headscope: {}); \
                          the app is still usable, try another model",
                         panic_message(payload.as_ref())
                     ),
-                    kept: self.model_info.clone(),
-                });
+                    kept,
+                }));
             }
         }
     }

@@ -2,6 +2,7 @@
 //! while no model is in use, and otherwise the tabs: the Heads grid or one
 //! head up close, and the study's views (see [`super::views`]).
 
+use super::compare_view::CompareView;
 use super::corpus_view::CorpusView;
 use super::head_view::{HeadAction, HeadView};
 use super::heatmap;
@@ -26,6 +27,8 @@ pub struct Views {
     pub study: ViewsState,
     /// The corpus statistics window (File → Corpus statistics…).
     pub corpus: CorpusView,
+    /// The Compare tab: model B and the comparison.
+    pub compare: CompareView,
     /// A plot being saved as PNG (see [`super::plot_export`]).
     pub plot_export: Option<PlotExport>,
     /// Save plots here instead of asking (tests cannot open dialogs).
@@ -121,6 +124,11 @@ impl HeadscopeApp {
             .tab_row(ui, &mut self.settings.view, &output, working)
         {
             self.views.detail = None;
+        }
+        if self.settings.view == CentralView::Compare {
+            ui.separator();
+            self.compare_ui(ui, &output);
+            return;
         }
         if self.settings.view != CentralView::Heads {
             ui.separator();

@@ -331,7 +331,7 @@ fn draw_histogram(
 
 /// The points of a figure against layer, split where it is undefined so a
 /// curve never bridges a gap.
-fn segments(values: impl Iterator<Item = Option<f64>>) -> Vec<Vec<[f64; 2]>> {
+pub(super) fn segments(values: impl Iterator<Item = Option<f64>>) -> Vec<Vec<[f64; 2]>> {
     let mut out: Vec<Vec<[f64; 2]>> = vec![Vec::new()];
     for (layer, value) in values.enumerate() {
         match value.filter(|v| v.is_finite()) {
@@ -354,7 +354,17 @@ fn add_curve(
     colour: Color32,
     values: impl Iterator<Item = Option<f64>>,
 ) {
-    for segment in segments(values) {
+    add_segments(plot_ui, name, colour, segments(values));
+}
+
+/// The pieces of a curve (see [`segments`]) as lines with markers.
+pub(super) fn add_segments(
+    plot_ui: &mut egui_plot::PlotUi<'_>,
+    name: &str,
+    colour: Color32,
+    segments: Vec<Vec<[f64; 2]>>,
+) {
+    for segment in segments {
         plot_ui.line(
             Line::new(name, PlotPoints::from(segment.clone()))
                 .color(colour)
@@ -372,7 +382,7 @@ fn add_curve(
 /// The curves' names under a plot (a legend inside would hide points).
 /// Each entry (swatch and name) is one piece, so a line break never
 /// separates them.
-fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str, bool)]) {
+pub(super) fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str, bool)]) {
     ui.horizontal_wrapped(|ui| {
         ui.spacing_mut().item_spacing.x = 14.0;
         let font = FontId::proportional(13.0);

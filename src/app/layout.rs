@@ -70,6 +70,13 @@ impl Chrome {
         }
     }
 
+    /// A trace line of its own (`headscope: {line}`), when tracing.
+    pub fn trace_line(&self, line: &str) {
+        if self.trace {
+            eprintln!("headscope: {line}");
+        }
+    }
+
     pub fn title(&self) -> &str {
         &self.title
     }

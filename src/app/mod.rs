@@ -18,7 +18,8 @@
 //! - [`dialogs`]: the platform's file dialogs; [`saving`]: exports, plots
 //!   and the text written to files;
 //! - [`menus`]: the menu bar, shortcuts and dropped files; [`layout`]: the
-//!   panels; [`central`]: the central area and its views.
+//!   panels; [`central`]: the central area and its views;
+//!   [`compare_view`]: a second model and the comparison with it.
 //!
 //! [`HeadscopeApp`] holds these as a few named parts, in the style of
 //! egui's demo app and the rerun viewer: the persisted [`Settings`] apart
@@ -27,6 +28,7 @@
 
 pub mod autosave;
 pub mod central;
+pub mod compare_view;
 pub mod corpus_view;
 pub mod derived;
 pub mod dialogs;
@@ -210,6 +212,12 @@ impl HeadscopeApp {
                     }
                     None => {}
                 },
+                WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
+                WorkerEvent::Comparison { generation, event } => {
+                    if self.views.compare.on_comparison_event(generation, event) {
+                        self.chrome.trace_line("comparison on screen");
+                    }
+                }
                 WorkerEvent::RunStarted { .. }
                 | WorkerEvent::RunFinished { .. }
                 | WorkerEvent::RunAbandoned { .. }

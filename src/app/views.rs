@@ -6,7 +6,8 @@
 //! follow one [`TokenSelection`]; the Heads grid follows it too (heads
 //! whose focus token is picked are highlighted), as it follows the
 //! specialisation table's category filter and can show each head's
-//! separator attention.
+//! separator attention. "Compare" (a second model beside the first,
+//! [`super::compare_view`]) is drawn by the app, as it talks to the worker.
 //!
 //! [`ViewsState::sync`] runs every frame but only does work when a new
 //! result arrives: it derives the per-layer token arrays once
@@ -38,15 +39,18 @@ pub enum CentralView {
     TokenFocus,
     /// The table of every head's figures.
     Specialisation,
+    /// A second model on the same text, and how its heads compare.
+    Compare,
 }
 
 impl CentralView {
-    pub const ALL: [CentralView; 5] = [
+    pub const ALL: [CentralView; 6] = [
         CentralView::Heads,
         CentralView::Layers,
         CentralView::Separators,
         CentralView::TokenFocus,
         CentralView::Specialisation,
+        CentralView::Compare,
     ];
 
     /// The tab's title (also its accessible name).
@@ -57,6 +61,7 @@ impl CentralView {
             CentralView::Separators => "Separators",
             CentralView::TokenFocus => "Token focus",
             CentralView::Specialisation => "Specialisation",
+            CentralView::Compare => "Compare",
         }
     }
 
@@ -75,6 +80,10 @@ impl CentralView {
             }
             CentralView::Specialisation => {
                 "Every head's figures and attention statistics, sortable and filterable"
+            }
+            CentralView::Compare => {
+                "A second model on the same text: per-layer curves, heads side by side, \
+                 heads matched by CKA"
             }
         }
     }
@@ -316,7 +325,8 @@ impl ViewsState {
         settings: &Settings,
     ) -> Option<ViewAction> {
         match view {
-            CentralView::Heads => None,
+            // (The Compare tab needs the worker: the app draws it.)
+            CentralView::Heads | CentralView::Compare => None,
             CentralView::Layers => super::layers_view::ui(ui, output),
             CentralView::Separators => super::separators_view::ui(ui, output, self, settings),
             CentralView::TokenFocus => super::token_focus_view::ui(ui, output, self, settings),
@@ -333,12 +343,13 @@ impl ViewsState {
 }
 
 /// The keys that, with Ctrl (Cmd), switch to each tab.
-const TAB_KEYS: [egui::Key; 5] = [
+const TAB_KEYS: [egui::Key; 6] = [
     egui::Key::Num1,
     egui::Key::Num2,
     egui::Key::Num3,
     egui::Key::Num4,
     egui::Key::Num5,
+    egui::Key::Num6,
 ];
 
 /// The colour of highlighted heads in the grid.

@@ -1,0 +1,115 @@
+//! Comparisons on the model thread: the second model is run on the text
+//! whose result from the first the app already has, and the two are
+//! compared ([`crate::pipeline::run_comparison`]).
+//!
+//! Like analyses, comparisons are numbered and only the newest counts:
+//! one queued behind a newer one is dropped unseen, and one in progress
+//! stops between two layers once it has gone stale (reported as
+//! [`ComparisonEvent::Abandoned`]). They have their own numbering, so an
+//! edit of the text (a new analysis) does not cancel a comparison, and
+//! the reverse.
+
+use super::{panic_message, wait_unless, AnalysisWorker, Command, WorkerEvent, WorkerThread};
+use crate::analysis::AnalysisOptions;
+use crate::model::ModelSource;
+use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// One comparison the UI asks for: the text and options that gave `a`.
+#[derive(Debug, Clone)]
+pub struct ComparisonRequest {
+    pub generation: u64,
+    pub text: String,
+    pub input: InputOptions,
+    pub options: AnalysisOptions,
+    /// The first model's result on this text.
+    pub a: Arc<RunOutput>,
+}
+
+/// What became of a comparison request.
+#[derive(Debug, Clone)]
+pub enum ComparisonEvent {
+    Started,
+    Finished(Arc<ComparisonOutput>),
+    /// A newer request replaced this one; nothing to show.
+    Abandoned,
+    /// No second model, a text the second model cannot take, a model
+    /// failure or a crash: the message says which.
+    Failed(String),
+}
+
+impl AnalysisWorker {
+    /// Loads the second model (for comparisons), replacing the previous
+    /// one once it is ready; the first model is not touched.
+    pub fn load_comparison_model(&self, source: ModelSource) {
+        self.send(Command::LoadComparisonModel(source));
+    }
+
+    /// Asks for the second model's run on `text` and its comparison with
+    /// `a`, the first model's result on the same text; returns the
+    /// request's generation. Any older comparison still queued or running
+    /// is abandoned.
+    pub fn compare(
+        &self,
+        text: String,
+        input: InputOptions,
+        options: AnalysisOptions,
+        a: Arc<RunOutput>,
+    ) -> u64 {
+        let generation = self.latest_comparison.fetch_add(1, Ordering::SeqCst) + 1;
+        self.send(Command::Compare(ComparisonRequest {
+            generation,
+            text,
+            input,
+            options,
+            a,
+        }));
+        generation
+    }
+}
+
+impl WorkerThread {
+    pub(super) fn compare(&mut self, request: ComparisonRequest) {
+        let generation = request.generation;
+        let emit = |this: &Self, event| this.emit(WorkerEvent::Comparison { generation, event });
+        emit(self, ComparisonEvent::Started);
+        let Some(model) = &self.comparison_model else {
+            emit(
+                self,
+                ComparisonEvent::Failed("no model to compare with is loaded".into()),
+            );
+            return;
+        };
+        let latest = &self.latest_comparison;
+        let shutdown = &self.shutdown;
+        let stale =
+            || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
+        let delay = self.delay;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            if !wait_unless(delay, &stale) {
+                return Err(RunError::Cancelled);
+            }
+            pipeline::run_comparison(
+                model,
+                request.a.clone(),
+                &request.text,
+                &request.input,
+                &request.options,
+                &stale,
+            )
+        }));
+        let name = &model.name;
+        let event = match result {
+            Ok(Ok(output)) => ComparisonEvent::Finished(Arc::new(output)),
+            Ok(Err(RunError::Cancelled)) => ComparisonEvent::Abandoned,
+            Ok(Err(error)) => ComparisonEvent::Failed(format!("{name}: {error}")),
+            Err(payload) => ComparisonEvent::Failed(format!(
+                "the comparison crashed (a bug in headscope: {}); the app is still usable",
+                panic_message(payload.as_ref())
+            )),
+        };
+        emit(self, event);
+    }
+}

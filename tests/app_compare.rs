@@ -1,0 +1,163 @@
+//! The Compare tab driven through the app's accessibility tree, like a
+//! user: open the tab, load a model B that fails (model A keeps working),
+//! then the 12-layer bge-small-en-v1.5 as B, see both models, click a head
+//! of A and find its best match outlined in B's grid, with the CKA the
+//! library computes; save a figure as PNG.
+//!
+//! Needs the models of `scripts/fetch-test-model.sh` and
+//! `scripts/fetch-bge-model.sh`.
+
+mod common;
+
+use common::app::*;
+use egui::Role;
+use egui_kittest::kittest::Queryable;
+use headscope::app::compare_view::{match_label, Which};
+use headscope::app::overview::category_style;
+use headscope::app::plot_export::SAVE_LABEL;
+use headscope::app::views::CentralView;
+use headscope::captures::HeadId;
+
+/// Types `path` into the model panel's id field and presses Load.
+fn load_model_b(harness: &mut AppHarness, path: &str) {
+    fn id_field(n: &egui_kittest::kittest::AccessKitNode<'_>) -> bool {
+        n.role() == Role::TextInput
+            && n.label()
+                .is_some_and(|l| l.contains("Hugging Face model id"))
+    }
+    harness.get_by(id_field).focus();
+    harness.step();
+    // Replace what an earlier attempt left in the field.
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness.step();
+    harness.get_by(id_field).type_text(path);
+    harness.step();
+    harness
+        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some("Load"))
+        .click();
+    harness.step();
+}
+
+#[test]
+fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let a_name = harness.state().model_name().unwrap().to_string();
+    harness
+        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some("Compare"))
+        .click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), CentralView::Compare);
+    assert!(shows(&harness, "Compare with a second model"));
+
+    // A folder without a model: the error is shown, A is untouched.
+    let empty = tempfile::tempdir().unwrap();
+    load_model_b(&mut harness, empty.path().to_str().unwrap());
+    step_until(&mut harness, "model B's failure", |h| {
+        h.state().compare_view().error().is_some()
+    });
+    let error = harness.state().compare_view().error().unwrap();
+    assert!(error.starts_with("Model B"), "{error}");
+    assert!(shows(&harness, "could not be loaded"));
+    assert_eq!(harness.state().model_name(), Some(a_name.as_str()));
+    assert!(harness.state().shown_output().is_some());
+    assert!(harness.state().compare_view().model_b().is_none());
+
+    // The 12-layer model as B.
+    let bge = common::bge_model();
+    load_model_b(&mut harness, bge.to_str().unwrap());
+    step_until(&mut harness, "the comparison", |h| {
+        let compare = h.state().compare_view();
+        compare.shown().is_some() && !compare.is_working()
+    });
+    let output = harness.state().compare_view().shown().unwrap().clone();
+    assert_eq!(harness.state().compare_view().error(), None);
+    assert_eq!(output.a.captures.layers, 6);
+    assert_eq!(output.b.captures.layers, 12);
+    assert!(shows(&harness, &format!("B: {}", output.b_name)));
+    // Both grids, whole: every head of each model is a cell.
+    for (which, layers) in [("A", 6), ("B", 12)] {
+        for l in 0..layers {
+            for h in 0..12 {
+                let label = format!("{which} L{l} H{h} ");
+                assert!(
+                    harness.query_by_label_contains(&label).is_some(),
+                    "no cell {label}"
+                );
+            }
+        }
+    }
+
+    // Click A L1 H3: its best match in B is outlined and named.
+    let head = HeadId::new(1, 3);
+    harness.get_by_label_contains("A L1 H3 ").click();
+    harness.step();
+    harness.step();
+    let matching = &output.comparison.head_matching;
+    let best = matching.ranked_for_a(head, 3)[0];
+    assert_eq!(Some(best), matching.best_for_a[12 + 3]);
+    let category = category_style(
+        output
+            .b
+            .analysis
+            .head(best.head_id())
+            .and_then(|f| f.category),
+    )
+    .0;
+    let expected = match_label(
+        Which::B,
+        best.head_id(),
+        category,
+        false,
+        Some((0, head, best.cka)),
+    );
+    assert!(
+        harness.query_by_label(&expected).is_some(),
+        "no cell labelled {expected:?}"
+    );
+    let line = label_containing(&harness, "best matches in B:");
+    assert!(
+        line.contains(&format!("{} (CKA {:.3})", best.head_id(), best.cka)),
+        "{line}"
+    );
+    // Only the three best are marked.
+    let marked = harness
+        .query_all_by_label_contains(" of A L1 H3, CKA ")
+        .count();
+    assert_eq!(marked, 3);
+
+    // The curves switch from depth to raw layer numbers.
+    assert!(!harness.state().compare_view().raw_layers);
+    harness.get_by_label("Raw layer numbers").click();
+    harness.step();
+    assert!(harness.state().compare_view().raw_layers);
+
+    // The head grids figure saves as PNG.
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grids.png");
+    harness
+        .state_mut()
+        .set_plot_export_target(Some(png.clone()));
+    harness
+        .query_all_by_label(SAVE_LABEL)
+        .next()
+        .unwrap()
+        .click();
+    step_until(&mut harness, "the plot export", |h| {
+        h.state().notice().is_some_and(|n| n.contains("xport"))
+    });
+    let notice = harness.state().notice().unwrap().to_string();
+    assert!(notice.starts_with("Exported"), "{notice}");
+    let picture = image::open(&png).expect("a PNG").to_rgb8();
+    assert!(picture.width() > 400 && picture.height() > 200);
+
+    // A picture of the whole window, to look at (HEADSCOPE_COMPARE_PNG).
+    if let Some(path) = std::env::var_os("HEADSCOPE_COMPARE_PNG") {
+        harness.set_size(egui::vec2(1600.0, 2000.0));
+        harness.step();
+        harness.step();
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(path).unwrap();
+    }
+}
