@@ -2,8 +2,8 @@
 # Measures headscope against the Hugging Face transformers reference
 # (PyTorch, CPU) side by side, on the same machine in one run, for
 # all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
-# weights, at 128
-# and 512 tokens, then the app's frame time and edit-to-grid time on the
+# weights, at 128 and 512 tokens, a Qwen2-0.5B-shaped decoder at 512 and
+# 2,048 tokens, then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
 #
@@ -40,6 +40,27 @@ for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init"
     o="$(json median_ms <<<"$ours")"; t="$(json median_ms <<<"$theirs")"; m="$(json peak_rss_mb <<<"$ours")"
     python3 -c "print(f'| $name | $tokens | {float($o):.1f} | {float($t):.1f} | {float($o)/float($t):.2f} | {float($m):.0f} |')"
   done
+done
+
+# A decoder: Qwen2-0.5B's shape (24 layers × 14 query heads, 2 key/value
+# heads, hidden 896) with random weights, at 512 and 2,048 tokens, time and
+# peak memory beside the reference (fewer runs: a 2,048-token run takes a
+# minute on two cores and both sides hold 14-19 GB).
+qwen="${QWEN2_DIR:-target/qwen2-0.5b-random}"
+if [ ! -f "$qwen/model.safetensors" ]; then
+  "$bin" make-random-model --like qwen2-0.5b \
+    --tokenizer tests/fixtures/families/qwen2/tokenizer.json --out "$qwen"
+fi
+echo
+printf '| Qwen2-0.5B (random) | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB | reference peak RSS MB |\n'
+printf '|---|---:|---:|---:|---:|---:|---:|\n'
+for tokens in 512 2048; do
+  decoder_runs=3; [ "$tokens" = 2048 ] && decoder_runs=2
+  ours="$("$bin" bench --model "$qwen" --tokens "$tokens" --runs "$decoder_runs")"
+  theirs="$("$ref_py" reference/torch_ref.py time --model "$qwen" --tokens "$tokens" --runs "$decoder_runs" --random-init 2>/dev/null)"
+  o="$(json median_ms <<<"$ours")"; t="$(json median_ms <<<"$theirs")"
+  m="$(json peak_rss_mb <<<"$ours")"; r="$(json peak_rss_mb <<<"$theirs")"
+  python3 -c "print(f'| | $tokens | {float($o):.0f} | {float($t):.0f} | {float($o)/float($t):.2f} | {float($m):.0f} | {float($r):.0f} |')"
 done
 
 # The app: frame time with the full grid on screen, and edit → updated grid.
