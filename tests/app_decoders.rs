@@ -8,35 +8,15 @@
 
 mod common;
 
-use common::app::{label_containing, shows, start_config, step_until, wait_for_result, AppHarness};
+use common::app::{
+    label_containing, open_tab, shows, start_on_family, step_until, wait_for_result, AppHarness,
+};
 use common::*;
-use egui::Role;
 use egui_kittest::kittest::Queryable;
 use headscope::app::heatmap::{MASKED_DARK, MASKED_LIGHT};
 use headscope::app::views::CentralView;
-use headscope::app::{AppConfig, StartOptions};
 use headscope::captures::HeadId;
 use headscope::model::EncoderConfig;
-
-fn start(name: &str) -> AppHarness {
-    start_config(AppConfig {
-        start: StartOptions {
-            model: Some(family_fixture(name).display().to_string()),
-            file: Some(fixture(&format!("families/{name}.txt"))),
-        },
-        autosave_path: None,
-        restore_text: false,
-    })
-}
-
-fn open_tab(harness: &mut AppHarness, view: CentralView) {
-    harness
-        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some(view.label()))
-        .click();
-    harness.step();
-    harness.step();
-    assert_eq!(harness.state().central_view(), view);
-}
 
 /// The pixel at (fx, fy) of the widget labelled `label`, as fractions of
 /// its width and height.
@@ -63,7 +43,7 @@ fn is_masked_grey([r, g, b]: [u8; 3]) -> bool {
 fn check_decoder(name: &str, picture: Option<&str>) {
     let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
-    let mut harness = start(name);
+    let mut harness = start_on_family(name);
     wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap().clone();
     assert!(output.input.tokens.causal, "{name}");

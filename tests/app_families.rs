@@ -8,40 +8,18 @@
 
 mod common;
 
-use common::app::{start_config, step_until, text_of, wait_for_result, AppHarness};
+use common::app::{open_tab, start_on_family, step_until, text_of, wait_for_result};
 use common::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::app::views::CentralView;
-use headscope::app::{AppConfig, StartOptions};
 use headscope::captures::HeadId;
 use headscope::model::{EncoderConfig, Family};
-
-/// The app on a family fixture, showing its text, with no persisted state.
-fn start(name: &str) -> AppHarness {
-    start_config(AppConfig {
-        start: StartOptions {
-            model: Some(family_fixture(name).display().to_string()),
-            file: Some(fixture(&format!("families/{name}.txt"))),
-        },
-        autosave_path: None,
-        restore_text: false,
-    })
-}
-
-fn open_tab(harness: &mut AppHarness, view: CentralView) {
-    harness
-        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some(view.label()))
-        .click();
-    harness.step();
-    harness.step();
-    assert_eq!(harness.state().central_view(), view);
-}
 
 fn check_family(name: &str) {
     let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
-    let mut harness = start(name);
+    let mut harness = start_on_family(name);
     wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap().clone();
     assert_eq!(output.analysis.layers.len(), layers, "{name}");

@@ -54,16 +54,6 @@ fn reference(harness: &AppHarness, text: &str) -> Analysis {
     output.analysis
 }
 
-/// Clicks the tab named `name` and waits a frame.
-fn open_tab(harness: &mut AppHarness, name: &str, view: CentralView) {
-    harness
-        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some(name))
-        .click();
-    harness.step();
-    harness.step();
-    assert_eq!(harness.state().central_view(), view);
-}
-
 /// The heads whose grid thumbnail says it is highlighted.
 fn highlighted_heads(harness: &AppHarness) -> BTreeSet<HeadId> {
     harness
@@ -102,7 +92,7 @@ fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
-    open_tab(&mut harness, "Layers", CentralView::Layers);
+    open_tab(&mut harness, CentralView::Layers);
 
     for (l, layer) in analysis.layers.iter().enumerate() {
         let row = text_of(&harness.get_by_label_contains(&format!("L{l}: mean distance")));
@@ -155,7 +145,7 @@ fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
     assert!(harness.query_by_label_contains("L2 H0 ").is_some());
 
     // So does a row of the table.
-    open_tab(&mut harness, "Layers", CentralView::Layers);
+    open_tab(&mut harness, CentralView::Layers);
     harness.get_by_label_contains("L2: mean distance").click();
     harness.step();
     assert_eq!(harness.state().grid_layer(), Some(2));
@@ -166,7 +156,7 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
-    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+    open_tab(&mut harness, CentralView::Specialisation);
 
     // The row of L3 H5 shows the head's figures as `analyze` reports them.
     let l3h5 = HeadId::new(3, 5);
@@ -258,7 +248,7 @@ fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
         "a text of repeated words has repetition heads"
     );
 
-    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+    open_tab(&mut harness, CentralView::Specialisation);
     harness.get_by_label("repetition heads").click();
     harness.step();
     harness.step();
@@ -274,7 +264,7 @@ fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
     assert_eq!(listed, expected, "the filter lists the repetition heads");
 
     // The same choice highlights them in the grid.
-    open_tab(&mut harness, "Heads", CentralView::Heads);
+    open_tab(&mut harness, CentralView::Heads);
     assert_eq!(highlighted_heads(&harness), expected);
     harness.check_accessibility();
 }
@@ -286,7 +276,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     let analysis = reference(&harness, SAMPLE_TEXT);
     let output = shown(&harness);
     let tokens = &output.input.tokens;
-    open_tab(&mut harness, "Token focus", CentralView::TokenFocus);
+    open_tab(&mut harness, CentralView::TokenFocus);
 
     // The focus tokens of layer 0 and its focus uniqueness, as analysed.
     let layer = &analysis.layers[0];
@@ -369,11 +359,11 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
         .filter(|&id| analysis.head(id).unwrap().focus_token_id == Some(focus_id))
         .collect();
     assert!(expected.contains(&head));
-    open_tab(&mut harness, "Heads", CentralView::Heads);
+    open_tab(&mut harness, CentralView::Heads);
     assert_eq!(highlighted_heads(&harness), expected);
 
     // The separators view outlines the same token; its chips pick too.
-    open_tab(&mut harness, "Separators", CentralView::Separators);
+    open_tab(&mut harness, CentralView::Separators);
     let seg = format!(
         "segmentation token {position} “{}”",
         tokens.token_texts[position]
@@ -398,7 +388,7 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     let analysis = reference(&harness, SAMPLE_TEXT);
-    open_tab(&mut harness, "Separators", CentralView::Separators);
+    open_tab(&mut harness, CentralView::Separators);
 
     // Every layer's accuracy, as analysed.
     for (l, layer) in analysis.layers.iter().enumerate() {
@@ -465,26 +455,26 @@ fn every_view_copes_with_a_one_word_text() {
     assert_eq!(analysis.content_tokens, 1);
     assert_eq!(analysis.pairs, 0);
 
-    open_tab(&mut harness, "Layers", CentralView::Layers);
+    open_tab(&mut harness, CentralView::Layers);
     let row = text_of(&harness.get_by_label_contains("L0: mean distance"));
     assert!(row.contains("mean distance —"), "{row}");
     assert!(harness
         .query_by_label("No pairs were selected (fewer than two content tokens).")
         .is_some());
-    open_tab(&mut harness, "Separators", CentralView::Separators);
-    open_tab(&mut harness, "Token focus", CentralView::TokenFocus);
+    open_tab(&mut harness, CentralView::Separators);
+    open_tab(&mut harness, CentralView::TokenFocus);
     harness.get_by_label("token 1 “hello”").click();
     harness.step();
     harness.step();
     assert!(harness
         .query_by_label(&token_focus_view::row_name(1, "hello", HeadId::new(0, 0)))
         .is_some());
-    open_tab(&mut harness, "Specialisation", CentralView::Specialisation);
+    open_tab(&mut harness, CentralView::Specialisation);
     let row = text_of(&harness.get_by_label_contains("L0 H0: "));
     assert!(row.contains("mean dist. —"), "{row}");
     harness.get_by_label("focus share").click();
     harness.step();
-    open_tab(&mut harness, "Heads", CentralView::Heads);
+    open_tab(&mut harness, CentralView::Heads);
     assert!(harness.query_by_label_contains("L0 H0 ").is_some());
 }
 
@@ -493,7 +483,7 @@ fn a_plot_is_saved_as_the_png_on_screen() {
     use headscope::app::plot_export::SAVE_LABEL;
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
-    open_tab(&mut harness, "Layers", CentralView::Layers);
+    open_tab(&mut harness, CentralView::Layers);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mean-distance.png");
     harness

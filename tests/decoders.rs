@@ -13,7 +13,7 @@
 mod common;
 
 use candle_core::Device;
-use common::parity::assert_files_match_reference;
+use common::parity::analyze_family_fixture;
 use common::*;
 use headscope::input::{build_input, InputMode};
 use headscope::model::Model;
@@ -27,33 +27,7 @@ fn load(dir: &Path) -> Model {
 /// Runs `headscope analyze` on the family's text and compares its files
 /// with the reference; returns our JSON.
 fn assert_decoder_matches_hugging_face(name: &str) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
-    let output = Command::new(headscope_bin())
-        .arg("analyze")
-        .arg("--model")
-        .arg(family_fixture(name))
-        .arg("--one-sentence-per-line")
-        .arg("--json")
-        .arg(&json)
-        .arg("--npz")
-        .arg(&npz)
-        .arg(fixture(&format!("families/{name}.txt")))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference = (
-        fixture(&format!("families/{name}.json")),
-        fixture(&format!("families/{name}.npz")),
-    );
-    let agreement = assert_files_match_reference((&json, &npz), (&reference.0, &reference.1));
-    eprintln!("{name}: {agreement:?}");
-    let ours: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ours = analyze_family_fixture(name);
     // A causal model has no segmentation; the other figures are there.
     for layer in ours["layers"].as_array().unwrap() {
         assert!(layer["segmentation_accuracy"].is_null(), "{name}");

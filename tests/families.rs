@@ -11,7 +11,7 @@
 mod common;
 
 use candle_core::Device;
-use common::parity::assert_files_match_reference;
+use common::parity::analyze_family_fixture;
 use common::*;
 use headscope::input::{build_input, InputMode};
 use headscope::model::random::{self, NameStyle};
@@ -23,34 +23,9 @@ fn load(dir: &Path) -> anyhow::Result<Model> {
     Model::load_folder(dir, &Device::Cpu)
 }
 
-/// Runs `headscope analyze` on the family's text and compares its files
-/// with the reference.
+/// `headscope analyze` on the family's text agrees with the reference.
 fn assert_family_matches_hugging_face(name: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
-    let output = Command::new(headscope_bin())
-        .arg("analyze")
-        .arg("--model")
-        .arg(family_fixture(name))
-        .arg("--one-sentence-per-line")
-        .arg("--json")
-        .arg(&json)
-        .arg("--npz")
-        .arg(&npz)
-        .arg(fixture(&format!("families/{name}.txt")))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference = (
-        fixture(&format!("families/{name}.json")),
-        fixture(&format!("families/{name}.npz")),
-    );
-    let agreement = assert_files_match_reference((&json, &npz), (&reference.0, &reference.1));
-    eprintln!("{name}: {agreement:?}");
+    analyze_family_fixture(name);
 }
 
 #[test]

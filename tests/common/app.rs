@@ -114,3 +114,26 @@ pub fn write_random_model(dir: &Path, layers: usize, heads: usize) {
     random::write_random_model(&config, &tokenizer, dir, 11, random::NameStyle::default())
         .expect("write the random model");
 }
+
+/// The app on the family fixture `name` (tests/fixtures/families/),
+/// showing its text, with no persisted state.
+pub fn start_on_family(name: &str) -> AppHarness {
+    start_config(AppConfig {
+        start: StartOptions {
+            model: Some(super::family_fixture(name).display().to_string()),
+            file: Some(super::fixture(&format!("families/{name}.txt"))),
+        },
+        autosave_path: None,
+        restore_text: false,
+    })
+}
+
+/// Clicks the tab of `view` and waits until it shows.
+pub fn open_tab(harness: &mut AppHarness, view: headscope::app::views::CentralView) {
+    harness
+        .get_by(|n| n.role() == egui::Role::Button && n.label().as_deref() == Some(view.label()))
+        .click();
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().central_view(), view);
+}

@@ -42,6 +42,39 @@ pub fn assert_files_match_reference(ours: (&Path, &Path), reference: (&Path, &Pa
     assert_agrees(&ids, &captures, &analysis, reference.1, reference.0)
 }
 
+/// Runs `headscope analyze --one-sentence-per-line --json --npz` on the
+/// text of the family fixture `name` (tests/fixtures/families/) and checks
+/// both files against the transformers reference made for it; returns our
+/// JSON.
+pub fn analyze_family_fixture(name: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
+    let output = std::process::Command::new(super::headscope_bin())
+        .arg("analyze")
+        .arg("--model")
+        .arg(super::family_fixture(name))
+        .arg("--one-sentence-per-line")
+        .arg("--json")
+        .arg(&json)
+        .arg("--npz")
+        .arg(&npz)
+        .arg(super::fixture(&format!("families/{name}.txt")))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reference = (
+        super::fixture(&format!("families/{name}.json")),
+        super::fixture(&format!("families/{name}.npz")),
+    );
+    let agreement = assert_files_match_reference((&json, &npz), (&reference.0, &reference.1));
+    eprintln!("{name}: {agreement:?}");
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
 /// The same input ids as a reference `.npz`, and attentions within 1e-4 of
 /// its largest value; returns that largest relative difference.
 pub fn assert_ids_and_attentions(
