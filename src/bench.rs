@@ -33,7 +33,8 @@ pub struct BenchReport {
 }
 
 /// A sequence like the reference's: the start token (`[CLS]`, `<s>`),
-/// seeded pseudo-random ids in 1000..20000 split into sentences of 25
+/// seeded pseudo-random ids in 1000..20000 (within the vocabulary of a
+/// smaller one) split into sentences of 25
 /// tokens, each closed by the separator (`[SEP]`, `</s>`). For a causal
 /// decoder the sentences' last tokens are content tokens that close them
 /// (ANALYSIS.md §8) and the start token is its BOS (or first special token).
@@ -45,6 +46,12 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
         sep_id: separator,
         causal,
         ..Default::default()
+    };
+    let vocab = model.config.vocab_size.max(2) as u64;
+    let (low, span) = if vocab >= 20_000 {
+        (1000, 19_000)
+    } else {
+        (vocab / 2, vocab - vocab / 2)
     };
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut sentence = 0;
@@ -58,7 +65,7 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            (1000 + (state % 19000) as u32, false)
+            ((low + state % span) as u32, false)
         };
         sequence.input_ids.push(id);
         sequence.token_texts.push(

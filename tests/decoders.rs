@@ -255,3 +255,21 @@ fn random_decoders_load_under_either_naming() {
         );
     }
 }
+
+/// `headscope bench` runs on a decoder whose vocabulary is far below the
+/// reference's random-id range (ids are drawn within the vocabulary).
+#[test]
+fn bench_runs_on_a_tiny_vocabulary_decoder() {
+    let output = std::process::Command::new(headscope_bin())
+        .args(["bench", "--tokens", "40", "--runs", "1", "--model"])
+        .arg(family_fixture("gpt2"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(report["tokens"], 40);
+    assert!(report["median_ms"].as_f64().unwrap() > 0.0);
+}
