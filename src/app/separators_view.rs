@@ -83,7 +83,12 @@ pub fn ui(
             ui.add_space(4.0);
             ui.horizontal(|ui| {
                 ui.strong("Separator attention per head");
-                ui.weak("mean over content tokens of the attention to [SEP]; click a head to open it");
+                ui.weak(if causal {
+                    "mean over content tokens of the attention to the separators at or before them; \
+                     click a head to open it"
+                } else {
+                    "mean over content tokens of the attention to [SEP]; click a head to open it"
+                });
                 if ui
                     .button("Show on the Heads grid")
                     .on_hover_text("Turn on the separator attention overlay of the Heads grid")
