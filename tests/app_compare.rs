@@ -2,7 +2,8 @@
 //! user: open the tab, load a model B that fails (model A keeps working),
 //! then the 12-layer bge-small-en-v1.5 as B, see both models, click a head
 //! of A and find its best match outlined in B's grid, with the CKA the
-//! library computes; save a figure as PNG.
+//! library computes, and the same matching from `headscope compare --json`
+//! on the same text; save a figure as PNG.
 //!
 //! Needs the models of `scripts/fetch-test-model.sh` and
 //! `scripts/fetch-bge-model.sh`.
@@ -126,6 +127,52 @@ fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
         .query_all_by_label_contains(" of A L1 H3, CKA ")
         .count();
     assert_eq!(marked, 3);
+
+    // `headscope compare --json` on the same text says what the view shows.
+    let scratch = tempfile::tempdir().unwrap();
+    let (text, json) = (
+        scratch.path().join("text.txt"),
+        scratch.path().join("compare.json"),
+    );
+    std::fs::write(&text, harness.state().text()).unwrap();
+    let cli = std::process::Command::new(common::headscope_bin())
+        .args([
+            "compare",
+            "--model",
+            &model_arg(),
+            "--model",
+            bge.to_str().unwrap(),
+            "--json",
+        ])
+        .arg(&json)
+        .arg(&text)
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cli_matching: headscope::comparison::HeadMatching =
+        serde_json::from_value(report["head_matching"].clone()).unwrap();
+    assert_eq!(cli_matching.units, matching.units);
+    for (row, (ours, theirs)) in matching.cka.iter().zip(&cli_matching.cka).enumerate() {
+        for (column, (a, b)) in ours.iter().zip(theirs).enumerate() {
+            match (a, b) {
+                (Some(a), Some(b)) => assert!((a - b).abs() < 1e-9, "A{row} B{column}: {a} vs {b}"),
+                _ => assert_eq!(a, b, "A{row} B{column}"),
+            }
+        }
+    }
+    let heads = |best: &[Option<headscope::comparison::BestMatch>]| -> Vec<Option<HeadId>> {
+        best.iter()
+            .map(|b| b.as_ref().map(|b| b.head_id()))
+            .collect()
+    };
+    assert_eq!(heads(&cli_matching.best_for_a), heads(&matching.best_for_a));
+    assert_eq!(heads(&cli_matching.best_for_b), heads(&matching.best_for_b));
 
     // The curves switch from depth to raw layer numbers.
     assert!(!harness.state().compare_view().raw_layers);
