@@ -135,23 +135,14 @@ fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
         scratch.path().join("compare.json"),
     );
     std::fs::write(&text, harness.state().text()).unwrap();
-    let cli = std::process::Command::new(common::headscope_bin())
-        .args([
-            "compare",
-            "--model",
-            &model_arg(),
-            "--model",
-            bge.to_str().unwrap(),
-            "--json",
-        ])
-        .arg(&json)
-        .arg(&text)
-        .output()
-        .unwrap();
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
+    common::run_ok(
+        common::headscope_command()
+            .args(["compare", "--model", &model_arg(), "--model"])
+            .arg(&bge)
+            .arg("--json")
+            .arg(&json)
+            .arg(&text),
+        "compare",
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

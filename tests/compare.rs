@@ -180,8 +180,8 @@ fn positions(value: &Value) -> Vec<usize> {
 fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model() {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("compare.json");
-    let output = Command::new(headscope_bin())
-        .args([
+    run_ok(
+        headscope_command().args([
             "compare",
             "--model",
             test_model().to_str().unwrap(),
@@ -191,14 +191,8 @@ fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model()
             "--json",
             json_path.to_str().unwrap(),
             fixture("harbour.txt").to_str().unwrap(),
-        ])
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        ]),
+        "compare",
     );
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
 

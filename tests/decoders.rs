@@ -18,7 +18,6 @@ use common::*;
 use headscope::input::{build_input, InputMode};
 use headscope::model::Model;
 use std::path::Path;
-use std::process::Command;
 
 fn load(dir: &Path) -> Model {
     Model::load_folder(dir, &Device::Cpu).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
@@ -228,30 +227,22 @@ fn random_decoders_load_under_either_naming() {
 
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("model");
-        let made = Command::new(headscope_bin())
-            .args(["make-random-model", "--like"])
-            .arg(family_fixture(name))
-            .arg("--tokenizer")
-            .arg(&tokenizer)
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&made.stderr)
+        run_ok(
+            headscope_command()
+                .args(["make-random-model", "--like"])
+                .arg(family_fixture(name))
+                .arg("--tokenizer")
+                .arg(&tokenizer)
+                .arg("--out")
+                .arg(&out),
+            name,
         );
-        let analysed = Command::new(headscope_bin())
-            .args(["analyze", "--one-sentence-per-line", "--model"])
-            .arg(&out)
-            .arg(fixture(&format!("families/{name}.txt")))
-            .output()
-            .unwrap();
-        assert!(
-            analysed.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&analysed.stderr)
+        run_ok(
+            headscope_command()
+                .args(["analyze", "--one-sentence-per-line", "--model"])
+                .arg(&out)
+                .arg(fixture(&format!("families/{name}.txt"))),
+            name,
         );
     }
 }
@@ -260,13 +251,12 @@ fn random_decoders_load_under_either_naming() {
 /// reference's random-id range (ids are drawn within the vocabulary).
 #[test]
 fn bench_runs_on_a_tiny_vocabulary_decoder() {
-    let output = std::process::Command::new(headscope_bin())
-        .args(["bench", "--tokens", "40", "--runs", "1", "--model"])
-        .arg(family_fixture("gpt2"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let output = run_ok(
+        headscope_command()
+            .args(["bench", "--tokens", "40", "--runs", "1", "--model"])
+            .arg(family_fixture("gpt2")),
+        "bench",
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let report: serde_json::Value =
         serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();

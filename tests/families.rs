@@ -17,7 +17,6 @@ use headscope::input::{build_input, InputMode};
 use headscope::model::random::{self, NameStyle};
 use headscope::model::{EncoderConfig, Family, Model};
 use std::path::Path;
-use std::process::Command;
 
 fn load(dir: &Path) -> anyhow::Result<Model> {
     Model::load_folder(dir, &Device::Cpu)
@@ -288,19 +287,15 @@ fn make_random_model_makes_every_family() {
     for name in FAMILY_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("model");
-        let made = Command::new(headscope_bin())
-            .args(["make-random-model", "--like"])
-            .arg(family_fixture(name))
-            .arg("--tokenizer")
-            .arg(family_fixture(name).join("tokenizer.json"))
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&made.stderr)
+        let made = run_ok(
+            headscope_command()
+                .args(["make-random-model", "--like"])
+                .arg(family_fixture(name))
+                .arg("--tokenizer")
+                .arg(family_fixture(name).join("tokenizer.json"))
+                .arg("--out")
+                .arg(&out),
+            name,
         );
         let family = fixture_config(name).family;
         assert!(
@@ -313,18 +308,14 @@ fn make_random_model_makes_every_family() {
                 .family,
             family
         );
-        let analysed = Command::new(headscope_bin())
-            .arg("analyze")
-            .arg("--model")
-            .arg(&out)
-            .args(["--one-sentence-per-line", "--json", "-"])
-            .arg(fixture(&format!("families/{name}.txt")))
-            .output()
-            .unwrap();
-        assert!(
-            analysed.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&analysed.stderr)
+        let analysed = run_ok(
+            headscope_command()
+                .arg("analyze")
+                .arg("--model")
+                .arg(&out)
+                .args(["--one-sentence-per-line", "--json", "-"])
+                .arg(fixture(&format!("families/{name}.txt"))),
+            name,
         );
         let figures: serde_json::Value = serde_json::from_slice(&analysed.stdout).unwrap();
         assert_eq!(

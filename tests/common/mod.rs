@@ -119,6 +119,25 @@ pub fn headscope_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_headscope"))
 }
 
+/// The binary under test as a command, kept off the network.
+pub fn headscope_command() -> std::process::Command {
+    let mut command = std::process::Command::new(headscope_bin());
+    command.env("HF_HUB_OFFLINE", "1");
+    command
+}
+
+/// Runs `command` and returns its output; fails the test with `what` and
+/// the command's stderr unless it succeeded.
+pub fn run_ok(command: &mut std::process::Command, what: &str) -> std::process::Output {
+    let output = command.output().expect("run headscope");
+    assert!(
+        output.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// An f32 array of a reference NPZ: its shape and data.
 pub fn f32s(array: &NpyArray) -> (&[usize], &[f32]) {
     match array {

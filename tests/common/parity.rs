@@ -49,22 +49,18 @@ pub fn assert_files_match_reference(ours: (&Path, &Path), reference: (&Path, &Pa
 pub fn analyze_family_fixture(name: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
-    let output = std::process::Command::new(super::headscope_bin())
-        .arg("analyze")
-        .arg("--model")
-        .arg(super::family_fixture(name))
-        .arg("--one-sentence-per-line")
-        .arg("--json")
-        .arg(&json)
-        .arg("--npz")
-        .arg(&npz)
-        .arg(super::fixture(&format!("families/{name}.txt")))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&output.stderr)
+    super::run_ok(
+        super::headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(super::family_fixture(name))
+            .arg("--one-sentence-per-line")
+            .arg("--json")
+            .arg(&json)
+            .arg("--npz")
+            .arg(&npz)
+            .arg(super::fixture(&format!("families/{name}.txt"))),
+        name,
     );
     let reference = (
         super::fixture(&format!("families/{name}.json")),
