@@ -471,20 +471,22 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
         .architectures
         .clone()
         .unwrap_or_else(|| vec![family.base_class().to_string()]);
+    // The first windowed layer's window, and each layer's kind as the
+    // `layer_types` field names it.
+    let window = shape.sliding_windows.iter().flatten().next().copied();
+    let types: Vec<&str> = shape
+        .sliding_windows
+        .iter()
+        .map(|w| {
+            if w.is_some() {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            }
+        })
+        .collect();
     if family == Family::ModernBert {
         let theta = |rope: &Option<Rope>| rope.as_ref().map_or(10000.0, |r| r.theta);
-        let half_window = shape.sliding_windows.iter().flatten().next().copied();
-        let types: Vec<&str> = shape
-            .sliding_windows
-            .iter()
-            .map(|w| {
-                if w.is_some() {
-                    "sliding_attention"
-                } else {
-                    "full_attention"
-                }
-            })
-            .collect();
         return json!({
             "model_type": "modernbert",
             "architectures": architectures,
@@ -501,7 +503,7 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
             "mlp_bias": shape.mlp_bias,
             "pad_token_id": config.pad_token_id,
             "layer_types": types,
-            "local_attention": 2 * half_window.unwrap_or(64),
+            "local_attention": 2 * window.unwrap_or(64),
             "rope_parameters": {
                 "full_attention": {"rope_type": "default", "rope_theta": theta(&shape.rope)},
                 "sliding_attention": {"rope_type": "default", "rope_theta": theta(&shape.local_rope)},
@@ -572,18 +574,6 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
             fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
         }
         _ => {
-            let window = shape.sliding_windows.iter().flatten().next().copied();
-            let types: Vec<&str> = shape
-                .sliding_windows
-                .iter()
-                .map(|w| {
-                    if w.is_some() {
-                        "sliding_attention"
-                    } else {
-                        "full_attention"
-                    }
-                })
-                .collect();
             fields.insert("use_sliding_window".into(), json!(window.is_some()));
             fields.insert("sliding_window".into(), json!(window));
             fields.insert("layer_types".into(), json!(types));
