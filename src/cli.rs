@@ -251,6 +251,13 @@ fn warn_left_out(output: &RunOutput, path: &Path) {
     if let Some(warning) = output.input.left_out_warning() {
         eprintln!("headscope: warning: {}: {warning}", path.display());
     }
+    if output.input.captures == crate::captures::CaptureMode::Recomputed {
+        eprintln!(
+            "headscope: note: {}: {}",
+            path.display(),
+            crate::input::RECOMPUTED_NOTE
+        );
+    }
 }
 
 #[derive(Args, Debug)]
@@ -604,9 +611,9 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
     // The matrix shown is the one the analysis ranks pairs by.
     let matrix = |id: HeadId| -> Vec<f32> {
         if args.attention {
-            captures.attention(id).to_vec()
+            captures.attention(id).into_owned()
         } else {
-            transformed_similarity(captures.similarity(id), tokens, options.similarity)
+            transformed_similarity(&captures.similarity(id), tokens, options.similarity)
         }
     };
     if args.grid {

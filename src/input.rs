@@ -14,6 +14,7 @@
 
 mod decoder;
 
+use crate::captures::CaptureMode;
 use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
@@ -113,7 +114,22 @@ pub struct BuiltInput {
     /// The limit the window was cut to.
     #[serde(default)]
     pub limit: TokenLimit,
+    /// Whether the run keeps every P and S or recomputes them per head
+    /// (when they would not fit the memory limit).
+    #[serde(default)]
+    pub captures: CaptureMode,
 }
+
+/// Why a long input's heads show after a pause: said in the window and on
+/// stderr.
+pub const RECOMPUTED_NOTE: &str = "every head's attention P and similarity S \
+    would not fit the capture memory limit together: the figures were computed \
+    layer by layer during the pass, and P and S are recomputed for each head a \
+    view or an export shows (raise Memory limit in the settings, or \
+    --capture-memory-mb, to keep them)";
+
+/// [`RECOMPUTED_NOTE`] in a few words, for the text panel.
+pub const RECOMPUTED_NOTE_SHORT: &str = "P and S recomputed per head";
 
 impl BuiltInput {
     /// A warning for stderr or the status bar when something was left out.

@@ -1,14 +1,18 @@
 //! The one path from text to figures, shared by the CLI, the app's worker,
 //! the benchmarks and the tests: build the input (ANALYSIS.md §1), run the
 //! encoder with every head captured (§2), compute the figures (§3–§5);
+//! when every head's P and S would not fit the memory limit (a decoder on a
+//! long input), the figures are computed layer by layer during the pass and
+//! the captures keep what recomputes P and S per head ([`capture_and_analyze`]);
 //! and, for a comparison, run a second model on the same text and compare
 //! the two ([`run_comparison`]).
 
-use crate::analysis::{analyze, Analysis, AnalysisOptions};
-use crate::captures::Captures;
+use crate::analysis::{analyze, Analysis, AnalysisOptions, LayerAnalyser, LayerSquares};
+use crate::captures::{CaptureMode, Captures, SeparatorColumns};
 use crate::comparison::{self, Comparison, ComparisonReport, ModelReport, Side};
 use crate::input::{build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit};
 use crate::model::{ForwardError, Model};
+use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,15 +27,44 @@ pub struct InputOptions {
     #[serde(default)]
     pub max_tokens: Option<usize>,
     /// At most this much memory, in MB, for the captures of one window (P
-    /// and S of every head); [`DEFAULT_CAPTURE_MEMORY_MB`] when `None`.
+    /// and S of every head, or for a decoder what recomputes them);
+    /// [`DEFAULT_CAPTURE_MEMORY_MB`] when `None`.
     #[serde(default)]
     pub capture_memory_mb: Option<u64>,
 }
 
 /// The captures of one window may take 2 GiB by default: BERT-large at 512
-/// tokens takes 0.8 GB, while a decoder of 24 layers × 14 heads at 2,048
-/// tokens would take 11 GB and is cut to fit.
+/// tokens takes 0.8 GB. A decoder of 24 layers × 14 heads at 2,048 tokens
+/// would take 11 GB for every P and S, so it keeps what recomputes them
+/// instead: 1.1 GB.
 pub const DEFAULT_CAPTURE_MEMORY_MB: u64 = 2048;
+
+fn capture_budget(input: &InputOptions) -> u64 {
+    input
+        .capture_memory_mb
+        .unwrap_or(DEFAULT_CAPTURE_MEMORY_MB)
+        .saturating_mul(1 << 20)
+}
+
+/// How a `tokens`-token window of `model` is captured within the memory
+/// limit of `input`: every P and S kept when they fit, else recomputed per
+/// head (decoders only); `None` when neither fits.
+pub fn capture_mode(model: &Model, tokens: usize, input: &InputOptions) -> Option<CaptureMode> {
+    capture_mode_within(model, tokens, capture_budget(input))
+}
+
+fn capture_mode_within(model: &Model, tokens: usize, budget: u64) -> Option<CaptureMode> {
+    if model.capture_bytes(tokens) <= budget {
+        Some(CaptureMode::Stored)
+    } else if model
+        .recomputed_capture_bytes(tokens)
+        .is_some_and(|bytes| bytes <= budget)
+    {
+        Some(CaptureMode::Recomputed)
+    } else {
+        None
+    }
+}
 
 /// The most tokens one window of `model` may hold: the model's limit, the
 /// user's, or as many as the capture memory allows, whichever is least.
@@ -47,13 +80,13 @@ pub fn token_limit(model: &Model, input: &InputOptions) -> TokenLimit {
         };
     }
     let mb = input.capture_memory_mb.unwrap_or(DEFAULT_CAPTURE_MEMORY_MB);
-    let budget = mb.saturating_mul(1 << 20);
-    if model.capture_bytes(limit.tokens) > budget {
-        // The captures grow as T², so a bisection finds the largest T.
+    let budget = capture_budget(input);
+    if capture_mode_within(model, limit.tokens, budget).is_none() {
+        // The captures grow with T, so a bisection finds the largest T.
         let (mut fits, mut too_many) = (0, limit.tokens);
         while too_many - fits > 1 {
             let middle = (fits + too_many) / 2;
-            if model.capture_bytes(middle) <= budget {
+            if capture_mode_within(model, middle, budget).is_some() {
                 fits = middle;
             } else {
                 too_many = middle;
@@ -122,6 +155,7 @@ pub fn prepare_input(
         &model.specials,
     )?;
     built.limit = limit;
+    built.captures = capture_mode(model, built.tokens.len(), input).unwrap_or(CaptureMode::Stored);
     Ok(built)
 }
 
@@ -133,17 +167,19 @@ pub fn run_prepared(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<RunOutput, RunError> {
     let start = Instant::now();
-    let captures = model.capture(&built.tokens.input_ids, cancelled)?;
-    let model_ms = ms_since(start);
-    if cancelled() {
-        return Err(RunError::Cancelled);
-    }
-    let analysis_start = Instant::now();
-    let mut analysis = analyze(&built.tokens, &captures, options);
+    let mut captures = Captures::default();
+    let (mut analysis, stages) = capture_and_analyze(
+        model,
+        &built.tokens,
+        built.captures,
+        options,
+        &mut captures,
+        cancelled,
+    )?;
     analysis.sentences_analysed = built.sentences_analysed;
     analysis.sentences_left_out = built.sentences_left_out;
     analysis.tokens_left_out = built.tokens_left_out;
-    let analysis_ms = ms_since(analysis_start);
+    let (model_ms, analysis_ms) = (stages.model_ms, stages.analysis_ms);
     Ok(RunOutput {
         input: built,
         captures,
@@ -155,6 +191,81 @@ pub fn run_prepared(
             total_ms: ms_since(start),
         },
     })
+}
+
+/// Milliseconds in the model and in the analysis (during a pass that
+/// analyses layer by layer, the analysis' share of it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageTimes {
+    pub model_ms: f64,
+    pub analysis_ms: f64,
+}
+
+/// Runs the model on `tokens` into `captures` (whose buffers are reused
+/// when they have the right sizes) and computes the figures. With
+/// [`CaptureMode::Recomputed`] each layer is analysed as soon as the pass
+/// has computed it, and its P and S are freed; the captures keep what
+/// recomputes them and the columns the Separators view reads.
+pub fn capture_and_analyze(
+    model: &Model,
+    tokens: &TokenSequence,
+    mode: CaptureMode,
+    options: &AnalysisOptions,
+    captures: &mut Captures,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<(Analysis, StageTimes), RunError> {
+    let start = Instant::now();
+    if mode == CaptureMode::Stored {
+        model.capture_into(&tokens.input_ids, cancelled, captures)?;
+        let model_ms = ms_since(start);
+        if cancelled() {
+            return Err(RunError::Cancelled);
+        }
+        let analysis_start = Instant::now();
+        let analysis = analyze(tokens, captures, options);
+        let analysis_ms = ms_since(analysis_start);
+        return Ok((
+            analysis,
+            StageTimes {
+                model_ms,
+                analysis_ms,
+            },
+        ));
+    }
+    // The last run's buffers would otherwise live through this pass.
+    *captures = Captures::default();
+    let (layers, heads, t) = (model.layers(), model.heads(), tokens.len());
+    let separators = tokens.separator_positions();
+    let mut analyser = LayerAnalyser::new(tokens, options, layers);
+    let mut columns = Vec::with_capacity(layers);
+    let mut analysis_ms = 0.0;
+    *captures = model.capture_recomputable(&tokens.input_ids, cancelled, &mut |index, layer| {
+        let layer_start = Instant::now();
+        let squares = LayerSquares {
+            attention: layer.attention,
+            similarity: layer.similarity,
+            heads,
+        };
+        analyser.add_layer(index, squares);
+        columns.push(SeparatorColumns::of_layer(
+            |h| std::borrow::Cow::Borrowed(&layer.attention[h * t * t..(h + 1) * t * t]),
+            heads,
+            t,
+            &separators,
+        ));
+        analysis_ms += ms_since(layer_start);
+    })?;
+    captures.separator_columns = columns;
+    let analysis_start = Instant::now();
+    let analysis = analyser.finish();
+    analysis_ms += ms_since(analysis_start);
+    Ok((
+        analysis,
+        StageTimes {
+            model_ms: ms_since(start) - analysis_ms,
+            analysis_ms,
+        },
+    ))
 }
 
 /// Text → input → captures → figures. `cancelled` is polled between layers.

@@ -84,6 +84,7 @@ fn captures(
         attentions: attentions.concat(),
         head_outputs: Vec::new(),
         similarity: similarity.concat(),
+        ..Captures::default()
     }
 }
 

@@ -263,3 +263,210 @@ fn bench_runs_on_a_tiny_vocabulary_decoder() {
     assert_eq!(report["tokens"], 40);
     assert!(report["median_ms"].as_f64().unwrap() > 0.0);
 }
+
+/// A long input keeps no P or S: the figures are computed layer by layer
+/// during the pass, and P and S are recomputed per head when asked. On
+/// every decoder fixture (grouped-query Llama, Mistral's sliding window,
+/// ModernBERT's bidirectional local layers) the figures equal those of a
+/// pass that kept everything, P and S agree to float rounding (masked
+/// cells exactly 0), the Separators view's columns are the same, and the
+/// `.npz` holds the same arrays.
+#[test]
+fn recomputed_captures_equal_kept_ones() {
+    use headscope::analysis::AnalysisOptions;
+    use headscope::captures::{CaptureMode, Captures, SeparatorColumns};
+    use headscope::npz::{read_captures_npz, write_captures_npz};
+    use headscope::pipeline::{capture_and_analyze, prepare_input, InputOptions};
+    for name in DECODER_FIXTURES.into_iter().chain(["modernbert"]) {
+        let model = load(&family_fixture(name));
+        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+        let input = InputOptions {
+            mode: InputMode::OneSentencePerLine,
+            ..InputOptions::default()
+        };
+        let tokens = prepare_input(&model, &text, &input).unwrap().tokens;
+        let options = AnalysisOptions::default();
+        let run = |mode| {
+            let mut captures = Captures::default();
+            let (analysis, _) =
+                capture_and_analyze(&model, &tokens, mode, &options, &mut captures, &|| false)
+                    .unwrap();
+            (captures, serde_json::to_value(&analysis).unwrap())
+        };
+        let (kept, kept_figures) = run(CaptureMode::Stored);
+        let (recomputed, figures) = run(CaptureMode::Recomputed);
+        assert!(
+            kept.stores_squares() && !recomputed.stores_squares(),
+            "{name}"
+        );
+        assert!(recomputed.attentions.is_empty() && recomputed.similarity.is_empty());
+        assert_eq!(figures, kept_figures, "{name}: the figures");
+        assert_eq!(recomputed.head_outputs, kept.head_outputs, "{name}");
+        for id in kept.head_ids() {
+            let (p, kept_p) = (recomputed.attention(id), kept.attention(id));
+            assert_close(&format!("{name} {id} P"), &p, &kept_p, 1e-6);
+            for (a, b) in p.iter().zip(kept_p.iter()) {
+                assert_eq!(*a == 0.0, *b == 0.0, "{name} {id}: the mask");
+            }
+            let s = recomputed.similarity(id);
+            assert_close(&format!("{name} {id} S"), &s, &kept.similarity(id), 1e-6);
+        }
+        let separators = tokens.separator_positions();
+        assert_eq!(recomputed.separator_columns.len(), kept.layers, "{name}");
+        for (layer, columns) in recomputed.separator_columns.iter().enumerate() {
+            let from_kept = SeparatorColumns::of_layer(
+                |h| kept.attention(headscope::captures::HeadId::new(layer, h)),
+                kept.heads,
+                kept.tokens,
+                &separators,
+            );
+            assert_eq!(*columns, from_kept, "{name} layer {layer}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (kept_npz, npz) = (dir.path().join("kept.npz"), dir.path().join("r.npz"));
+        write_captures_npz(&kept_npz, &tokens.input_ids, &kept).unwrap();
+        write_captures_npz(&npz, &tokens.input_ids, &recomputed).unwrap();
+        let (ids, read) = read_captures_npz(&npz).unwrap();
+        let (_, read_kept) = read_captures_npz(&kept_npz).unwrap();
+        assert_eq!(ids, tokens.input_ids);
+        assert_close("npz P", &read.attentions, &read_kept.attentions, 1e-6);
+        assert_close("npz S", &read.similarity, &read_kept.similarity, 1e-6);
+        assert_eq!(read.head_outputs, read_kept.head_outputs);
+    }
+}
+
+/// `headscope analyze` on an input whose P and S would not fit the memory
+/// limit says on stderr that they are recomputed, and writes the same
+/// figures and (to float rounding) the same `.npz` as a run that kept them.
+#[test]
+fn analyze_recomputes_what_does_not_fit() {
+    use headscope::npz::read_captures_npz;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["llama", "modernbert"] {
+        // One short sentence a line fills 127 of the 128 positions: P and S
+        // take 1.06 MB, what recomputes them 0.94 MB.
+        let long = dir.path().join(format!("{name}.txt"));
+        std::fs::write(&long, "She.\n".repeat(80)).unwrap();
+        let run = |limit: Option<&str>, stem: &str| {
+            let (json, npz) = (
+                dir.path().join(format!("{stem}.json")),
+                dir.path().join(format!("{stem}.npz")),
+            );
+            let mut command = headscope_command();
+            command
+                .args(["analyze", "--one-sentence-per-line", "--model"])
+                .arg(family_fixture(name));
+            if let Some(mb) = limit {
+                command.args(["--capture-memory-mb", mb]);
+            }
+            command
+                .arg("--json")
+                .arg(&json)
+                .arg("--npz")
+                .arg(&npz)
+                .arg(&long);
+            let output = run_ok(&mut command, name);
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            (json, read_captures_npz(&npz).unwrap().1, stderr)
+        };
+        let (kept_json, kept, kept_stderr) = run(None, &format!("{name}-kept"));
+        let (json, recomputed, stderr) = run(Some("1"), &format!("{name}-recomputed"));
+        assert_eq!(kept_json["tokens"], 127, "{name}");
+        assert!(!kept_stderr.contains("recomputed"), "{name}: {kept_stderr}");
+        assert!(
+            stderr.contains("P and S are recomputed for each head"),
+            "{name}: {stderr}"
+        );
+        assert_eq!(json, kept_json, "{name}: the figures");
+        assert_close("P", &recomputed.attentions, &kept.attentions, 1e-6);
+        assert_close("S", &recomputed.similarity, &kept.similarity, 1e-6);
+        assert_eq!(recomputed.head_outputs, kept.head_outputs, "{name}");
+    }
+}
+
+/// Large checkpoints come sharded (`model.safetensors.index.json` naming
+/// the file of each tensor) and in half precision: both load, one tensor at
+/// a time, to the same model as one float32 file; an index naming a
+/// missing shard is refused with its name.
+#[test]
+fn sharded_and_half_precision_checkpoints_load() {
+    use candle_core::{DType, Tensor};
+    use std::collections::HashMap;
+    let source = family_fixture("qwen2");
+    let ids = [3u32, 20, 21, 22, 23, 24, 25];
+    let tensors =
+        candle_core::safetensors::load(source.join("model.safetensors"), &Device::Cpu).unwrap();
+    let folder_with = |files: &[(&str, HashMap<String, Tensor>)], index: Option<String>| {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["config.json", "tokenizer.json"] {
+            std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
+        }
+        for (name, tensors) in files {
+            candle_core::safetensors::save(tensors, dir.path().join(name)).unwrap();
+        }
+        if let Some(index) = index {
+            std::fs::write(dir.path().join("model.safetensors.index.json"), index).unwrap();
+        }
+        dir
+    };
+    let convert = |dtype: DType| -> HashMap<String, Tensor> {
+        let tensors = tensors.iter();
+        tensors
+            .map(|(k, v)| (k.clone(), v.to_dtype(dtype).unwrap()))
+            .collect()
+    };
+
+    // Two shards and their index.
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    let (first, second) = names.split_at(names.len() / 2);
+    let shard = |part: &[&String]| -> HashMap<String, Tensor> {
+        part.iter()
+            .map(|&k| (k.clone(), tensors[k].clone()))
+            .collect()
+    };
+    let shard_names = [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ];
+    let weight_map: serde_json::Map<String, serde_json::Value> = first
+        .iter()
+        .map(|k| ((*k).clone(), shard_names[0].into()))
+        .chain(second.iter().map(|k| ((*k).clone(), shard_names[1].into())))
+        .collect();
+    let index = serde_json::json!({ "metadata": {}, "weight_map": weight_map }).to_string();
+    let sharded = folder_with(
+        &[
+            (shard_names[0], shard(first)),
+            (shard_names[1], shard(second)),
+        ],
+        Some(index.clone()),
+    );
+    let original = load(&source).capture(&ids, &|| false).unwrap();
+    let from_shards = load(sharded.path()).capture(&ids, &|| false).unwrap();
+    assert_eq!(from_shards, original, "sharded");
+
+    // Half precision: the same as float32 weights holding the rounded values.
+    for dtype in [DType::F16, DType::BF16] {
+        let half = folder_with(&[("model.safetensors", convert(dtype))], None);
+        let rounded: HashMap<String, Tensor> = convert(dtype)
+            .into_iter()
+            .map(|(k, v)| (k, v.to_dtype(DType::F32).unwrap()))
+            .collect();
+        let widened = folder_with(&[("model.safetensors", rounded)], None);
+        let a = load(half.path()).capture(&ids, &|| false).unwrap();
+        let b = load(widened.path()).capture(&ids, &|| false).unwrap();
+        assert_eq!(a, b, "{dtype:?}");
+    }
+
+    // An index whose shard is missing.
+    let broken = folder_with(&[(shard_names[0], shard(first))], Some(index));
+    let error = Model::load_folder(broken.path(), &Device::Cpu).unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.contains("model-00002-of-00002.safetensors") && message.contains("missing"),
+        "{message}"
+    );
+}

@@ -195,7 +195,7 @@ fn plain_heatmap_reads_back_in_value_order() {
 #[test]
 fn fixture_similarity_reads_back_in_value_order() {
     let captures = fixture();
-    let matrix = captures.similarity(headscope::captures::HeadId::new(3, 0));
+    let matrix = &*captures.similarity(headscope::captures::HeadId::new(3, 0));
     let t = captures.tokens;
     let img = heatmap_image(
         matrix,
@@ -251,7 +251,7 @@ fn has_dark(img: &RgbImage, x0: u32, y0: u32, x1: u32, y1: u32) -> bool {
 #[test]
 fn labelled_figure_has_room_for_everything() {
     let captures = fixture();
-    let matrix = captures.similarity(headscope::captures::HeadId::new(3, 0));
+    let matrix = &*captures.similarity(headscope::captures::HeadId::new(3, 0));
     let labels = harbour_labels();
     let range = ValueRange::of(matrix);
     let img = labelled_heatmap(
@@ -378,7 +378,7 @@ fn labelled_figure_has_room_for_everything() {
         range,
     );
     save_png(&img, &path).unwrap();
-    let attention = captures.attention(headscope::captures::HeadId::new(2, 5));
+    let attention = &*captures.attention(headscope::captures::HeadId::new(2, 5));
     let img = labelled_heatmap(
         attention,
         65,

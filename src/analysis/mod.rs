@@ -41,7 +41,7 @@ use crate::captures::{Captures, HeadId};
 use crate::tokens::TokenSequence;
 
 use attention::attention_pass;
-use correlation::correlation_matrix;
+use correlation::{correlation_matrix, unit_profile};
 use segmentation::segmentation;
 use selection::{key_index, rank_key, top_fraction, top_k_per_row};
 use similarity::{Moments, Transform};
@@ -53,29 +53,15 @@ pub use segmentation::{choose_separator, SeparatorChoice, SEGMENTATION_TIE};
 pub use selection::top_fraction_count;
 pub use similarity::transformed_similarity;
 
-/// Computes every figure of ANALYSIS.md §3–§5 for one input.
+/// Computes every figure of ANALYSIS.md §3–§5 for one input whose
+/// captures keep every P and S ([`Captures::stores_squares`]); a pass that
+/// does not keep them analyses each layer as it goes ([`LayerAnalyser`]).
 ///
 /// Panics if the token sequence and the captures disagree on T or the
 /// capture buffers do not have their documented shapes (a programming error).
 pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOptions) -> Analysis {
     let t = captures.tokens;
     let (layers, heads) = (captures.layers, captures.heads);
-    assert_eq!(tokens.len(), t, "token sequence and captures disagree on T");
-    assert_eq!(
-        tokens.token_texts.len(),
-        t,
-        "token texts must cover every position"
-    );
-    assert_eq!(
-        tokens.special.len(),
-        t,
-        "special flags must cover every position"
-    );
-    assert_eq!(
-        tokens.sentence_ids.len(),
-        t,
-        "sentence ids must cover every position"
-    );
     assert_eq!(
         captures.attentions.len(),
         layers * heads * t * t,
@@ -86,35 +72,27 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
         layers * heads * t * t,
         "similarity must be L×H×T×T"
     );
-
-    let doc = Document::new(tokens, options);
-    assert!(
-        doc.pairs.len() <= u32::MAX as usize,
-        "too many candidate pairs"
-    );
-
-    let selected_per_head = match options.selection {
-        Selection::TopFraction { q } => Some(top_fraction_count(q, doc.pairs.len())),
-        _ => None,
+    assert_eq!(tokens.len(), t, "token sequence and captures disagree on T");
+    let analyser = LayerAnalyser::new(tokens, options, layers);
+    let doc = &analyser.doc;
+    let square = heads * t * t;
+    let layer_squares = |l: usize| LayerSquares {
+        attention: &captures.attentions[l * square..(l + 1) * square],
+        similarity: &captures.similarity[l * square..(l + 1) * square],
+        heads,
     };
-    let baseline = fraction(
-        doc.pairs
-            .iter()
-            .filter(|&&(i, j)| doc.same_sentence(i as usize, j as usize))
-            .count(),
-        doc.pairs.len(),
-    );
 
-    // Layers are independent; workers take them in turn. Each layer also
-    // yields its head-averaged z-scored similarity for the correlation grid.
+    // Layers are independent; workers take them in turn.
     let lease = crate::threads::lease(layers.clamp(1, 8));
     let threads = lease.threads();
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, LayerFigures, Option<Vec<f64>>)> = if threads == 1 {
+    let mut results: Vec<(usize, AnalysedLayer)> = if threads == 1 {
         (0..layers)
             .map(|l| {
-                let (figures, profile) = analyse_layer(&doc, captures, l, &mut Scratch::default());
-                (l, figures, profile)
+                (
+                    l,
+                    analyse_layer(doc, layer_squares(l), l, &mut Scratch::default()),
+                )
             })
             .collect()
     } else {
@@ -129,8 +107,7 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
                             if l >= layers {
                                 break done;
                             }
-                            let (figures, profile) = analyse_layer(&doc, captures, l, &mut scratch);
-                            done.push((l, figures, profile));
+                            done.push((l, analyse_layer(doc, layer_squares(l), l, &mut scratch)));
                         }
                     })
                 })
@@ -142,25 +119,115 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
         })
     };
     results.sort_by_key(|r| r.0);
-    let mut layer_figures = Vec::with_capacity(layers);
-    let mut profiles = Vec::with_capacity(layers);
-    for (_, figures, profile) in results {
-        layer_figures.push(figures);
-        profiles.push(profile);
+    let mut analyser = analyser;
+    analyser.layers = results.into_iter().map(|(_, layer)| Some(layer)).collect();
+    analyser.finish()
+}
+
+/// One layer's P and S, each H×T×T row-major.
+#[derive(Clone, Copy)]
+pub struct LayerSquares<'a> {
+    pub attention: &'a [f32],
+    pub similarity: &'a [f32],
+    pub heads: usize,
+}
+
+/// The figures of one layer and its unit profile for the correlation grid.
+struct AnalysedLayer {
+    figures: LayerFigures,
+    profile: Option<Vec<f32>>,
+}
+
+/// The analysis one layer at a time, for a pass that hands each layer's P
+/// and S over and then frees them: [`LayerAnalyser::add_layer`] for every
+/// layer, then [`LayerAnalyser::finish`]. Gives what [`analyze`] gives.
+pub struct LayerAnalyser<'a> {
+    doc: Document<'a>,
+    layers: Vec<Option<AnalysedLayer>>,
+    scratch: Scratch,
+}
+
+impl<'a> LayerAnalyser<'a> {
+    /// Panics if the token sequence is inconsistent (a programming error).
+    pub fn new(tokens: &'a TokenSequence, options: &'a AnalysisOptions, layers: usize) -> Self {
+        let t = tokens.len();
+        assert_eq!(
+            tokens.token_texts.len(),
+            t,
+            "token texts must cover every position"
+        );
+        assert_eq!(
+            tokens.special.len(),
+            t,
+            "special flags must cover every position"
+        );
+        assert_eq!(
+            tokens.sentence_ids.len(),
+            t,
+            "sentence ids must cover every position"
+        );
+        let doc = Document::new(tokens, options);
+        assert!(
+            doc.pairs.len() <= u32::MAX as usize,
+            "too many candidate pairs"
+        );
+        Self {
+            doc,
+            layers: (0..layers).map(|_| None).collect(),
+            scratch: Scratch::default(),
+        }
     }
 
-    Analysis {
-        tokens: t,
-        content_tokens: doc.content.len(),
-        pairs: doc.pairs.len(),
-        selected_per_head,
-        baseline_same_sentence_fraction: baseline,
-        input_ids: tokens.input_ids.clone(),
-        sentences_analysed: 0,
-        sentences_left_out: 0,
-        tokens_left_out: 0,
-        layers: layer_figures,
-        layer_correlation: correlation_matrix(profiles),
+    /// Analyses layer `layer` from its P and S.
+    pub fn add_layer(&mut self, layer: usize, squares: LayerSquares) {
+        let t = self.doc.t;
+        assert_eq!(
+            squares.attention.len(),
+            squares.heads * t * t,
+            "attentions must be H×T×T"
+        );
+        assert_eq!(
+            squares.similarity.len(),
+            squares.heads * t * t,
+            "similarity must be H×T×T"
+        );
+        self.layers[layer] = Some(analyse_layer(&self.doc, squares, layer, &mut self.scratch));
+    }
+
+    /// Every figure; panics unless every layer was added.
+    pub fn finish(self) -> Analysis {
+        let doc = self.doc;
+        let selected_per_head = match doc.options.selection {
+            Selection::TopFraction { q } => Some(top_fraction_count(q, doc.pairs.len())),
+            _ => None,
+        };
+        let baseline = fraction(
+            doc.pairs
+                .iter()
+                .filter(|&&(i, j)| doc.same_sentence(i as usize, j as usize))
+                .count(),
+            doc.pairs.len(),
+        );
+        let mut layer_figures = Vec::with_capacity(self.layers.len());
+        let mut profiles = Vec::with_capacity(self.layers.len());
+        for layer in self.layers {
+            let layer = layer.expect("every layer analysed");
+            layer_figures.push(layer.figures);
+            profiles.push(layer.profile);
+        }
+        Analysis {
+            tokens: doc.t,
+            content_tokens: doc.content.len(),
+            pairs: doc.pairs.len(),
+            selected_per_head,
+            baseline_same_sentence_fraction: baseline,
+            input_ids: doc.tokens.input_ids.clone(),
+            sentences_analysed: 0,
+            sentences_left_out: 0,
+            tokens_left_out: 0,
+            layers: layer_figures,
+            layer_correlation: correlation_matrix(profiles),
+        }
     }
 }
 
@@ -225,22 +292,24 @@ struct Scratch {
 
 fn analyse_layer(
     doc: &Document,
-    captures: &Captures,
+    squares: LayerSquares,
     layer: usize,
     scratch: &mut Scratch,
-) -> (LayerFigures, Option<Vec<f64>>) {
+) -> AnalysedLayer {
     let n = doc.pairs.len();
+    let size = doc.t * doc.t;
     let mut profile = vec![0.0f64; n];
-    let mut heads = Vec::with_capacity(captures.heads);
+    let mut heads = Vec::with_capacity(squares.heads);
     let mut histogram = vec![0u64; doc.t];
     let (mut pooled, mut pooled_distance, mut pooled_same) = (0usize, 0usize, 0usize);
     // Σ over heads of P[i, s] for content rows i and separator columns s.
     let mut separator_sums = vec![0.0f32; doc.content.len() * doc.separators.len()];
-    for h in 0..captures.heads {
+    for h in 0..squares.heads {
         let id = HeadId::new(layer, h);
         let figures = analyse_head(
             doc,
-            captures,
+            &squares.attention[h * size..(h + 1) * size],
+            &squares.similarity[h * size..(h + 1) * size],
             id,
             scratch,
             &mut profile,
@@ -269,7 +338,7 @@ fn analyse_layer(
     // selects at least one pair per head, as the default always does).
     let (distinct_focus, with_focus) = focus_counts(&heads);
 
-    let segmentation = segmentation(doc, &separator_sums, captures.heads);
+    let segmentation = segmentation(doc, &separator_sums, squares.heads);
 
     let figures = LayerFigures {
         mean_distance: fraction(pooled_distance, pooled),
@@ -282,20 +351,23 @@ fn analyse_layer(
         distance_histogram: histogram,
         heads,
     };
-    let profile = (n >= 2 && captures.heads > 0).then_some(profile);
-    (figures, profile)
+    let profile = (n >= 2 && squares.heads > 0)
+        .then_some(profile)
+        .and_then(unit_profile);
+    AnalysedLayer { figures, profile }
 }
 
 fn analyse_head(
     doc: &Document,
-    captures: &Captures,
+    attention: &[f32],
+    similarity: &[f32],
     id: HeadId,
     scratch: &mut Scratch,
     profile: &mut [f64],
     separator_sums: &mut [f32],
 ) -> HeadFigures {
     let t = doc.t;
-    let transform = Transform::new(captures.similarity(id), t, doc.options.similarity);
+    let transform = Transform::new(similarity, t, doc.options.similarity);
 
     let values = &mut scratch.values;
     values.clear();
@@ -355,7 +427,7 @@ fn analyse_head(
 
     let mut figures = pair_figures(doc, &selected_pairs);
     let first_head = id.head == 0;
-    let pass = attention_pass(doc, captures.attention(id), separator_sums, first_head);
+    let pass = attention_pass(doc, attention, separator_sums, first_head);
     figures.attention_stats = pass.stats;
     figures.separator_attention = pass.separator_attention;
     figures.sink_attention = pass.sink_attention;

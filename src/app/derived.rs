@@ -11,14 +11,16 @@
 //! the ones `segmentation_accuracy` and `segmentation_undecided` count.
 //!
 //! Similarity rows (for the token focus view) read the captured S directly
-//! for the raw variant; for the other variants the chosen layer's heads are
-//! transformed once (with the analysis' own transform) and kept until the
-//! layer, the variant or the result changes.
+//! for the raw variant; for the other variants, and when the pass kept no S
+//! (a long input), the chosen layer's heads are computed once (with the
+//! analysis' own transform) and kept until the layer, the variant or the
+//! result changes. A pass that kept no P computed the separator columns
+//! while P existed ([`Captures::separator_columns`]).
 
 use crate::analysis::{
     choose_separator, transformed_similarity, SeparatorChoice, SimilarityVariant,
 };
-use crate::captures::HeadId;
+use crate::captures::{Captures, HeadId, SeparatorColumns};
 use crate::pipeline::RunOutput;
 
 /// One layer's per-token arrays.
@@ -87,7 +89,8 @@ impl Derived {
         let consistent = tokens.len() == t
             && tokens.special.len() == t
             && tokens.sentence_ids.len() == t
-            && captures.attentions.len() == captures.layers * captures.heads * t * t;
+            && (captures.attentions.len() == captures.layers * captures.heads * t * t
+                || captures.separator_columns.len() == captures.layers);
         let mut derived = Self {
             generation,
             content: tokens.special.iter().filter(|&&s| !s).count(),
@@ -110,24 +113,20 @@ impl Derived {
         let (t, heads) = (captures.tokens, captures.heads);
         let seps = &self.separators;
         let n = seps.len();
-        let mut separator_attention = vec![0.0f64; t];
-        // Σ over heads of P[i, s], in f32 and head order like the analysis.
-        let mut sums = vec![0.0f32; t * n];
-        for head in 0..heads {
-            let attention = captures.attention(HeadId::new(layer, head));
-            for (i, row) in attention.chunks_exact(t.max(1)).enumerate() {
-                separator_attention[i] += seps.iter().map(|&k| f64::from(row[k])).sum::<f64>();
-                if tokens.special[i] {
-                    continue;
-                }
-                for (sum, &k) in sums[i * n..(i + 1) * n].iter_mut().zip(seps) {
-                    *sum = if head == 0 { row[k] } else { *sum + row[k] };
-                }
+        let computed;
+        let columns = match captures.separator_columns.get(layer) {
+            Some(columns) => columns,
+            None => {
+                computed = SeparatorColumns::of_layer(
+                    |head| captures.attention(HeadId::new(layer, head)),
+                    heads,
+                    t,
+                    seps,
+                );
+                &computed
             }
-        }
-        separator_attention
-            .iter_mut()
-            .for_each(|v| *v /= heads as f64);
+        };
+        let (separator_attention, sums) = (columns.per_token.clone(), &columns.sums);
 
         let (mut correct, mut undecided) = (0, 0);
         let assigned: Vec<Option<SeparatorChoice>> = (0..t)
@@ -169,9 +168,9 @@ impl Derived {
     ) {
         let captures = &output.captures;
         let t = captures.tokens;
-        if variant == SimilarityVariant::Raw
+        if (variant == SimilarityVariant::Raw && captures.stores_squares())
             || layer >= captures.layers
-            || captures.similarity.len() != captures.layers * captures.heads * t * t
+            || !has_similarity(captures)
         {
             return;
         }
@@ -182,7 +181,11 @@ impl Derived {
         if !current {
             let heads = (0..captures.heads)
                 .map(|h| {
-                    transformed_similarity(captures.similarity(HeadId::new(layer, h)), t, variant)
+                    let raw = captures.similarity(HeadId::new(layer, h));
+                    match variant {
+                        SimilarityVariant::Raw => raw.into_owned(),
+                        _ => transformed_similarity(&raw, t, variant),
+                    }
                 })
                 .collect();
             self.similarity = Some(SimilarityLayer {
@@ -207,12 +210,12 @@ impl Derived {
         if head.layer >= captures.layers
             || head.head >= captures.heads
             || i >= t
-            || captures.similarity.len() != captures.layers * captures.heads * t * t
+            || !has_similarity(captures)
         {
             return None;
         }
-        let matrix: &[f32] = if variant == SimilarityVariant::Raw {
-            captures.similarity(head)
+        let matrix: &[f32] = if variant == SimilarityVariant::Raw && captures.stores_squares() {
+            &captures.similarity[(head.layer * captures.heads + head.head) * t * t..][..t * t]
         } else {
             let cached = self.similarity.as_ref()?;
             if cached.layer != head.layer || cached.variant != variant {
@@ -221,5 +224,15 @@ impl Derived {
             cached.heads.get(head.head)?
         };
         matrix.get(i * t..(i + 1) * t)
+    }
+}
+
+/// Whether the captures hold S, or the head outputs it is recomputed from.
+fn has_similarity(captures: &Captures) -> bool {
+    let (heads, t) = (captures.layers * captures.heads, captures.tokens);
+    if captures.stores_squares() {
+        captures.similarity.len() == heads * t * t
+    } else {
+        captures.head_outputs.len() == heads * t * captures.head_dim
     }
 }

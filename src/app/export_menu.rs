@@ -87,9 +87,9 @@ impl ExportKind {
 fn shown_matrix(output: &RunOutput, head: HeadId, settings: &Settings) -> Vec<f32> {
     let captures = &output.captures;
     match settings.matrix {
-        MatrixKind::Attention => captures.attention(head).to_vec(),
+        MatrixKind::Attention => captures.attention(head).into_owned(),
         MatrixKind::Similarity => transformed_similarity(
-            captures.similarity(head),
+            &captures.similarity(head),
             captures.tokens,
             settings.similarity,
         ),

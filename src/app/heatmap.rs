@@ -62,11 +62,11 @@ fn unmasked_matrix(
 ) -> Cow<'_, [f32]> {
     let captures = &output.captures;
     match kind {
-        MatrixKind::Attention => Cow::Borrowed(captures.attention(head)),
+        MatrixKind::Attention => captures.attention(head),
         MatrixKind::Similarity => match variant {
-            SimilarityVariant::Raw => Cow::Borrowed(captures.similarity(head)),
+            SimilarityVariant::Raw => captures.similarity(head),
             other => Cow::Owned(transformed_similarity(
-                captures.similarity(head),
+                &captures.similarity(head),
                 captures.tokens,
                 other,
             )),

@@ -167,7 +167,7 @@ fn ranked(values: impl Iterator<Item = Option<f64>>, heads: usize, count: usize)
 
 /// The centred pooled matrix of one head, with its norm.
 fn centred_head(captures: &Captures, id: HeadId, groups: &[Vec<usize>]) -> (Vec<f64>, f64) {
-    let pooled = pooled_similarity(captures.similarity(id), captures.tokens, groups);
+    let pooled = pooled_similarity(&captures.similarity(id), captures.tokens, groups);
     let centred = centre(&pooled, groups.len());
     let norm = dot(&centred, &centred).sqrt();
     (centred, norm)

@@ -14,6 +14,7 @@
 //! are ignored), and with LayerNorm `gamma`/`beta` as older checkpoints name
 //! them.
 
+pub mod checkpoint;
 pub mod config;
 pub mod decoder;
 pub mod encoder;
@@ -24,13 +25,13 @@ pub mod random;
 pub mod team;
 pub mod tokenizer;
 
-use crate::captures::Captures;
+use crate::captures::{AttentionInputs, Captures};
 use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 pub use config::EncoderConfig;
-pub use decoder::Decoder;
+pub use decoder::{Decoder, LayerCaptures};
 pub use encoder::{Encoder, ForwardError};
 pub use family::Family;
 use std::collections::HashMap;
@@ -182,34 +183,42 @@ impl Model {
             );
         }
         let config_path = folder.join("config.json");
-        let weights_path = folder.join("model.safetensors");
         let tokenizer_path = folder.join("tokenizer.json");
+        let missing = |what: &str| {
+            let hint =
+                if what == checkpoint::WEIGHTS_FILE && folder.join("pytorch_model.bin").is_file() {
+                    " (only pytorch_model.bin is there: headscope reads safetensors weights)"
+                } else {
+                    ""
+                };
+            anyhow!(
+                "model folder {} has no {what}{hint}; a model folder needs config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json",
+                folder.display()
+            )
+        };
         for (path, what) in [
             (&config_path, "config.json"),
-            (&weights_path, "model.safetensors"),
             (&tokenizer_path, "tokenizer.json"),
         ] {
             if !path.is_file() {
-                let hint =
-                    if what == "model.safetensors" && folder.join("pytorch_model.bin").is_file() {
-                        " (only pytorch_model.bin is there: headscope reads safetensors weights)"
-                    } else {
-                        ""
-                    };
-                bail!(
-                    "model folder {} has no {what}{hint}; a model folder needs config.json, model.safetensors and tokenizer.json",
-                    folder.display()
-                );
+                return Err(missing(what));
             }
         }
+        let weight_files =
+            checkpoint::weight_files(folder)?.ok_or_else(|| missing(checkpoint::WEIGHTS_FILE))?;
         let config = EncoderConfig::from_file(&config_path)?;
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
-        let tensors = load_weights(&weights_path, config.family, device)?;
+        let tensors = load_weights(&weight_files, config.family, device)?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+        let weights_name = if weight_files.len() == 1 {
+            weight_files[0].display().to_string()
+        } else {
+            folder.join(checkpoint::INDEX_FILE).display().to_string()
+        };
         let network = Network::load(vb, &config).map_err(|e| {
             anyhow!(
                 "{} does not fit {} ({} tensor names): {}",
-                weights_path.display(),
+                weights_name,
                 config_path.display(),
                 config.family,
                 without_backtrace(&e)
@@ -246,6 +255,98 @@ impl Model {
         heads * (2 * t * t + t * self.config.head_dim() as u64) * 4
     }
 
+    /// Bytes a `tokens`-token input takes when P and S are not kept but
+    /// recomputed per head ([`Model::capture_recomputable`]): O and the
+    /// queries and keys of every head, one layer's P and S and its scores
+    /// while it runs, and the analysis' per-layer profiles of the pairs.
+    /// `None` for the BERT-like encoders, which always keep P and S.
+    pub fn recomputed_capture_bytes(&self, tokens: usize) -> Option<u64> {
+        let Network::Decoder(_) = &self.network else {
+            return None;
+        };
+        let shape = self.config.decoder.as_ref()?;
+        let (layers, heads, t) = (self.layers() as u64, self.heads() as u64, tokens as u64);
+        let d = self.config.head_dim() as u64;
+        let kv_heads = shape.num_key_value_heads as u64;
+        let vectors = layers * (2 * heads + kv_heads) * t * d;
+        let layer_squares = 3 * heads * t * t;
+        let profiles = layers * t * t / 2;
+        Some((vectors + layer_squares + profiles) * 4)
+    }
+
+    /// Checks that `input_ids` is an input this model takes.
+    fn check_input(&self, input_ids: &[u32]) -> Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        if tokens == 0 || tokens > self.max_tokens() {
+            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
+                "the input has {tokens} tokens; this model takes 1 to {}",
+                self.max_tokens()
+            ))));
+        }
+        if let Some(&bad) = input_ids
+            .iter()
+            .find(|&&id| id as usize >= self.config.vocab_size)
+        {
+            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
+                "token id {bad} is outside the model's vocabulary of {}",
+                self.config.vocab_size
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Runs a decoder keeping, instead of every P and S, what recomputes
+    /// them ([`Captures::recompute`]); each layer's full captures go to
+    /// `on_layer` while they exist, for the figures that need them.
+    /// An error for the BERT-like encoders.
+    pub fn capture_recomputable(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        on_layer: &mut dyn FnMut(usize, &LayerCaptures),
+    ) -> Result<Captures, ForwardError> {
+        self.check_input(input_ids)?;
+        let Network::Decoder(decoder) = &self.network else {
+            return Err(ForwardError::Candle(candle_core::Error::Msg(
+                "only the decoder stack recomputes its attention".into(),
+            )));
+        };
+        let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
+        let kv_heads = self
+            .config
+            .decoder
+            .as_ref()
+            .map_or(heads, |shape| shape.num_key_value_heads);
+        let tokens = input_ids.len();
+        let vectors = heads * tokens * head_dim;
+        let kv_vectors = kv_heads * tokens * head_dim;
+        let mut head_outputs = vec![0.0; layers * vectors];
+        let mut queries = vec![0.0; layers * vectors];
+        let mut keys = vec![0.0; layers * kv_vectors];
+        decoder.forward_layers(input_ids, cancelled, &mut |index, layer| {
+            on_layer(index, &layer);
+            let at = |size: usize| index * size..(index + 1) * size;
+            head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
+            queries[at(vectors)].copy_from_slice(layer.queries);
+            keys[at(kv_vectors)].copy_from_slice(layer.keys);
+            Ok(())
+        })?;
+        Ok(Captures {
+            layers,
+            heads,
+            tokens,
+            head_dim,
+            head_outputs,
+            recompute: Some(Box::new(AttentionInputs {
+                queries,
+                keys,
+                kv_heads,
+                masks: decoder.attention_masks(),
+            })),
+            ..Captures::default()
+        })
+    }
+
     /// Runs the encoder and gathers every layer's P, O and S into plain
     /// buffers. Returns `ForwardError::Cancelled` as soon as `cancelled`
     /// says so between two layers.
@@ -270,28 +371,16 @@ impl Model {
         cancelled: &dyn Fn() -> bool,
         captures: &mut Captures,
     ) -> Result<(), ForwardError> {
+        self.check_input(input_ids)?;
         let tokens = input_ids.len();
         let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
-        if tokens == 0 || tokens > self.max_tokens() {
-            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
-                "the input has {tokens} tokens; this model takes 1 to {}",
-                self.max_tokens()
-            ))));
-        }
-        if let Some(&bad) = input_ids
-            .iter()
-            .find(|&&id| id as usize >= self.config.vocab_size)
-        {
-            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
-                "token id {bad} is outside the model's vocabulary of {}",
-                self.config.vocab_size
-            ))));
-        }
         let square = layers * heads * tokens * tokens;
         captures.layers = layers;
         captures.heads = heads;
         captures.tokens = tokens;
         captures.head_dim = head_dim;
+        captures.recompute = None;
+        captures.separator_columns.clear();
         // Every value is overwritten by the forward pass, so buffers of the
         // right size are kept as they are; others are replaced by zeroed
         // allocations, which come straight from the OS (no fill pass).
@@ -330,39 +419,25 @@ pub fn default_device() -> anyhow::Result<Device> {
     Ok(Device::Cpu)
 }
 
-/// Reads every tensor, normalising names (the family's prefix,
-/// `gamma`/`beta`) and converting half-precision checkpoints to f32.
+/// Reads every tensor of the checkpoint's files, normalising names (the
+/// family's prefix, `gamma`/`beta`) and converting half-precision weights
+/// to f32 ([`checkpoint::read_tensors`]).
 fn load_weights(
-    path: &Path,
+    files: &[PathBuf],
     family: Family,
     device: &Device,
 ) -> anyhow::Result<HashMap<String, Tensor>> {
-    let raw = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| {
-        anyhow!(
-            "{} is truncated or corrupt (not a readable safetensors file): {}",
-            path.display(),
-            without_backtrace(&e)
-        )
-    })?;
-    let mut tensors = HashMap::with_capacity(raw.len());
-    for (name, tensor) in raw {
-        let tensor = if tensor.dtype() == DType::F32 {
-            tensor
-        } else if tensor.dtype().is_float() {
-            tensor.to_dtype(DType::F32)?
-        } else {
-            tensor
-        };
-        tensors.insert(
-            normalise_tensor_name(&name, family),
-            tensor.to_device(device)?,
-        );
+    let mut tensors = HashMap::new();
+    for path in files {
+        for (name, tensor) in checkpoint::read_tensors(path, device)? {
+            tensors.insert(normalise_tensor_name(&name, family), tensor);
+        }
     }
     let words = format!("{}.weight", family.word_embeddings());
     if !tensors.contains_key(&words) {
         bail!(
             "{} has no {words} (nor {}{words}): not a {} checkpoint",
-            path.display(),
+            files[0].display(),
             family.checkpoint_prefix(),
             family
         );
@@ -417,11 +492,15 @@ pub fn find_default_model() -> Option<ModelSource> {
     hub::cached_folder("bert-base-uncased").map(ModelSource::Folder)
 }
 
-/// Whether a folder holds the three files a model needs.
+/// Whether a folder holds the files a model needs (the weights in one
+/// file or sharded).
 pub fn is_model_folder(folder: &Path) -> bool {
-    ["config.json", "model.safetensors", "tokenizer.json"]
+    ["config.json", "tokenizer.json"]
         .iter()
         .all(|f| folder.join(f).is_file())
+        && [checkpoint::WEIGHTS_FILE, checkpoint::INDEX_FILE]
+            .iter()
+            .any(|f| folder.join(f).is_file())
 }
 
 /// A candle error's message without the backtrace candle appends when

@@ -16,7 +16,8 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use crate::captures::Captures;
+use crate::captures::{Captures, HeadId};
+use std::borrow::Cow;
 
 mod npy;
 use crate::export::{write_atomically, ExportError};
@@ -68,16 +69,32 @@ impl NpyArray {
 }
 
 /// An array to write, borrowing its values.
-#[derive(Debug, Clone, PartialEq)]
 pub enum NpyView<'a> {
-    F32 { shape: Vec<usize>, data: &'a [f32] },
-    I64 { shape: Vec<usize>, data: &'a [i64] },
+    F32 {
+        shape: Vec<usize>,
+        data: &'a [f32],
+    },
+    I64 {
+        shape: Vec<usize>,
+        data: &'a [i64],
+    },
+    /// Float32 values made one part at a time, in order, each `part_len`
+    /// long (one head's P when the captures recompute it: the whole array
+    /// never exists in memory).
+    F32Parts {
+        shape: Vec<usize>,
+        parts: usize,
+        part_len: usize,
+        part: &'a dyn Fn(usize) -> Cow<'a, [f32]>,
+    },
 }
 
 impl NpyView<'_> {
     pub fn shape(&self) -> &[usize] {
         match self {
-            NpyView::F32 { shape, .. } | NpyView::I64 { shape, .. } => shape,
+            NpyView::F32 { shape, .. }
+            | NpyView::I64 { shape, .. }
+            | NpyView::F32Parts { shape, .. } => shape,
         }
     }
 
@@ -85,19 +102,22 @@ impl NpyView<'_> {
         match self {
             NpyView::F32 { data, .. } => data.len(),
             NpyView::I64 { data, .. } => data.len(),
+            NpyView::F32Parts {
+                parts, part_len, ..
+            } => parts * part_len,
         }
     }
 
     fn descr(&self) -> &'static str {
         match self {
-            NpyView::F32 { .. } => "<f4",
+            NpyView::F32 { .. } | NpyView::F32Parts { .. } => "<f4",
             NpyView::I64 { .. } => "<i8",
         }
     }
 
     fn item_size(&self) -> usize {
         match self {
-            NpyView::F32 { .. } => 4,
+            NpyView::F32 { .. } | NpyView::F32Parts { .. } => 4,
             NpyView::I64 { .. } => 8,
         }
     }
@@ -185,6 +205,23 @@ pub fn write_npz(path: &Path, arrays: &[(&str, NpyView<'_>)]) -> Result<(), NpzE
             match array {
                 NpyView::F32 { data, .. } => write_values(&mut zip, data, f32::to_le_bytes)?,
                 NpyView::I64 { data, .. } => write_values(&mut zip, data, i64::to_le_bytes)?,
+                NpyView::F32Parts {
+                    parts,
+                    part_len,
+                    part,
+                    ..
+                } => {
+                    for index in 0..*parts {
+                        let values = part(index);
+                        if values.len() != *part_len {
+                            return Err(io::Error::other(format!(
+                                "array '{name}': part {index} has {} values, not {part_len}",
+                                values.len()
+                            )));
+                        }
+                        write_values(&mut zip, &values, f32::to_le_bytes)?;
+                    }
+                }
             }
         }
         zip.finish().map_err(io::Error::other)?;
@@ -214,6 +251,10 @@ pub fn write_captures_npz(
         ));
     }
     let ids: Vec<i64> = input_ids.iter().map(|&id| i64::from(id)).collect();
+    let heads: Vec<HeadId> = captures.head_ids().collect();
+    let attention = |index: usize| captures.attention(heads[index]);
+    let similarity = |index: usize| captures.similarity(heads[index]);
+    let squares = |data, part| squares_view(captures, data, part);
     write_npz(
         path,
         &[
@@ -224,13 +265,7 @@ pub fn write_captures_npz(
                     data: &ids,
                 },
             ),
-            (
-                "attentions",
-                NpyView::F32 {
-                    shape: vec![l, h, t, t],
-                    data: &captures.attentions,
-                },
-            ),
+            ("attentions", squares(&captures.attentions, &attention)),
             (
                 "heads",
                 NpyView::F32 {
@@ -238,15 +273,32 @@ pub fn write_captures_npz(
                     data: &captures.head_outputs,
                 },
             ),
-            (
-                "similarity",
-                NpyView::F32 {
-                    shape: vec![l, h, t, t],
-                    data: &captures.similarity,
-                },
-            ),
+            ("similarity", squares(&captures.similarity, &similarity)),
         ],
     )
+}
+
+/// The L×H×T×T array of P or S: the kept buffer, or (when the captures
+/// recompute them) one head at a time.
+fn squares_view<'v>(
+    captures: &Captures,
+    data: &'v [f32],
+    part: &'v dyn Fn(usize) -> Cow<'v, [f32]>,
+) -> NpyView<'v> {
+    let (l, h, t) = (captures.layers, captures.heads, captures.tokens);
+    if captures.stores_squares() {
+        NpyView::F32 {
+            shape: vec![l, h, t, t],
+            data,
+        }
+    } else {
+        NpyView::F32Parts {
+            shape: vec![l, h, t, t],
+            parts: l * h,
+            part_len: t * t,
+            part,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -357,6 +409,8 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
         )),
     };
     let captures = Captures {
+        recompute: None,
+        separator_columns: Vec::new(),
         layers: l,
         heads: h,
         tokens: t,

@@ -8,8 +8,8 @@
 //! gated (SwiGLU, or ModernBERT's GeGLU from one fused `Wi`) feed-forward.
 
 use super::config::{DecoderActivation, DecoderShape};
+use crate::captures::AttentionMask;
 use crate::model::config::EncoderConfig;
-use crate::model::encoder::LayerCapture;
 use crate::model::family::Family;
 use candle_core::{Module, Result, Tensor, D};
 use candle_nn::{LayerNorm, Linear, RmsNorm, VarBuilder};
@@ -193,12 +193,20 @@ impl Attention {
         })
     }
 
+    /// Which keys each query sees.
+    pub(super) fn mask(&self) -> AttentionMask {
+        AttentionMask {
+            causal: self.causal,
+            window: self.window,
+        }
+    }
+
     /// T×hidden → (the output projection of every head's P·V, capture).
     pub(super) fn forward(
         &self,
         x: &Tensor,
         rotary: Option<&RotaryTables>,
-    ) -> Result<(Tensor, LayerCapture)> {
+    ) -> Result<(Tensor, AttentionCapture)> {
         let tokens = x.dim(0)?;
         let split = |projected: Tensor, heads: usize| -> Result<Tensor> {
             projected
@@ -224,10 +232,11 @@ impl Attention {
                 .expand((self.kv_heads, group, tokens, self.head_dim))?
                 .reshape((self.heads, tokens, self.head_dim))
         };
+        let (keys, queries) = (key.clone(), query.clone());
         let (key, value) = (repeat(key)?, repeat(value)?);
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let scores = (query.matmul(&key.t()?)? * scale)?;
-        let mask = attention_mask(tokens, self.window, self.causal, x.device())?;
+        let mask = attention_mask(tokens, self.mask(), x.device())?;
         let attention = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
         let head_outputs = attention.matmul(&value)?;
         let similarity = head_outputs.matmul(&head_outputs.t()?)?;
@@ -237,10 +246,12 @@ impl Attention {
             .reshape((tokens, self.heads * self.head_dim))?;
         Ok((
             self.output.forward(&context)?,
-            LayerCapture {
+            AttentionCapture {
                 attention,
                 head_outputs,
                 similarity,
+                queries,
+                keys,
             },
         ))
     }
@@ -248,23 +259,16 @@ impl Attention {
 
 /// 0 where query i may see key j, −∞ elsewhere: those attentions come out
 /// exactly 0, as transformers' do (its mask adds the smallest float, whose
-/// exponential is 0 too). Causal: j ≤ i, within `window` tokens (i − j <
-/// window); bidirectional (ModernBERT): |i − j| ≤ window.
+/// exponential is 0 too).
 pub(super) fn attention_mask(
     tokens: usize,
-    window: Option<usize>,
-    causal: bool,
+    mask: AttentionMask,
     device: &candle_core::Device,
 ) -> Result<Tensor> {
     let values: Vec<f32> = (0..tokens)
         .flat_map(|i| {
             (0..tokens).map(move |j| {
-                let visible = if causal {
-                    j <= i && window.is_none_or(|w| i - j < w)
-                } else {
-                    window.is_none_or(|w| i.abs_diff(j) <= w)
-                };
-                if visible {
+                if mask.visible(i, j) {
                     0.0
                 } else {
                     f32::NEG_INFINITY
@@ -273,6 +277,17 @@ pub(super) fn attention_mask(
         })
         .collect();
     Tensor::from_vec(values, (tokens, tokens), device)
+}
+
+/// One layer's attention as the decoder captures it: P and S (H×T×T), O
+/// (H×T×d), and the rotated queries (H×T×d) and keys (H_kv×T×d) P is
+/// made from.
+pub(super) struct AttentionCapture {
+    pub attention: Tensor,
+    pub head_outputs: Tensor,
+    pub similarity: Tensor,
+    pub queries: Tensor,
+    pub keys: Tensor,
 }
 
 /// GPT-2's feed-forward (`c_fc`, activation, `c_proj`), the Llama
@@ -405,7 +420,7 @@ impl DecoderLayer {
         rotary: Option<&RotaryTables>,
         activation: DecoderActivation,
         last: bool,
-    ) -> Result<(Option<Tensor>, LayerCapture)> {
+    ) -> Result<(Option<Tensor>, AttentionCapture)> {
         let (attended, capture) = self
             .attention
             .forward(&self.input_norm.forward(x)?, rotary)?;

@@ -19,8 +19,9 @@ use blocks::{DecoderLayer, Norm, RotaryTables};
 use config::{DecoderActivation, DecoderShape};
 
 use super::config::EncoderConfig;
-use super::encoder::{copy_to_host, CaptureBuffers, ForwardError};
+use super::encoder::{CaptureBuffers, ForwardError};
 use super::family::Family;
+use crate::captures::AttentionMask;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 
@@ -105,6 +106,26 @@ impl Decoder {
         {
             return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
         }
+        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
+            let at = |size: usize| index * size..(index + 1) * size;
+            out.attention[at(square)].copy_from_slice(layer.attention);
+            out.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
+            out.similarity[at(square)].copy_from_slice(layer.similarity);
+            Ok(())
+        })
+    }
+
+    /// Runs the decoder on one sequence, handing each layer's captures to
+    /// `sink` as soon as they exist (the caller keeps what it needs: a long
+    /// input's P and S of every layer would not fit in memory).
+    pub fn forward_layers(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let count = self.layers.len();
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.words.forward(&ids)?;
         if let Some(table) = &self.positions {
@@ -124,15 +145,8 @@ impl Decoder {
             tables(&self.inverse_frequencies)?,
             tables(&self.local_inverse_frequencies)?,
         );
-        let per_layer = out
-            .attention
-            .chunks_mut(square)
-            .zip(out.head_outputs.chunks_mut(vectors))
-            .zip(out.similarity.chunks_mut(square));
         let mut x = Some(x);
-        for (index, (layer, ((attention, head_outputs), similarity))) in
-            self.layers.iter().zip(per_layer).enumerate()
-        {
+        for (index, layer) in self.layers.iter().enumerate() {
             if cancelled() {
                 return Err(ForwardError::Cancelled);
             }
@@ -143,11 +157,72 @@ impl Decoder {
             };
             let (next, capture) =
                 layer.forward(&input, rotary, self.activation, index + 1 == count)?;
-            copy_to_host(&capture.attention, attention)?;
-            copy_to_host(&capture.head_outputs, head_outputs)?;
-            copy_to_host(&capture.similarity, similarity)?;
+            drop(input);
+            let host = [
+                HostValues::of(&capture.attention)?,
+                HostValues::of(&capture.head_outputs)?,
+                HostValues::of(&capture.similarity)?,
+                HostValues::of(&capture.queries)?,
+                HostValues::of(&capture.keys)?,
+            ];
+            sink(
+                index,
+                LayerCaptures {
+                    attention: host[0].values()?,
+                    head_outputs: host[1].values()?,
+                    similarity: host[2].values()?,
+                    queries: host[3].values()?,
+                    keys: host[4].values()?,
+                },
+            )?;
             x = next;
         }
         Ok(())
+    }
+
+    /// What each layer's attention masks (the same for every input).
+    pub fn attention_masks(&self) -> Vec<AttentionMask> {
+        self.layers.iter().map(|l| l.attention.mask()).collect()
+    }
+}
+
+/// One layer's captures on the host, row-major: P and S (H×T×T), O
+/// (H×T×d), and the queries (H×T×d) and keys (H_kv×T×d) as the scores read
+/// them (rotated, unscaled).
+pub struct LayerCaptures<'a> {
+    pub attention: &'a [f32],
+    pub head_outputs: &'a [f32],
+    pub similarity: &'a [f32],
+    pub queries: &'a [f32],
+    pub keys: &'a [f32],
+}
+
+/// A tensor's values on the host: borrowed from a contiguous CPU tensor
+/// (no copy: a layer's P alone is 235 MB at 2,048 tokens), copied otherwise.
+enum HostValues<'a> {
+    Cpu(candle_core::StorageRef<'a>, std::ops::Range<usize>),
+    Copied(Vec<f32>),
+}
+
+impl<'a> HostValues<'a> {
+    fn of(tensor: &'a Tensor) -> Result<Self> {
+        let (storage, layout) = tensor.storage_and_layout();
+        if let (candle_core::Storage::Cpu(_), Some((start, end))) =
+            (&*storage, layout.contiguous_offsets())
+        {
+            return Ok(Self::Cpu(storage, start..end));
+        }
+        drop(storage);
+        Ok(Self::Copied(tensor.flatten_all()?.to_vec1::<f32>()?))
+    }
+
+    fn values(&self) -> Result<&[f32]> {
+        match self {
+            Self::Cpu(storage, range) => match &**storage {
+                candle_core::Storage::Cpu(cpu) => Ok(&cpu.as_slice::<f32>()?[range.clone()]),
+                _ => unreachable!("checked in HostValues::of"),
+            },
+            Self::Copied(values) => Ok(values),
+        }
     }
 }

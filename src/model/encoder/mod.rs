@@ -23,7 +23,7 @@ mod blocks;
 mod cpu_pass;
 
 use blocks::*;
-pub(in crate::model) use cpu_pass::copy_to_host;
+use cpu_pass::copy_to_host;
 use cpu_pass::{Pass, Worker};
 
 use super::config::EncoderConfig;
