@@ -107,7 +107,9 @@ pub(crate) struct LimitArgs {
     #[arg(long, value_name = "N")]
     max_tokens: Option<usize>,
     /// At most this much memory, in MB, for the attentions and similarities
-    /// of every head; a longer text is cut to fit.
+    /// of every head. A decoder whose P and S need more keeps only what
+    /// recomputes them (queries, keys, head outputs); a text that does not
+    /// fit even so is cut.
     #[arg(long, value_name = "MB", default_value_t = pipeline::DEFAULT_CAPTURE_MEMORY_MB)]
     capture_memory_mb: u64,
 }

@@ -90,7 +90,7 @@ impl std::fmt::Display for TokenLimit {
             LimitedBy::User => write!(f, "the token limit of {tokens} you set"),
             LimitedBy::Memory { mb } => write!(
                 f,
-                "{tokens} tokens, the most whose attentions and similarities fit the \
+                "{tokens} tokens, the most whose captures fit the \
                  memory limit of {mb} MB"
             ),
         }

@@ -40,15 +40,15 @@ fn is_masked_grey([r, g, b]: [u8; 3]) -> bool {
     r == g && g == b && (low..=high).contains(&r)
 }
 
-fn check_decoder(name: &str, picture: Option<&str>) {
+/// The grid's thumbnails and the last head's heatmap draw the cells above
+/// the diagonal as masked; returns the window's picture with the heatmap.
+fn check_masked_heatmaps(harness: &mut AppHarness, name: &str) -> image::RgbaImage {
     let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
-    let mut harness = start_on_family(name);
-    wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap().clone();
     assert!(output.input.tokens.causal, "{name}");
     assert_eq!(output.analysis.layers.len(), layers, "{name}");
-    step_until(&mut harness, "the thumbnails", |h| {
+    step_until(harness, "the thumbnails", |h| {
         h.state().overview_is_current()
     });
     for l in 0..layers {
@@ -61,8 +61,8 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     for l in 0..layers {
         for h in 0..heads {
             let label = format!("L{l} H{h} ");
-            let upper = pixel_at(&harness, &image, &label, (0.85, 0.1));
-            let lower = pixel_at(&harness, &image, &label, (0.1, 0.85));
+            let upper = pixel_at(harness, &image, &label, (0.85, 0.1));
+            let lower = pixel_at(harness, &image, &label, (0.1, 0.85));
             assert!(
                 is_masked_grey(upper),
                 "{name} {label}: above the diagonal {upper:?}"
@@ -80,15 +80,15 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     harness
         .get_by_label_contains(&format!("L{} H{} ", head.layer, head.head))
         .click();
-    step_until(&mut harness, "the head detail", |h| {
+    step_until(harness, "the head detail", |h| {
         h.state().detail_head() == Some(head)
     });
     harness.step();
     let image = harness.render().expect("wgpu renders the window");
     let heatmap = format!("heatmap of L{} H{}", head.layer, head.head);
     let t = output.captures.tokens as f32;
-    let corner = pixel_at(&harness, &image, &heatmap, (1.0 - 0.5 / t, 0.5 / t));
-    let diagonal = pixel_at(&harness, &image, &heatmap, (0.5 / t, 0.5 / t));
+    let corner = pixel_at(harness, &image, &heatmap, (1.0 - 0.5 / t, 0.5 / t));
+    let diagonal = pixel_at(harness, &image, &heatmap, (0.5 / t, 0.5 / t));
     assert!(
         is_masked_grey(corner),
         "{name}: the masked corner is {corner:?}"
@@ -97,6 +97,14 @@ fn check_decoder(name: &str, picture: Option<&str>) {
         !is_masked_grey(diagonal),
         "{name}: the first cell is {diagonal:?}"
     );
+    image
+}
+
+fn check_decoder(name: &str, picture: Option<&str>) {
+    let mut harness = start_on_family(name);
+    wait_for_result(&mut harness);
+    let image = check_masked_heatmaps(&mut harness, name);
+    let output = harness.state().shown_output().unwrap().clone();
     // Its statistics name a decoder's own landmarks, not [CLS] and [SEP].
     assert!(shows(&harness, "to BOS") && shows(&harness, "to sentence ends"));
     assert!(!shows(&harness, "to [SEP]"), "{name}");
@@ -154,4 +162,41 @@ fn the_app_opens_every_decoder() {
     for name in ["llama", "qwen2", "mistral"] {
         check_decoder(name, None);
     }
+}
+
+/// A window whose P and S do not fit the memory limit: the text panel says
+/// they are recomputed per head, and the grid, the heatmap and the
+/// Separators view draw them as for a kept window.
+#[test]
+fn the_app_recomputes_what_does_not_fit() {
+    use common::app::{set_memory_limit, start_config};
+    use headscope::app::{AppConfig, StartOptions};
+    use headscope::input::RECOMPUTED_NOTE_SHORT;
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("long.txt");
+    // 127 or 128 tokens: P and S take over 1 MB, what recomputes them 0.95 MB.
+    std::fs::write(&text, "She.\n".repeat(80)).unwrap();
+    let mut harness = start_config(AppConfig {
+        start: StartOptions {
+            model: Some(family_fixture("llama").display().to_string()),
+            file: Some(text),
+        },
+        autosave_path: None,
+        restore_text: false,
+    });
+    wait_for_result(&mut harness);
+    assert!(!shows(&harness, RECOMPUTED_NOTE_SHORT));
+    set_memory_limit(&mut harness, 1);
+    step_until(&mut harness, "the recomputed window", |h| {
+        !h.state().is_working() && shows(h, RECOMPUTED_NOTE_SHORT)
+    });
+    let output = harness.state().shown_output().unwrap().clone();
+    assert!(!output.captures.stores_squares());
+    assert!(output.captures.tokens >= 127);
+    check_masked_heatmaps(&mut harness, "llama");
+    open_tab(&mut harness, CentralView::Separators);
+    assert!(harness
+        .query_all_by_label_contains("sentence token 126 ")
+        .next()
+        .is_some());
 }

@@ -16,7 +16,6 @@ use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::Harness;
 use headscope::app::editor::EDITOR_LABEL;
-use headscope::app::settings::MEMORY_LIMIT_LABEL;
 use headscope::app::status_bar::WORKING_LABEL;
 use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
 use headscope::captures::HeadId;
@@ -365,21 +364,7 @@ fn a_large_file_opens_in_sentence_windows() {
     // A memory limit below what the window needs cuts it further, and the
     // panel says which limit cut it.
     let tokens_before = shown_tokens(&harness).unwrap();
-    let field = harness
-        .query_all_by_label(MEMORY_LIMIT_LABEL)
-        .find(|n| n.accesskit_node().role() == Role::SpinButton)
-        .expect("the memory limit field");
-    field.click();
-    harness.step();
-    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
-    harness
-        .query_all_by_label(MEMORY_LIMIT_LABEL)
-        .find(|n| n.accesskit_node().role() != Role::Label)
-        .expect("the memory limit field")
-        .type_text("64");
-    harness.key_press(egui::Key::Enter);
-    harness.step();
-    assert_eq!(harness.state().settings().capture_memory_mb, 64);
+    set_memory_limit(&mut harness, 64);
     step_until(&mut harness, "the window cut to the memory limit", |h| {
         !h.state().is_working() && shows(h, "memory limit of 64 MB")
     });

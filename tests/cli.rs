@@ -212,7 +212,7 @@ fn a_token_limit_and_a_memory_limit_cut_the_window_and_say_so() {
     assert!(tokens <= fits && tokens + per_line > fits, "{tokens}");
     assert!(
         message.contains(&format!(
-            "{fits} tokens, the most whose attentions and similarities fit the memory limit of 1 MB"
+            "{fits} tokens, the most whose captures fit the memory limit of 1 MB"
         )),
         "{message}"
     );

@@ -19,8 +19,6 @@ pub struct WindowInfo {
     /// The limit the window was cut to (the model's, the user's, or the
     /// memory's).
     pub limit: crate::input::TokenLimit,
-    /// Whether P and S are recomputed per head, not kept.
-    pub recomputed: bool,
 }
 
 impl WindowInfo {
@@ -125,10 +123,6 @@ pub fn editor_ui(
             if !matches!(w.limit.by, crate::input::LimitedBy::Model) {
                 ui.weak(why);
             }
-        }
-        if window_known.is_some_and(|w| w.recomputed) {
-            ui.weak(crate::input::RECOMPUTED_NOTE_SHORT)
-                .on_hover_text(crate::input::RECOMPUTED_NOTE);
         }
     }
     if let Some(message) = busy {

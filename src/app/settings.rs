@@ -208,14 +208,16 @@ pub fn settings_ui(ui: &mut egui::Ui, settings: &mut Settings) -> SettingsChange
             let label = ui.label(MEMORY_LIMIT_LABEL);
             ui.add(
                 egui::DragValue::new(&mut settings.capture_memory_mb)
-                    .range(64..=1_048_576)
+                    .range(1..=1_048_576)
                     .speed(16.0)
                     .suffix(" MB"),
             )
             .labelled_by(label.id)
             .on_hover_text(
-                "The attentions and similarities of every head take L·H·T²·8 bytes; \
-                 a window that would need more is cut to fit",
+                "The attentions and similarities of every head take L·H·T²·8 bytes. \
+                 When they need more, a decoder keeps only what recomputes them \
+                 (each head's queries, keys and outputs) and recomputes the head a \
+                 view shows; a window that needs more even so is cut to fit",
             );
             ui.end_row();
         });

@@ -66,6 +66,11 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
                     "input {:.1} ms · model {:.1} ms · figures {:.1} ms",
                     t.input_ms, t.model_ms, t.analysis_ms
                 ));
+            if !output.captures.stores_squares() {
+                ui.separator();
+                ui.label(crate::input::RECOMPUTED_NOTE_SHORT)
+                    .on_hover_text(crate::input::RECOMPUTED_NOTE);
+            }
         }
         if let Some(window) = info.window {
             ui.separator();

@@ -225,7 +225,6 @@ impl TextState {
             analysed: shown.output.input.sentences_analysed,
             total: document.sentence_count(),
             limit: shown.output.input.limit,
-            recomputed: shown.output.input.captures == crate::captures::CaptureMode::Recomputed,
         })
     }
 

@@ -137,3 +137,23 @@ pub fn open_tab(harness: &mut AppHarness, view: headscope::app::views::CentralVi
     harness.step();
     assert_eq!(harness.state().central_view(), view);
 }
+
+/// Types `mb` into the settings' Memory limit field.
+pub fn set_memory_limit(harness: &mut AppHarness, mb: u64) {
+    use headscope::app::settings::MEMORY_LIMIT_LABEL;
+    let field = harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() == egui::Role::SpinButton)
+        .expect("the memory limit field");
+    field.click();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() != egui::Role::Label)
+        .expect("the memory limit field")
+        .type_text(&mb.to_string());
+    harness.key_press(egui::Key::Enter);
+    harness.step();
+    assert_eq!(harness.state().settings().capture_memory_mb, mb);
+}
