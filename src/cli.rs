@@ -98,8 +98,8 @@ impl InputArgs {
     }
 }
 
-/// The window limits of the commands that analyse one text (`analyze`,
-/// `export`, `compare`), below the model's own limit.
+/// The window limits of the commands that analyse texts (`analyze`,
+/// `export`, `compare`, `corpus`), below the model's own limit.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct LimitArgs {
     /// At most this many tokens (below the model's own limit); the text is

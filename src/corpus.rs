@@ -60,6 +60,28 @@ use std::time::{Duration, Instant};
 pub struct CorpusOptions {
     pub mode: InputMode,
     pub analysis: AnalysisOptions,
+    #[serde(default)]
+    pub limits: WindowLimits,
+}
+
+/// The limits a window is cut to below the model's own, as for one text
+/// (`--max-tokens`, `--capture-memory-mb`; see [`pipeline::InputOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WindowLimits {
+    pub max_tokens: Option<usize>,
+    pub capture_memory_mb: Option<u64>,
+}
+
+impl CorpusOptions {
+    /// The input options of every window.
+    pub fn input_options(&self) -> pipeline::InputOptions {
+        pipeline::InputOptions {
+            mode: self.mode,
+            first_sentence: 0,
+            max_tokens: self.limits.max_tokens,
+            capture_memory_mb: self.limits.capture_memory_mb,
+        }
+    }
 }
 
 /// Where a run stands, after each window and each file.
@@ -232,6 +254,7 @@ pub fn run_shard(
         shard,
         range.clone(),
     );
+    part.limits = options.limits;
     if shard.index == 0 {
         for problem in &plan.problems {
             on_event(CorpusEvent::Skipped(problem));
@@ -358,8 +381,9 @@ impl DocumentRun<'_, '_> {
         let size = self.bytes;
         let covered =
             |offset: usize| (offset as f64 / text.len().max(1) as f64 * size as f64).round() as u64;
-        // The model's limit, and the default capture memory for long inputs.
-        let limit = pipeline::token_limit(model, &pipeline::InputOptions::default());
+        // The model's limit, or the user's, and the capture memory.
+        let input = options.input_options();
+        let limit = pipeline::token_limit(model, &input);
         let mut first_sentence = 0;
         while first_sentence < spans.len() {
             if (self.is_cancelled)() {
@@ -370,6 +394,7 @@ impl DocumentRun<'_, '_> {
                 .window(limit.tokens, first_sentence, &model.specials)
                 .map_err(RunError::Input)
                 .and_then(|built| {
+                    let built = pipeline::fit_window(model, built, limit, &input);
                     pipeline::run_prepared(model, built, &options.analysis, self.is_cancelled)
                 });
             match window {

@@ -146,7 +146,7 @@ pub fn prepare_input(
     input: &InputOptions,
 ) -> Result<BuiltInput, InputError> {
     let limit = token_limit(model, input);
-    let mut built = build_input(
+    let built = build_input(
         &model.tokenizer,
         text,
         input.mode,
@@ -154,9 +154,20 @@ pub fn prepare_input(
         input.first_sentence,
         &model.specials,
     )?;
+    Ok(fit_window(model, built, limit, input))
+}
+
+/// Records on a window cut to `limit` (from [`token_limit`]) that limit and
+/// how its captures fit the memory limit of `input`.
+pub fn fit_window(
+    model: &Model,
+    mut built: BuiltInput,
+    limit: TokenLimit,
+    input: &InputOptions,
+) -> BuiltInput {
     built.limit = limit;
     built.captures = capture_mode(model, built.tokens.len(), input).unwrap_or(CaptureMode::Stored);
-    Ok(built)
+    built
 }
 
 /// Runs the model and the analysis on the prepared input.

@@ -102,10 +102,7 @@ fn finished_report(harness: &mut AppHarness) -> Arc<CorpusReport> {
 /// What the library gives on the same folder with the app's settings.
 fn library_report(harness: &AppHarness, dir: &Path) -> CorpusReport {
     let settings = harness.state().settings();
-    let options = CorpusOptions {
-        mode: settings.input_mode,
-        analysis: settings.analysis_options(),
-    };
+    let options = settings.corpus_options();
     let model =
         Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
     let list = corpus::find_text_files(&[dir.to_path_buf()]).expect("text files");
@@ -290,10 +287,7 @@ fn a_json_lines_corpus_with_a_named_text_field() {
         ..Default::default()
     };
     let settings = harness.state().settings();
-    let options = CorpusOptions {
-        mode: settings.input_mode,
-        analysis: settings.analysis_options(),
-    };
+    let options = settings.corpus_options();
     let model =
         Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
     let plan = corpus::find_documents(&[path], &sources).expect("documents");

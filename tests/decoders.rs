@@ -470,3 +470,60 @@ fn sharded_and_half_precision_checkpoints_load() {
         "{message}"
     );
 }
+
+/// `headscope corpus` cuts windows as `analyze` does: `--max-tokens`
+/// bounds every window, and windows whose P and S do not fit
+/// `--capture-memory-mb` are analysed during the pass, to the same
+/// statistics; the report records the limits, and parts made with other
+/// limits do not merge.
+#[test]
+fn corpus_windows_follow_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("a.txt"), "She.\n".repeat(80)).unwrap();
+    std::fs::write(docs.join("b.txt"), "The end.\n".repeat(70)).unwrap();
+    let run = |limits: &[&str], stem: &str| -> serde_json::Value {
+        let json = dir.path().join(format!("{stem}.json"));
+        let part = dir.path().join(format!("{stem}.part.json"));
+        run_ok(
+            headscope_command()
+                .args(["corpus", "--one-sentence-per-line", "--model"])
+                .arg(family_fixture("llama"))
+                .args(limits)
+                .arg("--json")
+                .arg(&json)
+                .arg("--part")
+                .arg(&part)
+                .arg(&docs),
+            stem,
+        );
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+    };
+    let kept = run(&[], "kept");
+    let recomputed = run(&["--capture-memory-mb", "1"], "recomputed");
+    assert_eq!(recomputed["limits"]["capture_memory_mb"], 1);
+    assert_eq!(kept["windows"], 4);
+    for key in ["windows", "tokens", "layers", "tokens_per_window"] {
+        assert_eq!(recomputed[key], kept[key], "{key}");
+    }
+    let cut = run(&["--max-tokens", "40"], "cut");
+    assert_eq!(cut["limits"]["max_tokens"], 40);
+    assert!(cut["windows"].as_u64().unwrap() > 4);
+    // Every window within 40 tokens: no document holds more than 40 per window.
+    for document in cut["documents"].as_array().unwrap() {
+        let (tokens, windows) = (document["tokens"].as_u64(), document["windows"].as_u64());
+        assert!(tokens.unwrap() <= 40 * windows.unwrap(), "{document}");
+    }
+
+    let output = headscope_command()
+        .args(["merge", "--json"])
+        .arg(dir.path().join("merged.json"))
+        .arg(dir.path().join("kept.part.json"))
+        .arg(dir.path().join("cut.part.json"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("the window limits differ"), "{stderr}");
+}

@@ -25,7 +25,7 @@ pub use charts::{figure_title, format_number, head_cell_label, layer_cell_label,
 
 use super::dialogs;
 use super::settings::Settings;
-use crate::corpus::{self, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
+use crate::corpus::{self, CorpusReport, FileWarning, SkippedFile};
 use crate::worker::{AnalysisWorker, CorpusProgress, CorpusUpdate, Waker};
 use crossbeam_channel::{Receiver, TryRecvError};
 use egui::RichText;
@@ -148,10 +148,7 @@ impl CorpusView {
                 Some("type a folder of texts or a .jsonl or .parquet file, or choose one".into());
             return;
         }
-        let options = CorpusOptions {
-            mode: settings.input_mode,
-            analysis: settings.analysis_options(),
-        };
+        let options = settings.corpus_options();
         let text_field = self.text_field.trim();
         let sources = corpus::SourceOptions {
             text_field: if text_field.is_empty() {

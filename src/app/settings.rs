@@ -129,6 +129,19 @@ impl Settings {
         }
     }
 
+    /// How the corpus window runs its documents: as one text is run.
+    pub fn corpus_options(&self) -> crate::corpus::CorpusOptions {
+        let input = self.input_options(0);
+        crate::corpus::CorpusOptions {
+            mode: input.mode,
+            analysis: self.analysis_options(),
+            limits: crate::corpus::WindowLimits {
+                max_tokens: input.max_tokens,
+                capture_memory_mb: input.capture_memory_mb,
+            },
+        }
+    }
+
     /// Puts the analysis options back to ANALYSIS.md's defaults (view
     /// choices stay).
     pub fn reset_analysis(&mut self) {

@@ -3,9 +3,11 @@
 //! now and then in a log file), whole or one shard at a time; and
 //! `headscope merge`, which turns the shards' parts into the whole's report.
 
-use super::{check_writable, load_model, ModelInputArgs};
+use super::{check_writable, load_model, LimitArgs, ModelInputArgs};
 use crate::corpus::sources::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
-use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusPart, Progress, Shard, SourceOptions};
+use crate::corpus::{
+    self, CorpusEvent, CorpusOptions, CorpusPart, Progress, Shard, SourceOptions, WindowLimits,
+};
 use anyhow::{anyhow, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -19,6 +21,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct CorpusArgs {
     #[command(flatten)]
     input: ModelInputArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Write the corpus statistics as JSON to this file, - for stdout.
     #[arg(long, required_unless_present = "part")]
     json: Option<PathBuf>,
@@ -161,9 +165,14 @@ fn check_outputs(outputs: &[&Option<PathBuf>]) -> anyhow::Result<()> {
 }
 
 pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
+    let input = args.limits.input_options(&args.input)?;
     let options = CorpusOptions {
-        mode: args.input.mode(),
+        mode: input.mode,
         analysis: args.input.analysis.options()?,
+        limits: WindowLimits {
+            max_tokens: input.max_tokens,
+            capture_memory_mb: input.capture_memory_mb,
+        },
     };
     // Check the outputs and find the documents before the model loads, so
     // a typo costs nothing.

@@ -43,6 +43,7 @@
 use super::report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT};
 use super::shard::Shard;
 use super::sources::hex;
+use super::WindowLimits;
 use crate::analysis::AnalysisOptions;
 use crate::corpus_stats::{CorpusStats, HEAD_FIGURES, LAYER_FIGURES};
 use crate::input::InputMode;
@@ -87,6 +88,9 @@ pub struct CorpusPart {
     pub model_fingerprint: Option<String>,
     pub input_mode: InputMode,
     pub options: AnalysisOptions,
+    /// The window limits below the model's own.
+    #[serde(default)]
+    pub limits: WindowLimits,
     pub corpus: CorpusIdentity,
     pub shard: Shard,
     /// The shard's documents: numbers `first_document..end_document`.
@@ -132,6 +136,7 @@ impl CorpusPart {
             model_fingerprint: None,
             input_mode,
             options: options.clone(),
+            limits: WindowLimits::default(),
             corpus,
             shard,
             first_document: documents.start,
@@ -198,6 +203,7 @@ fn report_of(parts: &[&CorpusPart]) -> CorpusReport {
         model: first.model.clone(),
         input_mode: first.input_mode,
         options: first.options.clone(),
+        limits: first.limits,
         files_found: first.corpus.documents + first.corpus.problems.len(),
         skipped: first.corpus.problems.clone(),
         ..Default::default()
@@ -337,6 +343,15 @@ fn difference(a: &CorpusPart, b: &CorpusPart) -> Option<String> {
             serde_json::to_string(&b.options).unwrap_or_default()
         ));
     }
+    if a.limits != b.limits {
+        return Some(format!(
+            "the window limits differ (--max-tokens {} --capture-memory-mb {} vs {} {})",
+            show(a.limits.max_tokens),
+            show(a.limits.capture_memory_mb),
+            show(b.limits.max_tokens),
+            show(b.limits.capture_memory_mb)
+        ));
+    }
     if a.corpus.fingerprint != b.corpus.fingerprint || a.corpus.documents != b.corpus.documents {
         return Some(format!(
             "the corpus differs ({} documents, digest {} vs {} documents, digest {}); every \
@@ -373,4 +388,9 @@ pub fn model_fingerprint(folder: &Path) -> std::io::Result<String> {
         }
     }
     Ok(hex(&hash.finalize()[..16]))
+}
+
+/// An optional limit as the command line gives it ("default" when unset).
+fn show<T: std::fmt::Display>(limit: Option<T>) -> String {
+    limit.map_or_else(|| "default".into(), |v| v.to_string())
 }

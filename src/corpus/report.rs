@@ -120,6 +120,9 @@ pub struct CorpusReport {
     pub model: String,
     pub input_mode: InputMode,
     pub options: AnalysisOptions,
+    /// The window limits below the model's own (`null`: the default).
+    #[serde(default)]
+    pub limits: super::WindowLimits,
     pub partial: bool,
     pub files_found: usize,
     pub files: usize,
