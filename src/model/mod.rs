@@ -3,8 +3,9 @@
 //! Llama, Mistral, Qwen2): [`family`] — and running it with every head
 //! captured, by [`encoder`] or [`decoder`].
 //!
-//! A model comes from a local folder (`config.json`, `model.safetensors`,
-//! `tokenizer.json`) or from a Hugging Face model id through [`hub`]. Loading
+//! A model comes from a local folder (`config.json`, `model.safetensors` or
+//! a sharded checkpoint's index, `tokenizer.json`; weights read by
+//! [`checkpoint`]) or from a Hugging Face model id through [`hub`]. Loading
 //! checks each file and refuses, with a message naming the file and the
 //! problem, any model type headscope does not run or weights that do not fit
 //! the config. Tensor names are accepted as the base model saves them or
