@@ -99,13 +99,7 @@ impl Decoder {
         let heads = self.config.num_attention_heads;
         let square = heads * tokens * tokens;
         let vectors = heads * tokens * self.config.head_dim();
-        let count = self.layers.len();
-        if out.attention.len() != count * square
-            || out.similarity.len() != count * square
-            || out.head_outputs.len() != count * vectors
-        {
-            return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
-        }
+        out.check(self.layers.len(), heads, tokens, self.config.head_dim())?;
         self.forward_layers(input_ids, cancelled, &mut |index, layer| {
             let at = |size: usize| index * size..(index + 1) * size;
             out.attention[at(square)].copy_from_slice(layer.attention);

@@ -49,6 +49,23 @@ pub struct CaptureBuffers<'a> {
     pub similarity: &'a mut [f32],
 }
 
+impl CaptureBuffers<'_> {
+    /// An error unless the buffers hold `layers` layers of `heads` heads
+    /// for `tokens` tokens and vectors of `head_dim`.
+    pub fn check(&self, layers: usize, heads: usize, tokens: usize, head_dim: usize) -> Result<()> {
+        let square = layers * heads * tokens * tokens;
+        if self.attention.len() != square
+            || self.similarity.len() != square
+            || self.head_outputs.len() != layers * heads * tokens * head_dim
+        {
+            return Err(candle_core::Error::Msg(
+                "capture buffers of the wrong size".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
 pub struct Encoder {
     embeddings: Embeddings,
@@ -106,13 +123,8 @@ impl Encoder {
         out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
-        let square = self.schedule.len() * self.config.num_attention_heads * tokens * tokens;
-        if out.attention.len() != square
-            || out.similarity.len() != square
-            || out.head_outputs.len() * tokens != square * self.config.head_dim()
-        {
-            return Err(candle_core::Error::Msg("capture buffers of the wrong size".into()).into());
-        }
+        let heads = self.config.num_attention_heads;
+        out.check(self.schedule.len(), heads, tokens, self.config.head_dim())?;
         if self.device.is_cpu() {
             let lease = crate::threads::lease(tokens.max(1));
             self.forward_cpu(input_ids, cancelled, out, lease.threads())
