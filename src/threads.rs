@@ -12,6 +12,7 @@
 //!
 //! The budget is the number of cores, or `HEADSCOPE_THREADS` when set.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 struct Budget {
@@ -90,11 +91,50 @@ pub fn lease(wanted: usize) -> Lease {
     budget().lease(wanted)
 }
 
+/// `f(0)`, …, `f(count − 1)` in index order, computed on up to `wanted`
+/// threads leased from the budget, which take the indices in turn.
+pub fn map_indices<R: Send>(count: usize, wanted: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let lease = lease(wanted.min(count));
+    if lease.threads() == 1 {
+        return (0..count).map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..lease.threads())
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= count {
+                            break done;
+                        }
+                        done.push((index, f(index)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a worker thread panicked"))
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+
+    #[test]
+    fn map_indices_keeps_the_order() {
+        let squares = map_indices(100, 4, |i| i * i);
+        assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
+        assert!(map_indices(0, 4, |i| i).is_empty());
+    }
 
     #[test]
     fn a_lease_waits_until_its_threads_are_free() {

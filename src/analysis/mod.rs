@@ -35,8 +35,6 @@ mod segmentation;
 mod selection;
 mod similarity;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use crate::captures::{Captures, HeadId};
 use crate::tokens::TokenSequence;
 
@@ -83,44 +81,11 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     };
 
     // Layers are independent; workers take them in turn.
-    let lease = crate::threads::lease(layers.clamp(1, 8));
-    let threads = lease.threads();
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, AnalysedLayer)> = if threads == 1 {
-        (0..layers)
-            .map(|l| {
-                (
-                    l,
-                    analyse_layer(doc, layer_squares(l), l, &mut Scratch::default()),
-                )
-            })
-            .collect()
-    } else {
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut scratch = Scratch::default();
-                        let mut done = Vec::new();
-                        loop {
-                            let l = next.fetch_add(1, Ordering::Relaxed);
-                            if l >= layers {
-                                break done;
-                            }
-                            done.push((l, analyse_layer(doc, layer_squares(l), l, &mut scratch)));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().expect("analysis worker panicked"))
-                .collect()
-        })
-    };
-    results.sort_by_key(|r| r.0);
+    let layers = crate::threads::map_indices(layers, 8, |l| {
+        analyse_layer(doc, layer_squares(l), l, &mut Scratch::default())
+    });
     let mut analyser = analyser;
-    analyser.layers = results.into_iter().map(|(_, layer)| Some(layer)).collect();
+    analyser.layers = layers.into_iter().map(Some).collect();
     analyser.finish()
 }
 

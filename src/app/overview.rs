@@ -113,14 +113,17 @@ pub fn thumbnail_label(head: HeadId, category: Option<Category>) -> String {
 /// ranges and the shrinking touch all L·H·T² values, hence a thread).
 fn build_thumbnails(output: &RunOutput, key: ViewKey) -> Thumbnails {
     let captures = &output.captures;
-    let mut shrunk = Vec::with_capacity(captures.layers * captures.heads);
-    let mut ranges = Vec::with_capacity(captures.layers * captures.heads);
-    for head in captures.head_ids() {
-        let values = heatmap::head_matrix(output, head, key.kind, key.variant);
-        ranges.push(heatmap::range_of(key.colormap, &values));
-        let (small, side) = heatmap::shrink(&values, captures.tokens, THUMBNAIL_PIXELS);
-        shrunk.push((small.into_owned(), side));
-    }
+    let heads: Vec<HeadId> = captures.head_ids().collect();
+    // Heads in parallel: a long decoder input recomputes each head's P or S.
+    let (shrunk, ranges): (Vec<_>, Vec<_>) =
+        crate::threads::map_indices(heads.len(), crate::threads::total(), |index| {
+            let values = heatmap::head_matrix(output, heads[index], key.kind, key.variant);
+            let range = heatmap::range_of(key.colormap, &values);
+            let (small, side) = heatmap::shrink(&values, captures.tokens, THUMBNAIL_PIXELS);
+            ((small.into_owned(), side), range)
+        })
+        .into_iter()
+        .unzip();
     let shared = key.shared_scale.then(|| heatmap::union(&ranges));
     let images = shrunk
         .iter()
