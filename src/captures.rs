@@ -239,3 +239,26 @@ impl Captures {
         (0..self.layers).flat_map(move |l| (0..self.heads).map(move |h| HeadId::new(l, h)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::AttentionMask;
+
+    /// The range the recomputation reads is exactly the keys `visible` allows.
+    #[test]
+    fn visible_keys_are_the_visible_ones() {
+        let tokens = 12;
+        for causal in [true, false] {
+            for window in [None, Some(1), Some(3), Some(20)] {
+                let mask = AttentionMask { causal, window };
+                for query in 0..tokens {
+                    let expected: Vec<usize> = (0..tokens)
+                        .filter(|&key| mask.visible(query, key))
+                        .collect();
+                    let range: Vec<usize> = mask.visible_keys(query, tokens).collect();
+                    assert_eq!(range, expected, "{mask:?} query {query}");
+                }
+            }
+        }
+    }
+}
