@@ -6,7 +6,7 @@
 //! stderr with a non-zero exit code.
 
 use crate::analysis::{AnalysisOptions, Selection, SimilarityVariant};
-use crate::input::InputMode;
+use crate::input::{BuiltInput, InputMode};
 use crate::model::{LoadProgress, Model, ModelSource};
 use crate::pipeline::{self, InputOptions, RunError, RunOutput};
 use crate::textfile::read_text_file;
@@ -238,7 +238,7 @@ fn run_on_text(
 ) -> anyhow::Result<RunOutput> {
     let output =
         pipeline::run(model, text, input, options, &|| false).map_err(|e| file_error(e, path))?;
-    warn_left_out(&output, path);
+    report_window(&output.input, &path.display().to_string());
     Ok(output)
 }
 
@@ -249,16 +249,14 @@ fn file_error(error: RunError, path: &Path) -> anyhow::Error {
     }
 }
 
-fn warn_left_out(output: &RunOutput, path: &Path) {
-    if let Some(warning) = output.input.left_out_warning() {
-        eprintln!("headscope: warning: {}: {warning}", path.display());
+/// Says on stderr what of the window `what` names (a file, and for
+/// `compare` the model) was left out, and when its P and S are recomputed.
+fn report_window(input: &BuiltInput, what: &str) {
+    if let Some(warning) = input.left_out_warning() {
+        eprintln!("headscope: warning: {what}: {warning}");
     }
-    if output.input.captures == crate::captures::CaptureMode::Recomputed {
-        eprintln!(
-            "headscope: note: {}: {}",
-            path.display(),
-            crate::input::RECOMPUTED_NOTE
-        );
+    if input.captures == crate::captures::CaptureMode::Recomputed {
+        eprintln!("headscope: note: {what}: {}", crate::input::RECOMPUTED_NOTE);
     }
 }
 

@@ -383,6 +383,22 @@ fn analyze_recomputes_what_does_not_fit() {
         assert_close("P", &recomputed.attentions, &kept.attentions, 1e-6);
         assert_close("S", &recomputed.similarity, &kept.similarity, 1e-6);
         assert_eq!(recomputed.head_outputs, kept.head_outputs, "{name}");
+
+        // `compare` says it of each model's window.
+        let model = family_fixture(name);
+        let output = run_ok(
+            headscope_command()
+                .args(["compare", "--one-sentence-per-line", "--capture-memory-mb", "1"])
+                .arg("--model")
+                .arg(&model)
+                .arg("--model")
+                .arg(&model)
+                .arg(&long),
+            name,
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let notes = stderr.matches("P and S are recomputed for each head").count();
+        assert_eq!(notes, 2, "{name}: {stderr}");
     }
 }
 

@@ -3,7 +3,9 @@
 //! analyses (as `analyze --json` writes them), the alignment, the
 //! specialisation table and the head-matching matrix.
 
-use super::{check_writable, file_error, load_model, read_text, InputArgs, LimitArgs};
+use super::{
+    check_writable, file_error, load_model, read_text, report_window, InputArgs, LimitArgs,
+};
 use crate::pipeline;
 use anyhow::bail;
 use clap::Args;
@@ -55,12 +57,7 @@ pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
     .map_err(|e| file_error(e, &args.file))?;
     // Each model cuts its own window: say which one left text out.
     for (name, run) in [(&a.name, output.a.as_ref()), (&b.name, &output.b)] {
-        if let Some(warning) = run.input.left_out_warning() {
-            eprintln!(
-                "headscope: warning: {}: {name}: {warning}",
-                args.file.display()
-            );
-        }
+        report_window(&run.input, &format!("{}: {name}", args.file.display()));
     }
     match &args.json {
         Some(path) => {
