@@ -259,7 +259,7 @@ pub fn capture_and_analyze(
         };
         analyser.add_layer(index, squares);
         columns.push(SeparatorColumns::of_layer(
-            |h| std::borrow::Cow::Borrowed(&layer.attention[h * t * t..(h + 1) * t * t]),
+            |h| std::borrow::Cow::Borrowed(squares.head_attention(h)),
             heads,
             t,
             &separators,

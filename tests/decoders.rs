@@ -388,7 +388,12 @@ fn analyze_recomputes_what_does_not_fit() {
         let model = family_fixture(name);
         let output = run_ok(
             headscope_command()
-                .args(["compare", "--one-sentence-per-line", "--capture-memory-mb", "1"])
+                .args([
+                    "compare",
+                    "--one-sentence-per-line",
+                    "--capture-memory-mb",
+                    "1",
+                ])
                 .arg("--model")
                 .arg(&model)
                 .arg("--model")
@@ -397,7 +402,9 @@ fn analyze_recomputes_what_does_not_fit() {
             name,
         );
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let notes = stderr.matches("P and S are recomputed for each head").count();
+        let notes = stderr
+            .matches("P and S are recomputed for each head")
+            .count();
         assert_eq!(notes, 2, "{name}: {stderr}");
     }
 }

@@ -97,6 +97,23 @@ pub struct LayerSquares<'a> {
     pub heads: usize,
 }
 
+impl<'a> LayerSquares<'a> {
+    fn head(values: &'a [f32], heads: usize, h: usize) -> &'a [f32] {
+        let size = values.len() / heads.max(1);
+        &values[h * size..(h + 1) * size]
+    }
+
+    /// Head `h`'s T×T attention.
+    pub fn head_attention(&self, h: usize) -> &'a [f32] {
+        Self::head(self.attention, self.heads, h)
+    }
+
+    /// Head `h`'s T×T similarity.
+    pub fn head_similarity(&self, h: usize) -> &'a [f32] {
+        Self::head(self.similarity, self.heads, h)
+    }
+}
+
 /// The figures of one layer and its unit profile for the correlation grid.
 struct AnalysedLayer {
     figures: LayerFigures,
@@ -262,7 +279,6 @@ fn analyse_layer(
     scratch: &mut Scratch,
 ) -> AnalysedLayer {
     let n = doc.pairs.len();
-    let size = doc.t * doc.t;
     let mut profile = vec![0.0f64; n];
     let mut heads = Vec::with_capacity(squares.heads);
     let mut histogram = vec![0u64; doc.t];
@@ -273,8 +289,8 @@ fn analyse_layer(
         let id = HeadId::new(layer, h);
         let figures = analyse_head(
             doc,
-            &squares.attention[h * size..(h + 1) * size],
-            &squares.similarity[h * size..(h + 1) * size],
+            squares.head_attention(h),
+            squares.head_similarity(h),
             id,
             scratch,
             &mut profile,

@@ -308,6 +308,14 @@ impl EncoderConfig {
         }
     }
 
+    /// Key/value heads: fewer than the query heads with grouped-query
+    /// attention, as many in every other model.
+    pub fn key_value_heads(&self) -> usize {
+        self.decoder
+            .as_ref()
+            .map_or(self.num_attention_heads, |shape| shape.num_key_value_heads)
+    }
+
     /// Whether the model is a causal decoder (ANALYSIS.md §8).
     pub fn is_causal(&self) -> bool {
         self.family.is_causal()

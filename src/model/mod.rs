@@ -265,10 +265,9 @@ impl Model {
         let Network::Decoder(_) = &self.network else {
             return None;
         };
-        let shape = self.config.decoder.as_ref()?;
         let (layers, heads, t) = (self.layers() as u64, self.heads() as u64, tokens as u64);
         let d = self.config.head_dim() as u64;
-        let kv_heads = shape.num_key_value_heads as u64;
+        let kv_heads = self.config.key_value_heads() as u64;
         let vectors = layers * (2 * heads + kv_heads) * t * d;
         let layer_squares = 3 * heads * t * t;
         let profiles = layers * t * t / 2;
@@ -313,11 +312,7 @@ impl Model {
             )));
         };
         let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
-        let kv_heads = self
-            .config
-            .decoder
-            .as_ref()
-            .map_or(heads, |shape| shape.num_key_value_heads);
+        let kv_heads = self.config.key_value_heads();
         let tokens = input_ids.len();
         let vectors = heads * tokens * head_dim;
         let kv_vectors = kv_heads * tokens * head_dim;
