@@ -100,6 +100,15 @@ fn check_masked_heatmaps(harness: &mut AppHarness, name: &str) -> image::RgbaIma
     image
 }
 
+/// Saves `image` for the README as `picture` (a `.png` name) with `suffix`
+/// before its extension, in the tests' target folder.
+fn save_picture(image: &image::RgbaImage, picture: &str, suffix: &str) {
+    let name = picture.replace(".png", &format!("{suffix}.png"));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    image.save(&path).expect("save the picture");
+    eprintln!("picture: {}", path.display());
+}
+
 fn check_decoder(name: &str, picture: Option<&str>) {
     let mut harness = start_on_family(name);
     wait_for_result(&mut harness);
@@ -109,9 +118,7 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     assert!(shows(&harness, "to BOS") && shows(&harness, "to sentence ends"));
     assert!(!shows(&harness, "to [SEP]"), "{name}");
     if let Some(picture) = picture {
-        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(picture);
-        image.save(&path).expect("save the picture");
-        eprintln!("picture: {}", path.display());
+        save_picture(&image, picture, "");
     }
 
     // The Separators view says why there is no segmentation; the chips
@@ -125,11 +132,8 @@ fn check_decoder(name: &str, picture: Option<&str>) {
         "{name}: the Separators view does not say why segmentation is absent"
     );
     if let Some(picture) = picture {
-        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(picture.replace(".png", "-separators.png"));
         let image = harness.render().expect("wgpu renders the window");
-        image.save(&path).expect("save the picture");
-        eprintln!("picture: {}", path.display());
+        save_picture(&image, picture, "-separators");
     }
     let last = output.input.tokens.len() - 1;
     assert!(harness
@@ -145,10 +149,8 @@ fn check_decoder(name: &str, picture: Option<&str>) {
         "{name}: {row}"
     );
     if let Some(picture) = picture {
-        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(picture.replace(".png", "-layers.png"));
         let image = harness.render().expect("wgpu renders the window");
-        image.save(&path).expect("save the picture");
+        save_picture(&image, picture, "-layers");
     }
 }
 
