@@ -9,7 +9,7 @@
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::text::editor::EDITOR_LABEL;
 use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
 use std::time::{Duration, Instant};
 

@@ -13,10 +13,10 @@ mod common;
 use common::app::*;
 use egui::Role;
 use egui_kittest::kittest::Queryable;
-use headscope::app::compare_view::{match_label, Which};
-use headscope::app::overview::category_style;
-use headscope::app::plot_export::SAVE_LABEL;
+use headscope::app::views::compare::{match_label, Which};
 use headscope::app::views::CentralView;
+use headscope::app::widgets::format::category_style;
+use headscope::app::widgets::plots::SAVE_LABEL;
 use headscope::captures::HeadId;
 
 /// Types `path` into the model panel's id field and presses Load.

@@ -14,11 +14,11 @@ mod common;
 
 use common::app::*;
 use egui_kittest::kittest::Queryable;
-use headscope::app::corpus_view::{
-    self, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL, FOLDER_LABEL, MENU_LABEL,
-    RUN_LABEL, TEXT_FIELD_LABEL,
+use headscope::app::corpus::{
+    self as corpus_window, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL,
+    FOLDER_LABEL, MENU_LABEL, RUN_LABEL, TEXT_FIELD_LABEL,
 };
-use headscope::app::editor::EDITOR_LABEL;
+use headscope::app::text::editor::EDITOR_LABEL;
 use headscope::corpus::{self, CorpusOptions, CorpusReport, SourceOptions, Summary};
 use headscope::model::{test_model_dir, Model, ModelSource};
 use headscope::worker::{AnalysisWorker, CorpusUpdate, WorkerEvent};
@@ -197,7 +197,7 @@ fn the_corpus_window_shows_what_the_library_computes() {
     harness
         .state_mut()
         .set_plot_export_target(Some(plot.clone()));
-    let save = headscope::app::plot_export::SAVE_LABEL;
+    let save = headscope::app::widgets::plots::SAVE_LABEL;
     // One plot per layer figure.
     assert_eq!(
         harness.query_all_by_label(save).count(),
@@ -319,7 +319,7 @@ fn cancel_gives_a_partial_result() {
     step_until(&mut harness, "the first window", |h| {
         h.state().corpus_view().windows_done().unwrap_or(0) >= 2
     });
-    assert!(shows(&harness, corpus_view::PROGRESS_LABEL));
+    assert!(shows(&harness, corpus_window::PROGRESS_LABEL));
     harness.get_by_label(CANCEL_LABEL).click();
     harness.step();
     step_until(&mut harness, "the cancelled run", |h| {

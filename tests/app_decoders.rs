@@ -13,8 +13,8 @@ use common::app::{
 };
 use common::*;
 use egui_kittest::kittest::Queryable;
-use headscope::app::heatmap::{MASKED_DARK, MASKED_LIGHT};
 use headscope::app::views::CentralView;
+use headscope::app::widgets::heatmap::{MASKED_DARK, MASKED_LIGHT};
 use headscope::captures::HeadId;
 use headscope::model::EncoderConfig;
 

@@ -6,7 +6,7 @@
 mod common;
 
 use common::app::*;
-use headscope::app::export_menu::ExportKind;
+use headscope::app::files::export_menu::ExportKind;
 use headscope::captures::HeadId;
 
 #[test]

@@ -16,9 +16,10 @@ use common::app::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::analysis::{Analysis, Category};
-use headscope::app::head_view::figure;
 use headscope::app::views::CentralView;
-use headscope::app::{separators_view, specialisation_view, token_focus_view, SAMPLE_TEXT};
+use headscope::app::views::{separators, specialisation, token_focus};
+use headscope::app::widgets::format::figure;
+use headscope::app::SAMPLE_TEXT;
 use headscope::captures::HeadId;
 use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, RunOutput};
@@ -162,7 +163,7 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let l3h5 = HeadId::new(3, 5);
     let f = analysis.head(l3h5).expect("L3 H5");
     let row = text_of(&harness.get_by_label_contains("L3 H5: "));
-    assert_eq!(row, specialisation_view::row_name(l3h5, f));
+    assert_eq!(row, specialisation::row_name(l3h5, f));
     let s = &f.attention_stats;
     for expected in [
         format!("category {}", f.category.expect("a category")),
@@ -281,10 +282,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     // The focus tokens of layer 0 and its focus uniqueness, as analysed.
     let layer = &analysis.layers[0];
     assert!(harness
-        .query_by_label(&token_focus_view::uniqueness_label(
-            0,
-            layer.focus_uniqueness
-        ))
+        .query_by_label(&token_focus::uniqueness_label(0, layer.focus_uniqueness))
         .is_some());
     for (h, f) in layer.heads.iter().enumerate() {
         let row = text_of(&harness.get_by_label_contains(&format!("focus of L0 H{h}: ")));
@@ -304,7 +302,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
     assert_eq!(picked, vec![5]);
     for h in 0..12 {
-        let name = token_focus_view::row_name(5, &tokens.token_texts[5], HeadId::new(0, h));
+        let name = token_focus::row_name(5, &tokens.token_texts[5], HeadId::new(0, h));
         assert!(harness.query_by_label(&name).is_some(), "{name}");
     }
 
@@ -318,7 +316,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     assert_eq!(picked, vec![5, 9]);
     for position in [5, 9] {
         let name =
-            token_focus_view::row_name(position, &tokens.token_texts[position], HeadId::new(0, 3));
+            token_focus::row_name(position, &tokens.token_texts[position], HeadId::new(0, 3));
         assert!(harness.query_by_label(&name).is_some(), "{name}");
     }
     harness.check_accessibility();
@@ -392,17 +390,14 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
 
     // Every layer's accuracy, as analysed.
     for (l, layer) in analysis.layers.iter().enumerate() {
-        let label = separators_view::accuracy_label(l, layer.segmentation_accuracy);
+        let label = separators::accuracy_label(l, layer.segmentation_accuracy);
         assert!(harness.query_by_label(&label).is_some(), "{label}");
     }
     // Choosing layer 2 shows its segmentation; the tokens it marks as
     // misplaced are exactly the ones its accuracy counts.
     let layer2 = &analysis.layers[2];
     harness
-        .get_by_label(&separators_view::accuracy_label(
-            2,
-            layer2.segmentation_accuracy,
-        ))
+        .get_by_label(&separators::accuracy_label(2, layer2.segmentation_accuracy))
         .click();
     harness.step();
     harness.step();
@@ -467,7 +462,7 @@ fn every_view_copes_with_a_one_word_text() {
     harness.step();
     harness.step();
     assert!(harness
-        .query_by_label(&token_focus_view::row_name(1, "hello", HeadId::new(0, 0)))
+        .query_by_label(&token_focus::row_name(1, "hello", HeadId::new(0, 0)))
         .is_some());
     open_tab(&mut harness, CentralView::Specialisation);
     let row = text_of(&harness.get_by_label_contains("L0 H0: "));
@@ -480,7 +475,7 @@ fn every_view_copes_with_a_one_word_text() {
 
 #[test]
 fn a_plot_is_saved_as_the_png_on_screen() {
-    use headscope::app::plot_export::SAVE_LABEL;
+    use headscope::app::widgets::plots::SAVE_LABEL;
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_tab(&mut harness, CentralView::Layers);

@@ -1,81 +1,64 @@
 //! The egui desktop app: type or open a text, and see every head of the
-//! model at once, then one head up close.
+//! model at once, then one head up close, then the study's views of them.
 //!
-//! The window is laid out as a menu bar, a text panel on the left (editor,
-//! window buttons, analysis settings), the overview grid or one head's
-//! detail in the middle, and a status bar. Each view lives in its own file,
-//! and so does each of the app's concerns:
+//! Laid out as egui's demo app and the rerun viewer are, from the top of
+//! the layering down (a module imports only the ones below it, and a view
+//! never another view; `tests/layering.rs` checks it):
 //!
-//! - [`startup`]: the command line's options, what eframe persists, and
-//!   choosing the first model and text;
-//! - [`model_panel`]: the model in use and the loads asked of the worker;
-//! - [`text`]: the document, reading files off the UI thread, sentence
-//!   windows; [`autosave`]: keeping the text on disk;
-//! - [`runs`]: scheduling analyses on the [`AnalysisWorker`], which runs the
-//!   model on its own thread: every edit schedules a run after a short
-//!   pause, the newest request wins, and the last result stays on screen
-//!   with a working indicator until the next one arrives;
-//! - [`dialogs`]: the platform's file dialogs; [`saving`]: exports, plots
-//!   and the text written to files;
-//! - [`menus`]: the menu bar, shortcuts and dropped files; [`layout`]: the
-//!   panels; [`central`]: the central area and its views;
-//!   [`compare_view`]: a second model and the comparison with it.
+//! - the app itself ([`HeadscopeApp`], here) and its [`shell`]: the
+//!   window's layout, the menus and shortcuts, the status bar, the notice
+//!   banner, and everything that acts on the app as a whole (start-up,
+//!   sending analyses to the worker, opening and saving files). Only the
+//!   shell holds `impl HeadscopeApp` blocks beside this file;
+//! - the [`corpus`] window, and the study's [`views`]: one [`View`] trait
+//!   every tab implements, the [`ViewContext`] handed to each, and the
+//!   registry that knows them all ([`views::Views`]);
+//! - the [`text`] (document, editor, autosave), the [`panels`] (the model,
+//!   the analysis settings), the [`files`] (dialogs, File → Export, plots
+//!   saved as PNG) and the [`runs`] (the analysis owed, in flight, on
+//!   screen);
+//! - the [`widgets`] every view draws with: heatmaps, one head grid,
+//!   plots with "Save PNG…", tables, token text, the formatting of figures
+//!   and categories;
+//! - at the bottom, the persisted [`settings`], the [`startup`] options and
+//!   the background [`jobs`].
 //!
-//! [`HeadscopeApp`] holds these as a few named parts, in the style of
-//! egui's demo app and the rerun viewer: the persisted [`Settings`] apart
-//! from the runtime state, the worker handle, the model, the text, the runs,
-//! the views and the dialogs.
+//! [`View`]: views::shared::View
+//! [`ViewContext`]: views::shared::ViewContext
 
-pub mod autosave;
-pub mod central;
-pub mod compare_view;
-pub mod corpus_view;
-pub mod derived;
-pub mod dialogs;
-pub mod document;
-pub mod editor;
-pub mod export_menu;
-pub mod head_view;
-pub mod heatmap;
-pub mod layer_correlation;
-pub mod layers_view;
-pub mod layout;
-pub mod menus;
-pub mod model_panel;
-pub mod notice;
-pub mod overview;
-pub mod plot_export;
+pub mod corpus;
+pub mod files;
+pub mod jobs;
+pub mod panels;
 pub mod runs;
-pub mod saving;
-pub mod selection;
-pub mod separators_view;
 pub mod settings;
-pub mod specialisation_view;
+pub mod shell;
 pub mod startup;
-pub mod status_bar;
-pub mod table;
 pub mod text;
-pub mod token_focus_view;
-pub mod token_text;
 pub mod views;
+pub mod widgets;
 
 use crate::captures::HeadId;
 use crate::pipeline::RunOutput;
-use crate::worker::{AnalysisWorker, WorkerEvent};
-use central::Views;
-use dialogs::FileDialogs;
-use layout::Chrome;
-use model_panel::{ModelChange, ModelState};
-use notice::Notice;
+use crate::worker::AnalysisWorker;
+use corpus::CorpusView;
+use files::dialogs::FileDialogs;
+use files::plot_export::PlotSaving;
+use panels::model::ModelState;
 use runs::Runs;
-use settings::Settings;
+use settings::{CentralView, Settings};
+use shell::chrome::Chrome;
+use shell::notice::Notice;
 use std::path::Path;
 use std::sync::Arc;
 use text::TextState;
-use views::CentralView;
+use views::compare::CompareView;
+use views::shared::selection::TokenSelection;
+use views::Views;
 
 pub use runs::DEBOUNCE_SECONDS;
-pub use startup::{run, AppConfig, StartOptions, SAMPLE_TEXT};
+pub use startup::{AppConfig, StartOptions};
+pub use text::SAMPLE_TEXT;
 
 /// The app: the persisted settings, and the runtime state in named parts.
 pub struct HeadscopeApp {
@@ -92,14 +75,41 @@ pub struct HeadscopeApp {
     text: TextState,
     /// The analysis owed, the one in flight, and the result on screen.
     runs: Runs,
-    /// The central area's views and the corpus window.
+    /// The central area's views.
     views: Views,
-    /// The file dialogs open, and a plot being saved.
+    /// The corpus statistics window (File → Corpus statistics…).
+    corpus: CorpusView,
+    /// The file dialogs open.
     dialogs: FileDialogs,
+    /// A plot being saved as PNG.
+    plots: PlotSaving,
     /// The message banner above the views.
     notice: Option<Notice>,
     /// The window title, and the trace lines for scripts.
     chrome: Chrome,
+}
+
+/// Opens the window and runs until it is closed.
+pub fn run(options: StartOptions) -> anyhow::Result<()> {
+    let native = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("headscope")
+            .with_app_id("headscope")
+            .with_inner_size([1600.0, 1000.0])
+            .with_min_inner_size([900.0, 560.0])
+            .with_drag_and_drop(true),
+        ..Default::default()
+    };
+    let config = AppConfig::new(options);
+    eframe::run_native(
+        "headscope",
+        native,
+        Box::new(move |cc| {
+            let app = HeadscopeApp::new(cc, config)?;
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot open the headscope window: {e}"))
 }
 
 impl HeadscopeApp {
@@ -109,13 +119,18 @@ impl HeadscopeApp {
     }
 
     /// The corpus statistics window's state.
-    pub fn corpus_view(&self) -> &corpus_view::CorpusView {
-        &self.views.corpus
+    pub fn corpus_view(&self) -> &CorpusView {
+        &self.corpus
     }
 
     /// The corpus statistics window's state, to drive it (tests).
-    pub fn corpus_view_mut(&mut self) -> &mut corpus_view::CorpusView {
-        &mut self.views.corpus
+    pub fn corpus_view_mut(&mut self) -> &mut CorpusView {
+        &mut self.corpus
+    }
+
+    /// The Compare tab's state.
+    pub fn compare_view(&self) -> &CompareView {
+        &self.views.compare
     }
 
     /// The user's settings as they stand.
@@ -149,6 +164,7 @@ impl HeadscopeApp {
     pub fn overview_is_current(&self) -> bool {
         self.runs.shown().is_some_and(|shown| {
             self.views
+                .heads
                 .overview_is_current(shown.generation, &self.settings)
         })
     }
@@ -159,18 +175,18 @@ impl HeadscopeApp {
     }
 
     /// The tokens picked in the study's views.
-    pub fn picked_tokens(&self) -> &selection::TokenSelection {
-        &self.views.study.selection
+    pub fn picked_tokens(&self) -> &TokenSelection {
+        &self.views.shared.selection
     }
 
     /// The layer the Heads grid is limited to, if any.
     pub fn grid_layer(&self) -> Option<usize> {
-        self.views.study.grid_layer
+        self.views.heads.grid_layer
     }
 
     /// The head open in the detail view.
     pub fn detail_head(&self) -> Option<HeadId> {
-        self.views.detail
+        self.views.heads.detail
     }
 
     /// The whole text (empty while a file is being read).
@@ -190,46 +206,6 @@ impl HeadscopeApp {
         self.text
             .open_file(path, self.settings.input_mode, &self.wake);
     }
-
-    /// Loads another model on the worker; the current one stays in use
-    /// until the new one is ready, and stays if it fails.
-    pub fn load_model(&mut self, source: crate::model::ModelSource) {
-        self.model.loading(source.clone());
-        self.worker.load_model(source);
-    }
-
-    /// Takes what the worker reported since the last frame.
-    fn handle_worker_events(&mut self, ctx: &egui::Context) {
-        while let Some(event) = self.worker.try_recv() {
-            match event {
-                WorkerEvent::ModelLoading { .. }
-                | WorkerEvent::ModelProgress(_)
-                | WorkerEvent::ModelReady(_)
-                | WorkerEvent::ModelFailed { .. } => match self.model.on_event(event) {
-                    Some(ModelChange::Ready) => self.runs.schedule_now(ctx),
-                    Some(ModelChange::LoadFailed(message)) => {
-                        self.notice = Some(Notice::error(message));
-                    }
-                    None => {}
-                },
-                WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
-                WorkerEvent::Comparison { generation, event } => {
-                    if self.views.compare.on_comparison_event(generation, event) {
-                        self.chrome.trace_line("comparison on screen");
-                    }
-                }
-                WorkerEvent::RunStarted { .. }
-                | WorkerEvent::RunFinished { .. }
-                | WorkerEvent::RunAbandoned { .. }
-                | WorkerEvent::RunFailed { .. } => {
-                    if let Some(output) = self.runs.on_event(event) {
-                        self.views.keep_detail_within(&output);
-                        self.chrome.trace_result(self.runs.shown());
-                    }
-                }
-            }
-        }
-    }
 }
 
 impl eframe::App for HeadscopeApp {
@@ -244,11 +220,11 @@ impl eframe::App for HeadscopeApp {
         self.chrome.update_title(&ctx, &self.text);
         self.layout(ui);
         self.chrome
-            .trace_view(self.views.detail, self.settings.view);
+            .trace_view(self.views.heads.detail, self.settings.view);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        startup::Persisted::of(self).store(storage);
+        self.persist(storage);
     }
 }
 

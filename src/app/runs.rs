@@ -3,7 +3,6 @@
 //! newest request counts, and the last result stays on screen until the
 //! next one arrives.
 
-use super::HeadscopeApp;
 use crate::pipeline::RunOutput;
 use crate::worker::WorkerEvent;
 use std::sync::Arc;
@@ -59,7 +58,7 @@ impl Runs {
 
     /// Whether the owed run is due; otherwise asks for a repaint when it
     /// will be.
-    fn is_due(&self, ctx: &egui::Context) -> bool {
+    pub fn is_due(&self, ctx: &egui::Context) -> bool {
         let Some(since) = self.pending_since else {
             return false;
         };
@@ -69,6 +68,13 @@ impl Runs {
             return false;
         }
         true
+    }
+
+    /// The owed run was sent as request `generation`, for the window that
+    /// starts at sentence `first_sentence`.
+    pub fn sent(&mut self, generation: u64, first_sentence: usize) {
+        self.in_flight = Some((generation, first_sentence));
+        self.pending_since = None;
     }
 
     /// Takes a run event from the worker; returns the new result when one
@@ -108,26 +114,5 @@ impl Runs {
             }
             _ => None,
         }
-    }
-}
-
-impl HeadscopeApp {
-    /// Sends the owed request once the pause is over, a model is ready and
-    /// the text is not being read.
-    pub(super) fn send_due_request(&mut self, ctx: &egui::Context) {
-        if !self.runs.is_due(ctx) || self.model.active().is_none() || self.text.is_busy() {
-            return;
-        }
-        // (The request keeps the window within the text first.)
-        let Some((text, input_first)) = self.text.request() else {
-            return;
-        };
-        let first = self.text.first_sentence();
-        let input = self.settings.input_options(input_first);
-        let generation = self
-            .worker
-            .analyse(text, input, self.settings.analysis_options());
-        self.runs.in_flight = Some((generation, first));
-        self.runs.pending_since = None;
     }
 }

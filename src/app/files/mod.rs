@@ -1,0 +1,9 @@
+//! Files from and to the window: the platform's file dialogs run off the
+//! UI thread ([`dialogs`]), File → Export of the result on screen
+//! ([`export_menu`]), and a plot saved as PNG exactly as it is on screen
+//! ([`plot_export`]). What the app does with a chosen path is the shell's
+//! ([`super::shell`]).
+
+pub mod dialogs;
+pub mod export_menu;
+pub mod plot_export;

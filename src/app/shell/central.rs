@@ -1,0 +1,120 @@
+//! The central area: the notice and run error banners, the model panel
+//! while no model is in use, and otherwise the tab row and the tab's view
+//! (see [`crate::app::views`]), and what the views ask of the app.
+
+use crate::app::panels::model::{LoadState, ModelAction};
+use crate::app::settings::CentralView;
+use crate::app::views::shared::ViewAction;
+use crate::app::views::ViewFrame;
+use crate::app::HeadscopeApp;
+
+impl HeadscopeApp {
+    pub(super) fn central(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        super::notice::banner_ui(ui, &mut self.notice);
+        if let Some(error) = self.runs.error() {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.add(
+                    egui::Label::new(egui::RichText::new(error).color(ui.visuals().error_fg_color))
+                        .wrap(),
+                );
+                if self.runs.shown().is_some() {
+                    ui.weak("The heatmaps below are from the last text that could be analysed.");
+                }
+            });
+        }
+
+        if self.model.active().is_none() {
+            ui.add_space(24.0);
+            let heading = if matches!(self.model.load_state(), LoadState::Loading { .. }) {
+                "Loading the model"
+            } else {
+                "Choose a model"
+            };
+            ui.vertical_centered(|ui| ui.heading(heading));
+            ui.add_space(8.0);
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.set_max_width(640.0);
+                self.model_panel_ui(ui);
+            });
+            return;
+        }
+
+        let Some(shown) = self.runs.shown() else {
+            if self.runs.error().is_none() {
+                ui.add_space(24.0);
+                ui.horizontal(|ui| {
+                    ui.add(egui::Spinner::new());
+                    ui.label("Analysing…");
+                });
+            }
+            return;
+        };
+        let output = shown.output.clone();
+        let generation = shown.generation;
+        let working = self.is_working();
+        self.views.sync(generation, &output);
+        if self
+            .views
+            .tab_row(ui, &mut self.settings.view, &output, working)
+        {
+            self.views.heads.detail = None;
+        }
+        let view = self.settings.view;
+        if view == CentralView::Compare {
+            self.request_comparison();
+        }
+        if view != CentralView::Heads {
+            ui.separator();
+        }
+        let model_name = self.model.active().map_or("", |m| m.name.as_str());
+        let frame = ViewFrame {
+            output: &output,
+            generation,
+            settings: &mut self.settings,
+            working,
+            wake: &self.wake,
+            model_name,
+        };
+        if let Some(action) = self.views.ui(ui, view, frame) {
+            self.view_action(&ctx, action);
+        }
+    }
+
+    /// Does what one of the views asked for.
+    fn view_action(&mut self, ctx: &egui::Context, action: ViewAction) {
+        match action {
+            ViewAction::SavePlot(name) => self.save_plot(ctx, &name),
+            ViewAction::PickComparisonFolder => self.dialogs.comparison_folder(&self.wake),
+            ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
+            ViewAction::OpenHead(head) => {
+                self.settings.view = CentralView::Heads;
+                self.views.heads.open_head(head);
+            }
+            ViewAction::ShowLayer(layer) => {
+                self.settings.view = CentralView::Heads;
+                self.views.heads.detail = None;
+                self.views.heads.grid_layer = Some(layer);
+            }
+            ViewAction::ShowSeparatorOverlay => {
+                self.settings.view = CentralView::Heads;
+                self.views.heads.detail = None;
+                self.settings.separator_overlay = true;
+            }
+        }
+    }
+
+    /// The model panel; does what it asked for.
+    pub(super) fn model_panel_ui(&mut self, ui: &mut egui::Ui) {
+        let action = self.model.panel_ui(ui);
+        self.model_action(action);
+    }
+
+    pub(super) fn model_action(&mut self, action: Option<ModelAction>) {
+        match action {
+            Some(ModelAction::PickFolder) => self.dialogs.model_folder(&self.wake),
+            Some(ModelAction::Load(source)) => self.load_model(source),
+            None => {}
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The window's layout: menu bar on top, status bar at the bottom, the
+//! text panel on the left, the central area, and the windows over them
+//! (Model, Corpus statistics).
+
+use super::status_bar::{self, StatusInfo};
+use crate::app::HeadscopeApp;
+
+impl HeadscopeApp {
+    /// Draws one frame's panels and windows.
+    pub(in crate::app) fn layout(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        egui::Panel::top("menu bar").show(ui, |ui| self.menu_bar(ui));
+        let status = StatusInfo {
+            working: self.is_working(),
+            model: self.model.active(),
+            load: self.model.load_state(),
+            shown: self.runs.shown().map(|s| s.output.as_ref()),
+            window: self.text.window_info(self.runs.shown()),
+            autosave_error: self.text.autosave_error(),
+        };
+        egui::Panel::bottom("status bar").show(ui, |ui| status_bar::status_bar_ui(ui, &status));
+        if self.settings.show_text_panel {
+            egui::Panel::left("text panel")
+                .resizable(true)
+                .default_size(380.0)
+                .size_range(260.0..=760.0)
+                .show(ui, |ui| self.text_panel(ui));
+        }
+        egui::CentralPanel::default().show(ui, |ui| self.central(ui));
+
+        let model = self.model.active().map(|m| m.name.as_str());
+        self.corpus
+            .show(&ctx, &self.worker, &self.settings, model, &self.wake);
+        if let Some(name) = self.corpus.take_plot_request() {
+            self.save_plot(&ctx, &name);
+        }
+        self.update_plot_export(&ctx);
+
+        let action = self.model.window(&ctx);
+        self.model_action(action);
+        self.drop_overlay(&ctx);
+    }
+}

@@ -1,0 +1,162 @@
+//! The menu bar, the keyboard shortcuts, and files dropped on the window.
+
+use crate::app::corpus;
+use crate::app::files::export_menu::ExportKind;
+use crate::app::settings::{CentralView, MatrixKind};
+use crate::app::views::heads::detail;
+use crate::app::HeadscopeApp;
+use egui::{Key, KeyboardShortcut, Modifiers};
+
+impl HeadscopeApp {
+    pub(super) fn menu_bar(&mut self, ui: &mut egui::Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| self.file_menu(ui));
+            ui.menu_button("View", |ui| {
+                ui.radio_value(
+                    &mut self.settings.matrix,
+                    MatrixKind::Similarity,
+                    "Similarity S",
+                );
+                ui.radio_value(
+                    &mut self.settings.matrix,
+                    MatrixKind::Attention,
+                    "Attention P",
+                );
+                ui.separator();
+                ui.checkbox(&mut self.settings.show_text_panel, "Text panel");
+                ui.checkbox(&mut self.settings.mark_pairs, "Outline selected pairs");
+                ui.checkbox(
+                    &mut self.settings.shared_scale,
+                    "One colour scale for all heads",
+                );
+            });
+        });
+    }
+
+    fn file_menu(&mut self, ui: &mut egui::Ui) {
+        if ui
+            .add(egui::Button::new("Open text file…").shortcut_text("Ctrl+O"))
+            .clicked()
+        {
+            self.dialogs.open_text(&self.wake);
+            ui.close();
+        }
+        if ui
+            .add_enabled(
+                self.text.document().is_some(),
+                egui::Button::new("Save text as…").shortcut_text("Ctrl+Shift+S"),
+            )
+            .clicked()
+        {
+            self.pick_text_save_path();
+            ui.close();
+        }
+        if ui.button("Open model folder…").clicked() {
+            self.dialogs.model_folder(&self.wake);
+            ui.close();
+        }
+        if ui.button("Choose model…").clicked() {
+            self.model.open_window();
+            ui.close();
+        }
+        if ui.button(corpus::MENU_LABEL).clicked() {
+            self.corpus.open();
+            ui.close();
+        }
+        ui.menu_button("Export", |ui| {
+            let ready = self.runs.shown().is_some();
+            for kind in ExportKind::ALL {
+                if ui
+                    .add_enabled(ready, egui::Button::new(kind.label()))
+                    .clicked()
+                {
+                    self.pick_export_path(kind);
+                    ui.close();
+                }
+            }
+        });
+        ui.separator();
+        if ui.button("Quit").clicked() {
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+
+    /// Shortcuts, dropped files, and the arrow keys in a head's detail.
+    pub(crate) fn handle_input(&mut self, ctx: &egui::Context) {
+        let open = KeyboardShortcut::new(Modifiers::COMMAND, Key::O);
+        if ctx.input_mut(|i| i.consume_shortcut(&open)) {
+            self.dialogs.open_text(&self.wake);
+        }
+        let save_as = KeyboardShortcut::new(Modifiers::COMMAND | Modifiers::SHIFT, Key::S);
+        if ctx.input_mut(|i| i.consume_shortcut(&save_as)) {
+            self.pick_text_save_path();
+        }
+        let dropped = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .first()
+                .map(|file| file.path().to_path_buf())
+        });
+        if let Some(path) = dropped {
+            self.open_file(&path);
+        }
+        self.step_through_heads(ctx);
+    }
+
+    /// Arrow keys step through heads, Escape goes back to the grid, unless
+    /// the user is typing.
+    fn step_through_heads(&mut self, ctx: &egui::Context) {
+        let (Some(head), Some(shown), CentralView::Heads) = (
+            self.views.heads.detail,
+            self.runs.shown(),
+            self.settings.view,
+        ) else {
+            return;
+        };
+        if ctx.text_edit_focused() {
+            return;
+        }
+        let (layers, heads) = (shown.output.captures.layers, shown.output.captures.heads);
+        let mut target = head;
+        let mut back = false;
+        ctx.input_mut(|i| {
+            for (key, d_layer, d_head) in [
+                (Key::ArrowLeft, 0, -1),
+                (Key::ArrowRight, 0, 1),
+                (Key::ArrowUp, -1, 0),
+                (Key::ArrowDown, 1, 0),
+            ] {
+                if i.consume_key(Modifiers::NONE, key) {
+                    target = detail::step(target, layers, heads, d_layer, d_head);
+                }
+            }
+            back = i.consume_key(Modifiers::NONE, Key::Escape);
+        });
+        if back {
+            self.views.heads.detail = None;
+        } else if target != head {
+            self.views.heads.detail = Some(target);
+        }
+    }
+
+    /// The hint drawn over the window while files are dragged over it.
+    pub(super) fn drop_overlay(&self, ctx: &egui::Context) {
+        let hovering_files = ctx.input(|i| !i.raw.hovered_files.is_empty());
+        if !hovering_files {
+            return;
+        }
+        let painter = ctx.layer_painter(egui::LayerId::new(
+            egui::Order::Foreground,
+            egui::Id::unique("drop overlay"),
+        ));
+        let rect = ctx.content_rect();
+        painter.rect_filled(rect, 0.0, egui::Color32::from_black_alpha(180));
+        painter.text(
+            rect.center(),
+            egui::Align2::CENTER_CENTER,
+            "Drop a text file to open it",
+            egui::FontId::proportional(28.0),
+            egui::Color32::WHITE,
+        );
+    }
+}

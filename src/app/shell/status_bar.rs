@@ -1,0 +1,84 @@
+//! The status bar: whether a run is in progress, the model the analyses
+//! run on (and one being loaded), and the size and timing of the result on
+//! screen.
+
+use crate::app::panels::model::LoadState;
+use crate::app::text::editor::WindowInfo;
+use crate::pipeline::RunOutput;
+use crate::worker::ModelInfo;
+
+/// What the status bar reports.
+pub struct StatusInfo<'a> {
+    pub working: bool,
+    /// The model in use (a failed load keeps it).
+    pub model: Option<&'a ModelInfo>,
+    pub load: &'a LoadState,
+    pub shown: Option<&'a RunOutput>,
+    pub window: Option<WindowInfo>,
+    pub autosave_error: Option<String>,
+}
+
+/// The label shown while an analysis is pending or running.
+pub const WORKING_LABEL: &str = "Working…";
+
+pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
+    ui.horizontal(|ui| {
+        if info.working {
+            ui.add(egui::Spinner::new().size(14.0));
+            ui.label(WORKING_LABEL);
+        } else {
+            ui.weak("Ready");
+        }
+        ui.separator();
+        if let Some(model) = info.model {
+            ui.label(format!(
+                "{} · {} layers × {} heads",
+                model.name, model.layers, model.heads
+            ));
+        }
+        match (info.model, info.load) {
+            (_, LoadState::Loading { source, .. }) => {
+                if info.model.is_some() {
+                    ui.separator();
+                }
+                ui.label(format!("loading {source}…"));
+            }
+            (None, LoadState::Failed { .. }) => {
+                ui.colored_label(ui.visuals().error_fg_color, "model not loaded");
+            }
+            (None, LoadState::Idle) => {
+                ui.weak("no model");
+            }
+            // A failed load with a model in use: the notice explains it.
+            (Some(_), _) => {}
+        }
+        if let Some(output) = info.shown {
+            let analysis = &output.analysis;
+            ui.separator();
+            ui.label(format!(
+                "{} tokens ({} content) · {} candidate pairs",
+                analysis.tokens, analysis.content_tokens, analysis.pairs
+            ));
+            ui.separator();
+            let t = &output.timings;
+            ui.label(format!("{:.0} ms", t.total_ms))
+                .on_hover_text(format!(
+                    "input {:.1} ms · model {:.1} ms · figures {:.1} ms",
+                    t.input_ms, t.model_ms, t.analysis_ms
+                ));
+            if !output.captures.stores_squares() {
+                ui.separator();
+                ui.label(crate::input::RECOMPUTED_NOTE_SHORT)
+                    .on_hover_text(crate::input::RECOMPUTED_NOTE);
+            }
+        }
+        if let Some(window) = info.window {
+            ui.separator();
+            ui.label(window.describe());
+        }
+        if let Some(error) = &info.autosave_error {
+            ui.separator();
+            ui.colored_label(ui.visuals().warn_fg_color, error);
+        }
+    });
+}

@@ -1,0 +1,102 @@
+//! What the app asks of the model thread, and what it does with the
+//! answers: the analysis owed once the text has rested, the comparison
+//! with model B whenever a new result of model A is on screen, model
+//! loads, and the events that come back.
+
+use super::notice::Notice;
+use crate::app::panels::model::ModelChange;
+use crate::app::HeadscopeApp;
+use crate::model::ModelSource;
+use crate::worker::WorkerEvent;
+
+impl HeadscopeApp {
+    /// Takes what the worker reported since the last frame.
+    pub(crate) fn handle_worker_events(&mut self, ctx: &egui::Context) {
+        while let Some(event) = self.worker.try_recv() {
+            match event {
+                WorkerEvent::ModelLoading { .. }
+                | WorkerEvent::ModelProgress(_)
+                | WorkerEvent::ModelReady(_)
+                | WorkerEvent::ModelFailed { .. } => match self.model.on_event(event) {
+                    Some(ModelChange::Ready) => self.runs.schedule_now(ctx),
+                    Some(ModelChange::LoadFailed(message)) => {
+                        self.notice = Some(Notice::error(message));
+                    }
+                    None => {}
+                },
+                WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
+                WorkerEvent::Comparison { generation, event } => {
+                    if self.views.compare.on_comparison_event(generation, event) {
+                        self.chrome.trace_line("comparison on screen");
+                    }
+                }
+                WorkerEvent::RunStarted { .. }
+                | WorkerEvent::RunFinished { .. }
+                | WorkerEvent::RunAbandoned { .. }
+                | WorkerEvent::RunFailed { .. } => {
+                    if let Some(output) = self.runs.on_event(event) {
+                        self.views.heads.keep_within(&output);
+                        self.chrome.trace_result(self.runs.shown());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the owed request once the pause is over, a model is ready and
+    /// the text is not being read.
+    pub(crate) fn send_due_request(&mut self, ctx: &egui::Context) {
+        if !self.runs.is_due(ctx) || self.model.active().is_none() || self.text.is_busy() {
+            return;
+        }
+        // (The request keeps the window within the text first.)
+        let Some((text, input_first)) = self.text.request() else {
+            return;
+        };
+        let first = self.text.first_sentence();
+        let input = self.settings.input_options(input_first);
+        let generation = self
+            .worker
+            .analyse(text, input, self.settings.analysis_options());
+        self.runs.sent(generation, first);
+    }
+
+    /// Loads another model on the worker; the current one stays in use
+    /// until the new one is ready, and stays if it fails.
+    pub fn load_model(&mut self, source: ModelSource) {
+        self.model.loading(source.clone());
+        self.worker.load_model(source);
+    }
+
+    /// Loads model B, for the Compare tab; model A stays as it is.
+    pub fn load_comparison_model(&mut self, source: ModelSource) {
+        self.views.compare.loading(source.clone());
+        self.worker.load_comparison_model(source);
+    }
+
+    /// Asks for a comparison when model B is loaded and a result of A that
+    /// has not been compared yet is on screen with nothing owed.
+    pub(super) fn request_comparison(&mut self) {
+        if self.is_working() {
+            return;
+        }
+        let Some(shown) = self.runs.shown() else {
+            return;
+        };
+        let Some(wanted) = self.views.compare.owed(shown.generation) else {
+            return;
+        };
+        let Some(document) = self.text.document() else {
+            return;
+        };
+        let (text, first_sentence) = document.request(shown.first_sentence);
+        let input = self.settings.input_options(first_sentence);
+        let generation = self.worker.compare(
+            text,
+            input,
+            self.settings.analysis_options(),
+            shown.output.clone(),
+        );
+        self.views.compare.requested(wanted, generation);
+    }
+}

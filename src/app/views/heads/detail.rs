@@ -1,0 +1,604 @@
+//! One head up close: its large heatmap with token labels on both axes,
+//! zoom (scroll) and pan (drag), the value under the pointer, the selected
+//! pairs outlined, and the head's and layer's figures (ANALYSIS.md §4–§5)
+//! beside it, "—" where a figure is undefined.
+//!
+//! The heatmap is one texture (rebuilt when the head or a view choice
+//! changes); labels and outlines are drawn only for the visible cells.
+
+use crate::app::settings::{MatrixKind, Settings};
+use crate::app::widgets::format::{category_style, figure};
+use crate::app::widgets::heatmap::{self, ViewKey};
+use crate::captures::HeadId;
+use crate::colormap::{ColorMap, ValueRange};
+use crate::pipeline::RunOutput;
+use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, TextureHandle, Vec2};
+
+/// Labels need this many pixels per cell to be drawn for every token.
+const LABEL_MIN_CELL: f32 = 7.0;
+/// Room for the token labels left of and above the heatmap.
+const LABEL_MARGIN: f32 = 72.0;
+
+/// What the user asked for in the detail view this frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadAction {
+    Show(HeadId),
+    Back,
+}
+
+/// The detail view's texture, values and zoom state.
+pub struct HeadView {
+    key: Option<(ViewKey, HeadId)>,
+    texture: Option<TextureHandle>,
+    /// The shown matrix, kept for the value under the pointer.
+    values: Vec<f32>,
+    tokens: usize,
+    range: ValueRange,
+    /// 1 shows every token; 2 shows half of them, larger.
+    zoom: f32,
+    /// Centre of the view, in cells.
+    centre: Vec2,
+    /// Whether to give the heatmap keyboard focus next frame.
+    focus_next_frame: bool,
+}
+
+impl Default for HeadView {
+    fn default() -> Self {
+        Self {
+            key: None,
+            texture: None,
+            values: Vec::new(),
+            tokens: 0,
+            range: ValueRange::default(),
+            zoom: 1.0,
+            centre: Vec2::ZERO,
+            focus_next_frame: false,
+        }
+    }
+}
+
+impl HeadView {
+    /// Rebuilds the texture if the head or a view choice changed.
+    pub fn update(&mut self, ctx: &egui::Context, output: &RunOutput, key: ViewKey, head: HeadId) {
+        if self.key == Some((key, head)) {
+            return;
+        }
+        let tokens = output.captures.tokens;
+        let values = heatmap::head_matrix(output, head, key.kind, key.variant).into_owned();
+        self.range = heatmap::range_of(key.colormap, &values);
+        let image = heatmap::colour_image(&values, tokens, key.colormap, self.range);
+        heatmap::upload(ctx, &mut self.texture, "head heatmap", image);
+        if tokens != self.tokens {
+            self.zoom = 1.0;
+            self.centre = Vec2::splat(tokens as f32 / 2.0);
+        }
+        self.tokens = tokens;
+        self.values = values;
+        self.key = Some((key, head));
+    }
+
+    /// The colour range of the shown head.
+    pub fn range(&self) -> ValueRange {
+        self.range
+    }
+
+    /// Gives the heatmap the keyboard focus (so arrow keys step heads).
+    pub fn request_focus(&mut self) {
+        self.focus_next_frame = true;
+    }
+
+    /// The whole detail view for `head`.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        output: &RunOutput,
+        head: HeadId,
+        settings: &Settings,
+        working: bool,
+        picked: &[usize],
+    ) -> Option<HeadAction> {
+        let mut action = None;
+        let (layers, heads) = (output.captures.layers, output.captures.heads);
+        ui.horizontal(|ui| {
+            if ui
+                .button("⬅ Overview")
+                .on_hover_text("Back to the grid of all heads (Esc)")
+                .clicked()
+            {
+                action = Some(HeadAction::Back);
+            }
+            ui.separator();
+            let previous = step(head, layers, heads, 0, -1);
+            let next = step(head, layers, heads, 0, 1);
+            if ui
+                .add_enabled(previous != head, egui::Button::new("◀ Previous head"))
+                .on_hover_text("Left arrow; up / down arrows change the layer")
+                .clicked()
+            {
+                action = Some(HeadAction::Show(previous));
+            }
+            if ui
+                .add_enabled(next != head, egui::Button::new("Next head ▶"))
+                .on_hover_text("Right arrow; up / down arrows change the layer")
+                .clicked()
+            {
+                action = Some(HeadAction::Show(next));
+            }
+            ui.separator();
+            let category = output.analysis.head(head).and_then(|f| f.category);
+            let (name, colour) = category_style(category);
+            ui.heading(format!("Layer {} · Head {}", head.layer, head.head));
+            ui.label(egui::RichText::new(name).color(colour).strong());
+            if working {
+                ui.add(egui::Spinner::new());
+            }
+            ui.separator();
+            if ui
+                .add_enabled(self.zoom > 1.0, egui::Button::new("Fit"))
+                .on_hover_text("Show the whole matrix again (or double-click it)")
+                .clicked()
+            {
+                self.zoom = 1.0;
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                ui.weak("scroll: zoom · drag: pan · arrow keys: heads and layers");
+            });
+        });
+        ui.separator();
+
+        egui::Panel::right("head figures")
+            .resizable(true)
+            .default_size(300.0)
+            .size_range(240.0..=480.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    figures_ui(ui, output, head, settings);
+                });
+            });
+        egui::CentralPanel::no_frame().show(ui, |ui| {
+            self.heatmap_ui(ui, output, head, settings, picked);
+        });
+        action
+    }
+
+    fn heatmap_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        output: &RunOutput,
+        head: HeadId,
+        settings: &Settings,
+        picked: &[usize],
+    ) {
+        let Some(texture_id) = self.texture.as_ref().map(TextureHandle::id) else {
+            return;
+        };
+        let tokens = self.tokens;
+        if tokens == 0 {
+            return;
+        }
+        let texts = &output.input.tokens.token_texts;
+        let hover_line_height = 20.0;
+        let available = ui.available_size() - Vec2::new(0.0, hover_line_height);
+        let side = (available.x - LABEL_MARGIN)
+            .min(available.y - LABEL_MARGIN)
+            .max(120.0);
+        let (outer, _) = ui.allocate_exact_size(
+            Vec2::new(side + LABEL_MARGIN, side + LABEL_MARGIN + hover_line_height),
+            Sense::hover(),
+        );
+        let plot = Rect::from_min_size(outer.min + Vec2::splat(LABEL_MARGIN), Vec2::splat(side));
+        let id = ui.scope_id().with("head heatmap");
+        let response = ui.interact(plot, id, Sense::click_and_drag());
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(
+                egui::Role::Image,
+                true,
+                format!("heatmap of L{} H{}", head.layer, head.head),
+            )
+        });
+        if self.focus_next_frame {
+            response.request_focus();
+            self.focus_next_frame = false;
+        }
+        if response.clicked() {
+            response.request_focus();
+        }
+
+        // Zoom about the pointer, pan by dragging.
+        let max_zoom = (tokens as f32 / 4.0).max(1.0);
+        let visible = |zoom: f32| tokens as f32 / zoom;
+        if response.double_clicked() {
+            self.zoom = 1.0;
+        }
+        if let Some(pointer) = response.hover_pos() {
+            let (scroll, pinch) = ui.input(|i| (i.smooth_scroll_delta.y, i.zoom_delta()));
+            let factor = (scroll * 0.003).exp() * pinch;
+            if factor != 1.0 {
+                let before = self.cell_at(plot, pointer);
+                self.zoom = (self.zoom * factor).clamp(1.0, max_zoom);
+                self.clamp_centre();
+                let after = self.cell_at(plot, pointer);
+                self.centre += before - after;
+            }
+        }
+        if response.dragged() {
+            let cell_px = side / visible(self.zoom);
+            self.centre -= response.drag_delta() / cell_px;
+        }
+        self.clamp_centre();
+
+        let n = visible(self.zoom);
+        let origin = self.centre - Vec2::splat(n / 2.0);
+        let cell_px = side / n;
+        let uv = Rect::from_min_size(
+            Pos2::new(origin.x / tokens as f32, origin.y / tokens as f32),
+            Vec2::splat(n / tokens as f32),
+        );
+        let painter = ui.painter_at(outer);
+        painter.image(texture_id, plot, uv, Color32::WHITE);
+        painter.rect_stroke(
+            plot,
+            0.0,
+            Stroke::new(1.0, ui.visuals().weak_text_color()),
+            egui::StrokeKind::Outside,
+        );
+
+        // Which cells are visible, and every how many a label fits.
+        let first = origin.x.floor().max(0.0) as usize;
+        let last = ((origin.x + n).ceil() as usize).min(tokens);
+        let first_row = origin.y.floor().max(0.0) as usize;
+        let last_row = ((origin.y + n).ceil() as usize).min(tokens);
+        let stride = if cell_px >= LABEL_MIN_CELL {
+            1
+        } else {
+            (LABEL_MIN_CELL / cell_px).ceil() as usize
+        };
+        let font = FontId::proportional((cell_px * 0.95).clamp(7.0, 13.0));
+        let label_colour = ui.visuals().text_color();
+        let special_colour = ui.visuals().weak_text_color();
+        let cell_x = |j: usize| plot.left() + (j as f32 - origin.x) * cell_px;
+        let cell_y = |i: usize| plot.top() + (i as f32 - origin.y) * cell_px;
+        let special = &output.input.tokens.special;
+        let picked_colour = ui.visuals().selection.stroke.color;
+        let colour_of = |i: usize| {
+            if picked.contains(&i) {
+                picked_colour
+            } else if special.get(i).copied().unwrap_or(false) {
+                special_colour
+            } else {
+                label_colour
+            }
+        };
+        for i in (first_row..last_row).filter(|i| i % stride == 0 || picked.contains(i)) {
+            let y = cell_y(i) + cell_px / 2.0;
+            painter.text(
+                Pos2::new(plot.left() - 4.0, y),
+                Align2::RIGHT_CENTER,
+                short_token(texts.get(i).map(String::as_str).unwrap_or("?")),
+                font.clone(),
+                colour_of(i),
+            );
+        }
+        for j in (first..last).filter(|j| j % stride == 0 || picked.contains(j)) {
+            let galley = painter.layout_no_wrap(
+                short_token(texts.get(j).map(String::as_str).unwrap_or("?")),
+                font.clone(),
+                colour_of(j),
+            );
+            // Rotated a quarter turn: the text runs upwards from the plot,
+            // its height spreading to the right of `pos`.
+            let x = cell_x(j) + cell_px / 2.0 - galley.size().y / 2.0;
+            let pos = Pos2::new(x, plot.top() - 4.0);
+            painter.add(
+                egui::epaint::TextShape::new(pos, galley, label_colour)
+                    .with_angle(-std::f32::consts::FRAC_PI_2),
+            );
+        }
+
+        // The selected pairs, outlined in both triangles (S is symmetric);
+        // a causal model's upper triangle is masked, so only below it.
+        let causal = output.input.tokens.causal;
+        if settings.mark_pairs && cell_px >= 2.0 {
+            let stroke = Stroke::new(
+                (cell_px * 0.12).clamp(1.0, 2.0),
+                outline_colour(settings.colormap),
+            );
+            if let Some(figures) = output.analysis.head(head) {
+                for &(i, j) in &figures.selected_pairs {
+                    let cells: &[(usize, usize)] =
+                        if causal { &[(j, i)] } else { &[(i, j), (j, i)] };
+                    for &(row, column) in cells {
+                        let rect = Rect::from_min_size(
+                            Pos2::new(cell_x(column), cell_y(row)),
+                            Vec2::splat(cell_px),
+                        );
+                        if plot.intersects(rect) {
+                            painter.rect_stroke(rect, 0.0, stroke, egui::StrokeKind::Inside);
+                        }
+                    }
+                }
+            }
+        }
+
+        // The picked tokens' rows and columns (see the study's views).
+        for &p in picked.iter().filter(|&&p| p < tokens) {
+            let stroke = Stroke::new(1.5, picked_colour);
+            let row_rect =
+                Rect::from_min_size(Pos2::new(plot.left(), cell_y(p)), Vec2::new(side, cell_px));
+            let column_rect =
+                Rect::from_min_size(Pos2::new(cell_x(p), plot.top()), Vec2::new(cell_px, side));
+            for rect in [row_rect, column_rect] {
+                if plot.intersects(rect) {
+                    painter.with_clip_rect(plot.expand(2.0)).rect_stroke(
+                        rect,
+                        0.0,
+                        stroke,
+                        egui::StrokeKind::Outside,
+                    );
+                }
+            }
+        }
+
+        // The value under the pointer.
+        let hover_text = response
+            .hover_pos()
+            .and_then(|pointer| {
+                let cell = self.cell_at(plot, pointer);
+                let (i, j) = (cell.y.floor(), cell.x.floor());
+                (i >= 0.0 && j >= 0.0 && (i as usize) < tokens && (j as usize) < tokens)
+                    .then_some((i as usize, j as usize))
+            })
+            .map(|(i, j)| {
+                let row_rect = Rect::from_min_size(
+                    Pos2::new(plot.left(), cell_y(i)),
+                    Vec2::new(side, cell_px),
+                );
+                let column_rect =
+                    Rect::from_min_size(Pos2::new(cell_x(j), plot.top()), Vec2::new(cell_px, side));
+                let guide = Stroke::new(1.0, Color32::from_white_alpha(110));
+                painter.rect_stroke(row_rect, 0.0, guide, egui::StrokeKind::Inside);
+                painter.rect_stroke(column_rect, 0.0, guide, egui::StrokeKind::Inside);
+                let value = self.values.get(i * tokens + j).copied().unwrap_or(f32::NAN);
+                let token = |k: usize| texts.get(k).map(String::as_str).unwrap_or("?");
+                let (row_name, column_name) = match settings.matrix {
+                    MatrixKind::Attention => ("query", "key"),
+                    MatrixKind::Similarity => ("token", "token"),
+                };
+                format!(
+                    "{row_name} {i} “{}” · {column_name} {j} “{}” · value {}",
+                    token(i),
+                    token(j),
+                    heatmap::format_value(value)
+                )
+            });
+        let text = hover_text
+            .unwrap_or_else(|| "Point at a cell to read its token pair and value.".into());
+        // A real label, so screen readers (and tests) can read it.
+        let readout = Rect::from_min_size(
+            Pos2::new(plot.left(), plot.bottom() + 2.0),
+            Vec2::new(side, hover_line_height),
+        );
+        ui.scope_builder(
+            egui::UiBuilder::new()
+                .max_rect(readout)
+                .layout(egui::Layout::left_to_right(egui::Align::Center)),
+            |ui| ui.add(egui::Label::new(egui::RichText::new(text).size(13.0)).truncate()),
+        );
+    }
+
+    /// The cell coordinates (fractional) under a screen position.
+    fn cell_at(&self, plot: Rect, pointer: Pos2) -> Vec2 {
+        let n = self.tokens as f32 / self.zoom;
+        let origin = self.centre - Vec2::splat(n / 2.0);
+        origin + (pointer - plot.min) / plot.width() * n
+    }
+
+    fn clamp_centre(&mut self) {
+        let n = self.tokens as f32 / self.zoom;
+        let half = n / 2.0;
+        let t = self.tokens as f32;
+        self.centre.x = self.centre.x.clamp(half, (t - half).max(half));
+        self.centre.y = self.centre.y.clamp(half, (t - half).max(half));
+    }
+}
+
+/// The next head `d_layer` layers and `d_head` heads away (heads wrap into
+/// the neighbouring layer; the ends stay put).
+pub fn step(head: HeadId, layers: usize, heads: usize, d_layer: isize, d_head: isize) -> HeadId {
+    if layers == 0 || heads == 0 {
+        return head;
+    }
+    let index = (head.layer * heads + head.head) as isize + d_head;
+    let index = index.clamp(0, (layers * heads) as isize - 1) as usize;
+    let (layer, h) = (index / heads, index % heads);
+    let layer = (layer as isize + d_layer).clamp(0, layers as isize - 1) as usize;
+    HeadId::new(layer, h)
+}
+
+fn outline_colour(map: ColorMap) -> Color32 {
+    match map {
+        ColorMap::Greys => Color32::from_rgb(230, 40, 40),
+        ColorMap::RdBu => Color32::BLACK,
+        _ => Color32::WHITE,
+    }
+}
+
+/// A token label of at most 14 characters.
+fn short_token(text: &str) -> String {
+    if text.chars().count() <= 14 {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(13).collect();
+        format!("{cut}…")
+    }
+}
+
+fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Settings) {
+    let analysis = &output.analysis;
+    let Some(f) = analysis.head(head) else {
+        ui.label("No figures for this head.");
+        return;
+    };
+    let causal = output.input.tokens.causal;
+    ui.heading("Head figures");
+    let selected = f.selected_pairs.len();
+    ui.weak(format!(
+        "over the {selected} selected pair{} of {} candidates",
+        if selected == 1 { "" } else { "s" },
+        analysis.pairs
+    ));
+    let (name, colour) = category_style(f.category);
+    egui::Grid::new("head figures grid")
+        .num_columns(2)
+        .striped(true)
+        .spacing([12.0, 4.0])
+        .show(ui, |ui| {
+            ui.label("category");
+            ui.colored_label(colour, name);
+            ui.end_row();
+            row(ui, "mean distance", figure(f.mean_distance, 2));
+            row(
+                ui,
+                "same-sentence fraction",
+                format!(
+                    "{} (chance {})",
+                    figure(f.same_sentence_fraction, 3),
+                    figure(analysis.baseline_same_sentence_fraction, 3)
+                ),
+            );
+            row(ui, "repetition fraction", figure(f.repetition_fraction, 3));
+            let focus = match (&f.focus_token, f.focus_token_id) {
+                (Some(text), Some(id)) => format!("“{text}” (id {id})"),
+                (None, Some(id)) => format!("id {id}"),
+                _ => "—".into(),
+            };
+            row(ui, "focus token", focus);
+            row(ui, "focus share", figure(f.focus_share, 3));
+            row(
+                ui,
+                &format!("local fraction (w = {})", settings.local_window),
+                figure(f.local_fraction, 3),
+            );
+            row(ui, "separator attention", figure(f.separator_attention, 3));
+            row(ui, "sink attention", figure(f.sink_attention, 3));
+        });
+
+    ui.add_space(8.0);
+    ui.strong("Attention statistics");
+    let s = &f.attention_stats;
+    egui::Grid::new("attention stats grid")
+        .num_columns(2)
+        .striped(true)
+        .spacing([12.0, 4.0])
+        .show(ui, |ui| {
+            row(ui, "entropy (nats)", format!("{:.3}", s.entropy));
+            // A decoder has no [CLS] or [SEP]: its BOS (if its tokenizer
+            // adds one) and its sentence-final tokens stand in their places
+            // (ANALYSIS.md §8).
+            let (first, separators) = if causal {
+                ("to BOS", "to sentence ends")
+            } else {
+                ("to [CLS]", "to [SEP]")
+            };
+            row(ui, first, format!("{:.3}", s.cls));
+            row(ui, separators, format!("{:.3}", s.sep));
+            row(ui, "to punctuation", format!("{:.3}", s.punctuation));
+            row(ui, "to itself", format!("{:.3}", s.self_attention));
+            row(ui, "to previous token", format!("{:.3}", s.previous));
+            row(ui, "to next token", format!("{:.3}", s.next));
+        });
+
+    if let Some(layer) = analysis.layers.get(head.layer) {
+        ui.add_space(8.0);
+        ui.strong(format!("Layer {} (all heads pooled)", head.layer));
+        egui::Grid::new("layer figures grid")
+            .num_columns(2)
+            .striped(true)
+            .spacing([12.0, 4.0])
+            .show(ui, |ui| {
+                row(ui, "mean distance", figure(layer.mean_distance, 2));
+                row(
+                    ui,
+                    "same-sentence fraction",
+                    figure(layer.same_sentence_fraction, 3),
+                );
+                row(
+                    ui,
+                    "separator attention",
+                    figure(layer.separator_attention, 3),
+                );
+                row(ui, "focus uniqueness", figure(layer.focus_uniqueness, 3));
+                row(
+                    ui,
+                    "segmentation accuracy",
+                    figure(layer.segmentation_accuracy, 3),
+                );
+                row(
+                    ui,
+                    "segmentation undecided",
+                    figure(layer.segmentation_undecided, 3),
+                );
+                row(ui, "sink attention", figure(layer.sink_attention, 3));
+            });
+    }
+
+    ui.add_space(8.0);
+    ui.strong("Selected pairs");
+    let texts = &output.input.tokens.token_texts;
+    let token = |k: usize| texts.get(k).map(String::as_str).unwrap_or("?");
+    let shown = 40;
+    egui::Grid::new("selected pairs grid")
+        .num_columns(5)
+        .striped(true)
+        .spacing([8.0, 2.0])
+        .show(ui, |ui| {
+            for header in ["i", "token", "j", "token", "j − i"] {
+                ui.weak(header);
+            }
+            ui.end_row();
+            for &(i, j) in f.selected_pairs.iter().take(shown) {
+                ui.label(i.to_string());
+                ui.label(short_token(token(i)));
+                ui.label(j.to_string());
+                ui.label(short_token(token(j)));
+                ui.label((j - i).to_string());
+                ui.end_row();
+            }
+        });
+    if selected > shown {
+        ui.weak(format!("… and {} more", selected - shown));
+    }
+    if selected == 0 {
+        ui.weak("none (fewer than two content tokens)");
+    }
+}
+
+fn row(ui: &mut egui::Ui, name: &str, value: String) {
+    ui.label(name);
+    ui.label(value);
+    ui.end_row();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_wraps_heads_into_layers_and_stops_at_the_ends() {
+        let h = |l, h| HeadId::new(l, h);
+        assert_eq!(step(h(0, 11), 6, 12, 0, 1), h(1, 0));
+        assert_eq!(step(h(1, 0), 6, 12, 0, -1), h(0, 11));
+        assert_eq!(step(h(0, 0), 6, 12, 0, -1), h(0, 0));
+        assert_eq!(step(h(5, 11), 6, 12, 0, 1), h(5, 11));
+        assert_eq!(step(h(2, 3), 6, 12, 1, 0), h(3, 3));
+        assert_eq!(step(h(5, 3), 6, 12, 1, 0), h(5, 3));
+        assert_eq!(step(h(0, 3), 6, 12, -1, 0), h(0, 3));
+    }
+
+    #[test]
+    fn missing_figures_show_a_dash() {
+        assert_eq!(figure(None, 2), "—");
+        assert_eq!(figure(Some(f64::NAN), 2), "—");
+        assert_eq!(figure(Some(0.5), 2), "0.50");
+    }
+}

@@ -1,0 +1,239 @@
+//! The Heads tab: every head's heatmap as a grid of thumbnails ([`grid`]),
+//! or one head up close ([`detail`]), with the view choices above them
+//! (similarity or attention, colour map, one scale or one per head) and
+//! what the study's views draw over the grid (the category filter, the
+//! heads whose focus token is picked, each head's separator attention).
+
+pub mod detail;
+pub mod grid;
+
+use crate::analysis::Category;
+use crate::app::settings::{MatrixKind, Settings};
+use crate::app::views::shared::{Shared, View, ViewAction, ViewContext};
+use crate::app::widgets::format::{category_style, HIGHLIGHT};
+use crate::app::widgets::heatmap::{self, ViewKey};
+use crate::captures::HeadId;
+use crate::colormap::{ColorMap, ValueRange};
+use crate::pipeline::RunOutput;
+use detail::{HeadAction, HeadView};
+use grid::{GridMarks, Overview};
+
+/// The Heads tab's state (not persisted).
+#[derive(Default)]
+pub struct HeadsView {
+    /// The grid's thumbnails.
+    pub overview: Overview,
+    /// The open head's heatmap, zoom and pan.
+    pub head_view: HeadView,
+    /// The head open in the detail view; `None`: the grid.
+    pub detail: Option<HeadId>,
+    /// The grid shows only this layer.
+    pub grid_layer: Option<usize>,
+}
+
+impl HeadsView {
+    /// Whether the grid's pictures show result `generation` under `settings`.
+    pub fn overview_is_current(&self, generation: u64, settings: &Settings) -> bool {
+        self.overview.is_current(ViewKey::new(generation, settings))
+    }
+
+    /// Closes the detail, and the one-layer grid, when a new result has no
+    /// such head or layer.
+    pub fn keep_within(&mut self, output: &RunOutput) {
+        let (layers, heads) = (output.captures.layers, output.captures.heads);
+        if let Some(head) = self.detail {
+            if head.layer >= layers || head.head >= heads {
+                self.detail = None;
+            }
+        }
+        self.grid_layer = self.grid_layer.filter(|&l| l < layers);
+    }
+
+    /// Opens `head` up close, with the keyboard focus on its heatmap.
+    pub fn open_head(&mut self, head: HeadId) {
+        self.detail = Some(head);
+        self.head_view.request_focus();
+    }
+
+    fn head_detail(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>, head: HeadId) {
+        let key = ViewKey::new(cx.generation, cx.settings);
+        let output = cx.output;
+        self.head_view.update(ui.ctx(), output, key, head);
+        let picked: Vec<usize> = cx.shared.selection.positions().collect();
+        let settings = &mut *cx.settings;
+        let caption = match settings.matrix {
+            MatrixKind::Similarity => format!(
+                "L{} H{}: similarity S, {}",
+                head.layer,
+                head.head,
+                settings.similarity.label()
+            ),
+            MatrixKind::Attention => format!(
+                "L{} H{}: attention P (rows: query, columns: key)",
+                head.layer, head.head
+            ),
+        };
+        let range = self.head_view.range();
+        view_controls(ui, settings, cx.working, Some(range), &caption);
+        ui.separator();
+        match self
+            .head_view
+            .ui(ui, output, head, settings, cx.working, &picked)
+        {
+            Some(HeadAction::Back) => self.detail = None,
+            Some(HeadAction::Show(next)) => self.detail = Some(next),
+            None => {}
+        }
+    }
+
+    fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) {
+        let key = ViewKey::new(cx.generation, cx.settings);
+        self.overview.update(ui.ctx(), cx.output, key, cx.wake);
+        let range = self.overview.shared_range();
+        let caption = match (cx.settings.matrix, range.is_some()) {
+            (MatrixKind::Similarity, true) => "similarity S, one scale for all heads",
+            (MatrixKind::Similarity, false) => "similarity S, each head from its own min to max",
+            (MatrixKind::Attention, true) => "attention P, one scale for all heads",
+            (MatrixKind::Attention, false) => "attention P, each head from its own min to max",
+        };
+        view_controls(ui, cx.settings, cx.working, range, caption);
+        self.grid_controls(ui, cx.shared, cx.settings);
+        ui.separator();
+        let marks = self.grid_marks(cx.shared, cx.output, cx.settings);
+        if let Some(head) = self.overview.ui(ui, cx.output, self.detail, &marks) {
+            self.open_head(head);
+        }
+    }
+
+    /// The extra controls above the Heads grid.
+    fn grid_controls(&mut self, ui: &mut egui::Ui, shared: &mut Shared, settings: &mut Settings) {
+        ui.horizontal(|ui| {
+            let label = ui.label("Highlight");
+            let current = match shared.category {
+                Some(c) => format!("{c} heads"),
+                None => "no category".to_string(),
+            };
+            egui::ComboBox::from_id_salt("highlight category")
+                .selected_text(current)
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut shared.category, None, "no category");
+                    for c in Category::ALL {
+                        let (_, colour) = category_style(Some(c));
+                        ui.selectable_value(
+                            &mut shared.category,
+                            Some(c),
+                            egui::RichText::new(format!("{c} heads")).color(colour),
+                        );
+                    }
+                })
+                .response
+                .labelled_by(label.id)
+                .on_hover_text(
+                    "Outline the heads of a category (the Specialisation table's filter)",
+                );
+            ui.checkbox(&mut settings.separator_overlay, "Separator attention")
+                .on_hover_text(
+                    "Show each head's separator attention on its thumbnail (bar: 0 to 1)",
+                );
+            if let Some(layer) = self.grid_layer {
+                ui.separator();
+                ui.label(format!("Showing layer {layer} only"));
+                if ui.button("Show all layers").clicked() {
+                    self.grid_layer = None;
+                }
+            }
+            if !shared.selection.is_empty() {
+                ui.separator();
+                ui.label(
+                    egui::RichText::new("outlined: heads whose focus token is picked")
+                        .color(HIGHLIGHT),
+                );
+            }
+        });
+    }
+
+    /// What the grid draws over its thumbnails.
+    fn grid_marks(&self, shared: &Shared, output: &RunOutput, settings: &Settings) -> GridMarks {
+        let analysis = &output.analysis;
+        let ids = output.captures.head_ids();
+        let texts = &output.input.tokens;
+        let mut highlights = Vec::new();
+        if !shared.selection.is_empty() || shared.category.is_some() {
+            highlights = ids
+                .map(|id| {
+                    let f = analysis.head(id)?;
+                    let mut why = Vec::new();
+                    if let Some(token) = f
+                        .focus_token_id
+                        .filter(|&t| shared.selection.contains_id(t))
+                    {
+                        let text = texts.text_of(token).unwrap_or("?");
+                        why.push(format!("its focus token “{text}” is picked"));
+                    }
+                    if shared.category.is_some() && f.category == shared.category {
+                        why.push(format!("category {}", category_style(f.category).0));
+                    }
+                    (!why.is_empty()).then(|| why.join("; "))
+                })
+                .collect();
+        }
+        let separator_attention = settings.separator_overlay.then(|| {
+            output
+                .captures
+                .head_ids()
+                .map(|id| analysis.head(id).and_then(|f| f.separator_attention))
+                .collect()
+        });
+        GridMarks {
+            highlights,
+            separator_attention,
+            only_layer: self.grid_layer,
+        }
+    }
+}
+
+impl View for HeadsView {
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
+        match self.detail {
+            Some(head) => self.head_detail(ui, cx, head),
+            None => self.heads_grid(ui, cx),
+        }
+        None
+    }
+}
+
+/// Similarity or attention, the colour map and its scale, above the grid
+/// and the detail.
+fn view_controls(
+    ui: &mut egui::Ui,
+    settings: &mut Settings,
+    working: bool,
+    range: Option<ValueRange>,
+    caption: &str,
+) {
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut settings.matrix, MatrixKind::Similarity, "Similarity")
+            .on_hover_text("The context similarity S of each head's output vectors");
+        ui.selectable_value(&mut settings.matrix, MatrixKind::Attention, "Attention")
+            .on_hover_text("The attention probabilities P (rows: query, columns: key)");
+        ui.separator();
+        let label = ui.label("Colour map");
+        egui::ComboBox::from_id_salt("colour map")
+            .selected_text(settings.colormap.name())
+            .show_ui(ui, |ui| {
+                for map in ColorMap::all() {
+                    ui.selectable_value(&mut settings.colormap, map, map.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        ui.checkbox(&mut settings.shared_scale, "One scale for all heads")
+            .on_hover_text("Off: each thumbnail spans its own min to max");
+        ui.separator();
+        heatmap::colour_bar(ui, settings.colormap, range, caption);
+        if working {
+            ui.add(egui::Spinner::new());
+            ui.weak("updating…");
+        }
+    });
+}

@@ -1,0 +1,174 @@
+//! The central area's tabs: the registry of the views, which knows each of
+//! them (and is the only module besides the shell that does), hands each
+//! its [`ViewContext`], and draws the tab row.
+//!
+//! "Heads" is the overview grid and one head up close ([`heads`]);
+//! "Layers", "Separators", "Token focus" and "Specialisation" are the
+//! study's views, a file or folder each; "Compare" is a second model beside
+//! the first ([`compare`]). They all draw the result on screen and follow
+//! one [`Shared`] state: the picked tokens, the chosen layer, the category
+//! filter, the per-layer token arrays derived once per result.
+
+pub mod compare;
+pub mod heads;
+pub mod layers;
+pub mod separators;
+pub mod shared;
+pub mod specialisation;
+pub mod token_focus;
+
+pub use crate::app::settings::CentralView;
+
+use crate::pipeline::RunOutput;
+use compare::CompareView;
+use heads::HeadsView;
+use layers::LayersView;
+use separators::SeparatorsView;
+use shared::selection::TokenSelection;
+use shared::{picked_colour, Shared, View, ViewAction, ViewContext};
+use specialisation::SpecialisationView;
+use token_focus::TokenFocusView;
+
+/// Every view's runtime state (not persisted), and the state they share.
+#[derive(Default)]
+pub struct Views {
+    pub shared: Shared,
+    pub heads: HeadsView,
+    pub layers: LayersView,
+    pub separators: SeparatorsView,
+    pub token_focus: TokenFocusView,
+    pub specialisation: SpecialisationView,
+    pub compare: CompareView,
+}
+
+/// What the shell hands the views each frame, besides the shared state.
+pub struct ViewFrame<'a> {
+    pub output: &'a std::sync::Arc<RunOutput>,
+    pub generation: u64,
+    pub settings: &'a mut crate::app::settings::Settings,
+    pub working: bool,
+    pub wake: &'a crate::worker::Waker,
+    pub model_name: &'a str,
+}
+
+impl Views {
+    /// Derives the per-layer arrays and moves the selection when a new
+    /// result (`generation`) is on screen; nothing otherwise.
+    pub fn sync(&mut self, generation: u64, output: &RunOutput) {
+        self.shared.sync(generation, output);
+    }
+
+    /// Draws the view of tab `id`; returns what it asks of the app.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        id: CentralView,
+        frame: ViewFrame<'_>,
+    ) -> Option<ViewAction> {
+        let Views {
+            shared,
+            heads,
+            layers,
+            separators,
+            token_focus,
+            specialisation,
+            compare,
+        } = self;
+        let view: &mut dyn View = match id {
+            CentralView::Heads => heads,
+            CentralView::Layers => layers,
+            CentralView::Separators => separators,
+            CentralView::TokenFocus => token_focus,
+            CentralView::Specialisation => specialisation,
+            CentralView::Compare => compare,
+        };
+        let mut cx = ViewContext {
+            output: frame.output,
+            generation: frame.generation,
+            settings: frame.settings,
+            shared,
+            working: frame.working,
+            wake: frame.wake,
+            model_name: frame.model_name,
+        };
+        view.ui(ui, &mut cx)
+    }
+
+    /// The tab row, with the picked tokens on the right. Returns true when
+    /// the Heads tab was clicked (so the app can go back to the grid).
+    pub fn tab_row(
+        &mut self,
+        ui: &mut egui::Ui,
+        view: &mut CentralView,
+        output: &RunOutput,
+        working: bool,
+    ) -> bool {
+        let mut heads_clicked = false;
+        // Ctrl+1 … Ctrl+5 switch tabs.
+        for (index, tab) in CentralView::ALL.into_iter().enumerate() {
+            let shortcut = egui::KeyboardShortcut::new(egui::Modifiers::COMMAND, TAB_KEYS[index]);
+            if ui.input_mut(|i| i.consume_shortcut(&shortcut)) {
+                heads_clicked |= tab == CentralView::Heads;
+                *view = tab;
+            }
+        }
+        ui.horizontal(|ui| {
+            for (index, tab) in CentralView::ALL.into_iter().enumerate() {
+                let text = egui::RichText::new(tab.label()).size(15.0);
+                let response = ui
+                    .selectable_label(*view == tab, text)
+                    .on_hover_text(format!("{} (Ctrl+{})", tab.hint(), index + 1));
+                if response.clicked() {
+                    heads_clicked |= tab == CentralView::Heads;
+                    *view = tab;
+                }
+            }
+            if working && *view != CentralView::Heads {
+                ui.add(egui::Spinner::new());
+                ui.weak("updating…");
+            }
+            selection_summary(ui, &mut self.shared.selection, output);
+        });
+        heads_clicked
+    }
+}
+
+/// The keys that, with Ctrl (Cmd), switch to each tab.
+const TAB_KEYS: [egui::Key; 6] = [
+    egui::Key::Num1,
+    egui::Key::Num2,
+    egui::Key::Num3,
+    egui::Key::Num4,
+    egui::Key::Num5,
+    egui::Key::Num6,
+];
+
+/// "Picked: “cat” 5, “dog” 9 ✕" at the right of the tab row.
+fn selection_summary(ui: &mut egui::Ui, selection: &mut TokenSelection, output: &RunOutput) {
+    ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+        if selection.is_empty() {
+            ui.weak("Click tokens to pick them (shift-click: several)");
+            return;
+        }
+        if ui
+            .small_button("Clear picked tokens")
+            .on_hover_text("Unpick every token")
+            .clicked()
+        {
+            selection.clear();
+            return;
+        }
+        let texts = &output.input.tokens.token_texts;
+        let mut names: Vec<String> = selection
+            .positions()
+            .take(6)
+            .map(|p| format!("“{}” {p}", texts.get(p).map_or("?", String::as_str)))
+            .collect();
+        if selection.len() > 6 {
+            names.push(format!("+{} more", selection.len() - 6));
+        }
+        ui.label(
+            egui::RichText::new(format!("Picked: {}", names.join(", "))).color(picked_colour(ui)),
+        );
+    });
+}

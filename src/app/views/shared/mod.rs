@@ -1,0 +1,152 @@
+//! What every study view shares: the [`View`] trait they implement, the
+//! [`ViewContext`] handed to each, the [`ViewAction`]s they ask of the app,
+//! and the state they all follow ([`Shared`]: the picked tokens, the chosen
+//! layer, the category filter, the per-token arrays derived from a
+//! result), with the small pieces several of them draw (the layer picker,
+//! a token's tooltip, the picked-token outline).
+//!
+//! A view imports this module and the widgets, never another view; the
+//! registry ([`super::Views`]) and the app's shell are the only ones that
+//! know every view.
+
+pub mod derived;
+pub mod selection;
+
+use crate::analysis::Category;
+use crate::app::settings::Settings;
+use crate::app::widgets::token_text::ChipStyle;
+use crate::captures::HeadId;
+use crate::model::ModelSource;
+use crate::pipeline::RunOutput;
+use crate::worker::Waker;
+use derived::Derived;
+use egui::{Color32, Stroke};
+use selection::TokenSelection;
+use std::sync::Arc;
+
+/// One tab of the central area.
+pub trait View {
+    /// Draws the view for the result in `cx`; returns what it asks of the
+    /// app.
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction>;
+}
+
+/// What a view is handed each frame.
+pub struct ViewContext<'a> {
+    /// The result on screen.
+    pub output: &'a Arc<RunOutput>,
+    /// Its generation (a new one is a new result).
+    pub generation: u64,
+    /// The user's settings; views change only the view choices.
+    pub settings: &'a mut Settings,
+    /// The state every view follows.
+    pub shared: &'a mut Shared,
+    /// Whether an analysis is owed or running.
+    pub working: bool,
+    /// Repaints the window; for the views' own background jobs.
+    pub wake: &'a Waker,
+    /// The name of the model in use.
+    pub model_name: &'a str,
+}
+
+/// What a view asks the app to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewAction {
+    /// Open the head's detail (Heads tab).
+    OpenHead(HeadId),
+    /// Show the Heads grid with only this layer.
+    ShowLayer(usize),
+    /// Show the Heads grid with the separator attention overlay on.
+    ShowSeparatorOverlay,
+    /// Save the figure of this name as a PNG (see
+    /// [`crate::app::files::plot_export`]).
+    SavePlot(String),
+    /// Ask for a folder to load as the second model (Compare).
+    PickComparisonFolder,
+    /// Load this model as the second model (Compare).
+    LoadComparisonModel(ModelSource),
+}
+
+/// A click on a figure's save button (see
+/// [`crate::app::widgets::plots::figure`]) becomes the view's action.
+pub fn save_plot(action: &mut Option<ViewAction>, clicked: Option<String>) {
+    if let Some(name) = clicked {
+        *action = Some(ViewAction::SavePlot(name));
+    }
+}
+
+/// The runtime state the study's views share (not persisted).
+#[derive(Default)]
+pub struct Shared {
+    /// The picked tokens; every view follows them.
+    pub selection: TokenSelection,
+    /// The layer the Separators and Token focus views show.
+    pub layer: usize,
+    /// The specialisation table's filter, also highlighted in the grid.
+    pub category: Option<Category>,
+    /// The per-token arrays of the result on screen.
+    pub derived: Option<Derived>,
+}
+
+impl Shared {
+    /// Derives the per-layer arrays and moves the selection when a new
+    /// result (`generation`) is on screen; nothing otherwise.
+    pub fn sync(&mut self, generation: u64, output: &RunOutput) {
+        if self
+            .derived
+            .as_ref()
+            .is_some_and(|d| d.generation == generation)
+        {
+            return;
+        }
+        self.derived = Some(Derived::new(generation, output));
+        self.selection.follow(&output.input.tokens.input_ids);
+        let layers = output.captures.layers;
+        self.layer = self.layer.min(layers.saturating_sub(1));
+    }
+
+    /// Applies a click on the token at `position` of `output`.
+    pub fn click_token(&mut self, output: &RunOutput, clicked: Option<(usize, bool)>) {
+        if let Some((position, add)) = clicked {
+            if let Some(&id) = output.input.tokens.input_ids.get(position) {
+                self.selection.click(position, id, add);
+            }
+        }
+    }
+}
+
+/// The colour that marks picked tokens (and what follows them).
+pub fn picked_colour(ui: &egui::Ui) -> Color32 {
+    ui.visuals().selection.stroke.color
+}
+
+/// `style` with the picked-token outline (in `colour`) when `picked`.
+pub fn with_pick(mut style: ChipStyle, picked: bool, colour: Color32) -> ChipStyle {
+    if picked {
+        style.outline = Some(Stroke::new(2.5, colour));
+        style.picked = true;
+    }
+    style
+}
+
+/// "Layer  L0 L1 …": picks the layer a view shows.
+pub fn layer_picker(ui: &mut egui::Ui, layer: &mut usize, layers: usize, hint: &str) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label("Layer").on_hover_text(hint);
+        for l in 0..layers {
+            ui.selectable_value(layer, l, format!("L{l}"));
+        }
+    });
+}
+
+/// A token's tooltip: its text, position, id and sentence.
+pub fn token_tooltip(output: &RunOutput, position: usize) -> String {
+    let tokens = &output.input.tokens;
+    let text = tokens.token_texts.get(position).map_or("?", String::as_str);
+    let id = tokens.input_ids.get(position).copied().unwrap_or_default();
+    let sentence = match tokens.sentence_ids.get(position).copied().flatten() {
+        Some(s) => format!("sentence {}", s + 1),
+        None => "no sentence".to_string(),
+    };
+    format!("“{text}” · position {position} · id {id} · {sentence}")
+}

@@ -1,0 +1,484 @@
+//! Head specialisation: one sortable row per head with the study's figures
+//! (ANALYSIS.md §4) and, beside them, the classic attention statistics of
+//! Clark et al. (2019), "What does BERT look at?" (entropy, attention to
+//! `[CLS]`, `[SEP]`, punctuation, the token itself, the previous and the
+//! next token).
+//!
+//! Clicking a column title sorts by it (again: the other way round;
+//! undefined figures always sort last); the category buttons filter the
+//! rows, and the same choice highlights those heads in the Heads grid;
+//! clicking a row opens that head. Rows of heads whose focus token is a
+//! picked token are tinted. The sorted order is kept until the result,
+//! the sort or the filter changes.
+
+use crate::analysis::{Analysis, Category, HeadFigures};
+use crate::app::views::shared::selection::TokenSelection;
+use crate::app::views::shared::{View, ViewAction, ViewContext};
+use crate::app::widgets::format::{category_style, figure};
+use crate::app::widgets::table::{self, Cell, Column, RowLook};
+use crate::captures::HeadId;
+use crate::pipeline::RunOutput;
+use std::cmp::Ordering;
+
+/// The table's columns, in order.
+pub const COLUMNS: [Column; 17] = [
+    Column {
+        title: "head",
+        width: 62.0,
+        tooltip: "Layer and head; click a row to open the head",
+        numeric: false,
+    },
+    Column {
+        title: "category",
+        width: 84.0,
+        tooltip: "repetition if repetition ≥ 0.5, else focus if focus share ≥ 0.5, \
+                  else local if local ≥ 0.5, else mixed",
+        numeric: false,
+    },
+    Column {
+        title: "mean dist.",
+        width: 74.0,
+        tooltip: "mean_distance: mean of j − i over the head's selected pairs",
+        numeric: true,
+    },
+    Column {
+        title: "same sent.",
+        width: 74.0,
+        tooltip: "same_sentence_fraction: share of the selected pairs within one sentence",
+        numeric: true,
+    },
+    Column {
+        title: "repetition",
+        width: 76.0,
+        tooltip: "repetition_fraction: share of the selected pairs of identical token ids",
+        numeric: true,
+    },
+    Column {
+        title: "focus token",
+        width: 96.0,
+        tooltip: "focus_token: the token id most frequent among the pairs' endpoints",
+        numeric: false,
+    },
+    Column {
+        title: "focus share",
+        width: 76.0,
+        tooltip: "focus_share: share of the pairs with an endpoint on the focus token",
+        numeric: true,
+    },
+    Column {
+        title: "local",
+        width: 62.0,
+        tooltip: "local_fraction: share of the pairs in one sentence with j − i ≤ w",
+        numeric: true,
+    },
+    Column {
+        title: "sep. attn.",
+        width: 72.0,
+        tooltip: "separator_attention: mean over content query tokens of the attention to [SEP]",
+        numeric: true,
+    },
+    Column {
+        title: "sink",
+        width: 58.0,
+        tooltip: "sink_attention: mean over content query tokens of the attention to the first position ([CLS])",
+        numeric: true,
+    },
+    Column {
+        title: "entropy",
+        width: 66.0,
+        tooltip: "Mean over query rows of −Σ p ln p (nats)",
+        numeric: true,
+    },
+    Column {
+        title: "[CLS]",
+        width: 58.0,
+        tooltip: "Mean attention to [CLS] (all query rows)",
+        numeric: true,
+    },
+    Column {
+        title: "[SEP]",
+        width: 58.0,
+        tooltip: "Mean attention to [SEP] (all query rows, special ones too)",
+        numeric: true,
+    },
+    Column {
+        title: "punct.",
+        width: 58.0,
+        tooltip: "Mean attention to punctuation tokens",
+        numeric: true,
+    },
+    Column {
+        title: "self",
+        width: 58.0,
+        tooltip: "Mean attention of a token to itself, P[i, i]",
+        numeric: true,
+    },
+    Column {
+        title: "prev.",
+        width: 58.0,
+        tooltip: "Mean attention to the previous token, P[i, i − 1]",
+        numeric: true,
+    },
+    Column {
+        title: "next",
+        width: 58.0,
+        tooltip: "Mean attention to the next token, P[i, i + 1]",
+        numeric: true,
+    },
+];
+
+/// Where the study's figures end and the attention statistics begin.
+const FIRST_STATISTIC: usize = 10;
+
+/// What the cached order depends on: generation, sort, filter.
+type OrderKey = (u64, (usize, bool), Option<Category>);
+
+/// The Specialisation tab: the table's sort and its cached order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SpecialisationView {
+    /// The column sorted by, and whether descending (default: by head).
+    pub sort: (usize, bool),
+    /// The rows in display order, for the key they were sorted under.
+    order: Option<(OrderKey, Vec<HeadId>)>,
+}
+
+/// A sortable value of one cell.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+enum SortValue {
+    Number(f64),
+    Text(String),
+}
+
+fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue> {
+    let number = |v: Option<f64>| v.filter(|v| v.is_finite()).map(SortValue::Number);
+    let s = &f.attention_stats;
+    match column {
+        0 => Some(SortValue::Number((head.layer * 100_000 + head.head) as f64)),
+        1 => f.category.map(|c| SortValue::Text(c.as_str().to_string())),
+        2 => number(f.mean_distance),
+        3 => number(f.same_sentence_fraction),
+        4 => number(f.repetition_fraction),
+        5 => f.focus_token.clone().map(SortValue::Text),
+        6 => number(f.focus_share),
+        7 => number(f.local_fraction),
+        8 => number(f.separator_attention),
+        9 => number(f.sink_attention),
+        10 => number(Some(s.entropy)),
+        11 => number(Some(s.cls)),
+        12 => number(Some(s.sep)),
+        13 => number(Some(s.punctuation)),
+        14 => number(Some(s.self_attention)),
+        15 => number(Some(s.previous)),
+        16 => number(Some(s.next)),
+        _ => None,
+    }
+}
+
+/// The heads of `analysis` in `category` (all for `None`), sorted.
+pub fn sorted_heads(
+    analysis: &Analysis,
+    sort: (usize, bool),
+    category: Option<Category>,
+) -> Vec<HeadId> {
+    let mut rows: Vec<(HeadId, Option<SortValue>)> = analysis
+        .layers
+        .iter()
+        .enumerate()
+        .flat_map(|(l, layer)| {
+            layer
+                .heads
+                .iter()
+                .enumerate()
+                .map(move |(h, f)| (HeadId::new(l, h), f))
+        })
+        .filter(|(_, f)| category.is_none() || f.category == category)
+        .map(|(id, f)| (id, sort_value(id, f, sort.0)))
+        .collect();
+    let (_, descending) = sort;
+    rows.sort_by(|(a_id, a), (b_id, b)| {
+        let by_value = match (a, b) {
+            (Some(a), Some(b)) => {
+                let order = a.partial_cmp(b).unwrap_or(Ordering::Equal);
+                if descending {
+                    order.reverse()
+                } else {
+                    order
+                }
+            }
+            // Undefined figures last, whichever the direction.
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        };
+        by_value.then(a_id.cmp(b_id))
+    });
+    rows.into_iter().map(|(id, _)| id).collect()
+}
+
+/// The cells of one head's row, as displayed.
+pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
+    let s = &f.attention_stats;
+    let (name, colour) = category_style(f.category);
+    let focus = match &f.focus_token {
+        Some(text) => format!("“{text}”"),
+        None => "—".into(),
+    };
+    let stat = |v: f64| figure(Some(v), 3);
+    vec![
+        Cell::new(format!("L{} H{}", head.layer, head.head)),
+        Cell::coloured(name, colour),
+        Cell::new(figure(f.mean_distance, 2)),
+        Cell::new(figure(f.same_sentence_fraction, 3)),
+        Cell::new(figure(f.repetition_fraction, 3)),
+        Cell::new(focus),
+        Cell::new(figure(f.focus_share, 3)),
+        Cell::new(figure(f.local_fraction, 3)),
+        Cell::new(figure(f.separator_attention, 3)),
+        Cell::new(figure(f.sink_attention, 3)),
+        Cell::new(stat(s.entropy)),
+        Cell::new(stat(s.cls)),
+        Cell::new(stat(s.sep)),
+        Cell::new(stat(s.punctuation)),
+        Cell::new(stat(s.self_attention)),
+        Cell::new(stat(s.previous)),
+        Cell::new(stat(s.next)),
+    ]
+}
+
+/// The accessible name of a head's row: "L3 H5: category focus, mean dist. 4.21, …".
+pub fn row_name(head: HeadId, f: &HeadFigures) -> String {
+    let cells = head_cells(head, f);
+    format!(
+        "L{} H{}: {}",
+        head.layer,
+        head.head,
+        table::describe(&COLUMNS[1..], &cells[1..])
+    )
+}
+
+/// The label of a category filter button.
+pub fn filter_label(category: Option<Category>) -> String {
+    match category {
+        Some(c) => format!("{c} heads"),
+        None => "all heads".to_string(),
+    }
+}
+
+impl View for SpecialisationView {
+    fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
+        let shared = &mut *cx.shared;
+        table_ui(
+            ui,
+            cx.output,
+            cx.generation,
+            self,
+            &mut shared.category,
+            &shared.selection,
+        )
+    }
+}
+
+/// The whole view.
+fn table_ui(
+    ui: &mut egui::Ui,
+    output: &RunOutput,
+    generation: u64,
+    state: &mut SpecialisationView,
+    category: &mut Option<Category>,
+    selection: &TokenSelection,
+) -> Option<ViewAction> {
+    let analysis = &output.analysis;
+    let total: usize = analysis.layers.iter().map(|l| l.heads.len()).sum();
+    ui.heading("Head specialisation");
+    ui.horizontal_wrapped(|ui| {
+        ui.label("Show");
+        let count = |c: Category| {
+            analysis
+                .layers
+                .iter()
+                .flat_map(|l| &l.heads)
+                .filter(|f| f.category == Some(c))
+                .count()
+        };
+        ui.selectable_value(category, None, filter_label(None))
+            .on_hover_text(format!("{total} heads"));
+        for c in Category::ALL {
+            let (_, colour) = category_style(Some(c));
+            let text = egui::RichText::new(filter_label(Some(c))).color(colour);
+            let n = count(c);
+            ui.selectable_value(category, Some(c), text)
+                .on_hover_text(format!(
+                    "{n} head{} of category {c}; also highlighted in the Heads grid",
+                    if n == 1 { "" } else { "s" }
+                ));
+        }
+    });
+
+    let key = (generation, state.sort, *category);
+    if state.order.as_ref().is_none_or(|(k, _)| *k != key) {
+        state.order = Some((key, sorted_heads(analysis, state.sort, *category)));
+    }
+    let rows = state
+        .order
+        .as_ref()
+        .map(|(_, r)| r.clone())
+        .unwrap_or_default();
+    ui.weak(format!(
+        "{} of {total} heads · click a column title to sort, a row to open the head{}",
+        rows.len(),
+        if selection.is_empty() {
+            String::new()
+        } else {
+            " · tinted: the head's focus token is a picked token".to_string()
+        }
+    ));
+    ui.add_space(4.0);
+
+    let widths = table::fit_widths(&COLUMNS, ui.available_width() - 16.0);
+    let mut action = None;
+    egui::ScrollArea::horizontal()
+        .id_salt("specialisation horizontal")
+        .auto_shrink([false, false])
+        .show(ui, |ui| {
+            ui.spacing_mut().item_spacing.y = 0.0;
+            group_titles(ui, &widths);
+            if let Some(column) = table::header_row(
+                ui,
+                "specialisation header",
+                &COLUMNS,
+                &widths,
+                Some(state.sort),
+            ) {
+                state.sort = if state.sort.0 == column {
+                    (column, !state.sort.1)
+                } else {
+                    // Numbers read best largest first, names alphabetically.
+                    (column, COLUMNS[column].numeric && column != 0)
+                };
+            }
+            let tint = ui.visuals().selection.bg_fill.gamma_multiply(0.55);
+            egui::ScrollArea::vertical()
+                .id_salt("specialisation rows")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    for (index, &head) in rows.iter().enumerate() {
+                        let Some(f) = analysis.head(head) else {
+                            continue;
+                        };
+                        let cells = head_cells(head, f);
+                        let picked = f.focus_token_id.is_some_and(|id| selection.contains_id(id));
+                        let response = table::data_row(
+                            ui,
+                            ui.scope_id().with(("head row", head)),
+                            &widths,
+                            &COLUMNS,
+                            &cells,
+                            &row_name(head, f),
+                            RowLook {
+                                striped: index % 2 == 1,
+                                tint: picked.then_some(tint),
+                            },
+                        );
+                        if response.clicked() {
+                            action = Some(ViewAction::OpenHead(head));
+                        }
+                    }
+                    if rows.is_empty() {
+                        ui.add_space(8.0);
+                        ui.weak("No head of this category in this result.");
+                    }
+                });
+        });
+    action
+}
+
+/// "The study's figures" over columns 2–8, "Attention statistics" over the rest.
+fn group_titles(ui: &mut egui::Ui, widths: &[f32]) {
+    let total: f32 = widths.iter().sum();
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(total, 18.0), egui::Sense::hover());
+    let painter = ui.painter_at(rect);
+    let start = |column: usize| rect.left() + widths[..column].iter().sum::<f32>();
+    let font = egui::FontId::proportional(12.0);
+    let colour = ui.visuals().weak_text_color();
+    for (from, to, title) in [
+        (2, FIRST_STATISTIC, "The study's figures (ANALYSIS.md §4)"),
+        (
+            FIRST_STATISTIC,
+            COLUMNS.len(),
+            "Attention statistics (Clark et al. 2019)",
+        ),
+    ] {
+        let (left, right) = (start(from) + 4.0, start(to) - 4.0);
+        painter.text(
+            egui::pos2((left + right) / 2.0, rect.center().y - 2.0),
+            egui::Align2::CENTER_CENTER,
+            title,
+            font.clone(),
+            colour,
+        );
+        painter.line_segment(
+            [
+                egui::pos2(left, rect.bottom() - 2.0),
+                egui::pos2(right, rect.bottom() - 2.0),
+            ],
+            egui::Stroke::new(1.0, colour),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::LayerFigures;
+
+    fn head(mean: Option<f64>, category: Option<Category>) -> HeadFigures {
+        HeadFigures {
+            mean_distance: mean,
+            category,
+            ..HeadFigures::default()
+        }
+    }
+
+    #[test]
+    fn sorting_puts_undefined_figures_last_and_filters_by_category() {
+        let analysis = Analysis {
+            layers: vec![LayerFigures {
+                heads: vec![
+                    head(Some(2.0), Some(Category::Local)),
+                    head(None, None),
+                    head(Some(5.0), Some(Category::Repetition)),
+                ],
+                ..LayerFigures::default()
+            }],
+            ..Analysis::default()
+        };
+        let ids = |v: Vec<HeadId>| v.into_iter().map(|h| h.head).collect::<Vec<_>>();
+        assert_eq!(
+            ids(sorted_heads(&analysis, (2, false), None)),
+            vec![0, 2, 1]
+        );
+        assert_eq!(ids(sorted_heads(&analysis, (2, true), None)), vec![2, 0, 1]);
+        assert_eq!(
+            ids(sorted_heads(
+                &analysis,
+                (0, false),
+                Some(Category::Repetition)
+            )),
+            vec![2]
+        );
+        assert!(sorted_heads(&Analysis::default(), (5, true), None).is_empty());
+    }
+
+    #[test]
+    fn a_head_without_pairs_shows_dashes() {
+        let cells = head_cells(HeadId::new(0, 1), &HeadFigures::default());
+        assert_eq!(cells.len(), COLUMNS.len());
+        assert_eq!(cells[2].text, "—");
+        assert_eq!(cells[5].text, "—");
+        assert_eq!(cells[9].text, "—", "no content token, no sink attention");
+        assert_eq!(
+            cells[FIRST_STATISTIC].text, "0.000",
+            "attention statistics are always defined"
+        );
+    }
+}

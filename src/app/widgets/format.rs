@@ -1,0 +1,43 @@
+//! How figures, categories and sizes read on screen, the same in every
+//! view: a figure with its decimals or "—" when undefined, each head
+//! category's short name and colour, the colour of highlighted heads.
+
+use crate::analysis::Category;
+use egui::Color32;
+
+/// A figure with `decimals` digits, or "—" when undefined.
+pub fn figure(value: Option<f64>, decimals: usize) -> String {
+    match value {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "—".into(),
+    }
+}
+
+/// Short name and colour of a head's category.
+pub fn category_style(category: Option<Category>) -> (&'static str, Color32) {
+    match category {
+        Some(Category::Repetition) => ("repetition", Color32::from_rgb(255, 170, 60)),
+        Some(Category::Focus) => ("focus", Color32::from_rgb(235, 110, 200)),
+        Some(Category::Local) => ("local", Color32::from_rgb(110, 210, 120)),
+        Some(Category::Mixed) => ("mixed", Color32::from_gray(170)),
+        None => ("no pairs", Color32::from_gray(130)),
+    }
+}
+
+/// The colour of highlighted heads (a grid's outline, a legend's entry).
+pub const HIGHLIGHT: Color32 = Color32::from_rgb(255, 200, 40);
+
+/// "1.2 MB", "340 KB", "12 bytes".
+pub fn human_bytes(bytes: u64) -> String {
+    const KB: f64 = 1000.0;
+    let b = bytes as f64;
+    if b >= KB * KB * KB {
+        format!("{:.1} GB", b / (KB * KB * KB))
+    } else if b >= KB * KB {
+        format!("{:.1} MB", b / (KB * KB))
+    } else if b >= KB {
+        format!("{:.0} KB", b / KB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}

@@ -1,0 +1,297 @@
+//! Matrices to pictures: the per-head values a heatmap shows, their colour
+//! images (through [`crate::colormap`], so the screen matches exported
+//! PNGs), shrunken thumbnails, and the colour bar legend.
+//!
+//! For a causal model the cells above the diagonal are masked: a query
+//! cannot see a later key, so its attention there is not a low value but
+//! none at all, and the similarity there mirrors the cell below. Those
+//! cells are NaN in [`head_matrix`] and drawn hatched in grey
+//! ([`MASKED_LIGHT`], [`MASKED_DARK`]), never in the colour map's colours.
+//!
+//! Everything here runs only when a result or a view choice changes; the
+//! images become textures that the views draw every frame at no cost.
+
+use crate::analysis::{transformed_similarity, SimilarityVariant};
+use crate::app::settings::{MatrixKind, Settings};
+use crate::captures::HeadId;
+use crate::colormap::{ColorMap, ValueRange};
+use crate::pipeline::RunOutput;
+use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
+use std::borrow::Cow;
+
+/// Thumbnails are at most this many pixels a side (larger inputs are
+/// averaged down), which keeps the grid of a 12×12 model at 512 tokens
+/// small in memory.
+pub const THUMBNAIL_PIXELS: usize = 128;
+
+/// The grey stripes of a masked cell.
+pub const MASKED_LIGHT: Color32 = Color32::from_rgb(118, 118, 118);
+pub const MASKED_DARK: Color32 = Color32::from_rgb(72, 72, 72);
+
+/// Everything a head's picture depends on: the result on screen and the
+/// view choices; a change rebuilds the textures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewKey {
+    pub generation: u64,
+    pub kind: MatrixKind,
+    pub variant: SimilarityVariant,
+    pub colormap: ColorMap,
+    pub shared_scale: bool,
+}
+
+impl ViewKey {
+    /// The key of result `generation` under `settings`.
+    pub fn new(generation: u64, settings: &Settings) -> Self {
+        ViewKey {
+            generation,
+            kind: settings.matrix,
+            variant: settings.similarity,
+            colormap: settings.colormap,
+            shared_scale: settings.shared_scale,
+        }
+    }
+}
+
+/// The T×T values a heatmap of `head` shows; NaN where a causal model's
+/// query cannot see the key (above the diagonal).
+pub fn head_matrix(
+    output: &RunOutput,
+    head: HeadId,
+    kind: MatrixKind,
+    variant: SimilarityVariant,
+) -> Cow<'_, [f32]> {
+    let values = unmasked_matrix(output, head, kind, variant);
+    if !output.input.tokens.causal {
+        return values;
+    }
+    let mut values = values.into_owned();
+    mask_above_diagonal(&mut values, output.captures.tokens);
+    Cow::Owned(values)
+}
+
+/// NaN in every cell (i, j) with j > i of a side×side matrix.
+pub fn mask_above_diagonal(values: &mut [f32], side: usize) {
+    for (i, row) in values.chunks_mut(side.max(1)).enumerate() {
+        for cell in row.iter_mut().skip(i + 1) {
+            *cell = f32::NAN;
+        }
+    }
+}
+
+fn unmasked_matrix(
+    output: &RunOutput,
+    head: HeadId,
+    kind: MatrixKind,
+    variant: SimilarityVariant,
+) -> Cow<'_, [f32]> {
+    let captures = &output.captures;
+    match kind {
+        MatrixKind::Attention => captures.attention(head),
+        MatrixKind::Similarity => match variant {
+            SimilarityVariant::Raw => captures.similarity(head),
+            other => Cow::Owned(transformed_similarity(
+                &captures.similarity(head),
+                captures.tokens,
+                other,
+            )),
+        },
+    }
+}
+
+/// The colour range a map uses for `values` (symmetric for diverging maps).
+pub fn range_of(map: ColorMap, values: &[f32]) -> ValueRange {
+    ValueRange::auto(map, values)
+}
+
+/// The smallest range holding all of `ranges`.
+pub fn union(ranges: &[ValueRange]) -> ValueRange {
+    let min = ranges.iter().map(|r| r.min).fold(f32::INFINITY, f32::min);
+    let max = ranges
+        .iter()
+        .map(|r| r.max)
+        .fold(f32::NEG_INFINITY, f32::max);
+    if min <= max {
+        ValueRange::new(min, max)
+    } else {
+        ValueRange::default()
+    }
+}
+
+/// A side×side matrix coloured by `map` over `range`; NaN cells (masked,
+/// or undefined) hatched in grey stripes.
+pub fn colour_image(values: &[f32], side: usize, map: ColorMap, range: ValueRange) -> ColorImage {
+    debug_assert_eq!(values.len(), side * side);
+    let pixels = values
+        .iter()
+        .enumerate()
+        .map(|(index, &v)| {
+            if v.is_nan() {
+                let (i, j) = (index / side.max(1), index % side.max(1));
+                return if (i + j) % 4 < 2 {
+                    MASKED_LIGHT
+                } else {
+                    MASKED_DARK
+                };
+            }
+            let [r, g, b] = map.rgb(range.normalise(v));
+            Color32::from_rgb(r, g, b)
+        })
+        .collect();
+    ColorImage::new([side, side], pixels)
+}
+
+/// Averages a T×T matrix down to at most `limit`×`limit` (block means;
+/// blocks at the edge may be smaller). Returns the new side.
+pub fn shrink(values: &[f32], tokens: usize, limit: usize) -> (Cow<'_, [f32]>, usize) {
+    if tokens <= limit {
+        return (Cow::Borrowed(values), tokens);
+    }
+    let side = limit;
+    let mut sums = vec![0.0f64; side * side];
+    let mut counts = vec![0u32; side * side];
+    let bucket: Vec<usize> = (0..tokens).map(|i| i * side / tokens).collect();
+    for i in 0..tokens {
+        let row = bucket[i] * side;
+        for (j, &v) in values[i * tokens..(i + 1) * tokens].iter().enumerate() {
+            if v.is_finite() {
+                sums[row + bucket[j]] += f64::from(v);
+                counts[row + bucket[j]] += 1;
+            }
+        }
+    }
+    let averaged = sums
+        .iter()
+        .zip(&counts)
+        .map(|(&s, &c)| {
+            if c > 0 {
+                (s / f64::from(c)) as f32
+            } else {
+                f32::NAN
+            }
+        })
+        .collect();
+    (Cow::Owned(averaged), side)
+}
+
+/// Replaces a texture's pixels, or makes the texture when there is none.
+pub fn upload(
+    ctx: &egui::Context,
+    slot: &mut Option<TextureHandle>,
+    name: &str,
+    image: ColorImage,
+) {
+    // Magnified: one token pair is one crisp cell. Minified (a long input
+    // in a small thumbnail): averaged through mipmaps instead of aliasing.
+    let options = TextureOptions {
+        magnification: egui::TextureFilter::Nearest,
+        minification: egui::TextureFilter::Linear,
+        mipmap_mode: Some(egui::TextureFilter::Linear),
+        ..TextureOptions::NEAREST
+    };
+    match slot {
+        Some(texture) => texture.set(image, options),
+        None => *slot = Some(ctx.load_texture(name, image, options)),
+    }
+}
+
+/// A one-line legend: min, the colour bar, max, and what the colours mean.
+/// Without a range (each head scaled to itself) the ends read "min" / "max".
+pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, caption: &str) {
+    let (low, high) = match range {
+        Some(range) => (format_value(range.min), format_value(range.max)),
+        None => ("min".to_string(), "max".to_string()),
+    };
+    ui.horizontal(|ui| {
+        ui.spacing_mut().item_spacing.x = 6.0;
+        ui.label(egui::RichText::new(low).small());
+        let width = 160.0;
+        let (rect, response) =
+            ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        let steps = 64;
+        for step in 0..steps {
+            let t0 = step as f32 / steps as f32;
+            let t1 = (step + 1) as f32 / steps as f32;
+            let [r, g, b] = map.rgb((t0 + t1) / 2.0);
+            let cell = Rect::from_min_max(
+                egui::pos2(rect.left() + t0 * width, rect.top()),
+                egui::pos2(rect.left() + t1 * width + 0.5, rect.bottom()),
+            );
+            painter.rect_filled(cell, 0.0, Color32::from_rgb(r, g, b));
+        }
+        painter.rect_stroke(
+            rect,
+            0.0,
+            Stroke::new(1.0, ui.visuals().weak_text_color()),
+            egui::StrokeKind::Inside,
+        );
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(
+                egui::Role::Image,
+                true,
+                format!("colour bar {}", map.name()),
+            )
+        });
+        ui.label(egui::RichText::new(high).small());
+        ui.label(egui::RichText::new(caption).small().weak());
+    });
+}
+
+/// A matrix value in a few significant digits.
+pub fn format_value(value: f32) -> String {
+    let magnitude = value.abs();
+    if value.is_nan() {
+        "masked (a causal query does not see this key)".into()
+    } else if value == 0.0 {
+        "0".into()
+    } else if !(0.001..10_000.0).contains(&magnitude) {
+        format!("{value:.2e}")
+    } else if magnitude >= 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrink_averages_blocks() {
+        let tokens = 4;
+        let values: Vec<f32> = (0..16).map(|v| v as f32).collect();
+        let (small, side) = shrink(&values, tokens, 2);
+        assert_eq!(side, 2);
+        assert_eq!(&*small, &[2.5, 4.5, 10.5, 12.5]);
+        let (same, side) = shrink(&values, tokens, 8);
+        assert_eq!(side, 4);
+        assert_eq!(&*same, &values[..]);
+    }
+
+    #[test]
+    fn masked_cells_are_hatched_grey_not_colours() {
+        let mut values = vec![0.5f32; 16];
+        mask_above_diagonal(&mut values, 4);
+        assert!(values[1].is_nan() && values[3 * 4 + 3] == 0.5 && values[3 * 4].is_finite());
+        let range = ValueRange::new(0.0, 1.0);
+        let image = colour_image(&values, 4, ColorMap::default(), range);
+        let [r, g, b] = ColorMap::default().rgb(range.normalise(0.5));
+        assert_eq!(image.pixels[0], Color32::from_rgb(r, g, b));
+        // (0, 1) and (0, 3) fall on different stripes.
+        assert_eq!(image.pixels[1], MASKED_LIGHT);
+        assert_eq!(image.pixels[3], MASKED_DARK);
+        // No colour of the map is one of the greys.
+        for step in 0..=100 {
+            let [r, g, b] = ColorMap::default().rgb(step as f32 / 100.0);
+            let colour = Color32::from_rgb(r, g, b);
+            assert!(colour != MASKED_LIGHT && colour != MASKED_DARK);
+        }
+    }
+
+    #[test]
+    fn union_covers_all_ranges() {
+        let r = union(&[ValueRange::new(-1.0, 2.0), ValueRange::new(0.0, 5.0)]);
+        assert_eq!((r.min, r.max), (-1.0, 5.0));
+    }
+}

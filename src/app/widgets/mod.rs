@@ -1,0 +1,20 @@
+//! The app's widget kit: the pieces every view draws with, none of which
+//! knows a view, the app or a file dialog.
+//!
+//! - [`heatmap`]: matrices to pictures (colour images, thumbnails, the
+//!   colour bar), the same colour maps as the exported PNGs;
+//! - [`head_grid`]: one grid of a model's heads (layers × heads), used by
+//!   the Heads tab, the Separators view, the corpus window and Compare;
+//! - [`plots`]: titled figures with "Save PNG…", per-layer curves and
+//!   their legends;
+//! - [`table`]: fixed-column tables with sortable headers and readable
+//!   rows;
+//! - [`token_text`]: a text drawn as token chips that can be picked;
+//! - [`format`]: how figures, categories and sizes read on screen.
+
+pub mod format;
+pub mod head_grid;
+pub mod heatmap;
+pub mod plots;
+pub mod table;
+pub mod token_text;
