@@ -9,12 +9,13 @@
 mod common;
 
 use common::app::{
-    label_containing, open_tab, shows, start_on_family, step_until, wait_for_result, AppHarness,
+    label_containing, open_tab, shows, start_on_family, step_until, text_of, wait_for_result,
+    AppHarness,
 };
 use common::*;
 use egui_kittest::kittest::Queryable;
 use headscope::app::views::CentralView;
-use headscope::app::widgets::heatmap::{MASKED_DARK, MASKED_LIGHT};
+use headscope::app::widgets::heatmap::{FIRST_KEY_CLIPPED, MASKED_DARK, MASKED_LIGHT};
 use headscope::captures::HeadId;
 use headscope::model::EncoderConfig;
 
@@ -114,9 +115,46 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     wait_for_result(&mut harness);
     let image = check_masked_heatmaps(&mut harness, name);
     let output = harness.state().shown_output().unwrap().clone();
-    // Its statistics name a decoder's own landmarks, not [CLS] and [SEP].
-    assert!(shows(&harness, "to BOS") && shows(&harness, "to sentence ends"));
-    assert!(!shows(&harness, "to [SEP]"), "{name}");
+    // Its statistics name a decoder's own landmarks, not [CLS] and [SEP]:
+    // its BOS where its tokenizer adds one, and no start token otherwise.
+    let tokens = &output.input.tokens;
+    let start = tokens
+        .cls_positions()
+        .first()
+        .map(|&i| tokens.token_texts[i].clone());
+    assert!(shows(&harness, "to sentence ends"), "{name}");
+    assert!(
+        !shows(&harness, "to [SEP]") && !shows(&harness, "to [CLS]"),
+        "{name}"
+    );
+    match &start {
+        Some(start) => assert!(shows(&harness, &format!("to {start}")), "{name}"),
+        None => assert!(!shows(&harness, "to BOS"), "{name}: a BOS it has not"),
+    }
+    // Its attention thumbnails are scaled so that more than the first
+    // column shows, and the legend says so.
+    use headscope::app::settings::MatrixKind;
+    let toggle = |harness: &AppHarness, name: &str| {
+        harness
+            .get_by(|n| n.role() == egui::Role::Button && n.label().as_deref() == Some(name))
+            .click();
+    };
+    toggle(&harness, "Attention");
+    step_until(&mut harness, "attention shown", |h| {
+        h.state().settings().matrix == MatrixKind::Attention
+    });
+    harness.step();
+    assert!(shows(&harness, FIRST_KEY_CLIPPED), "{name}");
+    if let Some(picture) = picture {
+        let image = harness.render().expect("wgpu renders the window");
+        save_picture(&image, picture, "-attention");
+    }
+    toggle(&harness, "Similarity");
+    step_until(&mut harness, "similarity shown", |h| {
+        h.state().settings().matrix == MatrixKind::Similarity
+    });
+    harness.step();
+    assert!(!shows(&harness, FIRST_KEY_CLIPPED), "{name}");
     if let Some(picture) = picture {
         save_picture(&image, picture, "");
     }
@@ -141,13 +179,29 @@ fn check_decoder(name: &str, picture: Option<&str>) {
         .next()
         .is_some());
 
-    // The Layers view: segmentation reads "—".
+    // The Layers view: segmentation reads "—", and the legend names no
+    // curve it has no data for.
     open_tab(&mut harness, CentralView::Layers);
     let row = label_containing(&harness, "L0: mean distance");
     assert!(
         row.contains("segmentation") && row.contains('—'),
         "{name}: {row}"
     );
+    assert!(shows(&harness, "legend: separator attention"), "{name}");
+    assert!(!shows(&harness, "legend: segmentation"), "{name}");
+
+    // Specialisation: the statistics' columns are the model's own.
+    open_tab(&mut harness, CentralView::Specialisation);
+    let header = |title: &str| {
+        harness
+            .query_all_by_role(egui::Role::Button)
+            .any(|n| text_of(&n) == title)
+    };
+    assert!(!header("[CLS]") && !header("[SEP]"), "{name}");
+    assert!(header("ends"), "{name}");
+    if let Some(start) = &start {
+        assert!(header(start), "{name}: a column for {start}");
+    }
     if let Some(picture) = picture {
         let image = harness.render().expect("wgpu renders the window");
         save_picture(&image, picture, "-layers");

@@ -163,7 +163,9 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let l3h5 = HeadId::new(3, 5);
     let f = analysis.head(l3h5).expect("L3 H5");
     let row = text_of(&harness.get_by_label_contains("L3 H5: "));
-    assert_eq!(row, specialisation::row_name(l3h5, f));
+    let output = harness.state().shown_output().expect("a result").clone();
+    let columns = specialisation::ShownColumns::of(&output.input.tokens);
+    assert_eq!(row, specialisation::row_name(&columns, l3h5, f));
     let s = &f.attention_stats;
     for expected in [
         format!("category {}", f.category.expect("a category")),

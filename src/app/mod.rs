@@ -194,6 +194,12 @@ impl HeadscopeApp {
         self.text.text()
     }
 
+    /// How far the central area's content reached past its right edge in
+    /// the last frame, in points: 0 when nothing is cut.
+    pub fn central_overflow(&self) -> f32 {
+        self.chrome.central_overflow
+    }
+
     /// The message banner, if one is showing.
     pub fn notice(&self) -> Option<&str> {
         self.notice.as_ref().map(|n| n.text.as_str())
@@ -213,7 +219,7 @@ impl eframe::App for HeadscopeApp {
         let ctx = ui.ctx().clone();
         self.handle_worker_events(&ctx);
         self.poll_text_job(&ctx);
-        self.poll_dialogs();
+        self.poll_dialogs(&ctx);
         self.handle_input(&ctx);
         self.send_due_request(&ctx);
         self.text.autosave_if_due(&ctx);

@@ -16,6 +16,17 @@ pub struct Shown {
     pub output: Arc<RunOutput>,
     /// The first sentence of the window it covers.
     pub first_sentence: usize,
+    /// The sentences of the whole text it was asked of (the text may have
+    /// changed since: the status bar describes this run alone).
+    pub total_sentences: usize,
+}
+
+/// The request in flight.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    generation: u64,
+    first_sentence: usize,
+    total_sentences: usize,
 }
 
 /// The run owed, the one in flight, and the last result.
@@ -23,8 +34,8 @@ pub struct Shown {
 pub struct Runs {
     /// When the text or a setting last changed and a run is owed.
     pending_since: Option<f64>,
-    /// The request in flight: generation and window start.
-    in_flight: Option<(u64, usize)>,
+    /// The request in flight.
+    in_flight: Option<Request>,
     shown: Option<Shown>,
     /// Why the last run gave no result.
     error: Option<String>,
@@ -71,9 +82,13 @@ impl Runs {
     }
 
     /// The owed run was sent as request `generation`, for the window that
-    /// starts at sentence `first_sentence`.
-    pub fn sent(&mut self, generation: u64, first_sentence: usize) {
-        self.in_flight = Some((generation, first_sentence));
+    /// starts at sentence `first_sentence` of a text of `total_sentences`.
+    pub fn sent(&mut self, generation: u64, first_sentence: usize, total_sentences: usize) {
+        self.in_flight = Some(Request {
+            generation,
+            first_sentence,
+            total_sentences,
+        });
         self.pending_since = None;
     }
 
@@ -82,8 +97,8 @@ impl Runs {
     pub fn on_event(&mut self, event: WorkerEvent) -> Option<Arc<RunOutput>> {
         match event {
             WorkerEvent::RunFinished { generation, output } => {
-                let (expected, first_sentence) = self.in_flight?;
-                if expected != generation {
+                let request = self.in_flight?;
+                if request.generation != generation {
                     return None;
                 }
                 self.in_flight = None;
@@ -91,12 +106,13 @@ impl Runs {
                 self.shown = Some(Shown {
                     generation,
                     output: output.clone(),
-                    first_sentence,
+                    first_sentence: request.first_sentence,
+                    total_sentences: request.total_sentences,
                 });
                 Some(output)
             }
             WorkerEvent::RunAbandoned { generation } => {
-                if self.in_flight.is_some_and(|(g, _)| g == generation) {
+                if self.in_flight.is_some_and(|r| r.generation == generation) {
                     self.in_flight = None;
                 }
                 None
@@ -106,7 +122,7 @@ impl Runs {
                 message,
                 ..
             } => {
-                if self.in_flight.is_some_and(|(g, _)| g == generation) {
+                if self.in_flight.is_some_and(|r| r.generation == generation) {
                     self.in_flight = None;
                     self.error = Some(message);
                 }

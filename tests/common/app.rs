@@ -53,8 +53,13 @@ pub fn start_on_model(model: &Path) -> AppHarness {
 
 /// The app with `config`, in a [`WINDOW`]-sized window.
 pub fn start_config(config: AppConfig) -> AppHarness {
+    start_sized(config, WINDOW)
+}
+
+/// The app with `config`, in a window of `size`.
+pub fn start_sized(config: AppConfig, size: egui::Vec2) -> AppHarness {
     Harness::builder()
-        .with_size(WINDOW)
+        .with_size(size)
         .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
 }
 

@@ -23,7 +23,7 @@ mod charts;
 
 pub use charts::{figure_title, format_number, head_cell_label, layer_cell_label, summary_text};
 
-use crate::app::files::dialogs;
+use crate::app::files::dialogs::{self, Dialog, DialogRequest};
 use crate::app::settings::Settings;
 use crate::corpus::{self, CorpusReport, FileWarning, SkippedFile};
 use crate::worker::{AnalysisWorker, CorpusProgress, CorpusUpdate, Waker};
@@ -67,8 +67,8 @@ pub struct CorpusView {
     /// The JSON Lines field or Parquet column of the text; blank means
     /// [`corpus::DEFAULT_TEXT_FIELD`].
     text_field: String,
-    folder_dialog: Option<Receiver<Option<PathBuf>>>,
-    save_dialog: Option<Receiver<Option<PathBuf>>>,
+    folder_dialog: Option<dialogs::Dialog>,
+    save_dialog: Option<dialogs::Dialog>,
     run: Option<Run>,
     report: Option<Arc<CorpusReport>>,
     /// The folder the report is of.
@@ -184,11 +184,11 @@ impl CorpusView {
     }
 
     /// Reads what the run and the dialogs sent since the last frame.
-    fn poll(&mut self) {
-        if let Some(picked) = dialogs::poll_dialog(&mut self.folder_dialog) {
+    fn poll(&mut self, ctx: &egui::Context) {
+        if let Some(picked) = dialogs::poll_dialog(ctx, &mut self.folder_dialog) {
             self.folder = picked.display().to_string();
         }
-        if let Some(picked) = dialogs::poll_dialog(&mut self.save_dialog) {
+        if let Some(picked) = dialogs::poll_dialog(ctx, &mut self.save_dialog) {
             self.save_json(&picked);
         }
         let Some(run) = &mut self.run else {
@@ -246,7 +246,7 @@ impl CorpusView {
         model: Option<&str>,
         wake: &Waker,
     ) {
-        self.poll();
+        self.poll(ctx);
         if !self.open {
             return;
         }
@@ -357,12 +357,8 @@ impl CorpusView {
                 .on_hover_text("Choose a folder of texts in a dialog")
                 .clicked()
             {
-                let wake = wake.clone();
-                self.folder_dialog = Some(dialogs::spawn_dialog(wake, || {
-                    rfd::FileDialog::new()
-                        .set_title("Choose a folder of .txt files")
-                        .pick_folder()
-                }));
+                let request = DialogRequest::folder("Choose a folder of .txt files");
+                self.folder_dialog = Some(Dialog::open(wake, request));
             }
             if ui
                 .add_enabled(
@@ -372,13 +368,9 @@ impl CorpusView {
                 .on_hover_text("Choose a JSON Lines or Parquet file (or one text) in a dialog")
                 .clicked()
             {
-                let wake = wake.clone();
-                self.folder_dialog = Some(dialogs::spawn_dialog(wake, || {
-                    rfd::FileDialog::new()
-                        .set_title("Choose a corpus file")
-                        .add_filter("Corpus", &["jsonl", "ndjson", "parquet", "gz", "txt", "md"])
-                        .pick_file()
-                }));
+                let request = DialogRequest::file("Choose a corpus file")
+                    .filter("Corpus", &["jsonl", "ndjson", "parquet", "gz", "txt", "md"]);
+                self.folder_dialog = Some(Dialog::open(wake, request));
             }
             if running {
                 let cancelling = self
@@ -410,14 +402,10 @@ impl CorpusView {
                 .on_hover_text("Write the result as JSON, as `headscope corpus --json` does")
                 .clicked()
             {
-                let wake = wake.clone();
-                self.save_dialog = Some(dialogs::spawn_dialog(wake, || {
-                    rfd::FileDialog::new()
-                        .set_title("Save the corpus statistics as JSON")
-                        .set_file_name("corpus.json")
-                        .add_filter("JSON", &["json"])
-                        .save_file()
-                }));
+                let request =
+                    DialogRequest::save("Save the corpus statistics as JSON", "corpus.json")
+                        .filter("JSON", &["json"]);
+                self.save_dialog = Some(Dialog::open(wake, request));
             }
         });
         ui.horizontal(|ui| {

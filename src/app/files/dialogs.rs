@@ -1,83 +1,245 @@
-//! The platform's file dialogs (rfd), run off the UI thread.
+//! File dialogs: the desktop's own where it has one, headscope's where it
+//! has none, so Open and every Export always work.
 //!
 //! rfd asks the desktop's xdg-desktop-portal for a dialog, or zenity when
-//! there is no portal. On a desktop with neither it returns "nothing
-//! chosen" at once, exactly as if the user had cancelled, and a click on
-//! "Open…" would seem to do nothing. A dialog that comes back empty sooner
-//! than anyone could have cancelled it was never shown: that is remembered
-//! and the app says so (see [`take_unavailable`]).
+//! there is no portal, on a thread of its own. On a desktop with neither
+//! (a minimal window manager, remote X) it returns "nothing chosen" at
+//! once, exactly as if the user had cancelled. A dialog that comes back
+//! empty sooner than anyone could have cancelled it was never shown: the
+//! same request then opens in the window instead ([`egui_file`]'s dialog),
+//! and every later dialog does too. `HEADSCOPE_FILE_DIALOG=in-app` asks for
+//! the window's dialogs from the start.
 //!
-//! Each dialog's answer arrives on a channel, read each frame with
-//! [`poll_dialog`]; [`FileDialogs`] holds the main window's five (open a
-//! text, save it, open a model folder or model B's, export), one of each at a time.
+//! A [`DialogRequest`] says what is asked (a file, a folder, a name to
+//! save as, the file types shown); a [`Dialog`] is one open, polled each
+//! frame with [`poll_dialog`]. [`FileDialogs`] holds the main window's
+//! (open a text, save it, open a model folder or model B's, export), one
+//! of each at a time.
 
 use super::export_menu::ExportKind;
 use crate::app::jobs::spawn_job;
 use crate::captures::HeadId;
 use crate::worker::Waker;
-use crossbeam_channel::Receiver;
-use std::path::PathBuf;
+use crossbeam_channel::{Receiver, TryRecvError};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Faster than any person can cancel a dialog.
 const NO_DIALOG_WITHIN: Duration = Duration::from_millis(150);
 
-static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+/// Set once the desktop showed no dialog: from then on they are in-app.
+static IN_APP: AtomicBool = AtomicBool::new(false);
 
-/// What the app shows when a dialog could not be opened.
-pub const UNAVAILABLE_MESSAGE: &str = "No file dialog could be opened: this desktop has \
-    neither an xdg-desktop-portal nor zenity (install xdg-desktop-portal-gtk or zenity). \
-    Meanwhile, drop text files on the window or name them on the command line \
-    (headscope --model M FILE), and write exports with `headscope export`.";
+/// The window's own dialogs from now on, whatever the desktop offers (the
+/// `HEADSCOPE_FILE_DIALOG=in-app` setting; tests).
+pub fn use_in_app_dialogs() {
+    IN_APP.store(true, Ordering::SeqCst);
+}
 
-/// Runs `dialog` (an rfd call) on its own thread; its answer arrives on the
-/// returned channel, and `wake` repaints the window.
-pub fn spawn_dialog(
+fn in_app() -> bool {
+    IN_APP.load(Ordering::SeqCst)
+        || std::env::var("HEADSCOPE_FILE_DIALOG").is_ok_and(|v| v == "in-app")
+}
+
+/// What a dialog asks the user to choose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choose {
+    /// An existing file.
+    File,
+    /// An existing folder.
+    Folder,
+    /// Where to save, suggesting this file name.
+    SaveAs(String),
+}
+
+/// One question for a file dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialogRequest {
+    pub title: String,
+    pub choose: Choose,
+    /// The file types listed, as (name, extensions); empty: every file.
+    pub filters: Vec<(String, Vec<String>)>,
+    /// The folder an in-app dialog starts in (else the working folder).
+    pub start_in: Option<PathBuf>,
+}
+
+impl DialogRequest {
+    /// Asks for an existing file.
+    pub fn file(title: &str) -> Self {
+        Self::new(title, Choose::File)
+    }
+
+    /// Asks for an existing folder.
+    pub fn folder(title: &str) -> Self {
+        Self::new(title, Choose::Folder)
+    }
+
+    /// Asks where to save, suggesting `name`.
+    pub fn save(title: &str, name: impl Into<String>) -> Self {
+        Self::new(title, Choose::SaveAs(name.into()))
+    }
+
+    fn new(title: &str, choose: Choose) -> Self {
+        Self {
+            title: title.to_string(),
+            choose,
+            filters: Vec::new(),
+            start_in: None,
+        }
+    }
+
+    /// Lists the files of these extensions (several calls: several types).
+    pub fn filter(mut self, name: &str, extensions: &[&str]) -> Self {
+        let extensions = extensions.iter().map(|e| e.to_string()).collect();
+        self.filters.push((name.to_string(), extensions));
+        self
+    }
+
+    /// Starts an in-app dialog in `folder`.
+    pub fn start_in(mut self, folder: Option<&Path>) -> Self {
+        self.start_in = folder.filter(|f| f.is_dir()).map(Path::to_path_buf);
+        self
+    }
+
+    /// The desktop's dialog (blocks until it is closed).
+    fn ask_desktop(&self) -> Option<PathBuf> {
+        let mut dialog = rfd::FileDialog::new().set_title(&self.title);
+        for (name, extensions) in &self.filters {
+            dialog = dialog.add_filter(name, extensions);
+        }
+        match &self.choose {
+            Choose::File => dialog.pick_file(),
+            Choose::Folder => dialog.pick_folder(),
+            Choose::SaveAs(name) => dialog.set_file_name(name).save_file(),
+        }
+    }
+
+    /// The window's own dialog, open.
+    fn in_app_dialog(&self) -> Box<egui_file::FileDialog> {
+        let mut dialog = match &self.choose {
+            Choose::File => egui_file::FileDialog::open_file(),
+            Choose::Folder => egui_file::FileDialog::select_folder(),
+            Choose::SaveAs(name) => egui_file::FileDialog::save_file().default_filename(name),
+        }
+        .title(&self.title)
+        .keep_on_top(true)
+        .default_size(egui::vec2(560.0, 440.0));
+        if let Some(folder) = &self.start_in {
+            dialog = dialog.initial_path(folder);
+        }
+        let extensions: Vec<String> = self
+            .filters
+            .iter()
+            .flat_map(|(_, e)| e.iter().cloned())
+            .filter(|e| e != "*")
+            .collect();
+        if !extensions.is_empty() && self.choose == Choose::File {
+            dialog = dialog.show_files_filter(Box::new(move |path: &Path| {
+                path.extension()
+                    .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
+            }));
+        }
+        let mut dialog = Box::new(dialog);
+        dialog.open();
+        dialog
+    }
+}
+
+/// What the desktop's dialog answered, and whether it was shown at all.
+#[derive(Debug)]
+struct DesktopAnswer {
+    picked: Option<PathBuf>,
+    shown: bool,
+}
+
+/// Runs `ask` (a desktop dialog) on its own thread; an empty answer sooner
+/// than [`NO_DIALOG_WITHIN`] means no dialog was shown.
+fn ask_on_thread(
     wake: Waker,
-    dialog: impl FnOnce() -> Option<PathBuf> + Send + 'static,
-) -> Receiver<Option<PathBuf>> {
+    ask: impl FnOnce() -> Option<PathBuf> + Send + 'static,
+) -> Receiver<DesktopAnswer> {
     spawn_job("headscope-dialog", wake, move || {
         let asked = Instant::now();
-        let picked = dialog();
-        if picked.is_none() && asked.elapsed() < NO_DIALOG_WITHIN {
-            UNAVAILABLE.store(true, Ordering::SeqCst);
-        }
-        picked
+        let picked = ask();
+        let shown = picked.is_some() || asked.elapsed() >= NO_DIALOG_WITHIN;
+        DesktopAnswer { picked, shown }
     })
 }
 
-/// Whether a dialog failed to open since the last call.
-pub fn take_unavailable() -> bool {
-    UNAVAILABLE.swap(false, Ordering::SeqCst)
+enum Backend {
+    Desktop(Receiver<DesktopAnswer>),
+    InApp(Box<egui_file::FileDialog>),
 }
 
-/// A dialog's answer, if it has come: the path chosen, or `None` while it
-/// is open and after a cancel. The slot is emptied once the dialog closed.
-pub fn poll_dialog(slot: &mut Option<Receiver<Option<PathBuf>>>) -> Option<PathBuf> {
-    let receiver = slot.as_ref()?;
-    match receiver.try_recv() {
-        Ok(picked) => {
-            *slot = None;
-            picked
-        }
-        Err(crossbeam_channel::TryRecvError::Empty) => None,
-        Err(crossbeam_channel::TryRecvError::Disconnected) => {
-            *slot = None;
-            None
+/// One dialog open, the desktop's or the window's.
+pub struct Dialog {
+    request: DialogRequest,
+    backend: Backend,
+}
+
+impl Dialog {
+    /// Opens the dialog `request` asks for.
+    pub fn open(wake: &Waker, request: DialogRequest) -> Self {
+        let backend = if in_app() {
+            Backend::InApp(request.in_app_dialog())
+        } else {
+            let asked = request.clone();
+            Backend::Desktop(ask_on_thread(wake.clone(), move || asked.ask_desktop()))
+        };
+        Self { request, backend }
+    }
+
+    /// What the dialog asks.
+    pub fn request(&self) -> &DialogRequest {
+        &self.request
+    }
+
+    /// Whether the window draws this dialog itself.
+    pub fn is_in_app(&self) -> bool {
+        matches!(self.backend, Backend::InApp(_))
+    }
+
+    /// Draws an in-app dialog; once the dialog is closed, its answer: the
+    /// path chosen, or `None` after a cancel.
+    pub fn poll(&mut self, ctx: &egui::Context) -> Option<Option<PathBuf>> {
+        match &mut self.backend {
+            Backend::Desktop(answer) => match answer.try_recv() {
+                Ok(DesktopAnswer { shown: false, .. }) => {
+                    // No desktop dialog: this one, and every later one, in
+                    // the window.
+                    IN_APP.store(true, Ordering::SeqCst);
+                    self.backend = Backend::InApp(self.request.in_app_dialog());
+                    ctx.request_repaint();
+                    None
+                }
+                Ok(DesktopAnswer { picked, .. }) => Some(picked),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => Some(None),
+            },
+            Backend::InApp(dialog) => match dialog.show(ctx).state() {
+                egui_file::State::Open => None,
+                egui_file::State::Selected => Some(dialog.path().map(Path::to_path_buf)),
+                egui_file::State::Cancelled | egui_file::State::Closed => Some(None),
+            },
         }
     }
 }
 
+/// A dialog's answer, if it has come: the path chosen, or `None` while it
+/// is open and after a cancel. The slot is emptied once the dialog closed.
+pub fn poll_dialog(ctx: &egui::Context, slot: &mut Option<Dialog>) -> Option<PathBuf> {
+    let answer = slot.as_mut()?.poll(ctx)?;
+    *slot = None;
+    answer
+}
+
 /// Asks where to save a plot's PNG, suggesting `name`.
-pub fn save_png(wake: Waker, name: String) -> Receiver<Option<PathBuf>> {
-    spawn_dialog(wake, move || {
-        rfd::FileDialog::new()
-            .set_title("Save plot")
-            .set_file_name(name)
-            .add_filter("PNG", &["png"])
-            .save_file()
-    })
+pub fn save_png(wake: &Waker, name: String) -> Dialog {
+    Dialog::open(
+        wake,
+        DialogRequest::save("Save plot", name).filter("PNG", &["png"]),
+    )
 }
 
 /// What a dialog of the main window answered.
@@ -95,64 +257,61 @@ pub enum Picked {
 /// does nothing.
 #[derive(Default)]
 pub struct FileDialogs {
-    open_text: Option<Receiver<Option<PathBuf>>>,
-    save_text: Option<Receiver<Option<PathBuf>>>,
-    model_folder: Option<Receiver<Option<PathBuf>>>,
-    comparison_folder: Option<Receiver<Option<PathBuf>>>,
+    open_text: Option<Dialog>,
+    save_text: Option<Dialog>,
+    model_folder: Option<Dialog>,
+    comparison_folder: Option<Dialog>,
     /// A save dialog for an export, with what it is for.
-    export: Option<(ExportKind, HeadId, Receiver<Option<PathBuf>>)>,
+    export: Option<(ExportKind, HeadId, Dialog)>,
+    /// Where the in-app dialogs start: the text's folder.
+    folder: Option<PathBuf>,
 }
 
 impl FileDialogs {
+    /// In-app dialogs start in `folder` (the text's) from now on.
+    pub fn start_in(&mut self, folder: Option<&Path>) {
+        self.folder = folder.map(Path::to_path_buf);
+    }
+
+    fn open(&self, wake: &Waker, request: DialogRequest) -> Option<Dialog> {
+        Some(Dialog::open(wake, request.start_in(self.folder.as_deref())))
+    }
+
     /// File → Open text file… (Ctrl+O).
     pub fn open_text(&mut self, wake: &Waker) {
         if self.open_text.is_none() {
-            self.open_text = Some(spawn_dialog(wake.clone(), || {
-                rfd::FileDialog::new()
-                    .set_title("Open a text file")
-                    .add_filter("Text", &["txt", "md", "text"])
-                    .add_filter("All files", &["*"])
-                    .pick_file()
-            }));
+            let request = DialogRequest::file("Open a text file")
+                .filter("Text", &["txt", "md", "text"])
+                .filter("All files", &["*"]);
+            self.open_text = self.open(wake, request);
         }
     }
 
     /// File → Save text as… (Ctrl+Shift+S), suggesting `name`.
     pub fn save_text(&mut self, wake: &Waker, name: String) {
         if self.save_text.is_none() {
-            self.save_text = Some(spawn_dialog(wake.clone(), move || {
-                rfd::FileDialog::new()
-                    .set_title("Save text as")
-                    .set_file_name(name)
-                    .add_filter("Text", &["txt"])
-                    .save_file()
-            }));
+            let request = DialogRequest::save("Save text as", name).filter("Text", &["txt"]);
+            self.save_text = self.open(wake, request);
         }
     }
 
     /// Open model folder… (File menu and the model panel).
     pub fn model_folder(&mut self, wake: &Waker) {
         if self.model_folder.is_none() {
-            self.model_folder = Some(spawn_dialog(wake.clone(), || {
-                rfd::FileDialog::new()
-                    .set_title(
-                        "Open a model folder (config.json, model.safetensors, tokenizer.json)",
-                    )
-                    .pick_folder()
-            }));
+            let request = DialogRequest::folder(
+                "Open a model folder (config.json, model.safetensors, tokenizer.json)",
+            );
+            self.model_folder = self.open(wake, request);
         }
     }
 
     /// Compare → load model B from a folder.
     pub fn comparison_folder(&mut self, wake: &Waker) {
         if self.comparison_folder.is_none() {
-            self.comparison_folder = Some(spawn_dialog(wake.clone(), || {
-                rfd::FileDialog::new()
-                    .set_title(
-                        "Open model B's folder (config.json, model.safetensors, tokenizer.json)",
-                    )
-                    .pick_folder()
-            }));
+            let request = DialogRequest::folder(
+                "Open model B's folder (config.json, model.safetensors, tokenizer.json)",
+            );
+            self.comparison_folder = self.open(wake, request);
         }
     }
 
@@ -162,33 +321,27 @@ impl FileDialogs {
             return;
         }
         let extension = kind.extension();
-        let receiver = spawn_dialog(wake.clone(), move || {
-            rfd::FileDialog::new()
-                .set_title("Export")
-                .set_file_name(name)
-                .add_filter(extension.to_uppercase(), &[extension])
-                .save_file()
-        });
-        self.export = Some((kind, head, receiver));
+        let request =
+            DialogRequest::save("Export", name).filter(&extension.to_uppercase(), &[extension]);
+        if let Some(dialog) = self.open(wake, request) {
+            self.export = Some((kind, head, dialog));
+        }
     }
 
-    /// The answers that came since the last frame.
-    pub fn poll(&mut self) -> Vec<Picked> {
+    /// Draws the in-app dialogs open; the answers that came since the last
+    /// frame.
+    pub fn poll(&mut self, ctx: &egui::Context) -> Vec<Picked> {
         let mut picked = Vec::new();
-        if let Some((kind, head, receiver)) = &self.export {
-            let (kind, head) = (*kind, *head);
-            let mut slot = Some(receiver.clone());
-            if let Some(path) = poll_dialog(&mut slot) {
-                picked.push(Picked::Export(kind, head, path));
-            }
-            if slot.is_none() {
+        if let Some((kind, head, dialog)) = &mut self.export {
+            if let Some(answer) = dialog.poll(ctx) {
+                picked.extend(answer.map(|path| Picked::Export(*kind, *head, path)));
                 self.export = None;
             }
         }
-        picked.extend(poll_dialog(&mut self.save_text).map(Picked::SaveText));
-        picked.extend(poll_dialog(&mut self.open_text).map(Picked::OpenText));
-        picked.extend(poll_dialog(&mut self.model_folder).map(Picked::ModelFolder));
-        picked.extend(poll_dialog(&mut self.comparison_folder).map(Picked::ComparisonFolder));
+        picked.extend(poll_dialog(ctx, &mut self.save_text).map(Picked::SaveText));
+        picked.extend(poll_dialog(ctx, &mut self.open_text).map(Picked::OpenText));
+        picked.extend(poll_dialog(ctx, &mut self.model_folder).map(Picked::ModelFolder));
+        picked.extend(poll_dialog(ctx, &mut self.comparison_folder).map(Picked::ComparisonFolder));
         picked
     }
 }
@@ -199,24 +352,25 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn only_a_dialog_that_could_not_have_been_shown_is_reported() {
+    fn only_a_dialog_that_could_not_have_been_shown_counts_as_missing() {
         let wake: crate::worker::Waker = Arc::new(|| {});
-        // (One test, so that no other test touches the flag meanwhile.)
-        take_unavailable();
-        let chosen = spawn_dialog(wake.clone(), || Some(PathBuf::from("/tmp/x.txt")));
-        assert_eq!(chosen.recv().unwrap(), Some(PathBuf::from("/tmp/x.txt")));
-        assert!(!take_unavailable());
+        let chosen = ask_on_thread(wake.clone(), || Some(PathBuf::from("/tmp/x.txt")));
+        let answer = chosen.recv().unwrap();
+        assert_eq!(answer.picked, Some(PathBuf::from("/tmp/x.txt")));
+        assert!(answer.shown);
 
-        let cancelled = spawn_dialog(wake.clone(), || {
+        let cancelled = ask_on_thread(wake.clone(), || {
             std::thread::sleep(Duration::from_millis(400));
             None
         });
-        assert_eq!(cancelled.recv().unwrap(), None);
-        assert!(!take_unavailable(), "a cancel by a person is not an error");
+        let answer = cancelled.recv().unwrap();
+        assert!(
+            answer.picked.is_none() && answer.shown,
+            "a cancel by a person"
+        );
 
-        let never_shown = spawn_dialog(wake, || None);
-        assert_eq!(never_shown.recv().unwrap(), None);
-        assert!(take_unavailable());
-        assert!(!take_unavailable(), "reported once");
+        let never_shown = ask_on_thread(wake, || None);
+        let answer = never_shown.recv().unwrap();
+        assert!(answer.picked.is_none() && !answer.shown);
     }
 }

@@ -15,6 +15,7 @@
 //! [`ViewAction`](crate::app::views::shared::ViewAction) that asks for the
 //! export.
 
+use super::dialogs::Dialog;
 use crate::app::widgets::plots::{hidden_id, rect_id};
 use crate::export;
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -40,10 +41,7 @@ enum Stage {
         image: Receiver<Arc<ColorImage>>,
     },
     /// The save dialog, with the picture ready.
-    Dialog {
-        picture: RgbImage,
-        path: Receiver<Option<PathBuf>>,
-    },
+    Dialog { picture: RgbImage, path: Dialog },
 }
 
 /// The plot being saved, if any, and where tests save plots.
@@ -89,7 +87,7 @@ impl PlotExport {
     pub fn update(
         &mut self,
         ctx: &egui::Context,
-        ask_path: impl FnOnce(String) -> Receiver<Option<PathBuf>>,
+        ask_path: impl FnOnce(String) -> Dialog,
     ) -> Option<Outcome> {
         match &mut self.stage {
             Stage::HideButtons { asked_in_pass } => {
@@ -150,10 +148,9 @@ impl PlotExport {
                 self.stage = Stage::Dialog { picture, path };
                 None
             }
-            Stage::Dialog { picture, path } => match path.try_recv() {
-                Ok(Some(path)) => Some(save(picture, &path)),
-                Ok(None) | Err(TryRecvError::Disconnected) => Some(Outcome::Cancelled),
-                Err(TryRecvError::Empty) => None,
+            Stage::Dialog { picture, path } => match path.poll(ctx)? {
+                Some(path) => Some(save(picture, &path)),
+                None => Some(Outcome::Cancelled),
             },
         }
     }

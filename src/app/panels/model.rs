@@ -61,13 +61,25 @@ pub struct ModelState {
 }
 
 impl ModelState {
+    /// The model in use: the panel says when there is none.
     pub fn new(remembered: Option<String>) -> Self {
         Self {
             active: None,
             load: LoadState::Idle,
-            panel: ModelPanel::default(),
+            panel: ModelPanel {
+                intro: Some(NO_MODEL),
+                ..ModelPanel::default()
+            },
             window_open: false,
             remembered,
+        }
+    }
+
+    /// A second model (Compare's B), whose panel the view introduces.
+    pub fn second() -> Self {
+        Self {
+            panel: ModelPanel::default(),
+            ..Self::new(None)
         }
     }
 
@@ -172,9 +184,16 @@ impl ModelState {
     }
 }
 
+/// What the panel says while no model is loaded.
+const NO_MODEL: &str = "No model is loaded. Choose a transformer (an encoder or a causal \
+    decoder of the families below): a folder with config.json, model.safetensors and \
+    tokenizer.json, or a Hugging Face model id.";
+
 /// The model panel's own input state.
 #[derive(Debug, Default)]
 pub struct ModelPanel {
+    /// What the panel says while no model is loaded (none: its place says).
+    intro: Option<&'static str>,
     hub_id: String,
     /// Why the typed id could not be used.
     input_error: Option<String>,
@@ -196,10 +215,9 @@ impl ModelPanel {
                 ));
             }
             None if *load == LoadState::Idle => {
-                ui.label(
-                    "No model is loaded. headscope needs a BERT-like encoder: a folder with \
-                     config.json, model.safetensors and tokenizer.json, or a Hugging Face model id.",
-                );
+                if let Some(intro) = self.intro {
+                    ui.add(egui::Label::new(intro).wrap());
+                }
             }
             None => {}
         }

@@ -16,6 +16,9 @@ pub struct Chrome {
     trace: bool,
     traced_detail: Option<HeadId>,
     traced_view: Option<CentralView>,
+    /// How far the central area's content reached past its right edge in
+    /// the last frame (points; 0 when it fits).
+    pub central_overflow: f32,
 }
 
 impl Chrome {
@@ -26,6 +29,7 @@ impl Chrome {
             trace: std::env::var_os("HEADSCOPE_TRACE").is_some_and(|v| v == "1"),
             traced_detail: None,
             traced_view: None,
+            central_overflow: 0.0,
         }
     }
 

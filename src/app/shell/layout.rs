@@ -26,7 +26,12 @@ impl HeadscopeApp {
                 .size_range(260.0..=760.0)
                 .show(ui, |ui| self.text_panel(ui));
         }
-        egui::CentralPanel::default().show(ui, |ui| self.central(ui));
+        egui::CentralPanel::default().show(ui, |ui| {
+            let room = ui.available_rect_before_wrap();
+            self.central(ui);
+            // Whatever the central area drew past its right edge is cut.
+            self.chrome.central_overflow = (ui.min_rect().right() - room.right()).max(0.0);
+        });
 
         let model = self.model.active().map(|m| m.name.as_str());
         self.corpus

@@ -47,8 +47,22 @@ pub fn banner_ui(ui: &mut egui::Ui, slot: &mut Option<Notice>) {
     };
     let mut dismissed = false;
     egui::Frame::group(ui.style()).show(ui, |ui| {
-        ui.horizontal(|ui| {
-            ui.add(egui::Label::new(egui::RichText::new(&notice.text).color(colour)).wrap());
+        ui.horizontal_top(|ui| {
+            // The text wraps in what the × leaves: a label wrapped at the
+            // whole width pushed the × (and the central panel) past the
+            // window's edge.
+            let button = 24.0 + ui.spacing().item_spacing.x;
+            let width = (ui.available_width() - button).max(80.0);
+            ui.allocate_ui_with_layout(
+                egui::vec2(width, 0.0),
+                egui::Layout::top_down(egui::Align::Min),
+                |ui| {
+                    ui.set_max_width(width);
+                    ui.add(
+                        egui::Label::new(egui::RichText::new(&notice.text).color(colour)).wrap(),
+                    );
+                },
+            );
             if ui
                 .small_button("×")
                 .on_hover_text("Dismiss this message")

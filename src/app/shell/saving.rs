@@ -5,7 +5,7 @@
 //! written atomically.
 
 use super::notice::Notice;
-use crate::app::files::dialogs::{take_unavailable, Picked, UNAVAILABLE_MESSAGE};
+use crate::app::files::dialogs::{self, Picked};
 use crate::app::files::export_menu::{self, ExportKind};
 use crate::app::files::plot_export::{self, PlotExport};
 use crate::app::HeadscopeApp;
@@ -14,13 +14,11 @@ use crate::model::ModelSource;
 use std::path::{Path, PathBuf};
 
 impl HeadscopeApp {
-    /// Acts on the dialogs' answers, and says so when a dialog could not
-    /// be opened.
-    pub(crate) fn poll_dialogs(&mut self) {
-        if take_unavailable() {
-            self.notice = Some(Notice::error(UNAVAILABLE_MESSAGE));
-        }
-        for picked in self.dialogs.poll() {
+    /// Draws the in-app dialogs open, and acts on the dialogs' answers.
+    pub(crate) fn poll_dialogs(&mut self, ctx: &egui::Context) {
+        self.dialogs
+            .start_in(self.text.file().and_then(std::path::Path::parent));
+        for picked in self.dialogs.poll(ctx) {
             match picked {
                 Picked::Export(kind, head, path) => self.export_to(kind, head, &path),
                 Picked::SaveText(path) => self.save_text_to(&path),
@@ -106,9 +104,7 @@ impl HeadscopeApp {
             return;
         };
         let wake = self.wake.clone();
-        let Some(outcome) =
-            export.update(ctx, |name| crate::app::files::dialogs::save_png(wake, name))
-        else {
+        let Some(outcome) = export.update(ctx, |name| dialogs::save_png(&wake, name)) else {
             return;
         };
         self.plots.export = None;

@@ -62,6 +62,9 @@ impl HeadscopeApp {
         }
         let window = self.text.window_info(self.runs.shown());
         let output = self.text.editor_ui(ui, window);
+        if output.replaced_whole {
+            self.text.forget_file();
+        }
         if output.text_changed {
             self.text_changed(&ctx);
         }

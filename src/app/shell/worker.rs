@@ -54,11 +54,12 @@ impl HeadscopeApp {
             return;
         };
         let first = self.text.first_sentence();
+        let total = self.text.document().map_or(0, |d| d.sentence_count());
         let input = self.settings.input_options(input_first);
         let generation = self
             .worker
             .analyse(text, input, self.settings.analysis_options());
-        self.runs.sent(generation, first);
+        self.runs.sent(generation, first, total);
     }
 
     /// Loads another model on the worker; the current one stays in use

@@ -57,7 +57,29 @@ pub enum WindowMove {
 #[derive(Debug, Default)]
 pub struct EditorOutput {
     pub text_changed: bool,
+    /// The edit replaced the whole text: it is no longer its file's.
+    pub replaced_whole: bool,
     pub window_move: Option<WindowMove>,
+}
+
+/// Whether `after` replaced `before` rather than edited it (select all,
+/// then type or paste another text): less than a tenth of `before` is
+/// left at either end.
+pub fn replaces_whole(before: &str, after: &str) -> bool {
+    let prefix = before
+        .chars()
+        .zip(after.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let suffix = before
+        .chars()
+        .rev()
+        .zip(after.chars().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let length = before.chars().count();
+    let kept = (prefix + suffix).min(length);
+    length > 0 && kept * 10 < length
 }
 
 /// The label the text editor is known by (screen readers, UI tests).
@@ -149,6 +171,9 @@ pub fn editor_ui(
         .auto_shrink([false, false])
         .show(ui, |ui| {
             let changed = if edit_whole {
+                // (At most WHOLE_TEXT_EDIT_LIMIT bytes: kept to tell an
+                // edit from a replacement of the whole text.)
+                let before = document.text().to_owned();
                 let response = ui.add(
                     egui::TextEdit::multiline(document.whole_text_mut())
                         .id_salt("text editor")
@@ -156,7 +181,9 @@ pub fn editor_ui(
                         .desired_rows(rows)
                         .hint_text("Type or paste English text here, or open a file (Ctrl+O)."),
                 );
-                response.labelled_by(label.id).changed()
+                let changed = response.labelled_by(label.id).changed();
+                output.replaced_whole = changed && replaces_whole(&before, document.text());
+                changed
             } else {
                 match document.chunk_at(first_sentence) {
                     Some(chunk) => {
@@ -186,4 +213,22 @@ pub fn editor_ui(
             }
         });
     output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replaces_whole;
+
+    #[test]
+    fn an_edit_is_not_a_replacement() {
+        let text = "The harbour was quiet. Boats rocked gently.";
+        assert!(!replaces_whole(
+            text,
+            "The harbour was quiet. Boats rocked."
+        ));
+        assert!(!replaces_whole(text, &format!("Dawn. {text}")));
+        assert!(replaces_whole(text, "A different text altogether!"));
+        assert!(replaces_whole(text, ""));
+        assert!(!replaces_whole("", "typed into an empty editor"));
+    }
 }

@@ -109,6 +109,11 @@ impl TextState {
         self.file = Some(path.to_path_buf());
     }
 
+    /// The text is no longer its file's (the whole of it was replaced).
+    pub fn forget_file(&mut self) {
+        self.file = None;
+    }
+
     pub fn first_sentence(&self) -> usize {
         self.first_sentence
     }
@@ -239,14 +244,15 @@ impl TextState {
         Some(document.request(self.first_sentence))
     }
 
-    /// The window the shown result covers, in sentences of the whole text.
+    /// The window the shown result covers, in sentences of the text it was
+    /// asked of.
     pub fn window_info(&self, shown: Option<&Shown>) -> Option<WindowInfo> {
         let shown = shown?;
-        let document = self.document.as_ref()?;
+        self.document.as_ref()?;
         Some(WindowInfo {
             first: shown.first_sentence,
             analysed: shown.output.input.sentences_analysed,
-            total: document.sentence_count(),
+            total: shown.total_sentences,
             limit: shown.output.input.limit,
         })
     }

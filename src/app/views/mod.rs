@@ -91,7 +91,8 @@ impl Views {
             wake: frame.wake,
             model_name: frame.model_name,
         };
-        view.ui(ui, &mut cx)
+        // Each tab's own ids: its scroll areas keep their own positions.
+        ui.push_id(("tab", id), |ui| view.ui(ui, &mut cx)).inner
     }
 
     /// The tab row, with the picked tokens on the right. Returns true when

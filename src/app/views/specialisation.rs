@@ -18,109 +18,111 @@ use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
 use crate::captures::HeadId;
 use crate::pipeline::RunOutput;
+use crate::tokens::TokenSequence;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// The table's columns, in order.
 pub const COLUMNS: [Column; 17] = [
     Column {
-        title: "head",
+        title: Cow::Borrowed("head"),
         width: 62.0,
         tooltip: "Layer and head; click a row to open the head",
         numeric: false,
     },
     Column {
-        title: "category",
+        title: Cow::Borrowed("category"),
         width: 84.0,
         tooltip: "repetition if repetition ≥ 0.5, else focus if focus share ≥ 0.5, \
                   else local if local ≥ 0.5, else mixed",
         numeric: false,
     },
     Column {
-        title: "mean dist.",
+        title: Cow::Borrowed("mean dist."),
         width: 74.0,
         tooltip: "mean_distance: mean of j − i over the head's selected pairs",
         numeric: true,
     },
     Column {
-        title: "same sent.",
+        title: Cow::Borrowed("same sent."),
         width: 74.0,
         tooltip: "same_sentence_fraction: share of the selected pairs within one sentence",
         numeric: true,
     },
     Column {
-        title: "repetition",
+        title: Cow::Borrowed("repetition"),
         width: 76.0,
         tooltip: "repetition_fraction: share of the selected pairs of identical token ids",
         numeric: true,
     },
     Column {
-        title: "focus token",
+        title: Cow::Borrowed("focus token"),
         width: 96.0,
         tooltip: "focus_token: the token id most frequent among the pairs' endpoints",
         numeric: false,
     },
     Column {
-        title: "focus share",
+        title: Cow::Borrowed("focus share"),
         width: 76.0,
         tooltip: "focus_share: share of the pairs with an endpoint on the focus token",
         numeric: true,
     },
     Column {
-        title: "local",
+        title: Cow::Borrowed("local"),
         width: 62.0,
         tooltip: "local_fraction: share of the pairs in one sentence with j − i ≤ w",
         numeric: true,
     },
     Column {
-        title: "sep. attn.",
+        title: Cow::Borrowed("sep. attn."),
         width: 72.0,
         tooltip: "separator_attention: mean over content query tokens of the attention to [SEP]",
         numeric: true,
     },
     Column {
-        title: "sink",
+        title: Cow::Borrowed("sink"),
         width: 58.0,
         tooltip: "sink_attention: mean over content query tokens of the attention to the first position ([CLS])",
         numeric: true,
     },
     Column {
-        title: "entropy",
+        title: Cow::Borrowed("entropy"),
         width: 66.0,
         tooltip: "Mean over query rows of −Σ p ln p (nats)",
         numeric: true,
     },
     Column {
-        title: "[CLS]",
+        title: Cow::Borrowed("[CLS]"),
         width: 58.0,
         tooltip: "Mean attention to [CLS] (all query rows)",
         numeric: true,
     },
     Column {
-        title: "[SEP]",
+        title: Cow::Borrowed("[SEP]"),
         width: 58.0,
         tooltip: "Mean attention to [SEP] (all query rows, special ones too)",
         numeric: true,
     },
     Column {
-        title: "punct.",
+        title: Cow::Borrowed("punct."),
         width: 58.0,
         tooltip: "Mean attention to punctuation tokens",
         numeric: true,
     },
     Column {
-        title: "self",
+        title: Cow::Borrowed("self"),
         width: 58.0,
         tooltip: "Mean attention of a token to itself, P[i, i]",
         numeric: true,
     },
     Column {
-        title: "prev.",
+        title: Cow::Borrowed("prev."),
         width: 58.0,
         tooltip: "Mean attention to the previous token, P[i, i − 1]",
         numeric: true,
     },
     Column {
-        title: "next",
+        title: Cow::Borrowed("next"),
         width: 58.0,
         tooltip: "Mean attention to the next token, P[i, i + 1]",
         numeric: true,
@@ -245,14 +247,76 @@ pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
     ]
 }
 
+/// The columns of [`COLUMNS`] a model's table shows, as it names them.
+pub struct ShownColumns {
+    pub columns: Vec<Column>,
+    /// Each shown column's index in [`COLUMNS`].
+    pub original: Vec<usize>,
+}
+
+/// The index in [`COLUMNS`] of the attention to the start token.
+const START_COLUMN: usize = 11;
+/// The index in [`COLUMNS`] of the attention to the separators.
+const SEPARATOR_COLUMN: usize = 12;
+
+impl ShownColumns {
+    /// The columns for `tokens`' model: the attention statistics to its
+    /// own start and separator tokens (`<s>`, `</s>` for RoBERTa; a
+    /// decoder's BOS and sentence ends), and no start column where the
+    /// model's input has no start token (GPT-2).
+    pub fn of(tokens: &TokenSequence) -> Self {
+        let start = tokens
+            .cls_positions()
+            .first()
+            .and_then(|&i| tokens.token_texts.get(i).cloned());
+        let separator = if tokens.causal {
+            "ends".to_string()
+        } else {
+            tokens.text_of(tokens.sep_id).unwrap_or("[SEP]").to_string()
+        };
+        let mut shown = ShownColumns {
+            columns: Vec::new(),
+            original: Vec::new(),
+        };
+        for (index, column) in COLUMNS.iter().enumerate() {
+            let mut column = column.clone();
+            match index {
+                START_COLUMN => match &start {
+                    Some(name) => column.title = Cow::Owned(name.clone()),
+                    None => continue,
+                },
+                SEPARATOR_COLUMN => column.title = Cow::Owned(separator.clone()),
+                _ => {}
+            }
+            shown.columns.push(column);
+            shown.original.push(index);
+        }
+        shown
+    }
+
+    /// The shown cells of a row of [`head_cells`].
+    pub fn cells(&self, cells: Vec<Cell>) -> Vec<Cell> {
+        let mut cells: Vec<Option<Cell>> = cells.into_iter().map(Some).collect();
+        self.original
+            .iter()
+            .filter_map(|&i| cells.get_mut(i).and_then(Option::take))
+            .collect()
+    }
+
+    /// Where column `original` of [`COLUMNS`] is shown.
+    fn position(&self, original: usize) -> Option<usize> {
+        self.original.iter().position(|&i| i == original)
+    }
+}
+
 /// The accessible name of a head's row: "L3 H5: category focus, mean dist. 4.21, …".
-pub fn row_name(head: HeadId, f: &HeadFigures) -> String {
-    let cells = head_cells(head, f);
+pub fn row_name(columns: &ShownColumns, head: HeadId, f: &HeadFigures) -> String {
+    let cells = columns.cells(head_cells(head, f));
     format!(
         "L{} H{}: {}",
         head.layer,
         head.head,
-        table::describe(&COLUMNS[1..], &cells[1..])
+        table::describe(&columns.columns[1..], &cells[1..])
     )
 }
 
@@ -334,21 +398,20 @@ fn table_ui(
     ));
     ui.add_space(4.0);
 
-    let widths = table::fit_widths(&COLUMNS, ui.available_width() - 16.0);
+    let shown = ShownColumns::of(&output.input.tokens);
+    let widths = table::fit_widths(&shown.columns, ui.available_width() - 16.0);
     let mut action = None;
     egui::ScrollArea::horizontal()
         .id_salt("specialisation horizontal")
         .auto_shrink([false, false])
         .show(ui, |ui| {
             ui.spacing_mut().item_spacing.y = 0.0;
-            group_titles(ui, &widths);
-            if let Some(column) = table::header_row(
-                ui,
-                "specialisation header",
-                &COLUMNS,
-                &widths,
-                Some(state.sort),
-            ) {
+            group_titles(ui, &widths, &shown);
+            let sorted = shown.position(state.sort.0).map(|c| (c, state.sort.1));
+            if let Some(column) =
+                table::header_row(ui, "specialisation header", &shown.columns, &widths, sorted)
+            {
+                let column = shown.original[column];
                 state.sort = if state.sort.0 == column {
                     (column, !state.sort.1)
                 } else {
@@ -365,15 +428,15 @@ fn table_ui(
                         let Some(f) = analysis.head(head) else {
                             continue;
                         };
-                        let cells = head_cells(head, f);
+                        let cells = shown.cells(head_cells(head, f));
                         let picked = f.focus_token_id.is_some_and(|id| selection.contains_id(id));
                         let response = table::data_row(
                             ui,
                             ui.scope_id().with(("head row", head)),
                             &widths,
-                            &COLUMNS,
+                            &shown.columns,
                             &cells,
-                            &row_name(head, f),
+                            &row_name(&shown, head, f),
                             RowLook {
                                 striped: index % 2 == 1,
                                 tint: picked.then_some(tint),
@@ -393,7 +456,12 @@ fn table_ui(
 }
 
 /// "The study's figures" over columns 2–8, "Attention statistics" over the rest.
-fn group_titles(ui: &mut egui::Ui, widths: &[f32]) {
+fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
+    let first_statistic = shown
+        .original
+        .iter()
+        .position(|&i| i >= FIRST_STATISTIC)
+        .unwrap_or(widths.len());
     let total: f32 = widths.iter().sum();
     let (rect, _) = ui.allocate_exact_size(egui::vec2(total, 18.0), egui::Sense::hover());
     let painter = ui.painter_at(rect);
@@ -401,10 +469,10 @@ fn group_titles(ui: &mut egui::Ui, widths: &[f32]) {
     let font = egui::FontId::proportional(12.0);
     let colour = ui.visuals().weak_text_color();
     for (from, to, title) in [
-        (2, FIRST_STATISTIC, "The study's figures (ANALYSIS.md §4)"),
+        (2, first_statistic, "The study's figures (ANALYSIS.md §4)"),
         (
-            FIRST_STATISTIC,
-            COLUMNS.len(),
+            first_statistic,
+            widths.len(),
             "Attention statistics (Clark et al. 2019)",
         ),
     ] {

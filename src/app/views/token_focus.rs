@@ -23,31 +23,32 @@ use crate::captures::HeadId;
 use crate::colormap::ValueRange;
 use crate::pipeline::RunOutput;
 use egui::{Color32, Stroke};
+use std::borrow::Cow;
 
 /// The colour that underlines focus tokens in the text.
 const FOCUS_MARK: Color32 = Color32::from_rgb(235, 110, 200);
 
 const FOCUS_COLUMNS: [Column; 4] = [
     Column {
-        title: "head",
+        title: Cow::Borrowed("head"),
         width: 46.0,
         tooltip: "Click to open the head",
         numeric: false,
     },
     Column {
-        title: "focus token",
+        title: Cow::Borrowed("focus token"),
         width: 104.0,
         tooltip: "The token id most frequent among the head's pair endpoints",
         numeric: false,
     },
     Column {
-        title: "focus share",
+        title: Cow::Borrowed("focus share"),
         width: 80.0,
         tooltip: "Share of the head's pairs with an endpoint on the focus token",
         numeric: true,
     },
     Column {
-        title: "category",
+        title: Cow::Borrowed("category"),
         width: 92.0,
         tooltip: "The head's category",
         numeric: false,

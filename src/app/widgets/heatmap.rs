@@ -103,6 +103,40 @@ pub fn range_of(map: ColorMap, values: &[f32]) -> ValueRange {
     ValueRange::auto(map, values)
 }
 
+/// Whether a head's picture of `kind` is scaled without its first key: a
+/// causal model's attention, where the first query sees only the first key
+/// (P = 1) and later queries pour much of their attention on it (the
+/// sink), so a scale up to those values leaves the rest of the head black.
+pub fn clips_first_key(output: &RunOutput, kind: MatrixKind) -> bool {
+    output.input.tokens.causal && kind == MatrixKind::Attention
+}
+
+/// The colour range of a head's side×side picture: its values' own, or,
+/// when `clip_first_key`, that of every key but the first (whose larger
+/// values then take the top colour). The legend says which.
+pub fn picture_range(
+    map: ColorMap,
+    values: &[f32],
+    side: usize,
+    clip_first_key: bool,
+) -> ValueRange {
+    if clip_first_key && side > 1 {
+        let rest: Vec<f32> = values
+            .chunks(side)
+            .flat_map(|row| row[1..].iter().copied())
+            .filter(|v| v.is_finite())
+            .collect();
+        if !rest.is_empty() {
+            return range_of(map, &rest);
+        }
+    }
+    range_of(map, values)
+}
+
+/// What the legend adds when the first key is clipped.
+pub const FIRST_KEY_CLIPPED: &str =
+    "scaled without the first key (its attention sink takes the top colour)";
+
 /// The smallest range holding all of `ranges`.
 pub fn union(ranges: &[ValueRange]) -> ValueRange {
     let min = ranges.iter().map(|r| r.min).fold(f32::INFINITY, f32::min);
@@ -233,7 +267,13 @@ pub fn colour_bar(ui: &mut egui::Ui, map: ColorMap, range: Option<ValueRange>, c
             )
         });
         ui.label(egui::RichText::new(high).small());
-        ui.label(egui::RichText::new(caption).small().weak());
+        // Cut to the room left (the whole caption on hover): a caption
+        // wider than the row would widen the panel it is in.
+        // (Screen readers read the whole caption.)
+        let caption_label = ui
+            .add(egui::Label::new(egui::RichText::new(caption).small().weak()).truncate())
+            .on_hover_text(caption);
+        caption_label.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, caption));
     });
 }
 
@@ -287,6 +327,17 @@ mod tests {
             let colour = Color32::from_rgb(r, g, b);
             assert!(colour != MASKED_LIGHT && colour != MASKED_DARK);
         }
+    }
+
+    #[test]
+    fn a_decoders_attention_is_scaled_without_the_first_key() {
+        // Row 0 sees only key 0 (P = 1); the rest is small.
+        let values = [1.0, f32::NAN, f32::NAN, 0.7, 0.3, f32::NAN, 0.6, 0.1, 0.3];
+        let map = ColorMap::Viridis;
+        let clipped = picture_range(map, &values, 3, true);
+        assert_eq!((clipped.min, clipped.max), (0.1, 0.3));
+        let whole = picture_range(map, &values, 3, false);
+        assert_eq!((whole.min, whole.max), (0.1, 1.0));
     }
 
     #[test]

@@ -117,7 +117,10 @@ pub fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str, bool)]) {
                 .layout_no_wrap(name.to_owned(), font.clone(), text_colour);
             let swatch = 22.0;
             let size = Vec2::new(swatch + 6.0 + galley.size().x, galley.size().y.max(14.0));
-            let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+            let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+            response.widget_info(|| {
+                egui::WidgetInfo::labeled(egui::Role::Label, true, format!("legend: {name}"))
+            });
             let painter = ui.painter();
             let y = rect.center().y;
             if dashed {

@@ -9,6 +9,7 @@
 //! screen readers and UI tests read exactly what is shown.
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Vec2};
+use std::borrow::Cow;
 
 /// Height of a data row.
 pub const ROW_HEIGHT: f32 = 20.0;
@@ -16,9 +17,9 @@ pub const ROW_HEIGHT: f32 = 20.0;
 pub const HEADER_HEIGHT: f32 = 22.0;
 
 /// One column: its title, the width it needs, what it means.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Column {
-    pub title: &'static str,
+    pub title: Cow<'static, str>,
     pub width: f32,
     pub tooltip: &'static str,
     /// Numbers are right-aligned, text left-aligned.
@@ -48,11 +49,17 @@ impl Cell {
     }
 }
 
-/// The columns' widths, stretched to fill `available` when there is room.
+/// The least share of their widths columns are narrowed to.
+pub const NARROWEST: f32 = 0.8;
+
+/// The columns' widths, stretched to fill `available` when there is room,
+/// and narrowed to fit it when there is a little less (down to
+/// [`NARROWEST`] of their widths; titles and cells are cut with an
+/// ellipsis); narrower still, the table scrolls.
 pub fn fit_widths(columns: &[Column], available: f32) -> Vec<f32> {
     let needed: f32 = columns.iter().map(|c| c.width).sum();
-    let scale = if needed > 0.0 && available > needed {
-        (available / needed).min(1.6)
+    let scale = if needed > 0.0 {
+        (available / needed).clamp(NARROWEST, 1.6)
     } else {
         1.0
     };
@@ -79,7 +86,7 @@ pub fn header_row(
         let cell = Rect::from_min_size(Pos2::new(x, rect.top()), Vec2::new(width, HEADER_HEIGHT));
         x += width;
         let response = ui.interact(cell, base.with(index), Sense::click());
-        let title = column.title;
+        let title = column.title.as_ref();
         response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, title));
         let colour = if response.hovered() || sorted.is_some_and(|(c, _)| c == index) {
             ui.visuals().strong_text_color()
@@ -212,22 +219,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn widths_stretch_but_never_shrink() {
+    fn widths_stretch_and_narrow_a_little_to_fit() {
         let columns = [
             Column {
-                title: "a",
+                title: Cow::Borrowed("a"),
                 width: 50.0,
                 tooltip: "",
                 numeric: true,
             },
             Column {
-                title: "b",
+                title: Cow::Borrowed("b"),
                 width: 100.0,
                 tooltip: "",
                 numeric: false,
             },
         ];
-        assert_eq!(fit_widths(&columns, 100.0), vec![50.0, 100.0]);
+        // A little short of room: narrowed to fit; far short: at most to
+        // 0.8 of the widths (the table scrolls).
+        assert_eq!(fit_widths(&columns, 135.0), vec![45.0, 90.0]);
+        assert_eq!(fit_widths(&columns, 100.0), vec![40.0, 80.0]);
         assert_eq!(fit_widths(&columns, 210.0), vec![70.0, 140.0]);
         assert_eq!(
             fit_widths(&columns, 900.0),

@@ -49,7 +49,10 @@ fn curve(analysis: &Analysis, value: LayerFigure, raw: bool) -> Vec<Vec<[f64; 2]
         .collect()
 }
 
-/// One small plot per figure, three to a row, both models on each.
+/// The narrowest a plot of the per-layer curves gets before the row wraps.
+const MIN_PLOT_WIDTH: f32 = 220.0;
+
+/// One small plot per figure, up to three to a row, both models on each.
 pub fn layer_curves(ui: &mut egui::Ui, output: &ComparisonOutput, names: [&str; 2], raw: bool) {
     let analyses = [&output.a.analysis, &output.b.analysis];
     let deepest = analyses.iter().map(|a| a.layers.len()).max().unwrap_or(1);
@@ -58,8 +61,14 @@ pub fn layer_curves(ui: &mut egui::Ui, output: &ComparisonOutput, names: [&str; 
     } else {
         1.0
     };
-    let width = ((ui.available_width() - 24.0) / 3.0).max(160.0);
-    for row in FIGURES.chunks(3) {
+    // As many plots a row as fit at a readable width, at most three; the
+    // row and the room between its plots fill the width, no more.
+    let spacing = ui.spacing().item_spacing.x;
+    let available = ui.available_width();
+    let per_row =
+        (((available + spacing) / (MIN_PLOT_WIDTH + spacing)).floor() as usize).clamp(1, 3);
+    let width = ((available - spacing * (per_row as f32 - 1.0)) / per_row as f32).floor();
+    for row in FIGURES.chunks(per_row) {
         ui.horizontal(|ui| {
             for &(title, value, fraction) in row {
                 ui.vertical(|ui| {

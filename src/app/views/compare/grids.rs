@@ -98,7 +98,9 @@ pub fn head_grids(
     names: [&str; 2],
     selected: &mut Option<(Which, HeadId)>,
 ) {
-    let width = ((ui.available_width() - 16.0) / 2.0).max(200.0);
+    // Two columns and the room between them fill the width, no more.
+    let gap = 8.0 + ui.spacing().item_spacing.x;
+    let width = ((ui.available_width() - gap) / 2.0).floor().max(200.0);
     ui.horizontal_top(|ui| {
         for (which, name, colour) in [
             (Which::A, names[0], A_COLOUR),
@@ -109,7 +111,9 @@ pub fn head_grids(
                 ui.colored_label(colour, format!("{}: {name}", which.letter()));
                 head_grid(ui, output, which, width, selected);
             });
-            ui.add_space(8.0);
+            if which == Which::A {
+                ui.add_space(8.0);
+            }
         }
     });
     ui.label(selection_line(output, *selected));

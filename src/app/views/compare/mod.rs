@@ -60,7 +60,7 @@ pub struct CompareView {
 impl Default for CompareView {
     fn default() -> Self {
         Self {
-            model: ModelState::new(None),
+            model: ModelState::second(),
             window_open: false,
             b_loads: 0,
             requested_for: None,
@@ -188,7 +188,8 @@ impl View for CompareView {
                 .and_then(|r| r.inner.flatten());
             self.window_open &= open;
         }
-        egui::ScrollArea::vertical()
+        // Both ways: a grid of many heads (270 of a decoder) stays reachable.
+        egui::ScrollArea::both()
             .auto_shrink([false, false])
             .show(ui, |ui| {
                 ui.heading("Compare with a second model");
@@ -222,10 +223,18 @@ impl CompareView {
         current_a: &Arc<RunOutput>,
     ) -> Option<ViewAction> {
         let b = self.model.active().cloned()?;
+        // The header names the B of the comparison on screen; a B loaded
+        // since is named as the one on its way.
+        let shown_b = self.shown.as_ref().map(|(_, output)| {
+            let captures = &output.b.captures;
+            (output.b_name.clone(), captures.layers, captures.heads)
+        });
+        let (b_name, b_layers, b_heads) = shown_b
+            .clone()
+            .unwrap_or_else(|| (b.name.clone(), b.layers, b.heads));
         ui.horizontal_wrapped(|ui| {
             ui.label(format!(
-                "A: {a_name} · B: {} ({} × {})",
-                b.name, b.layers, b.heads
+                "A: {a_name} · B: {b_name} ({b_layers} × {b_heads})"
             ));
             if ui
                 .button("Change model B…")
@@ -240,7 +249,14 @@ impl CompareView {
             }
             if self.is_working() {
                 ui.add(egui::Spinner::new());
-                ui.weak("comparing…");
+                match &shown_b {
+                    Some((name, ..)) if *name != b.name => {
+                        ui.weak(format!("comparing with {}…", b.name));
+                    }
+                    _ => {
+                        ui.weak("comparing…");
+                    }
+                }
             }
         });
         if let Some(error) = self.error() {

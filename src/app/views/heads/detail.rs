@@ -65,7 +65,8 @@ impl HeadView {
         }
         let tokens = output.captures.tokens;
         let values = heatmap::head_matrix(output, head, key.kind, key.variant).into_owned();
-        self.range = heatmap::range_of(key.colormap, &values);
+        let clip = heatmap::clips_first_key(output, key.kind);
+        self.range = heatmap::picture_range(key.colormap, &values, tokens, clip);
         let image = heatmap::colour_image(&values, tokens, key.colormap, self.range);
         heatmap::upload(ctx, &mut self.texture, "head heatmap", image);
         if tokens != self.tokens {
@@ -492,16 +493,23 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
         .spacing([12.0, 4.0])
         .show(ui, |ui| {
             row(ui, "entropy (nats)", format!("{:.3}", s.entropy));
-            // A decoder has no [CLS] or [SEP]: its BOS (if its tokenizer
-            // adds one) and its sentence-final tokens stand in their places
-            // (ANALYSIS.md §8).
-            let (first, separators) = if causal {
-                ("to BOS", "to sentence ends")
+            // The model's own start and separator tokens: a decoder's BOS
+            // if its tokenizer adds one (else no row) and its
+            // sentence-final tokens (ANALYSIS.md §8).
+            let tokens = &output.input.tokens;
+            let start = tokens
+                .cls_positions()
+                .first()
+                .and_then(|&i| tokens.token_texts.get(i));
+            if let Some(start) = start {
+                row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
+            }
+            let separators = if causal {
+                "to sentence ends".to_string()
             } else {
-                ("to [CLS]", "to [SEP]")
+                format!("to {}", tokens.text_of(tokens.sep_id).unwrap_or("[SEP]"))
             };
-            row(ui, first, format!("{:.3}", s.cls));
-            row(ui, separators, format!("{:.3}", s.sep));
+            row(ui, &separators, format!("{:.3}", s.sep));
             row(ui, "to punctuation", format!("{:.3}", s.punctuation));
             row(ui, "to itself", format!("{:.3}", s.self_attention));
             row(ui, "to previous token", format!("{:.3}", s.previous));

@@ -74,6 +74,11 @@ impl HeadsView {
             ),
         };
         let range = self.head_view.range();
+        let caption = if heatmap::clips_first_key(output, settings.matrix) {
+            format!("{caption}, {}", heatmap::FIRST_KEY_CLIPPED)
+        } else {
+            caption
+        };
         view_controls(ui, settings, cx.working, Some(range), &caption);
         ui.separator();
         match self
@@ -96,7 +101,12 @@ impl HeadsView {
             (MatrixKind::Attention, true) => "attention P, one scale for all heads",
             (MatrixKind::Attention, false) => "attention P, each head from its own min to max",
         };
-        view_controls(ui, cx.settings, cx.working, range, caption);
+        let caption = if heatmap::clips_first_key(cx.output, cx.settings.matrix) {
+            format!("{caption}, {}", heatmap::FIRST_KEY_CLIPPED)
+        } else {
+            caption.to_string()
+        };
+        view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
         ui.separator();
         let marks = self.grid_marks(cx.shared, cx.output, cx.settings);
@@ -211,7 +221,7 @@ fn view_controls(
     range: Option<ValueRange>,
     caption: &str,
 ) {
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         ui.selectable_value(&mut settings.matrix, MatrixKind::Similarity, "Similarity")
             .on_hover_text("The context similarity S of each head's output vectors");
         ui.selectable_value(&mut settings.matrix, MatrixKind::Attention, "Attention")

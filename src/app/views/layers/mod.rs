@@ -14,7 +14,7 @@
 pub mod correlation;
 pub mod table;
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, LayerFigures};
 use crate::app::views::shared::{save_plot, View, ViewAction, ViewContext};
 use crate::app::widgets::format::figure;
 use crate::app::widgets::plots::{self, add_curve, layer_plot, legend};
@@ -98,18 +98,7 @@ fn layers_ui(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
                     "Fractions against layer",
                     |ui| {
                         fractions_plot(ui, analysis, plot_height);
-                        legend(
-                            ui,
-                            &[
-                                (SAME_SENTENCE, "same sentence", false),
-                                (CHANCE, "same sentence by chance", true),
-                                (SEPARATOR, "separator attention", false),
-                                (FOCUS_UNIQUENESS, "focus uniqueness", false),
-                                (SEGMENTATION, "segmentation accuracy", false),
-                                (UNDECIDED, "segmentation undecided", false),
-                                (SINK, "sink attention", false),
-                            ],
-                        );
+                        legend(ui, &fractions_legend(analysis));
                     },
                 );
                 save_plot(&mut action, save);
@@ -330,6 +319,58 @@ fn draw_histogram(
         }
     }
     under_pointer
+}
+
+/// The fractions plot's legend: only the curves drawn, so a decoder's
+/// plot names no segmentation (which it does not have).
+fn fractions_legend(analysis: &Analysis) -> Vec<(Color32, &'static str, bool)> {
+    let defined = |value: fn(&LayerFigures) -> Option<f64>| {
+        analysis
+            .layers
+            .iter()
+            .any(|l| value(l).is_some_and(f64::is_finite))
+    };
+    let chance = analysis
+        .baseline_same_sentence_fraction
+        .is_some_and(f64::is_finite);
+    [
+        (
+            SAME_SENTENCE,
+            "same sentence",
+            false,
+            defined(|l| l.same_sentence_fraction),
+        ),
+        (CHANCE, "same sentence by chance", true, chance),
+        (
+            SEPARATOR,
+            "separator attention",
+            false,
+            defined(|l| l.separator_attention),
+        ),
+        (
+            FOCUS_UNIQUENESS,
+            "focus uniqueness",
+            false,
+            defined(|l| l.focus_uniqueness),
+        ),
+        (
+            SEGMENTATION,
+            "segmentation accuracy",
+            false,
+            defined(|l| l.segmentation_accuracy),
+        ),
+        (
+            UNDECIDED,
+            "segmentation undecided",
+            false,
+            defined(|l| l.segmentation_undecided),
+        ),
+        (SINK, "sink attention", false, defined(|l| l.sink_attention)),
+    ]
+    .into_iter()
+    .filter(|&(.., drawn)| drawn)
+    .map(|(colour, name, dashed, _)| (colour, name, dashed))
+    .collect()
 }
 
 fn mean_distance_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {

@@ -4,58 +4,59 @@
 use crate::analysis::Analysis;
 use crate::app::widgets::format::figure;
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
+use std::borrow::Cow;
 
 pub const LAYER_COLUMNS: [Column; 9] = [
     Column {
-        title: "layer",
+        title: Cow::Borrowed("layer"),
         width: 56.0,
         tooltip: "Click a row to see the layer's heads",
         numeric: false,
     },
     Column {
-        title: "mean distance",
+        title: Cow::Borrowed("mean distance"),
         width: 100.0,
         tooltip: "Mean of j − i over the selected pairs of all heads, pooled",
         numeric: true,
     },
     Column {
-        title: "same sentence",
+        title: Cow::Borrowed("same sentence"),
         width: 104.0,
         tooltip: "Share of the pooled pairs within one sentence (chance: the share over all candidate pairs)",
         numeric: true,
     },
     Column {
-        title: "separator attention",
+        title: Cow::Borrowed("separator attention"),
         width: 128.0,
         tooltip: "Mean over heads of the attention content tokens pay to [SEP]",
         numeric: true,
     },
     Column {
-        title: "focus uniqueness",
+        title: Cow::Borrowed("focus uniqueness"),
         width: 116.0,
         tooltip: "Distinct focus tokens among the heads that have one, divided by the number of such heads",
         numeric: true,
     },
     Column {
-        title: "segmentation accuracy",
+        title: Cow::Borrowed("segmentation accuracy"),
         width: 150.0,
         tooltip: "Share of content tokens whose most attended [SEP] (head-averaged) closes their own sentence",
         numeric: true,
     },
     Column {
-        title: "undecided",
+        title: Cow::Borrowed("undecided"),
         width: 84.0,
         tooltip: "Share of content tokens whose two largest [SEP] attentions tie (within 1e-4): assigned to no separator",
         numeric: true,
     },
     Column {
-        title: "sink attention",
+        title: Cow::Borrowed("sink attention"),
         width: 104.0,
         tooltip: "Mean over heads of the attention content tokens pay to the first position ([CLS])",
         numeric: true,
     },
     Column {
-        title: "pairs",
+        title: Cow::Borrowed("pairs"),
         width: 60.0,
         tooltip: "Selected pairs of all heads, pooled",
         numeric: true,
