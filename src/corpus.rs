@@ -28,6 +28,7 @@
 //! `warnings`. A sentence too long for the model on its own is left out of
 //! the windows and counted, with a warning.
 
+pub mod documents;
 mod parquet_source;
 pub mod part;
 mod report;
@@ -38,13 +39,11 @@ pub use crate::corpus_stats::{
     CategoryCounts, CategoryFractions, CategoryShares, FocusToken, HeadSummary, LayerSummary,
     Summary, HEAD_FIGURES, LAYER_FIGURES,
 };
+pub use documents::{DocumentText, SourceOptions, DEFAULT_TEXT_FIELD};
 pub use part::{merge, model_fingerprint, CorpusIdentity, CorpusPart, MergeError, Numbered};
 pub use report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT};
 pub use shard::Shard;
-pub use sources::{
-    find_documents, find_text_files, CorpusError, CorpusPlan, DocumentText, SourceOptions,
-    SourceReader, DEFAULT_TEXT_FIELD,
-};
+pub use sources::{find_documents, find_text_files, CorpusError, CorpusPlan, SourceReader};
 
 use crate::analysis::AnalysisOptions;
 use crate::input::{InputError, InputMode, TokenizedText};

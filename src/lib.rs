@@ -1,25 +1,34 @@
 //! headscope: see what a transformer's attention heads output.
 //!
-//! The crate is layered so that dependencies flow one way:
+//! The crate is layered so that dependencies flow one way, top to bottom
+//! (`tests/layering.rs` reads every `use` of `src/` and checks it: no
+//! import circle, no module importing one above it, no view importing
+//! another view):
 //!
-//! - [`tokens`], [`captures`], [`analysis`], [`colormap`], [`export`], [`npz`],
-//!   [`atomic_file`]: pure data and computation, no GUI and no tensor
-//!   library; [`threads`], the one budget of compute threads they and the
-//!   model share.
-//! - [`comparison`]: two models on one text, aligned by character offsets,
-//!   their heads matched by CKA (pure, like [`analysis`]).
-//! - [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
-//! - [`model`]: loads a BERT checkpoint and runs our own encoder, capturing
-//!   every head's attention and output (ANALYSIS.md §2).
+//! - [`cli`]: the command line, a file per command; it opens the [`app`].
+//! - [`app`]: the egui desktop app: its shell (layout, menus, status bar,
+//!   notices), the corpus window, the study's views (one `View` trait, a
+//!   context handed to each, a registry), the text, the panels, the files,
+//!   the widgets every view draws with, and the persisted settings.
+//! - [`worker`]: the background thread the app talks to through channels.
+//! - [`corpus`]: a corpus's documents, shards and report, run through the
+//!   pipeline.
 //! - [`pipeline`]: text → tokens → captures → figures, the one path shared by
 //!   the CLI, the worker and the tests.
-//! - [`worker`]: the background thread the app talks to through channels.
-//! - [`app`]: the egui desktop app; [`cli`]: the command line.
+//! - [`model`]: loads a checkpoint and runs our own encoder or decoder,
+//!   capturing every head's attention and output (ANALYSIS.md §2);
+//!   [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
+//! - [`export`], [`npz`]: figures and files out, the same for the CLI and
+//!   the app.
+//! - [`analysis`], [`comparison`] (two models on one text, heads matched by
+//!   CKA), [`corpus_stats`], [`captures`], [`tokens`]: pure data and
+//!   computation, no GUI and no tensor library; [`colormap`],
+//!   [`atomic_file`], [`textfile`]; [`threads`], the one budget of compute
+//!   threads they and the model share.
 
 pub mod analysis;
 pub mod app;
 pub mod atomic_file;
-pub mod bench;
 pub mod captures;
 pub mod cli;
 pub mod colormap;

@@ -10,15 +10,62 @@
 //! bench at the corpus's mean window length. The gap is what reading,
 //! tokenizing and cutting the documents cost.
 
+use super::running::load_model;
 use crate::analysis::AnalysisOptions;
 use crate::captures::{CaptureMode, Captures};
 use crate::corpus::{self, CorpusOptions, CorpusPlan};
 use crate::model::Model;
 use crate::pipeline::{self, InputOptions};
 use crate::tokens::TokenSequence;
+use clap::Args;
 use serde::Serialize;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub(crate) struct BenchArgs {
+    /// Model folder or Hugging Face id.
+    #[arg(long)]
+    pub(crate) model: String,
+    /// Input length in tokens, [CLS] and [SEP] included.
+    #[arg(long, default_value_t = 128)]
+    pub(crate) tokens: usize,
+    /// Timed runs after one warm-up run.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) runs: usize,
+    /// Also run the corpus runner over these files and folders and compare
+    /// its windows per second with the encoder's at the corpus's mean
+    /// window length (which then replaces --tokens).
+    #[arg(long, num_args = 1..)]
+    pub(crate) corpus: Vec<PathBuf>,
+}
+
+pub(crate) fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let plan = if args.corpus.is_empty() {
+        None
+    } else {
+        Some(crate::corpus::find_text_files(&args.corpus)?)
+    };
+    let model = load_model(&args.model)?;
+    let Some(plan) = plan else {
+        let report = run_bench(&model, args.tokens, args.runs)?;
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    };
+    let corpus = run_corpus_bench(&model, plan)?;
+    let tokens = (corpus.tokens_per_window.round() as usize).clamp(2, model.max_tokens());
+    let encoder = run_bench(&model, tokens, args.runs)?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "corpus": corpus,
+            "encoder": encoder,
+            "synthetic_windows_per_second": 1000.0 / encoder.median_ms,
+        })
+    );
+    Ok(())
+}
 
 /// One JSON line of `headscope bench`.
 #[derive(Debug, Clone, Serialize)]

@@ -3,9 +3,8 @@
 //! analyses (as `analyze --json` writes them), the alignment, the
 //! specialisation table and the head-matching matrix.
 
-use super::{
-    check_writable, file_error, load_model, read_text, report_window, InputArgs, LimitArgs,
-};
+use super::args::{InputArgs, LimitArgs};
+use super::running::{check_writable, file_error, load_model, read_text, report_window};
 use crate::pipeline;
 use anyhow::bail;
 use clap::Args;

@@ -3,8 +3,9 @@
 //! now and then in a log file), whole or one shard at a time; and
 //! `headscope merge`, which turns the shards' parts into the whole's report.
 
-use super::{check_writable, load_model, LimitArgs, ModelInputArgs};
-use crate::corpus::sources::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
+use super::args::{LimitArgs, ModelInputArgs};
+use super::running::{check_writable, load_model};
+use crate::corpus::documents::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
 use crate::corpus::{
     self, CorpusEvent, CorpusOptions, CorpusPart, Progress, Shard, SourceOptions, WindowLimits,
 };

@@ -4,7 +4,7 @@
 //! this way. Only top-level string (or binary) columns are read; nested
 //! columns are left alone.
 
-use super::sources::{DocumentRef, DocumentText, Locator, SourceOptions};
+use super::documents::{skip_reason, DocumentRef, DocumentText, Locator, SourceOptions};
 use crate::textfile::decode_text;
 use parquet::basic::Type as PhysicalType;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -183,8 +183,8 @@ impl RowReader {
                 text = Some(match value {
                     Field::Str(text) => text.clone(),
                     Field::Bytes(bytes) => {
-                        let decoded = decode_text(bytes.data(), &default_id)
-                            .map_err(|e| super::sources::skip_reason(&e))?;
+                        let decoded =
+                            decode_text(bytes.data(), &default_id).map_err(|e| skip_reason(&e))?;
                         if decoded.warning.is_some() {
                             return Err("its text is not UTF-8".into());
                         }

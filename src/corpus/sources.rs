@@ -24,6 +24,7 @@
 //! reason, once, and the rest of the corpus goes on; so is a JSON Lines line
 //! that is not an object with the text field, when it is read.
 
+use super::documents::{skip_reason, DocumentRef, DocumentText, Locator, SourceOptions};
 use super::report::SkippedFile;
 use crate::textfile::{decode_text, describe_io_error, TextFile, TextFileError};
 use serde::{Deserialize, Serialize};
@@ -32,27 +33,6 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-
-/// The field (JSON Lines) or column (Parquet) holding the text, by default.
-pub const DEFAULT_TEXT_FIELD: &str = "text";
-/// The field or column naming each record, by default.
-pub const DEFAULT_ID_FIELD: &str = "id";
-
-/// Which fields of a record are the text and its id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceOptions {
-    pub text_field: String,
-    pub id_field: String,
-}
-
-impl Default for SourceOptions {
-    fn default() -> Self {
-        Self {
-            text_field: DEFAULT_TEXT_FIELD.into(),
-            id_field: DEFAULT_ID_FIELD.into(),
-        }
-    }
-}
 
 /// How a file holds its documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,28 +96,6 @@ pub struct SourceFile {
     pub path: PathBuf,
     pub format: SourceFormat,
     /// Size on disk.
-    pub bytes: u64,
-}
-
-/// Where a document is in its file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Locator {
-    /// The whole file.
-    Whole,
-    /// A line of a JSON Lines file, counting from 1.
-    Line(u64),
-    /// A row of a Parquet file, counting from 0.
-    Row(u64),
-}
-
-/// One document of the corpus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DocumentRef {
-    /// Index into [`CorpusPlan::sources`].
-    pub source: usize,
-    pub locator: Locator,
-    /// Its size: bytes on disk for a file, of the line for JSON Lines, an
-    /// even share of the row group's text bytes for Parquet.
     pub bytes: u64,
 }
 
@@ -416,16 +374,6 @@ fn open_lines(path: &Path, format: SourceFormat) -> Result<Box<dyn BufRead>, Str
     })
 }
 
-/// One document's text, ready to analyse.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocumentText {
-    /// Its id in the report (see the module docs).
-    pub id: String,
-    pub text: String,
-    /// Set when the text was not UTF-8 and was read as Latin-1.
-    pub warning: Option<String>,
-}
-
 /// Reads the documents of one file, in order: open it with
 /// [`SourceReader::open`], then ask for its documents front to back.
 pub enum SourceReader {
@@ -512,16 +460,6 @@ fn read_whole(path: &Path, format: SourceFormat) -> Result<TextFile, TextFileErr
         decode_text(&bytes, &name)
     } else {
         crate::textfile::read_text_file(path)
-    }
-}
-
-/// The reason text of a file that gave no text, without its path (the
-/// report lists the path beside it).
-pub(crate) fn skip_reason(error: &TextFileError) -> String {
-    match error {
-        TextFileError::Unreadable { reason, .. } => reason.clone(),
-        TextFileError::Binary { .. } => "binary file, not text".into(),
-        TextFileError::Empty { .. } => "empty or blank".into(),
     }
 }
 

@@ -1,0 +1,136 @@
+//! `headscope export`: a head's heatmap (bare matrix or labelled figure),
+//! the grid of every head, or a head's matrix as CSV.
+
+use super::args::TextArgs;
+use super::running::check_writable;
+use anyhow::{anyhow, bail};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportArgs {
+    #[command(flatten)]
+    pub(crate) text: TextArgs,
+    /// Layer, 0-based.
+    #[arg(long, required_unless_present = "grid")]
+    pub(crate) layer: Option<usize>,
+    /// Head, 0-based.
+    #[arg(long, required_unless_present = "grid")]
+    pub(crate) head: Option<usize>,
+    /// Export attention probabilities instead of the similarity.
+    #[arg(long)]
+    pub(crate) attention: bool,
+    /// A figure with token labels, title and colour bar instead of the bare matrix.
+    #[arg(long)]
+    pub(crate) labels: bool,
+    /// Every head of every layer in one labelled image.
+    #[arg(long)]
+    pub(crate) grid: bool,
+    /// Pixels per cell of the bare matrix (default: enough for 512 pixels).
+    #[arg(long)]
+    pub(crate) scale: Option<u32>,
+    /// Colour map.
+    #[arg(long, default_value = "viridis")]
+    pub(crate) colormap: String,
+    /// Write the image here.
+    #[arg(long)]
+    pub(crate) png: Option<PathBuf>,
+    /// Write the matrix with token headers here.
+    #[arg(long)]
+    pub(crate) csv: Option<PathBuf>,
+}
+
+pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
+    use crate::analysis::transformed_similarity;
+    use crate::captures::HeadId;
+    use crate::colormap::{ColorMap, ValueRange};
+    use crate::export::{self as exp, GridRange};
+    if args.png.is_none() && args.csv.is_none() {
+        bail!("nothing to write: give --png OUT and/or --csv OUT");
+    }
+    if args.grid && args.csv.is_some() {
+        bail!("--csv writes one head's matrix: give --layer and --head instead of --grid");
+    }
+    let map = ColorMap::all()
+        .into_iter()
+        .find(|m| m.name().eq_ignore_ascii_case(&args.colormap))
+        .ok_or_else(|| {
+            let names: Vec<&str> = ColorMap::all().iter().map(|m| m.name()).collect();
+            anyhow!(
+                "--colormap {}: not one of {}",
+                args.colormap,
+                names.join(", ")
+            )
+        })?;
+    if args.scale == Some(0) {
+        bail!("--scale must be at least 1");
+    }
+    for path in [&args.png, &args.csv].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    let (model, output) = args.text.run()?;
+    let options = args.text.input.analysis.options()?;
+    let captures = &output.captures;
+    let tokens = captures.tokens;
+    let labels = &output.input.tokens.token_texts;
+    let what = if args.attention {
+        "attention"
+    } else {
+        "similarity"
+    };
+    // The matrix shown is the one the analysis ranks pairs by.
+    let matrix = |id: HeadId| -> Vec<f32> {
+        if args.attention {
+            captures.attention(id).into_owned()
+        } else {
+            transformed_similarity(&captures.similarity(id), tokens, options.similarity)
+        }
+    };
+    if args.grid {
+        let panels: Vec<(String, Vec<f32>)> = captures
+            .head_ids()
+            .map(|id| {
+                let category = output.analysis.layers[id.layer].heads[id.head]
+                    .category
+                    .map_or("—".to_string(), |c| c.to_string());
+                (format!("L{} H{} {category}", id.layer, id.head), matrix(id))
+            })
+            .collect();
+        let image = exp::grid_image(&panels, tokens, captures.heads, map, GridRange::PerPanel);
+        if let Some(path) = &args.png {
+            exp::save_png(&image, path)?;
+        }
+        return Ok(());
+    }
+    let (layer, head) = (args.layer.unwrap_or(0), args.head.unwrap_or(0));
+    if layer >= captures.layers {
+        bail!(
+            "--layer {layer} is out of range: {} has layers 0 to {}",
+            model.name,
+            captures.layers - 1
+        );
+    }
+    if head >= captures.heads {
+        bail!(
+            "--head {head} is out of range: {} has heads 0 to {}",
+            model.name,
+            captures.heads - 1
+        );
+    }
+    let values = matrix(HeadId::new(layer, head));
+    let range = ValueRange::auto(map, &values);
+    if let Some(path) = &args.png {
+        let image = if args.labels {
+            let title = format!("{} · layer {layer} head {head} · {what}", model.name);
+            exp::labelled_heatmap(&values, tokens, labels, &title, map, range)
+        } else {
+            let scale = args.scale.unwrap_or_else(|| exp::default_scale(tokens));
+            exp::heatmap_image(&values, tokens, map, range, scale)
+        };
+        exp::save_png(&image, path)?;
+    }
+    if let Some(path) = &args.csv {
+        exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! `headscope make-random-model`: a model folder with random weights of a
+//! known shape or a `config.json`'s, any family (no download).
+
+use anyhow::bail;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub(crate) struct RandomModelArgs {
+    /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, roberta-base,
+    /// xlm-roberta-base, camembert-base, distilbert-base-uncased,
+    /// electra-base-discriminator, electra-small-discriminator, albert-base-v2,
+    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, or a config.json / model
+    /// folder.
+    #[arg(long)]
+    pub(crate) like: String,
+    /// tokenizer.json to put in the folder.
+    #[arg(long)]
+    pub(crate) tokenizer: PathBuf,
+    /// Output folder.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Random seed.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+}
+
+pub(crate) fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
+    use crate::model::{random, EncoderConfig};
+    let config = match EncoderConfig::like(&args.like) {
+        Some(config) => config,
+        None => {
+            let path = Path::new(&args.like);
+            let config_path = if path.is_dir() {
+                path.join("config.json")
+            } else {
+                path.to_path_buf()
+            };
+            if !config_path.is_file() {
+                bail!(
+                    "--like {}: not a known shape ({}) nor a config.json",
+                    args.like,
+                    EncoderConfig::KNOWN_SHAPES.join(", ")
+                );
+            }
+            EncoderConfig::from_file(&config_path)?
+        }
+    };
+    random::write_random_model(
+        &config,
+        &args.tokenizer,
+        &args.out,
+        args.seed,
+        Default::default(),
+    )?;
+    eprintln!(
+        "headscope: wrote a random {} {}-layer, {}-head, hidden {} model to {}",
+        config.family,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.hidden_size,
+        args.out.display()
+    );
+    Ok(())
+}
