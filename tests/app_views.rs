@@ -21,31 +21,25 @@ use headscope::app::views::{separators, specialisation, token_focus};
 use headscope::app::widgets::format::figure;
 use headscope::app::SAMPLE_TEXT;
 use headscope::captures::HeadId;
-use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, RunOutput};
 use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 fn shown(harness: &AppHarness) -> Arc<RunOutput> {
     harness.state().shown_output().expect("a result").clone()
-}
-
-/// The model, loaded once for every test's reference runs.
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Model::load(&ModelSource::Folder(common::test_model()), &mut |_| {})
-            .expect("load the test model")
-    })
 }
 
 /// What `headscope analyze` reports for `text` under the app's settings.
 fn reference(harness: &AppHarness, text: &str) -> Analysis {
     let settings = harness.state().settings();
     let input = settings.input_options(0);
-    let output = pipeline::run(model(), text, &input, &settings.analysis_options(), &|| {
-        false
-    })
+    let output = pipeline::run(
+        common::loaded_test_model(),
+        text,
+        &input,
+        &settings.analysis_options(),
+        &|| false,
+    )
     .expect("the reference run");
     assert_eq!(
         output.input.tokens.input_ids,

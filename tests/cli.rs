@@ -7,14 +7,6 @@ mod common;
 use common::*;
 use std::process::{Command, Output};
 
-fn headscope(args: &[&str]) -> Output {
-    Command::new(headscope_bin())
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("run headscope")
-}
-
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -36,10 +28,6 @@ fn assert_fails_with(output: &Output, needle: &str) {
         1,
         "one line expected: {message:?}"
     );
-}
-
-fn model_arg() -> String {
-    test_model().to_string_lossy().into_owned()
 }
 
 #[test]

@@ -7,15 +7,7 @@ mod common;
 use common::*;
 use headscope::colormap::ColorMap;
 use headscope::npz::read_npz;
-use std::process::{Command, Output};
-
-fn headscope(args: &[&str]) -> Output {
-    Command::new(headscope_bin())
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .unwrap()
-}
+use std::process::Output;
 
 fn ok(output: Output) -> Output {
     assert!(

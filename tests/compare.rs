@@ -13,21 +13,11 @@ use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::captures::HeadId;
 use headscope::input::InputMode;
-use headscope::model::{Model, ModelSource};
+use headscope::model::Model;
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
-
-fn minilm() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| Model::load(&ModelSource::Folder(test_model()), &mut |_| {}).unwrap())
-}
-
-fn bge() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| Model::load(&ModelSource::Folder(bge_model()), &mut |_| {}).unwrap())
-}
+use std::sync::Arc;
 
 fn input() -> InputOptions {
     InputOptions {
@@ -51,9 +41,9 @@ fn run(model: &Model, text: &str) -> RunOutput {
 #[test]
 fn a_model_compared_with_itself_matches_every_head_with_itself() {
     let text = harbour();
-    let a = Arc::new(run(minilm(), &text));
+    let a = Arc::new(run(loaded_test_model(), &text));
     let output = pipeline::run_comparison(
-        minilm(),
+        loaded_test_model(),
         a.clone(),
         &text,
         &input(),
@@ -198,8 +188,8 @@ fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model()
 
     // Both models, with the analysis `analyze --json` writes for each.
     let text = harbour();
-    let a = run(minilm(), &text);
-    let b = run(bge(), &text);
+    let a = run(loaded_test_model(), &text);
+    let b = run(loaded_bge_model(), &text);
     for (key, layers, run) in [("model_a", 6, &a), ("model_b", 12, &b)] {
         let model = &json[key];
         assert_eq!(model["layers"], layers, "{key}");

@@ -11,14 +11,13 @@ use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, Laye
 use headscope::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport};
 use headscope::corpus_stats::{t_quantile_975, Aggregate, CategoryCounts, CorpusStats, Summary};
 use headscope::input::{split_sentences, InputMode};
-use headscope::model::{Model, ModelSource};
 use headscope::pipeline::{self, InputOptions};
 use headscope::textfile::read_text_file;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn close(a: f64, b: f64, tolerance: f64) -> bool {
@@ -320,13 +319,6 @@ fn finding_files_is_recursive_sorted_and_fails_clearly_on_nothing() {
 // ---------------------------------------------------------------------------
 // The runner on the real model
 
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Model::load(&ModelSource::Folder(test_model()), &mut |_| {}).expect("load the test model")
-    })
-}
-
 const WORDS: [&str; 24] = [
     "harbour", "boats", "morning", "fisher", "market", "bread", "river", "lantern", "quiet",
     "children", "stone", "bridge", "winter", "garden", "letters", "captain", "salt", "window",
@@ -390,9 +382,13 @@ fn windows_of(path: &Path, mode: InputMode) -> Vec<Analysis> {
             first_sentence: first,
             ..Default::default()
         };
-        let output = pipeline::run(model(), &text, &input, &AnalysisOptions::default(), &|| {
-            false
-        })
+        let output = pipeline::run(
+            loaded_test_model(),
+            &text,
+            &input,
+            &AnalysisOptions::default(),
+            &|| false,
+        )
         .unwrap();
         assert!(output.input.sentences_analysed > 0);
         covered += output.input.sentences_analysed;
@@ -409,6 +405,30 @@ fn naive_mean(values: impl Iterator<Item = Option<f64>>) -> (Option<f64>, usize)
     let n = defined.len();
     ((n > 0).then(|| defined.iter().sum::<f64>() / n as f64), n)
 }
+
+/// Each per-layer figure of the report by name, and how one window's
+/// analysis holds it (in the report's own order).
+const LAYER_VALUES: [(&str, fn(&LayerFigures) -> Option<f64>); 7] = [
+    ("mean_distance", |x| x.mean_distance),
+    ("same_sentence_fraction", |x| x.same_sentence_fraction),
+    ("separator_attention", |x| x.separator_attention),
+    ("focus_uniqueness", |x| x.focus_uniqueness),
+    ("segmentation_accuracy", |x| x.segmentation_accuracy),
+    ("segmentation_undecided", |x| x.segmentation_undecided),
+    ("sink_attention", |x| x.sink_attention),
+];
+
+/// Each per-head figure of the report by name, and how one window's
+/// analysis holds it.
+const HEAD_VALUES: [(&str, fn(&HeadFigures) -> Option<f64>); 7] = [
+    ("mean_distance", |x| x.mean_distance),
+    ("same_sentence_fraction", |x| x.same_sentence_fraction),
+    ("repetition_fraction", |x| x.repetition_fraction),
+    ("focus_share", |x| x.focus_share),
+    ("local_fraction", |x| x.local_fraction),
+    ("separator_attention", |x| x.separator_attention),
+    ("sink_attention", |x| x.sink_attention),
+];
 
 fn check_summary(summary: &Summary, values: Vec<Option<f64>>, what: &str) {
     let (mean, n) = naive_mean(values.iter().copied());
@@ -432,7 +452,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
     let options = CorpusOptions::default();
     let mut events = Vec::new();
     let report = corpus::run(
-        model(),
+        loaded_test_model(),
         &[root.to_path_buf()],
         &options,
         &mut |event| {
@@ -539,7 +559,7 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
     );
 
     // Every figure: mean and n against the naive computation.
-    let (layers, heads) = (model().layers(), model().heads());
+    let (layers, heads) = (loaded_test_model().layers(), loaded_test_model().heads());
     assert_eq!(report.layers.len(), layers);
     check_summary(
         &report.baseline_same_sentence_fraction,
@@ -553,73 +573,28 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
         let layer = &report.layers[l];
         assert_eq!(layer.layer, l);
         assert_eq!(layer.heads.len(), heads);
-        let lf = |f: fn(&LayerFigures) -> Option<f64>| -> Vec<Option<f64>> {
-            windows.iter().map(|a| f(&a.layers[l])).collect()
-        };
-        check_summary(
-            &layer.mean_distance,
-            lf(|x| x.mean_distance),
-            &format!("L{l} distance"),
-        );
-        check_summary(
-            &layer.same_sentence_fraction,
-            lf(|x| x.same_sentence_fraction),
-            &format!("L{l} same"),
-        );
-        check_summary(
-            &layer.separator_attention,
-            lf(|x| x.separator_attention),
-            &format!("L{l} sep"),
-        );
-        check_summary(
-            &layer.focus_uniqueness,
-            lf(|x| x.focus_uniqueness),
-            &format!("L{l} uniq"),
-        );
-        check_summary(
-            &layer.segmentation_accuracy,
-            lf(|x| x.segmentation_accuracy),
-            &format!("L{l} seg"),
-        );
-        check_summary(
-            &layer.segmentation_undecided,
-            lf(|x| x.segmentation_undecided),
-            &format!("L{l} undecided"),
-        );
-        check_summary(
-            &layer.sink_attention,
-            lf(|x| x.sink_attention),
-            &format!("L{l} sink"),
-        );
+        // Each figure of the report, paired with its name by the report
+        // itself, against the same figure of every window (a figure the
+        // report gains needs its row in the tables).
+        assert_eq!(layer.figures().len(), LAYER_VALUES.len());
+        assert_eq!(layer.heads[0].figures().len(), HEAD_VALUES.len());
+        for ((name, summary), (expected, value)) in layer.figures().into_iter().zip(LAYER_VALUES) {
+            assert_eq!(name, expected);
+            let values = windows.iter().map(|a| value(&a.layers[l])).collect();
+            check_summary(&summary, values, &format!("L{l} {name}"));
+        }
         for h in 0..heads {
             let head = &layer.heads[h];
-            let hf = |f: fn(&HeadFigures) -> Option<f64>| -> Vec<Option<f64>> {
-                windows.iter().map(|a| f(&a.layers[l].heads[h])).collect()
-            };
             let at = |name: &str| format!("L{l} H{h} {name}");
-            check_summary(
-                &head.mean_distance,
-                hf(|x| x.mean_distance),
-                &at("distance"),
-            );
-            check_summary(
-                &head.same_sentence_fraction,
-                hf(|x| x.same_sentence_fraction),
-                &at("same"),
-            );
-            check_summary(
-                &head.repetition_fraction,
-                hf(|x| x.repetition_fraction),
-                &at("repetition"),
-            );
-            check_summary(&head.focus_share, hf(|x| x.focus_share), &at("focus"));
-            check_summary(&head.local_fraction, hf(|x| x.local_fraction), &at("local"));
-            check_summary(
-                &head.separator_attention,
-                hf(|x| x.separator_attention),
-                &at("sep"),
-            );
-            check_summary(&head.sink_attention, hf(|x| x.sink_attention), &at("sink"));
+            for ((name, summary), (expected, value)) in head.figures().into_iter().zip(HEAD_VALUES)
+            {
+                assert_eq!(name, expected);
+                let values = windows
+                    .iter()
+                    .map(|a| value(&a.layers[l].heads[h]))
+                    .collect();
+                check_summary(&summary, values, &at(name));
+            }
             for category in Category::ALL {
                 let expected = windows
                     .iter()
@@ -658,7 +633,7 @@ fn cancelling_after_the_first_window_keeps_that_window_only() {
     let cancel = AtomicBool::new(false);
     let mut windows_seen = Vec::new();
     let report = corpus::run(
-        model(),
+        loaded_test_model(),
         &[dir.path().to_path_buf()],
         &CorpusOptions::default(),
         &mut |event| {
@@ -702,7 +677,7 @@ fn cancelling_after_the_first_window_keeps_that_window_only() {
     // Cancelled before anything: a valid, empty, partial report.
     let cancel = AtomicBool::new(true);
     let report = corpus::run(
-        model(),
+        loaded_test_model(),
         &[dir.path().to_path_buf()],
         &CorpusOptions::default(),
         &mut |_| {},
@@ -724,7 +699,7 @@ fn a_sentence_too_long_for_the_model_is_left_out_with_a_warning() {
     let text = format!("A short start. {run_on}. A short end here.\n");
     std::fs::write(dir.path().join("runon.txt"), text).unwrap();
     let report = corpus::run(
-        model(),
+        loaded_test_model(),
         &[dir.path().to_path_buf()],
         &CorpusOptions::default(),
         &mut |_| {},
@@ -744,10 +719,6 @@ fn a_sentence_too_long_for_the_model_is_left_out_with_a_warning() {
 
 // ---------------------------------------------------------------------------
 // The binary
-
-fn model_arg() -> String {
-    test_model().to_string_lossy().into_owned()
-}
 
 #[test]
 fn binary_analyses_fifty_texts_with_progress() {

@@ -13,21 +13,13 @@ use common::*;
 use headscope::corpus::{
     self, find_documents, merge, CorpusOptions, CorpusPart, CorpusReport, Shard, SourceOptions,
 };
-use headscope::model::{Model, ModelSource};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
-
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Model::load(&ModelSource::Folder(test_model()), &mut |_| {}).expect("load the test model")
-    })
-}
+use std::sync::Arc;
 
 /// Short Debian copyright files (1–4 KB each, one or two windows), texts
 /// written by others; the first eight found.
@@ -154,7 +146,7 @@ fn mixed_corpus() -> tempfile::TempDir {
 fn unsharded(root: &Path) -> (CorpusPart, CorpusReport) {
     let plan = corpus::find_text_files(&[root.to_path_buf()]).unwrap();
     let part = corpus::run_shard(
-        model(),
+        loaded_test_model(),
         &plan,
         Shard::WHOLE,
         &CorpusOptions::default(),
@@ -172,7 +164,7 @@ fn shards(root: &Path, count: usize) -> Vec<(String, CorpusPart)> {
             // Each shard finds the corpus on its own, as a Slurm task does.
             let plan = corpus::find_text_files(&[root.to_path_buf()]).unwrap();
             let part = corpus::run_shard(
-                model(),
+                loaded_test_model(),
                 &plan,
                 Shard::new(index, count).unwrap(),
                 &CorpusOptions::default(),

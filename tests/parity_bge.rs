@@ -15,16 +15,9 @@ use common::parity::assert_ids_and_attentions;
 use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
-use headscope::model::{Model, ModelSource};
 use headscope::npz::read_npz;
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
-use std::sync::OnceLock;
-
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| Model::load(&ModelSource::Folder(bge_model()), &mut |_| {}).unwrap())
-}
 
 /// `headscope analyze --one-sentence-per-line` on a fixture text.
 fn analyse(text_file: &str) -> RunOutput {
@@ -34,9 +27,13 @@ fn analyse(text_file: &str) -> RunOutput {
         first_sentence: 0,
         ..Default::default()
     };
-    pipeline::run(model(), &text, &input, &AnalysisOptions::default(), &|| {
-        false
-    })
+    pipeline::run(
+        loaded_bge_model(),
+        &text,
+        &input,
+        &AnalysisOptions::default(),
+        &|| false,
+    )
     .unwrap()
 }
 

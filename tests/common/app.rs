@@ -18,9 +18,7 @@ pub const WINDOW: egui::Vec2 = egui::vec2(1600.0, 1000.0);
 pub type AppHarness = Harness<'static, HeadscopeApp>;
 
 /// The test model's folder as the command line would name it.
-pub fn model_arg() -> String {
-    super::test_model().display().to_string()
-}
+pub use super::model_arg;
 
 /// The app on `model`, showing `file` when given (else the sample text),
 /// with no persisted state; the text is autosaved to `autosave` (and

@@ -1,13 +1,14 @@
 //! Shared by the integration tests: the real test model (fetched once by
-//! `scripts/fetch-test-model.sh` when the cache lacks it), the 12-layer
-//! model (`scripts/fetch-bge-model.sh`), the reference fixtures, and tiny
-//! random models written on the spot.
+//! `scripts/fetch-test-model.sh` when the cache lacks it) and the 12-layer
+//! model (`scripts/fetch-bge-model.sh`), each loaded once per test binary;
+//! the binary under test and its one runner; the reference fixtures; and
+//! tiny random models written on the spot.
 #![allow(dead_code)]
 
 pub mod app;
 pub mod parity;
 
-use headscope::model::{random, EncoderConfig};
+use headscope::model::{random, EncoderConfig, Model, ModelSource};
 use headscope::npz::NpyArray;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,28 @@ pub fn test_model() -> PathBuf {
             folder
         })
         .clone()
+}
+
+/// The test model folder as the command line names it.
+pub fn model_arg() -> String {
+    test_model().display().to_string()
+}
+
+/// The test model, loaded once for the whole test binary.
+pub fn loaded_test_model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| load(&test_model()))
+}
+
+/// The 12-layer model, loaded once for the whole test binary.
+pub fn loaded_bge_model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| load(&bge_model()))
+}
+
+fn load(folder: &Path) -> Model {
+    Model::load(&ModelSource::Folder(folder.to_path_buf()), &mut |_| {})
+        .unwrap_or_else(|e| panic!("load {}: {e:#}", folder.display()))
 }
 
 /// The 12-layer bge-small-en-v1.5 folder, fetched and converted on first use.
@@ -124,6 +147,15 @@ pub fn headscope_command() -> std::process::Command {
     let mut command = std::process::Command::new(headscope_bin());
     command.env("HF_HUB_OFFLINE", "1");
     command
+}
+
+/// Runs the binary under test with `args` (off the network) and returns
+/// its output, whatever its exit status.
+pub fn headscope(args: &[&str]) -> std::process::Output {
+    headscope_command()
+        .args(args)
+        .output()
+        .expect("run headscope")
 }
 
 /// Runs `command` and returns its output; fails the test with `what` and
