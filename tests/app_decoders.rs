@@ -190,6 +190,11 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     assert!(shows(&harness, "legend: separator attention"), "{name}");
     assert!(!shows(&harness, "legend: segmentation"), "{name}");
 
+    if let Some(picture) = picture {
+        let image = harness.render().expect("wgpu renders the window");
+        save_picture(&image, picture, "-layers");
+    }
+
     // Specialisation: the statistics' columns are the model's own.
     open_tab(&mut harness, CentralView::Specialisation);
     let header = |title: &str| {
@@ -201,10 +206,6 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     assert!(header("ends"), "{name}");
     if let Some(start) = &start {
         assert!(header(start), "{name}: a column for {start}");
-    }
-    if let Some(picture) = picture {
-        let image = harness.render().expect("wgpu renders the window");
-        save_picture(&image, picture, "-layers");
     }
 }
 

@@ -406,9 +406,14 @@ fn naive_mean(values: impl Iterator<Item = Option<f64>>) -> (Option<f64>, usize)
     ((n > 0).then(|| defined.iter().sum::<f64>() / n as f64), n)
 }
 
+/// How one window's analysis holds a per-layer figure.
+type LayerValue = fn(&LayerFigures) -> Option<f64>;
+/// How one window's analysis holds a per-head figure.
+type HeadValue = fn(&HeadFigures) -> Option<f64>;
+
 /// Each per-layer figure of the report by name, and how one window's
 /// analysis holds it (in the report's own order).
-const LAYER_VALUES: [(&str, fn(&LayerFigures) -> Option<f64>); 7] = [
+const LAYER_VALUES: [(&str, LayerValue); 7] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("separator_attention", |x| x.separator_attention),
@@ -420,7 +425,7 @@ const LAYER_VALUES: [(&str, fn(&LayerFigures) -> Option<f64>); 7] = [
 
 /// Each per-head figure of the report by name, and how one window's
 /// analysis holds it.
-const HEAD_VALUES: [(&str, fn(&HeadFigures) -> Option<f64>); 7] = [
+const HEAD_VALUES: [(&str, HeadValue); 7] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("repetition_fraction", |x| x.repetition_fraction),
