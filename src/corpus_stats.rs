@@ -240,13 +240,15 @@ pub const HEAD_FIGURES: [&str; 7] = [
 ];
 
 /// The per-layer figures of ANALYSIS.md §5, in table order.
-pub const LAYER_FIGURES: [&str; 7] = [
+pub const LAYER_FIGURES: [&str; 9] = [
     "mean_distance",
     "same_sentence_fraction",
     "separator_attention",
     "focus_uniqueness",
     "segmentation_accuracy",
     "segmentation_undecided",
+    "segmentation_share",
+    "segmentation_share_chance",
     "sink_attention",
 ];
 
@@ -290,13 +292,15 @@ pub struct LayerSummary {
     pub focus_uniqueness: Summary,
     pub segmentation_accuracy: Summary,
     pub segmentation_undecided: Summary,
+    pub segmentation_share: Summary,
+    pub segmentation_share_chance: Summary,
     pub sink_attention: Summary,
     pub heads: Vec<HeadSummary>,
 }
 
 impl LayerSummary {
     /// The figures with their names, in [`LAYER_FIGURES`] order.
-    pub fn figures(&self) -> [(&'static str, Summary); 7] {
+    pub fn figures(&self) -> [(&'static str, Summary); LAYER_FIGURES.len()] {
         [
             (LAYER_FIGURES[0], self.mean_distance),
             (LAYER_FIGURES[1], self.same_sentence_fraction),
@@ -304,7 +308,9 @@ impl LayerSummary {
             (LAYER_FIGURES[3], self.focus_uniqueness),
             (LAYER_FIGURES[4], self.segmentation_accuracy),
             (LAYER_FIGURES[5], self.segmentation_undecided),
-            (LAYER_FIGURES[6], self.sink_attention),
+            (LAYER_FIGURES[6], self.segmentation_share),
+            (LAYER_FIGURES[7], self.segmentation_share_chance),
+            (LAYER_FIGURES[8], self.sink_attention),
         ]
     }
 }
@@ -360,6 +366,8 @@ impl CorpusStats {
                     l.focus_uniqueness,
                     l.segmentation_accuracy,
                     l.segmentation_undecided,
+                    l.segmentation_share,
+                    l.segmentation_share_chance,
                     l.sink_attention,
                 ]
             });
@@ -475,7 +483,7 @@ impl CorpusStats {
             .iter()
             .enumerate()
             .map(|(index, layer)| {
-                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, sink_attention] =
+                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, segmentation_share, segmentation_share_chance, sink_attention] =
                     layer.figures.map(|a| a.summary());
                 LayerSummary {
                     layer: index,
@@ -485,6 +493,8 @@ impl CorpusStats {
                     focus_uniqueness,
                     segmentation_accuracy,
                     segmentation_undecided,
+                    segmentation_share,
+                    segmentation_share_chance,
                     sink_attention,
                     heads: layer
                         .heads

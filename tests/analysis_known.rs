@@ -119,6 +119,8 @@ fn assert_no_nan(a: &Analysis) {
             layer.focus_uniqueness,
             layer.segmentation_accuracy,
             layer.segmentation_undecided,
+            layer.segmentation_share,
+            layer.segmentation_share_chance,
             layer.sink_attention,
         ]
         .iter()
@@ -208,24 +210,61 @@ fn token_similar_to_all_makes_a_focus_head() {
 }
 
 #[test]
-fn ties_take_earlier_pairs_and_smaller_ids() {
-    // All candidates equal: the first k pairs in (i, j) order.
+fn ties_share_the_last_places() {
+    // All candidates equal: all 10 tie for the k = 3 places, 0.3 each. The
+    // display keeps the first k in (i, j) order.
     let tokens = doc("[CLS] a b c d e [SEP]");
     let c = captures(1, 1, 7, vec![(vec![1.0; 49], uniform(7))]);
     let a = analyze(&tokens, &c, &top(0.3));
     let h = &a.layers[0].heads[0];
     assert_eq!(h.selected_pairs, vec![(1, 2), (1, 3), (1, 4)]);
-    assert_eq!(h.focus_token_id, Some(1000)); // a: 3 endpoints
-    close(h.focus_share, 1.0);
+    assert_eq!(
+        h.ties,
+        Some(TieShare {
+            above: 0,
+            tied: 10,
+            weight: 0.3
+        })
+    );
+    // The figures of all candidates: distances 1×4, 2×3, 3×2, 4×1.
+    close(h.mean_distance, 2.0);
+    // Every token ends pairs of weight 1.2: the smallest id, a, whose four
+    // pairs weigh 1.2 of 3.
+    assert_eq!(h.focus_token_id, Some(1000));
+    close(h.focus_share, 0.4);
+    close(Some(a.layers[0].distance_histogram[1]), 1.2);
 
-    // −0 ties with +0 (as in numpy's sort): the earlier pair wins.
+    // −0 ties with +0, and both share the one place; the display keeps
+    // the earlier pair.
     let at = |i: usize, j: usize| i * 7 + j;
     let mut s = vec![-1.0f32; 49];
     s[at(2, 3)] = 0.0;
     s[at(1, 5)] = -0.0;
     let c = captures(1, 1, 7, vec![(s, uniform(7))]);
     let a = analyze(&tokens, &c, &AnalysisOptions::default());
-    assert_eq!(a.layers[0].heads[0].selected_pairs, vec![(1, 5)]);
+    let h = &a.layers[0].heads[0];
+    assert_eq!(h.selected_pairs, vec![(1, 5)]);
+    close(h.mean_distance, (4.0 + 1.0) / 2.0);
+    close(a.layers[0].mean_distance, 2.5);
+
+    // A value just outside ε (1e-3 of the largest |S|) is above, not tied.
+    let mut s = vec![0.0f32; 49];
+    s[at(1, 2)] = 1.0;
+    s[at(1, 3)] = 0.998;
+    s[at(2, 4)] = 0.9995;
+    let c = captures(1, 1, 7, vec![(s, uniform(7))]);
+    let a = analyze(&tokens, &c, &top(0.2));
+    let h = &a.layers[0].heads[0];
+    assert_eq!(
+        h.ties,
+        Some(TieShare {
+            above: 0,
+            tied: 2,
+            weight: 1.0
+        }),
+        "k = 2: the k-th is 0.9995, and 1.0 and 0.9995 tie within 1e-3"
+    );
+    close(h.mean_distance, (1.0 + 2.0) / 2.0);
 
     // Focus tie between the two endpoints of one pair: the smaller id, even
     // though it comes second.
@@ -275,7 +314,7 @@ fn one_content_token_has_no_pair_figures() {
     assert_eq!(layer.focus_uniqueness, None);
     close_f32(layer.separator_attention, 2.0 / 3.0);
     close(layer.segmentation_accuracy, 1.0);
-    assert_eq!(layer.distance_histogram, vec![0, 0, 0]);
+    assert_eq!(layer.distance_histogram, vec![0.0, 0.0, 0.0]);
     assert_eq!(a.layer_correlation, vec![vec![None]]);
     assert_no_nan(&a);
 
@@ -359,6 +398,48 @@ fn two_sentences() -> TokenSequence {
 }
 
 #[test]
+fn a_flat_head_has_the_figures_of_all_candidates() {
+    // A head whose S is flat to float noise (a sink head: every token
+    // outputs the same vector): every candidate ties, so its figures are
+    // those of all candidate pairs, whatever the noise.
+    let tokens = two_sentences();
+    let t = 9;
+    let mut state = 7u64;
+    let mut noise = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2e-6
+    };
+    let mut s = vec![0.0f32; t * t];
+    for i in 0..t {
+        for j in i..t {
+            let v = 1.0 + noise();
+            s[i * t + j] = v;
+            s[j * t + i] = v;
+        }
+    }
+    let c = captures(1, 1, t, vec![(s, uniform(t))]);
+    let a = analyze(&tokens, &c, &top(0.2));
+    let h = &a.layers[0].heads[0];
+    let ties = h.ties.expect("top fraction");
+    assert_eq!((ties.above, ties.tied), (0, 15));
+    close_f32(
+        h.same_sentence_fraction,
+        a.baseline_same_sentence_fraction.unwrap(),
+    );
+    // Content positions 1 2 3 5 6 7: the mean of j − i over the 15 pairs.
+    let content = [1usize, 2, 3, 5, 6, 7];
+    let mut sum = 0;
+    for (x, &i) in content.iter().enumerate() {
+        for &j in &content[x + 1..] {
+            sum += j - i;
+        }
+    }
+    close_f32(h.mean_distance, sum as f64 / 15.0);
+}
+
+#[test]
 fn two_sentences_pair_figures() {
     let tokens = two_sentences();
     let s = sym(9, &[(1, 2, 9.0), (2, 7, 8.0), (5, 7, 7.0), (3, 5, 1.0)]);
@@ -378,7 +459,10 @@ fn two_sentences_pair_figures() {
     close(h.focus_share, 2.0 / 3.0);
     assert_eq!(h.category, Some(Category::Focus));
     let layer = &a.layers[0];
-    assert_eq!(layer.distance_histogram, vec![0, 1, 1, 0, 0, 1, 0, 0, 0]);
+    assert_eq!(
+        layer.distance_histogram,
+        vec![0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    );
     close(layer.mean_distance, 8.0 / 3.0);
     close(layer.same_sentence_fraction, 2.0 / 3.0);
     close(layer.focus_uniqueness, 1.0);
@@ -405,7 +489,10 @@ fn layer_pools_its_heads() {
     assert_eq!(layer.heads[1].selected_pairs, vec![(3, 7), (1, 2)]);
     close(layer.mean_distance, (1.0 + 1.0 + 4.0 + 1.0) / 4.0);
     close(layer.same_sentence_fraction, 3.0 / 4.0);
-    assert_eq!(layer.distance_histogram, vec![0, 3, 0, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        layer.distance_histogram,
+        vec![0.0, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    );
     // Focus b (id 1001) in head 0; head 1's four endpoints are four distinct
     // ids, so the smallest, a.
     assert_eq!(layer.heads[0].focus_token.as_deref(), Some("b"));
@@ -439,11 +526,14 @@ fn segmentation_and_separator_attention() {
     let a = analyze(&tokens, &c, &AnalysisOptions::default());
     close(a.layers[0].segmentation_accuracy, 1.0);
     close(a.layers[0].heads[0].separator_attention, 1.0);
+    close(a.layers[0].segmentation_share, 1.0);
+    close(a.layers[0].segmentation_share_chance, 0.5);
 
     // Everyone on the first [SEP]: only sentence 0's three tokens are right.
     let c = captures(1, 1, t, vec![(s.clone(), one_hot(t, |_| 4))]);
     let a = analyze(&tokens, &c, &AnalysisOptions::default());
     close(a.layers[0].segmentation_accuracy, 3.0 / 6.0);
+    close(a.layers[0].segmentation_share, 3.0 / 6.0);
 
     // Averaged over two heads, sentence 1's tokens see 0.5 on each [SEP]:
     // a tie, so they are undecided and not right.
@@ -460,6 +550,12 @@ fn segmentation_and_separator_attention() {
     close(a.layers[0].segmentation_accuracy, 0.5);
     close(a.layers[0].segmentation_undecided, 0.5);
     close(a.layers[0].separator_attention, 1.0);
+    // Continuous where accuracy has its edge: sentence 0's tokens give all
+    // their separator attention to their own [SEP], sentence 1's half.
+    close(
+        a.layers[0].segmentation_share,
+        (3.0 * 1.0 + 3.0 * 0.5) / 6.0,
+    );
 
     // Half of each content row on [CLS], half on its own [SEP]; the special
     // rows stay uniform.
@@ -504,6 +600,10 @@ fn near_ties_between_separators_are_undecided() {
     let segmentation = |a: f32, b: f32| {
         let c = captures(1, 1, t, vec![(s.clone(), rows(a, b))]);
         let layer = analyze(&tokens, &c, &AnalysisOptions::default()).layers[0].clone();
+        // Sentence 0's tokens give a/(a+b) to their own [SEP], sentence
+        // 1's b/(a+b): 1/2 on average, with no edge at a = b.
+        let share = layer.segmentation_share.expect("defined");
+        assert!((share - 0.5).abs() < 1e-6, "{share}");
         (layer.segmentation_accuracy, layer.segmentation_undecided)
     };
     // Within 1e-4 relative: undecided, whichever is larger.
@@ -644,9 +744,16 @@ fn top_k_per_row_rule() {
     assert_eq!(a.selected_per_head, None);
     let h = &a.layers[0].heads[0];
     assert_eq!(h.selected_pairs, vec![(1, 2), (1, 5), (3, 4)]);
-    close(h.mean_distance, (1.0 + 4.0 + 1.0) / 3.0);
+    // e's row is flat: its four partners tie and share its one place
+    // (weight 1/4 each), beside a–b and c–d (weight 1).
+    close(
+        h.mean_distance,
+        (1.0 + 1.0 + 0.25 * (4.0 + 3.0 + 2.0 + 1.0)) / 3.0,
+    );
+    // a, b, c and d each end pairs of weight 1.25: the smallest id wins.
     assert_eq!(h.focus_token.as_deref(), Some("a"));
-    close(h.focus_share, 2.0 / 3.0);
+    close(h.focus_share, 1.25 / 3.0);
+    assert_eq!(h.ties, None, "ties are shared row by row");
 
     // Second partners: a→c (tie of zeros, first), b→c, c→b, d→a, e→b.
     let a = analyze(&tokens, &c, &rule(2));
@@ -785,6 +892,8 @@ fn json_names_match_the_contract() {
             "focus_uniqueness",
             "segmentation_accuracy",
             "segmentation_undecided",
+            "segmentation_share",
+            "segmentation_share_chance",
             "sink_attention",
             "distance_histogram",
             "heads",

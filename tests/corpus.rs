@@ -413,13 +413,15 @@ type HeadValue = fn(&HeadFigures) -> Option<f64>;
 
 /// Each per-layer figure of the report by name, and how one window's
 /// analysis holds it (in the report's own order).
-const LAYER_VALUES: [(&str, LayerValue); 7] = [
+const LAYER_VALUES: [(&str, LayerValue); 9] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("separator_attention", |x| x.separator_attention),
     ("focus_uniqueness", |x| x.focus_uniqueness),
     ("segmentation_accuracy", |x| x.segmentation_accuracy),
     ("segmentation_undecided", |x| x.segmentation_undecided),
+    ("segmentation_share", |x| x.segmentation_share),
+    ("segmentation_share_chance", |x| x.segmentation_share_chance),
     ("sink_attention", |x| x.sink_attention),
 ];
 

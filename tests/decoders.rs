@@ -31,6 +31,8 @@ fn assert_decoder_matches_hugging_face(name: &str) -> serde_json::Value {
     for layer in ours["layers"].as_array().unwrap() {
         assert!(layer["segmentation_accuracy"].is_null(), "{name}");
         assert!(layer["segmentation_undecided"].is_null(), "{name}");
+        assert!(layer["segmentation_share"].is_null(), "{name}");
+        assert!(layer["segmentation_share_chance"].is_null(), "{name}");
         assert!(
             layer["separator_attention"].as_f64().unwrap() > 0.0,
             "{name}"

@@ -79,11 +79,28 @@ pub struct HeadFigures {
     pub sink_attention: Option<f64>,
     pub category: Option<Category>,
     pub attention_stats: AttentionStats,
-    /// The selected pairs as positions `(i, j)`, `i < j`: in rank order
-    /// (largest S first) for the top-fraction and above-mean rules, in pair
-    /// order for top-k per row. For highlighting; not exported.
+    /// The strongest selected pairs as positions `(i, j)`, `i < j`: the k
+    /// best in rank order (largest S first) for the top-fraction rule, every
+    /// selected pair in rank order for above-mean, each row's k best in pair
+    /// order for top-k per row. For highlighting; not exported. The figures
+    /// weigh every selected pair, the tied ones too ([`TieShare`]).
     #[serde(skip)]
     pub selected_pairs: Vec<(usize, usize)>,
+    /// How the top-fraction rule's last places were shared (ANALYSIS.md
+    /// §3); `None` for the other rules. Not exported.
+    #[serde(skip)]
+    pub ties: Option<TieShare>,
+}
+
+/// The tie rule of ANALYSIS.md §3 for one head: `above` pairs are selected
+/// outright (weight 1, the first `above` of `selected_pairs`), and `tied`
+/// pairs within ε of the k-th value share the `k − above` remaining places,
+/// `weight` each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TieShare {
+    pub above: usize,
+    pub tied: usize,
+    pub weight: f64,
 }
 
 /// The figures of one layer (ANALYSIS.md §5).
@@ -98,11 +115,17 @@ pub struct LayerFigures {
     /// Share of content tokens whose two largest `[SEP]` attentions tie
     /// (within 1e-4 relative): assigned to no separator.
     pub segmentation_undecided: Option<f64>,
+    /// Mean over content tokens of the share of their `[SEP]` attention
+    /// (head-averaged) that goes to the `[SEP]` closing their own sentence.
+    pub segmentation_share: Option<f64>,
+    /// What an even spread over the `[SEP]`s scores: mean of 1 / (number of
+    /// `[SEP]`s) over content tokens.
+    pub segmentation_share_chance: Option<f64>,
     /// Mean over heads of each head's `sink_attention`.
     pub sink_attention: Option<f64>,
-    /// Counts of j − i over the pooled selected pairs; index = distance,
-    /// length T (index 0 is always 0).
-    pub distance_histogram: Vec<u64>,
+    /// Counts of j − i over the pooled selected pairs, each pair counted
+    /// with its weight (§3); index = distance, length T (index 0 is always 0).
+    pub distance_histogram: Vec<f64>,
     pub heads: Vec<HeadFigures>,
 }
 

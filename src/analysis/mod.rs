@@ -5,16 +5,19 @@
 //! pairs whose context similarity S (optionally transformed, see
 //! [`SimilarityVariant`]) is highest, and the per-head figures describe those
 //! pairs: how far apart they are, whether they share a sentence, whether they
-//! are the same word, whether one token dominates them. Layers pool their
+//! are the same word, whether one token dominates them. Pairs whose S lies
+//! within float noise of the last place tie and share it, each weighted by
+//! its share, so every pair figure is a weighted mean. Layers pool their
 //! heads' pairs and add the attention-based figures (separator attention,
-//! segmentation accuracy); the document adds the chance baseline and the
-//! layer-to-layer correlation of the head-averaged similarity.
+//! segmentation accuracy, the own-separator share); the document adds the
+//! chance baseline and the layer-to-layer correlation of the head-averaged
+//! similarity.
 //!
 //! With the default [`AnalysisOptions`] the numbers reproduce
-//! `shared/reference/ref_analysis.py` (`analyse`): the top-q selection
-//! compares the same `f32` values with the same tie rule as numpy's
-//! `lexsort`, and the head-averaged attention behind the segmentation
-//! accuracy is summed in `f32` like numpy's `mean(axis=0)`.
+//! `shared/reference/ref_analysis.py` (`analyse`): the tie rule compares
+//! the same `f32` values, widened to f64, and the head-averaged attention
+//! behind the segmentation accuracy is summed in `f32` like numpy's
+//! `mean(axis=0)`.
 //!
 //! Every figure that can be undefined (no pairs, no content token, zero
 //! variance; segmentation for a causal model, whose input says it is one:
@@ -41,14 +44,14 @@ use crate::tokens::TokenSequence;
 use attention::attention_pass;
 use correlation::{correlation_matrix, unit_profile};
 use segmentation::segmentation;
-use selection::{key_index, rank_key, top_fraction, top_k_per_row};
+use selection::{key_index, rank_key, top_fraction, top_k_per_row, TieRule};
 use similarity::{Moments, Transform};
 
 use figures::focus_counts;
-pub use figures::{Analysis, AttentionStats, Category, HeadFigures, LayerFigures};
+pub use figures::{Analysis, AttentionStats, Category, HeadFigures, LayerFigures, TieShare};
 pub use options::{AnalysisOptions, Selection, SimilarityVariant};
 pub use segmentation::{choose_separator, SeparatorChoice, SEGMENTATION_TIE};
-pub use selection::top_fraction_count;
+pub use selection::{top_fraction_count, TIE_BAND};
 pub use similarity::transformed_similarity;
 
 /// Computes every figure of ANALYSIS.md §3–§5 for one input whose
@@ -226,6 +229,10 @@ struct Document<'a> {
     separators: Vec<usize>,
     cls: Vec<usize>,
     punctuation: Vec<usize>,
+    /// Position → index among the content tokens (`u32::MAX` elsewhere).
+    content_index: Vec<u32>,
+    /// The content positions ordered by token id, then position.
+    content_by_id: Vec<usize>,
 }
 
 impl<'a> Document<'a> {
@@ -242,12 +249,20 @@ impl<'a> Document<'a> {
                 _ => content_runs.push(i..i + 1),
             }
         }
+        let mut content_index = vec![u32::MAX; tokens.len()];
+        for (c, &i) in content.iter().enumerate() {
+            content_index[i] = c as u32;
+        }
+        let mut content_by_id = content.clone();
+        content_by_id.sort_by_key(|&i| (tokens.input_ids[i], i));
         Self {
             tokens,
             options,
             t: tokens.len(),
             pairs,
             content_runs,
+            content_index,
+            content_by_id,
             separators: tokens.separator_positions(),
             cls: tokens.cls_positions(),
             punctuation: (0..tokens.len())
@@ -257,19 +272,36 @@ impl<'a> Document<'a> {
         }
     }
 
+    /// The index among the candidates of the pair of content positions i, j.
+    fn pair_index(&self, i: usize, j: usize) -> usize {
+        let (a, b) = (
+            self.content_index[i.min(j)] as usize,
+            self.content_index[i.max(j)] as usize,
+        );
+        let c = self.content.len();
+        a * c - a * (a + 1) / 2 + (b - a - 1)
+    }
+
     fn same_sentence(&self, i: usize, j: usize) -> bool {
         // Option equality, like the reference's integer ids (−1 for none).
         self.tokens.sentence_ids[i] == self.tokens.sentence_ids[j]
     }
 }
 
-/// Per-worker buffers reused from head to head (N values each).
+/// Per-worker buffers reused from head to head.
 #[derive(Default)]
 struct Scratch {
+    /// S' of the N candidates, in pair order.
     values: Vec<f32>,
     keys: Vec<u64>,
     /// One row of S' (top-k per row).
     row: Vec<f32>,
+    /// Top-k per row: each candidate's weight (N).
+    pair_weights: Vec<f64>,
+    /// Per position: the weight of the selected pairs it ends, and of those
+    /// whose two tokens have its id (counted at the first) (T each).
+    endpoint_weight: Vec<f64>,
+    repeat_weight: Vec<f64>,
 }
 
 fn analyse_layer(
@@ -281,8 +313,8 @@ fn analyse_layer(
     let n = doc.pairs.len();
     let mut profile = vec![0.0f64; n];
     let mut heads = Vec::with_capacity(squares.heads);
-    let mut histogram = vec![0u64; doc.t];
-    let (mut pooled, mut pooled_distance, mut pooled_same) = (0usize, 0usize, 0usize);
+    let mut histogram = vec![0.0f64; doc.t];
+    let mut pooled = PooledPairs::default();
     // Σ over heads of P[i, s] for content rows i and separator columns s.
     let mut separator_sums = vec![0.0f32; doc.content.len() * doc.separators.len()];
     for h in 0..squares.heads {
@@ -295,13 +327,11 @@ fn analyse_layer(
             scratch,
             &mut profile,
             &mut separator_sums,
+            HeadTotals {
+                histogram: &mut histogram,
+                pooled: &mut pooled,
+            },
         );
-        for &(i, j) in &figures.selected_pairs {
-            histogram[j - i] += 1;
-            pooled += 1;
-            pooled_distance += j - i;
-            pooled_same += usize::from(doc.same_sentence(i, j));
-        }
         heads.push(figures);
     }
 
@@ -322,12 +352,14 @@ fn analyse_layer(
     let segmentation = segmentation(doc, &separator_sums, squares.heads);
 
     let figures = LayerFigures {
-        mean_distance: fraction(pooled_distance, pooled),
-        same_sentence_fraction: fraction(pooled_same, pooled),
+        mean_distance: ratio(pooled.distance, pooled.weight),
+        same_sentence_fraction: ratio(pooled.same, pooled.weight),
         separator_attention,
         focus_uniqueness: fraction(distinct_focus, with_focus),
         segmentation_accuracy: segmentation.map(|s| s.accuracy),
         segmentation_undecided: segmentation.map(|s| s.undecided),
+        segmentation_share: segmentation.and_then(|s| s.share),
+        segmentation_share_chance: segmentation.map(|s| s.share_chance),
         sink_attention,
         distance_histogram: histogram,
         heads,
@@ -338,6 +370,21 @@ fn analyse_layer(
     AnalysedLayer { figures, profile }
 }
 
+/// What a layer adds up over its heads' selected pairs.
+struct HeadTotals<'a> {
+    histogram: &'a mut [f64],
+    pooled: &'a mut PooledPairs,
+}
+
+/// Weighted sums over the selected pairs of every head of a layer.
+#[derive(Default)]
+struct PooledPairs {
+    weight: f64,
+    distance: f64,
+    same: f64,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn analyse_head(
     doc: &Document,
     attention: &[f32],
@@ -346,23 +393,24 @@ fn analyse_head(
     scratch: &mut Scratch,
     profile: &mut [f64],
     separator_sums: &mut [f32],
+    totals: HeadTotals,
 ) -> HeadFigures {
     let t = doc.t;
     let transform = Transform::new(similarity, t, doc.options.similarity);
 
-    let values = &mut scratch.values;
+    let mut values = std::mem::take(&mut scratch.values);
     values.clear();
     // Row i's candidates are the content positions after i: the rest of its
     // own run, then every later run (pair order).
     for (r, run) in doc.content_runs.iter().enumerate() {
         for i in run.clone() {
-            transform.extend_row(i, i + 1..run.end, values);
+            transform.extend_row(i, i + 1..run.end, &mut values);
             for later in &doc.content_runs[r + 1..] {
-                transform.extend_row(i, later.clone(), values);
+                transform.extend_row(i, later.clone(), &mut values);
             }
         }
     }
-    let moments = Moments::of(values);
+    let moments = Moments::of(&values);
 
     // The correlation grid averages per-head z-scores; a constant head has
     // none and adds nothing.
@@ -373,19 +421,25 @@ fn analyse_head(
         }
     }
 
-    let selected = match doc.options.selection {
-        Selection::TopFraction { q } => top_fraction(
-            values,
-            top_fraction_count(q, values.len()),
-            &mut scratch.keys,
-        )
-        .into_iter()
-        .map(|p| doc.pairs[p])
-        .collect(),
+    let mut pairs = WeightedPairs::new(doc, scratch, totals.histogram);
+    let mut ties = None;
+    let selected: Vec<(u32, u32)> = match doc.options.selection {
+        Selection::TopFraction { q } => {
+            let k = top_fraction_count(q, values.len());
+            let best = top_fraction(&values, k, &mut pairs.scratch.keys);
+            if let Some(&kth) = best.last() {
+                let rule = TieRule::new(values.iter().copied(), values[kth], k);
+                for (p, &v) in values.iter().enumerate() {
+                    pairs.add(doc.pairs[p], rule.weight(v));
+                }
+                ties = Some(rule.share);
+            }
+            best.into_iter().map(|p| doc.pairs[p]).collect()
+        }
         Selection::AboveMean { z } => match moments {
             Some(m) => {
                 let threshold = m.mean + z * m.std;
-                let keys = &mut scratch.keys;
+                let keys = &mut pairs.scratch.keys;
                 keys.clear();
                 keys.extend(
                     values
@@ -395,83 +449,165 @@ fn analyse_head(
                         .map(|(p, &v)| rank_key(v, p)),
                 );
                 keys.sort_unstable();
-                keys.iter().map(|&key| doc.pairs[key_index(key)]).collect()
+                let chosen: Vec<(u32, u32)> =
+                    keys.iter().map(|&key| doc.pairs[key_index(key)]).collect();
+                for &pair in &chosen {
+                    pairs.add(pair, 1.0);
+                }
+                chosen
             }
             None => Vec::new(),
         },
-        Selection::TopKPerRow { k } => top_k_per_row(doc, &transform, k, scratch),
+        Selection::TopKPerRow { k } => {
+            let chosen = top_k_per_row(doc, &transform, k, pairs.scratch);
+            let weights = std::mem::take(&mut pairs.scratch.pair_weights);
+            for (&pair, &w) in doc.pairs.iter().zip(&weights) {
+                pairs.add(pair, w);
+            }
+            pairs.scratch.pair_weights = weights;
+            chosen
+        }
     };
-    let selected_pairs: Vec<(usize, usize)> = selected
-        .into_iter()
-        .map(|(i, j)| (i as usize, j as usize))
-        .collect();
-
-    let mut figures = pair_figures(doc, &selected_pairs);
+    let mut figures = pairs.finish(totals.pooled);
+    scratch.values = values;
+    figures.ties = ties;
     let first_head = id.head == 0;
     let pass = attention_pass(doc, attention, separator_sums, first_head);
     figures.attention_stats = pass.stats;
     figures.separator_attention = pass.separator_attention;
     figures.sink_attention = pass.sink_attention;
-    figures.selected_pairs = selected_pairs;
+    figures.selected_pairs = selected
+        .into_iter()
+        .map(|(i, j)| (i as usize, j as usize))
+        .collect();
     figures
 }
 
-/// The per-head figures of ANALYSIS.md §4 that depend only on the pairs.
-fn pair_figures(doc: &Document, pairs: &[(usize, usize)]) -> HeadFigures {
-    if pairs.is_empty() {
-        return HeadFigures::default();
-    }
-    let ids = &doc.tokens.input_ids;
-    let n = pairs.len();
-    let (mut distance, mut same, mut repeated, mut local) = (0usize, 0usize, 0usize, 0usize);
-    for &(i, j) in pairs {
-        let d = j - i;
-        let s = doc.same_sentence(i, j);
-        distance += d;
-        same += usize::from(s);
-        repeated += usize::from(ids[i] == ids[j]);
-        local += usize::from(s && d <= doc.options.local_window);
-    }
+/// The per-head figures of ANALYSIS.md §4 that depend only on the selected
+/// pairs, as weighted means (§3): each pair adds with its weight.
+struct WeightedPairs<'a> {
+    doc: &'a Document<'a>,
+    scratch: &'a mut Scratch,
+    histogram: &'a mut [f64],
+    weight: f64,
+    distance: f64,
+    same: f64,
+    repeated: f64,
+    local: f64,
+}
 
-    // Most frequent id among the 2k endpoints; the ascending scan keeps the
-    // smallest id on ties.
-    let mut ends: Vec<u32> = pairs.iter().flat_map(|&(i, j)| [ids[i], ids[j]]).collect();
-    ends.sort_unstable();
-    let (mut focus, mut best) = (ends[0], 0usize);
-    for run in ends.chunk_by(|a, b| a == b) {
-        if run.len() > best {
-            (focus, best) = (run[0], run.len());
+impl<'a> WeightedPairs<'a> {
+    fn new(doc: &'a Document<'a>, scratch: &'a mut Scratch, histogram: &'a mut [f64]) -> Self {
+        for buffer in [&mut scratch.endpoint_weight, &mut scratch.repeat_weight] {
+            buffer.clear();
+            buffer.resize(doc.t, 0.0);
+        }
+        Self {
+            doc,
+            scratch,
+            histogram,
+            weight: 0.0,
+            distance: 0.0,
+            same: 0.0,
+            repeated: 0.0,
+            local: 0.0,
         }
     }
-    let focused = pairs
-        .iter()
-        .filter(|&&(i, j)| ids[i] == focus || ids[j] == focus)
-        .count();
 
-    let repetition_fraction = fraction(repeated, n);
-    let focus_share = fraction(focused, n);
-    let local_fraction = fraction(local, n);
-    let at_least_half = |x: Option<f64>| x.is_some_and(|x| x >= 0.5);
-    let category = if at_least_half(repetition_fraction) {
-        Category::Repetition
-    } else if at_least_half(focus_share) {
-        Category::Focus
-    } else if at_least_half(local_fraction) {
-        Category::Local
-    } else {
-        Category::Mixed
-    };
-    HeadFigures {
-        mean_distance: fraction(distance, n),
-        same_sentence_fraction: fraction(same, n),
-        repetition_fraction,
-        focus_token_id: Some(focus),
-        focus_token: doc.tokens.text_of(focus).map(str::to_owned),
-        focus_share,
-        local_fraction,
-        category: Some(category),
-        ..HeadFigures::default()
+    #[inline]
+    fn add(&mut self, (i, j): (u32, u32), w: f64) {
+        if w <= 0.0 {
+            return;
+        }
+        let (i, j) = (i as usize, j as usize);
+        let ids = &self.doc.tokens.input_ids;
+        let d = j - i;
+        let same = self.doc.same_sentence(i, j);
+        self.weight += w;
+        self.distance += w * d as f64;
+        self.histogram[d] += w;
+        if same {
+            self.same += w;
+            if d <= self.doc.options.local_window {
+                self.local += w;
+            }
+        }
+        self.scratch.endpoint_weight[i] += w;
+        self.scratch.endpoint_weight[j] += w;
+        if ids[i] == ids[j] {
+            self.repeated += w;
+            self.scratch.repeat_weight[i] += w;
+        }
     }
+
+    fn finish(self, pooled: &mut PooledPairs) -> HeadFigures {
+        pooled.weight += self.weight;
+        pooled.distance += self.distance;
+        pooled.same += self.same;
+        if self.weight <= 0.0 {
+            return HeadFigures::default();
+        }
+        let doc = self.doc;
+        let ids = &doc.tokens.input_ids;
+        // Endpoint weight and weight of same-id pairs, per token id (the
+        // content positions grouped by id, ascending).
+        let mut by_id: Vec<(u32, f64, f64)> = Vec::new();
+        for &p in &doc.content_by_id {
+            let (endpoint, repeat) = (
+                self.scratch.endpoint_weight[p],
+                self.scratch.repeat_weight[p],
+            );
+            match by_id.last_mut() {
+                Some(last) if last.0 == ids[p] => {
+                    last.1 += endpoint;
+                    last.2 += repeat;
+                }
+                _ => by_id.push((ids[p], endpoint, repeat)),
+            }
+        }
+        let largest = by_id.iter().map(|g| g.1).fold(0.0, f64::max);
+        // The smallest id within 1e-9 of the largest endpoint weight.
+        let &(focus, endpoint, repeat) = by_id
+            .iter()
+            .find(|g| g.1 >= largest - FOCUS_TIE)
+            .expect("a selected pair has endpoints");
+        // Pairs touching the focus id: its endpoint weight counts a pair of
+        // two focus tokens twice.
+        let focused = endpoint - repeat;
+
+        let share = |x: f64| ratio(x, self.weight);
+        let repetition_fraction = share(self.repeated);
+        let focus_share = share(focused);
+        let local_fraction = share(self.local);
+        let at_least_half = |x: Option<f64>| x.is_some_and(|x| x >= 0.5);
+        let category = if at_least_half(repetition_fraction) {
+            Category::Repetition
+        } else if at_least_half(focus_share) {
+            Category::Focus
+        } else if at_least_half(local_fraction) {
+            Category::Local
+        } else {
+            Category::Mixed
+        };
+        HeadFigures {
+            mean_distance: share(self.distance),
+            same_sentence_fraction: share(self.same),
+            repetition_fraction,
+            focus_token_id: Some(focus),
+            focus_token: doc.tokens.text_of(focus).map(str::to_owned),
+            focus_share,
+            local_fraction,
+            category: Some(category),
+            ..HeadFigures::default()
+        }
+    }
+}
+
+/// Endpoint weights this close to the largest tie for the focus token.
+const FOCUS_TIE: f64 = 1e-9;
+
+fn ratio(x: f64, total: f64) -> Option<f64> {
+    (total > 0.0).then(|| x / total)
 }
 
 fn fraction(count: usize, total: usize) -> Option<f64> {

@@ -1,6 +1,8 @@
 //! Segmentation from attention (ANALYSIS.md §5): each content token goes to
 //! the `[SEP]` its head-averaged attention is largest on, unless the two
-//! largest tie, and is right when that separator closes its own sentence.
+//! largest tie, and is right when that separator closes its own sentence;
+//! and, without that knife edge, the share of its separator attention that
+//! goes to its own sentence's `[SEP]`.
 //! The app's Separators view assigns tokens with the same function.
 //! A causal model has none: its tokens cannot attend to the end of their
 //! own sentence (ANALYSIS.md §8).
@@ -50,6 +52,9 @@ pub fn choose_separator(sums: &[f32], heads: usize) -> Option<SeparatorChoice> {
 pub(super) struct Segmentation {
     pub(super) accuracy: f64,
     pub(super) undecided: f64,
+    /// `None` when no content token attends to any separator.
+    pub(super) share: Option<f64>,
+    pub(super) share_chance: f64,
 }
 
 /// Each content token goes to the `[SEP]` it attends to most (head-averaged
@@ -65,11 +70,25 @@ pub(super) fn segmentation(
         return None;
     }
     let (mut correct, mut undecided) = (0, 0);
+    let (mut share_sum, mut shared) = (0.0f64, 0usize);
     for (&i, sums) in doc
         .content
         .iter()
         .zip(separator_sums.chunks_exact(separators))
     {
+        // The head average cancels in the ratio.
+        let total: f64 = sums.iter().map(|&x| f64::from(x)).sum();
+        if total > 0.0 {
+            let own: f64 = doc
+                .separators
+                .iter()
+                .zip(sums)
+                .filter(|&(&s, _)| doc.same_sentence(s, i))
+                .map(|(_, &x)| f64::from(x))
+                .sum();
+            share_sum += own / total;
+            shared += 1;
+        }
         match choose_separator(sums, heads) {
             Some(SeparatorChoice::Separator(s)) => {
                 correct += usize::from(doc.same_sentence(doc.separators[s], i));
@@ -81,5 +100,7 @@ pub(super) fn segmentation(
     Some(Segmentation {
         accuracy: fraction(correct, doc.content.len())?,
         undecided: fraction(undecided, doc.content.len())?,
+        share: (shared > 0).then(|| share_sum / shared as f64),
+        share_chance: 1.0 / separators as f64,
     })
 }

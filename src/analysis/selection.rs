@@ -1,8 +1,75 @@
-//! The pair selection rules (ANALYSIS.md §3): the top fraction with
-//! numpy's tie order, without sorting every pair, and the top k per row.
+//! The pair selection rules (ANALYSIS.md §3): the top fraction, without
+//! sorting every pair, and the top k per row; in both, pairs within ε of
+//! the k-th value tie and share the last places ([`TieRule`]), so that a
+//! head whose S is flat to float noise selects all its candidates evenly
+//! instead of an order that noise decides.
 
 use super::similarity::Transform;
-use super::{Document, Scratch};
+use super::{Document, Scratch, TieShare};
+
+/// ε of the tie rule, relative to the largest |S'| among the candidates.
+pub const TIE_BAND: f64 = 1e-3;
+
+/// The weights of ANALYSIS.md §3 for one set of candidates: weight 1 above
+/// v_k + ε, the tied pairs (|S' − v_k| ≤ ε) sharing the remaining places,
+/// 0 below. Compared in f64, as the reference does.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TieRule {
+    kth: f64,
+    epsilon: f64,
+    pub(super) share: TieShare,
+}
+
+impl TieRule {
+    /// The rule for selecting `k` of `values`, whose k-th best is `kth`.
+    pub(super) fn new(values: impl Iterator<Item = f32> + Clone, kth: f32, k: usize) -> Self {
+        let kth = f64::from(kth);
+        let largest = values
+            .clone()
+            .map(|v| f64::from(v).abs())
+            .filter(|v| !v.is_nan())
+            .fold(0.0, f64::max);
+        let epsilon = TIE_BAND * largest;
+        let (mut above, mut tied) = (0usize, 0usize);
+        for v in values {
+            let v = f64::from(v);
+            if v > kth + epsilon {
+                above += 1;
+            } else if (v - kth).abs() <= epsilon {
+                tied += 1;
+            }
+        }
+        // The k-th value ties with itself, so `tied` ≥ 1 and `above` < k,
+        // unless it is not finite (then nothing ties and nothing is shared).
+        let weight = if tied > 0 {
+            k.saturating_sub(above) as f64 / tied as f64
+        } else {
+            0.0
+        };
+        Self {
+            kth,
+            epsilon,
+            share: TieShare {
+                above,
+                tied,
+                weight,
+            },
+        }
+    }
+
+    /// The weight of a candidate whose value is `v`.
+    #[inline]
+    pub(super) fn weight(&self, v: f32) -> f64 {
+        let v = f64::from(v);
+        if v > self.kth + self.epsilon {
+            1.0
+        } else if (v - self.kth).abs() <= self.epsilon {
+            self.share.weight
+        } else {
+            0.0
+        }
+    }
+}
 
 /// k of the top-fraction rule for N candidates: max(1, floor(q·N)), at most
 /// N (0 when there is no candidate).
@@ -81,7 +148,10 @@ pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec
 }
 
 /// Each content token's k best partners by its row of S', as unordered pairs
-/// in pair order, each pair once.
+/// in pair order, each pair once (for display). Each row shares its last
+/// places by the tie rule; a pair's weight, written to
+/// `scratch.pair_weights` (indexed like the candidates), is the larger of
+/// its weights from its two rows.
 pub(super) fn top_k_per_row(
     doc: &Document,
     transform: &Transform,
@@ -90,11 +160,18 @@ pub(super) fn top_k_per_row(
 ) -> Vec<(u32, u32)> {
     let c = doc.content.len();
     let k = k.min(c.saturating_sub(1));
+    let Scratch {
+        row,
+        keys,
+        pair_weights,
+        ..
+    } = scratch;
+    pair_weights.clear();
+    pair_weights.resize(doc.pairs.len(), 0.0);
     if k == 0 {
         return Vec::new();
     }
     let mut chosen = Vec::with_capacity(c * k);
-    let Scratch { row, keys, .. } = scratch;
     for &i in &doc.content {
         row.clear();
         for run in &doc.content_runs {
@@ -111,10 +188,28 @@ pub(super) fn top_k_per_row(
         if k < keys.len() {
             keys.select_nth_unstable(k - 1);
         }
+        let kth = keys[..k].iter().max().map(|&key| key_index(key));
         chosen.extend(keys[..k].iter().map(|&key| {
             let j = key_index(key);
             (i.min(j) as u32, i.max(j) as u32)
         }));
+        let partners = || {
+            doc.content
+                .iter()
+                .zip(row.iter())
+                .filter(move |&(&j, _)| j != i)
+        };
+        let kth_value = partners()
+            .find(|&(&j, _)| Some(j) == kth)
+            .map_or(f32::NAN, |(_, &v)| v);
+        let rule = TieRule::new(partners().map(|(_, &v)| v), kth_value, k);
+        for (&j, &v) in partners() {
+            let w = rule.weight(v);
+            if w > 0.0 {
+                let p = doc.pair_index(i, j);
+                pair_weights[p] = pair_weights[p].max(w);
+            }
+        }
     }
     chosen.sort_unstable();
     chosen.dedup();

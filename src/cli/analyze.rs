@@ -70,8 +70,8 @@ pub(crate) fn print_table(model: &Model, output: &RunOutput) {
     );
     let _ = writeln!(
         out,
-        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>9}  categories (repetition/focus/local/mixed)",
-        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "sink-attn"
+        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  categories (repetition/focus/local/mixed)",
+        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "own-sep (chance)", "sink-attn"
     );
     for (index, layer) in a.layers.iter().enumerate() {
         let mut counts = [0usize; 4];
@@ -82,7 +82,7 @@ pub(crate) fn print_table(model: &Model, output: &RunOutput) {
         }
         let _ = writeln!(
             out,
-            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>9}  {}/{}/{}/{}",
+            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  {}/{}/{}/{}",
             index,
             fmt(layer.mean_distance, 2),
             fmt(layer.same_sentence_fraction, 3),
@@ -90,6 +90,11 @@ pub(crate) fn print_table(model: &Model, output: &RunOutput) {
             fmt(layer.focus_uniqueness, 3),
             fmt(layer.segmentation_accuracy, 3),
             fmt(layer.segmentation_undecided, 3),
+            format!(
+                "{} ({})",
+                fmt(layer.segmentation_share, 3),
+                fmt(layer.segmentation_share_chance, 3)
+            ),
             fmt(layer.sink_attention, 3),
             counts[0],
             counts[1],

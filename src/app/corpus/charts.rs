@@ -25,6 +25,8 @@ pub fn figure_title(name: &str) -> &'static str {
         "focus_uniqueness" => "focus uniqueness",
         "segmentation_accuracy" => "segmentation accuracy",
         "segmentation_undecided" => "segmentation undecided",
+        "segmentation_share" => "own-separator share",
+        "segmentation_share_chance" => "own-separator share by chance",
         "sink_attention" => "sink attention",
         "repetition_fraction" => "repetition fraction",
         "focus_share" => "focus share",
@@ -93,16 +95,23 @@ pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<St
     });
     // As many plots a row as fit at a readable width (the title and its
     // save button need about 250 points); the rows share the width evenly.
+    // The chance of the own-separator share is drawn as that plot's chance
+    // line, not as a plot of its own.
+    let figures: Vec<(usize, &str)> = LAYER_FIGURES
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, figure)| figure != "segmentation_share_chance")
+        .collect();
     let spacing = ui.spacing().item_spacing.x;
     let available = ui.available_width();
     let per_row = (((available + spacing) / (MIN_PLOT_WIDTH + spacing)).floor() as usize)
-        .clamp(1, LAYER_FIGURES.len());
-    let rows = LAYER_FIGURES.len().div_ceil(per_row);
-    let per_row = LAYER_FIGURES.len().div_ceil(rows);
+        .clamp(1, figures.len());
+    let rows = figures.len().div_ceil(per_row);
+    let per_row = figures.len().div_ceil(rows);
     let width = (available - spacing * (per_row as f32 - 1.0)) / per_row as f32;
     let layers = report.layers.len();
     let mut clicked = None;
-    let figures: Vec<(usize, &str)> = LAYER_FIGURES.iter().copied().enumerate().collect();
     for row in figures.chunks(per_row) {
         ui.horizontal(|ui| {
             for &(index, figure) in row {
@@ -111,7 +120,14 @@ pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<St
                 let name = format!("corpus-{figure}");
                 let save = plots::figure(ui, &name, figure_title(figure), |ui| {
                     ui.set_width(width);
-                    let baseline = (index == 1).then_some(report.baseline_same_sentence_fraction);
+                    let baseline = match figure {
+                        "same_sentence_fraction" => Some(report.baseline_same_sentence_fraction),
+                        // The same in every layer: one window's separators.
+                        "segmentation_share" => {
+                            report.layers.first().map(|l| l.segmentation_share_chance)
+                        }
+                        _ => None,
+                    };
                     layer_plot(ui, figure, &summaries, baseline, layers, width);
                 });
                 clicked = clicked.take().or(save);

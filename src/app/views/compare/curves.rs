@@ -19,13 +19,14 @@ type LayerFigure = fn(&LayerFigures) -> Option<f64>;
 
 /// The per-layer figures plotted, with their titles (ANALYSIS.md §5), and
 /// whether each is a fraction (plotted from 0 to 1).
-const FIGURES: [(&str, LayerFigure, bool); 6] = [
+const FIGURES: [(&str, LayerFigure, bool); 7] = [
     ("mean distance j − i", |l| l.mean_distance, false),
     ("same-sentence fraction", |l| l.same_sentence_fraction, true),
     ("separator attention", |l| l.separator_attention, true),
     ("sink attention", |l| l.sink_attention, true),
     ("focus uniqueness", |l| l.focus_uniqueness, true),
     ("segmentation accuracy", |l| l.segmentation_accuracy, true),
+    ("own-separator share", |l| l.segmentation_share, true),
 ];
 
 /// The points of one model's curve: x is depth, or the layer when `raw`.

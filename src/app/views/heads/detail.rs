@@ -448,6 +448,17 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
         if selected == 1 { "" } else { "s" },
         analysis.pairs
     ));
+    // Pairs within float noise of the last place share it (ANALYSIS.md §3).
+    if let Some(ties) = f.ties.filter(|t| t.weight < 1.0) {
+        let places = selected.saturating_sub(ties.above);
+        ui.weak(format!(
+            "the last {places} place{} shared by {} pairs whose S ties within {} of the largest (each weighs {:.3})",
+            if places == 1 { " is" } else { "s are" },
+            ties.tied,
+            crate::analysis::TIE_BAND,
+            ties.weight
+        ));
+    }
     let (name, colour) = category_style(f.category);
     egui::Grid::new("head figures grid")
         .num_columns(2)

@@ -32,6 +32,7 @@ const FOCUS_UNIQUENESS: Color32 = Color32::from_rgb(235, 110, 200);
 const SEGMENTATION: Color32 = Color32::from_rgb(110, 210, 120);
 const UNDECIDED: Color32 = Color32::from_rgb(180, 140, 255);
 const SINK: Color32 = Color32::from_rgb(240, 90, 90);
+const OWN_SEPARATOR: Color32 = Color32::from_rgb(80, 210, 210);
 const MEAN_DISTANCE: Color32 = Color32::from_rgb(250, 220, 90);
 
 /// The Layers tab (no state of its own).
@@ -133,11 +134,11 @@ fn summary(analysis: &Analysis) -> String {
 
 /// The histograms binned alike: bar width in distance units, and the bars
 /// of every layer (bar b covers distances 1 + b·width ..= (b + 1)·width).
-fn binned_histograms(analysis: &Analysis) -> (usize, Vec<Vec<u64>>) {
+fn binned_histograms(analysis: &Analysis) -> (usize, Vec<Vec<f64>>) {
     let longest = analysis
         .layers
         .iter()
-        .filter_map(|l| l.distance_histogram.iter().rposition(|&c| c > 0))
+        .filter_map(|l| l.distance_histogram.iter().rposition(|&c| c > 0.0))
         .max()
         .unwrap_or(0);
     let width = longest.div_ceil(MAX_BARS).max(1);
@@ -146,7 +147,7 @@ fn binned_histograms(analysis: &Analysis) -> (usize, Vec<Vec<u64>>) {
         .layers
         .iter()
         .map(|layer| {
-            let mut counts = vec![0u64; bars];
+            let mut counts = vec![0.0f64; bars];
             for (distance, &count) in layer.distance_histogram.iter().enumerate().skip(1) {
                 if let Some(bar) = counts.get_mut((distance - 1) / width) {
                     *bar += count;
@@ -167,7 +168,7 @@ fn histograms(ui: &mut egui::Ui, analysis: &Analysis) -> Option<usize> {
         ui.weak("No pairs were selected (fewer than two content tokens).");
         return None;
     }
-    let tallest = binned.iter().flatten().copied().max().unwrap_or(1).max(1);
+    let tallest = binned.iter().flatten().copied().fold(1.0, f64::max);
     let per_row = if layers > 12 { 8 } else { layers.min(6) };
     let gap = 8.0;
     let panel_width = ((ui.available_width() - gap * (per_row as f32 - 1.0)) / per_row as f32)
@@ -210,10 +211,11 @@ fn histograms(ui: &mut egui::Ui, analysis: &Analysis) -> Option<usize> {
                     } else {
                         format!("distances {from}–{to}")
                     };
-                    let count = counts[bar];
+                    // Tied pairs count with their share of the last places.
+                    let count = pair_count(counts[bar]);
                     response.clone().on_hover_text_at_pointer(format!(
                         "L{layer}: {span}: {count} pair{}\nclick to see the heads of L{layer}",
-                        if count == 1 { "" } else { "s" }
+                        if count == "1" { "" } else { "s" }
                     ));
                 }
                 if response.clicked() {
@@ -224,14 +226,24 @@ fn histograms(ui: &mut egui::Ui, analysis: &Analysis) -> Option<usize> {
         ui.add_space(4.0);
     }
     ui.weak(format!(
-        "x: distance 1 to {longest}{} · y: pairs, 0 to {tallest}",
+        "x: distance 1 to {longest}{} · y: pairs, 0 to {}",
         if bar_width > 1 {
             format!(" ({bar_width} distances a bar)")
         } else {
             String::new()
-        }
+        },
+        pair_count(tallest)
     ));
     clicked
+}
+
+/// A weighted pair count (ANALYSIS.md §3): whole when it is, else to 0.1.
+fn pair_count(count: f64) -> String {
+    if (count - count.round()).abs() < 1e-9 {
+        format!("{count:.0}")
+    } else {
+        format!("{count:.1}")
+    }
 }
 
 /// Draws one histogram panel; returns the bar under the pointer.
@@ -239,8 +251,8 @@ fn histograms(ui: &mut egui::Ui, analysis: &Analysis) -> Option<usize> {
 fn draw_histogram(
     ui: &egui::Ui,
     rect: Rect,
-    counts: &[u64],
-    tallest: u64,
+    counts: &[f64],
+    tallest: f64,
     bar_width: usize,
     mean: Option<f64>,
     layer: usize,
@@ -286,10 +298,10 @@ fn draw_histogram(
         if pointer.is_some_and(|p| column.x_range().contains(p.x) && plot.y_range().contains(p.y)) {
             under_pointer = Some(bar);
         }
-        if count == 0 {
+        if count <= 0.0 {
             continue;
         }
-        let height = plot.height() * count as f32 / tallest as f32;
+        let height = plot.height() * (count / tallest) as f32;
         let fill = if under_pointer == Some(bar) {
             Color32::from_rgb(150, 200, 255)
         } else {
@@ -365,6 +377,18 @@ fn fractions_legend(analysis: &Analysis) -> Vec<(Color32, &'static str, bool)> {
             false,
             defined(|l| l.segmentation_undecided),
         ),
+        (
+            OWN_SEPARATOR,
+            "own-separator share",
+            false,
+            defined(|l| l.segmentation_share),
+        ),
+        (
+            OWN_SEPARATOR,
+            "own-separator share by chance",
+            true,
+            defined(|l| l.segmentation_share_chance),
+        ),
         (SINK, "sink attention", false, defined(|l| l.sink_attention)),
     ]
     .into_iter()
@@ -405,6 +429,19 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
                         .style(LineStyle::dashed_loose()),
                 );
             }
+            // One window's separators: the same chance in every layer.
+            if let Some(chance) = analysis
+                .layers
+                .iter()
+                .find_map(|l| l.segmentation_share_chance)
+            {
+                plot_ui.hline(
+                    HLine::new("own-separator share by chance", chance)
+                        .color(OWN_SEPARATOR)
+                        .width(1.5)
+                        .style(LineStyle::dashed_loose()),
+                );
+            }
             let l = &analysis.layers;
             add_curve(
                 plot_ui,
@@ -438,6 +475,12 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
             );
             add_curve(
                 plot_ui,
+                "own-separator share",
+                OWN_SEPARATOR,
+                l.iter().map(|l| l.segmentation_share),
+            );
+            add_curve(
+                plot_ui,
                 "sink attention",
                 SINK,
                 l.iter().map(|l| l.sink_attention),
@@ -452,10 +495,10 @@ mod tests {
 
     #[test]
     fn long_histograms_are_binned_alike() {
-        let mut histogram = vec![0u64; 100];
-        histogram[1] = 3;
-        histogram[2] = 1;
-        histogram[90] = 2;
+        let mut histogram = vec![0.0; 100];
+        histogram[1] = 3.0;
+        histogram[2] = 1.0;
+        histogram[90] = 2.0;
         let analysis = Analysis {
             layers: vec![
                 LayerFigures {
@@ -463,7 +506,7 @@ mod tests {
                     ..LayerFigures::default()
                 },
                 LayerFigures {
-                    distance_histogram: vec![0, 5],
+                    distance_histogram: vec![0.0, 5.0],
                     ..LayerFigures::default()
                 },
             ],
@@ -472,9 +515,9 @@ mod tests {
         let (width, bins) = binned_histograms(&analysis);
         assert_eq!(width, 3);
         assert_eq!(bins[0].len(), 30);
-        assert_eq!(bins[0][0], 4, "distances 1..=3 share the first bar");
-        assert_eq!(bins[0][29], 2, "distance 90 is in the last bar");
-        assert_eq!(bins[1][0], 5);
+        assert_eq!(bins[0][0], 4.0, "distances 1..=3 share the first bar");
+        assert_eq!(bins[0][29], 2.0, "distance 90 is in the last bar");
+        assert_eq!(bins[1][0], 5.0);
         let (_, empty) = binned_histograms(&Analysis::default());
         assert!(empty.is_empty());
     }

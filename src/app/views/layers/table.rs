@@ -6,7 +6,7 @@ use crate::app::widgets::format::figure;
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
 use std::borrow::Cow;
 
-pub const LAYER_COLUMNS: [Column; 9] = [
+pub const LAYER_COLUMNS: [Column; 10] = [
     Column {
         title: Cow::Borrowed("layer"),
         width: 56.0,
@@ -50,6 +50,12 @@ pub const LAYER_COLUMNS: [Column; 9] = [
         numeric: true,
     },
     Column {
+        title: Cow::Borrowed("own separator"),
+        width: 104.0,
+        tooltip: "Mean share of a content token's [SEP] attention (head-averaged) that goes to the [SEP] closing its own sentence; in brackets what an even spread gives",
+        numeric: true,
+    },
+    Column {
         title: Cow::Borrowed("sink attention"),
         width: 104.0,
         tooltip: "Mean over heads of the attention content tokens pay to the first position ([CLS])",
@@ -77,6 +83,14 @@ pub fn layer_cells(analysis: &Analysis, layer: usize) -> Vec<Cell> {
         Cell::new(figure(l.focus_uniqueness, 3)),
         Cell::new(figure(l.segmentation_accuracy, 3)),
         Cell::new(figure(l.segmentation_undecided, 3)),
+        Cell::new(match l.segmentation_share {
+            Some(_) => format!(
+                "{} ({})",
+                figure(l.segmentation_share, 3),
+                figure(l.segmentation_share_chance, 3)
+            ),
+            None => figure(None, 3),
+        }),
         Cell::new(figure(l.sink_attention, 3)),
         Cell::new(pooled.to_string()),
     ]
