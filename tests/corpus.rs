@@ -807,7 +807,7 @@ fn binary_analyses_fifty_texts_with_progress() {
     }
 
     let table = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(table.lines().count(), 1 + 2 + 6 * (7 + 12 * 7));
+    assert_eq!(table.lines().count(), 1 + 2 + 6 * (9 + 12 * 7));
     assert!(table
         .lines()
         .any(|l| l.starts_with("5,11,separator_attention,") && l.ends_with(",50")));
