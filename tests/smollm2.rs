@@ -13,10 +13,7 @@ mod common;
 
 use common::parity::assert_matches_reference;
 use common::*;
-use headscope::analysis::AnalysisOptions;
-use headscope::input::InputMode;
 use headscope::model::{Model, ModelSource};
-use headscope::pipeline::{self, InputOptions, RunOutput};
 use std::sync::OnceLock;
 
 const TEXT: &str = "smollm2.txt";
@@ -26,23 +23,9 @@ fn model() -> &'static Model {
     MODEL.get_or_init(|| Model::load(&ModelSource::Folder(smollm2_model()), &mut |_| {}).unwrap())
 }
 
-/// `headscope analyze --one-sentence-per-line` on the fixture text.
-fn analyse() -> RunOutput {
-    let text = std::fs::read_to_string(fixture(TEXT)).unwrap();
-    let input = InputOptions {
-        mode: InputMode::OneSentencePerLine,
-        first_sentence: 0,
-        ..Default::default()
-    };
-    pipeline::run(model(), &text, &input, &AnalysisOptions::default(), &|| {
-        false
-    })
-    .unwrap()
-}
-
 #[test]
 fn smollm2_matches_hugging_face() {
-    let output = analyse();
+    let output = analyse_fixture_lines(model(), TEXT);
     let captures = &output.captures;
     assert_eq!(
         (captures.layers, captures.heads, captures.head_dim),

@@ -8,8 +8,11 @@
 pub mod app;
 pub mod parity;
 
-use headscope::model::{random, EncoderConfig};
+use headscope::analysis::AnalysisOptions;
+use headscope::input::InputMode;
+use headscope::model::{random, EncoderConfig, Model};
 use headscope::npz::NpyArray;
+use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -74,6 +77,18 @@ fn fetched_model(name: &str, script: &str) -> PathBuf {
         folder.display()
     );
     folder
+}
+
+/// `headscope analyze --one-sentence-per-line` in-process on the fixture
+/// text `text_file`, with the default analysis.
+pub fn analyse_fixture_lines(model: &Model, text_file: &str) -> RunOutput {
+    let text = std::fs::read_to_string(fixture(text_file)).unwrap();
+    let input = InputOptions {
+        mode: InputMode::OneSentencePerLine,
+        first_sentence: 0,
+        ..Default::default()
+    };
+    pipeline::run(model, &text, &input, &AnalysisOptions::default(), &|| false).unwrap()
 }
 
 pub fn repo() -> PathBuf {
