@@ -3,7 +3,8 @@
 # (PyTorch, CPU) side by side, on the same machine in one run, for
 # all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
 # weights, at 128 and 512 tokens, a Qwen2-0.5B-shaped decoder at 512 and
-# 2,048 tokens, then the app's frame time and edit-to-grid time on the
+# 2,048 tokens, a Llama-3-8B-shaped one in bfloat16 (time and peak memory
+# alone), then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
 #
@@ -62,6 +63,36 @@ for tokens in 512 2048; do
   m="$(json peak_rss_mb <<<"$ours")"; r="$(json peak_rss_mb <<<"$theirs")"
   python3 -c "print(f'| | $tokens | {float($o):.0f} | {float($t):.0f} | {float($o)/float($t):.2f} | {float($m):.0f} | {float($r):.0f} |')"
 done
+
+# Weights in their own precision: a Llama-3-8B-shaped checkpoint with
+# random bfloat16 weights (15 GB on disk; 30 GB were it widened to float32)
+# at 128 and 512 tokens, one warm-up and one run each (a pass takes a minute
+# or more on two cores), with the peak resident memory as `/usr/bin/time -v`
+# reports it. Needs 16 GB of disk and 20 GB of free memory: skipped (with a
+# note) when `free` reports less available; SKIP_LLAMA3=1 skips it.
+llama3="${LLAMA3_DIR:-target/llama-3-8b-bf16-random}"
+available_gb="$(free -g | awk '/^Mem:/ {print $7}')"
+if [ "${SKIP_LLAMA3:-0}" = 1 ] || [ "$available_gb" -lt 20 ]; then
+  echo
+  echo "(Llama-3-8B bf16 skipped: ${available_gb} GB available, 20 needed)"
+else
+  if [ ! -f "$llama3/model.safetensors" ]; then
+    "$bin" make-random-model --like llama-3-8b --dtype bf16 \
+      --tokenizer tests/fixtures/families/llama/tokenizer.json --out "$llama3"
+  fi
+  echo
+  printf '| Llama-3-8B (random, bf16) | tokens | wall s (load + 2 passes) | one pass s | peak RSS GiB |\n'
+  printf '|---|---:|---:|---:|---:|\n'
+  for tokens in 128 512; do
+    timed="$(mktemp)"
+    ours="$(/usr/bin/time -v "$bin" bench --model "$llama3" --tokens "$tokens" --runs 1 2>"$timed")"
+    wall="$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s}' "$timed")"
+    rss="$(awk -F': ' '/Maximum resident set size/ {print $2}' "$timed")"
+    o="$(json median_ms <<<"$ours")"
+    python3 -c "print(f'| | $tokens | {float($wall):.0f} | {float($o) / 1000:.1f} | {int($rss) / 2**20:.1f} |')"
+    rm -f "$timed"
+  done
+fi
 
 # The app: frame time with the full grid on screen, and edit → updated grid.
 echo

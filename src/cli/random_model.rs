@@ -10,8 +10,8 @@ pub(crate) struct RandomModelArgs {
     /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, roberta-base,
     /// xlm-roberta-base, camembert-base, distilbert-base-uncased,
     /// electra-base-discriminator, electra-small-discriminator, albert-base-v2,
-    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, or a config.json / model
-    /// folder.
+    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, llama-3-8b, or a
+    /// config.json / model folder.
     #[arg(long)]
     pub(crate) like: String,
     /// tokenizer.json to put in the folder.
@@ -23,6 +23,9 @@ pub(crate) struct RandomModelArgs {
     /// Random seed.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Precision of the weights written: f32, bf16 or f16.
+    #[arg(long, default_value = "f32")]
+    pub(crate) dtype: crate::model::random::WeightDtype,
 }
 
 pub(crate) fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
@@ -46,13 +49,24 @@ pub(crate) fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
             EncoderConfig::from_file(&config_path)?
         }
     };
-    random::write_random_model(
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{msg} {bar:40} {bytes}/{total_bytes} {eta}")
+            .expect("a valid template"),
+    );
+    bar.set_message("writing weights");
+    random::write_random_model_with(
         &config,
         &args.tokenizer,
         &args.out,
         args.seed,
         Default::default(),
+        args.dtype,
+        &mut |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        },
     )?;
+    bar.finish_and_clear();
     eprintln!(
         "headscope: wrote a random {} {}-layer, {}-head, hidden {} model to {}",
         config.family,

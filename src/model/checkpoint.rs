@@ -3,12 +3,14 @@
 //!
 //! Why not candle's `safetensors::load`: it reads the whole file into memory
 //! and then copies every tensor out of it, so loading peaks at twice the
-//! weights (4 GB for a 0.5B-parameter model in float32). Here each float32
-//! tensor is read straight into the buffer that becomes the tensor, and
-//! half-precision ones are widened one at a time.
+//! weights (4 GB for a 0.5B-parameter model in float32). Here each tensor
+//! is read straight into the buffer that becomes the tensor, in its own
+//! precision: float32, or bfloat16 and float16, which the forward pass
+//! widens where it reaches them ([`super::weight`]).
 
 use anyhow::{anyhow, bail, Context};
 use candle_core::{DType, Device, Tensor};
+use half::slice::HalfFloatSliceExt;
 use safetensors::tensor::Metadata;
 use safetensors::Dtype;
 use std::collections::{BTreeSet, HashMap};
@@ -69,8 +71,9 @@ pub fn weight_files(folder: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
     Ok(Some(files))
 }
 
-/// Every tensor of one safetensors file, as float32 (integer tensors as
-/// they are) on `device`, keyed by its name in the file.
+/// Every tensor of one safetensors file on `device`, keyed by its name in
+/// the file: float32, bfloat16 and float16 as stored, float64 as float32,
+/// integer tensors as they are.
 pub fn read_tensors(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, Tensor>> {
     let corrupt = |why: String| {
         anyhow!(
@@ -120,21 +123,16 @@ pub fn read_tensors(path: &Path, device: &Device) -> anyhow::Result<HashMap<Stri
                 read(bytemuck::cast_slice_mut(&mut values))?;
                 Tensor::from_vec(values, shape, &Device::Cpu)?
             }
-            Dtype::F16 | Dtype::BF16 => {
-                let mut values = vec![0u16; count];
-                read(bytemuck::cast_slice_mut(&mut values))?;
-                let widened: Vec<f32> = if info.dtype == Dtype::F16 {
-                    values
-                        .iter()
-                        .map(|&b| half::f16::from_bits(b).to_f32())
-                        .collect()
-                } else {
-                    values
-                        .iter()
-                        .map(|&b| half::bf16::from_bits(b).to_f32())
-                        .collect()
-                };
-                Tensor::from_vec(widened, shape, &Device::Cpu)?
+            // Half precision stays as it is (see `super::weight`).
+            Dtype::F16 => {
+                let mut values = vec![half::f16::ZERO; count];
+                read(bytemuck::cast_slice_mut(values.reinterpret_cast_mut()))?;
+                Tensor::from_vec(values, shape, &Device::Cpu)?
+            }
+            Dtype::BF16 => {
+                let mut values = vec![half::bf16::ZERO; count];
+                read(bytemuck::cast_slice_mut(values.reinterpret_cast_mut()))?;
+                Tensor::from_vec(values, shape, &Device::Cpu)?
             }
             Dtype::F64 => {
                 let mut values = vec![0f64; count];

@@ -534,7 +534,7 @@ impl EncoderConfig {
     }
 
     /// The names [`EncoderConfig::like`] knows, for help and error messages.
-    pub const KNOWN_SHAPES: [&'static str; 12] = [
+    pub const KNOWN_SHAPES: [&'static str; 13] = [
         "bert-base-uncased",
         "all-minilm-l6-v2",
         "roberta-base",
@@ -547,6 +547,7 @@ impl EncoderConfig {
         "gpt2",
         "smollm2-135m",
         "qwen2-0.5b",
+        "llama-3-8b",
     ];
 }
 

@@ -13,7 +13,8 @@
 //! `roberta.`, `distilbert.`, `electra.`, `albert.`, `transformer.` for GPT-2,
 //! `model.` for the Llama family; the head's own tensors
 //! are ignored), and with LayerNorm `gamma`/`beta` as older checkpoints name
-//! them.
+//! them. Weights stay in the precision the checkpoint stores them
+//! ([`weight`]).
 
 pub mod checkpoint;
 pub mod config;
@@ -25,12 +26,12 @@ pub mod kernels;
 pub mod random;
 pub mod team;
 pub mod tokenizer;
+pub mod weight;
 
 use crate::captures::{AttentionInputs, Captures};
 use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
+use candle_core::{Device, Tensor};
 pub use config::EncoderConfig;
 pub use decoder::{Decoder, LayerCaptures};
 pub use encoder::{Encoder, ForwardError};
@@ -38,6 +39,7 @@ pub use family::Family;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
+use weight::WeightBuilder;
 
 /// Where a model comes from, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -104,7 +106,7 @@ pub enum Network {
 
 impl Network {
     /// Loads the network the config's family names.
-    pub fn load(vb: VarBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
+    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
         Ok(if config.decoder.is_some() {
             Self::Decoder(Decoder::load(vb, config)?)
         } else {
@@ -210,7 +212,7 @@ impl Model {
         let config = EncoderConfig::from_file(&config_path)?;
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
         let tensors = load_weights(&weight_files, config.family, device)?;
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+        let vb = WeightBuilder::new(tensors, device);
         let weights_name = if weight_files.len() == 1 {
             weight_files[0].display().to_string()
         } else {
@@ -415,9 +417,9 @@ pub fn default_device() -> anyhow::Result<Device> {
     Ok(Device::Cpu)
 }
 
-/// Reads every tensor of the checkpoint's files, normalising names (the
-/// family's prefix, `gamma`/`beta`) and converting half-precision weights
-/// to f32 ([`checkpoint::read_tensors`]).
+/// Reads every tensor of the checkpoint's files in its own precision
+/// ([`checkpoint::read_tensors`]), normalising names (the family's prefix,
+/// `gamma`/`beta`).
 fn load_weights(
     files: &[PathBuf],
     family: Family,

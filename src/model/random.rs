@@ -6,14 +6,19 @@
 //! 0.02, LayerNorm weight 1 and bias 0), so attention patterns are not
 //! degenerate; values are seeded, so a folder is reproducible. The tensor
 //! names and shapes come from the same family description the loader reads
-//! ([`super::family`]).
+//! ([`super::family`]). They are written in float32, bfloat16 or float16
+//! ([`WeightDtype`]), tensor by tensor: the safetensors header is known
+//! from the shapes, so an 8B-parameter model is written without ever being
+//! held in memory.
 
 use super::config::EncoderConfig;
 use super::decoder::weights as decoder_weights;
 use super::family::Family;
 use anyhow::{anyhow, Context};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
+use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 
 /// Naming variants a checkpoint may use, to test that loading accepts them.
@@ -99,27 +104,109 @@ fn is_norm_weight(config: &EncoderConfig, name: &str) -> bool {
     .any(|norm| stem.ends_with(norm))
 }
 
-/// Random tensors for every name of [`tensor_shapes`], seeded.
+/// How a tensor of a random model is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    Ones,
+    Zeros,
+    /// Normal with std 0.02, drawn from the model's one seeded generator
+    /// in the order of [`tensor_shapes`].
+    Normal,
+}
+
+impl Fill {
+    fn of(config: &EncoderConfig, name: &str) -> Self {
+        if is_norm_weight(config, name) {
+            Self::Ones
+        } else if name.ends_with(".bias") {
+            Self::Zeros
+        } else {
+            Self::Normal
+        }
+    }
+
+    /// The next `out.len()` values of this tensor.
+    fn values(self, normal: &mut SeededNormal, out: &mut [f32]) {
+        match self {
+            Self::Ones => out.fill(1.0),
+            Self::Zeros => out.fill(0.0),
+            Self::Normal => out.iter_mut().for_each(|v| *v = 0.02 * normal.sample()),
+        }
+    }
+}
+
+/// Random tensors for every name of [`tensor_shapes`], seeded, in float32
+/// (the values [`write_random_model`] writes).
 pub fn random_weights(
     config: &EncoderConfig,
     seed: u64,
 ) -> anyhow::Result<HashMap<String, Tensor>> {
-    let device = Device::Cpu;
     let mut normal = SeededNormal::new(seed);
     let mut tensors = HashMap::new();
     for (name, shape) in tensor_shapes(config) {
-        let tensor = if is_norm_weight(config, &name) {
-            Tensor::ones(shape, DType::F32, &device)?
-        } else if name.ends_with(".bias") {
-            Tensor::zeros(shape, DType::F32, &device)?
-        } else {
-            let count = shape.iter().product();
-            let values: Vec<f32> = (0..count).map(|_| 0.02 * normal.sample()).collect();
-            Tensor::from_vec(values, shape, &device)?
-        };
-        tensors.insert(name, tensor);
+        let mut values = vec![0.0; shape.iter().product()];
+        Fill::of(config, &name).values(&mut normal, &mut values);
+        tensors.insert(name, Tensor::from_vec(values, shape, &Device::Cpu)?);
     }
     Ok(tensors)
+}
+
+/// The precision a random model's weights are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightDtype {
+    #[default]
+    F32,
+    Bf16,
+    F16,
+}
+
+impl WeightDtype {
+    /// Its name in a safetensors header.
+    fn safetensors_name(self) -> &'static str {
+        match self {
+            Self::F32 => "F32",
+            Self::Bf16 => "BF16",
+            Self::F16 => "F16",
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::Bf16 | Self::F16 => 2,
+        }
+    }
+
+    /// `values` in this precision (rounded to nearest), little-endian, into `out`.
+    fn encode(self, values: &[f32], out: &mut Vec<u8>) {
+        out.clear();
+        match self {
+            Self::F32 => out.extend(values.iter().flat_map(|v| v.to_le_bytes())),
+            Self::Bf16 => {
+                let mut halves = vec![half::bf16::ZERO; values.len()];
+                halves.convert_from_f32_slice(values);
+                out.extend(halves.iter().flat_map(|v| v.to_le_bytes()));
+            }
+            Self::F16 => {
+                let mut halves = vec![half::f16::ZERO; values.len()];
+                halves.convert_from_f32_slice(values);
+                out.extend(halves.iter().flat_map(|v| v.to_le_bytes()));
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for WeightDtype {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "f32" | "float32" => Ok(Self::F32),
+            "bf16" | "bfloat16" => Ok(Self::Bf16),
+            "f16" | "float16" => Ok(Self::F16),
+            _ => Err(format!("{text:?} is not f32, bf16 or f16")),
+        }
+    }
 }
 
 /// Standard normal samples from a seeded xorshift generator (Box–Muller);
@@ -156,49 +243,119 @@ impl SeededNormal {
     }
 }
 
-/// Renames tensors to the given style, adding a classifier's tensors
-/// (which loading must ignore) to a checkpoint with a head.
-pub fn styled(
-    tensors: HashMap<String, Tensor>,
-    family: Family,
-    style: NameStyle,
-) -> anyhow::Result<HashMap<String, Tensor>> {
-    let mut styled: HashMap<String, Tensor> = tensors
+/// A tensor's name in the given style.
+fn styled_name(name: &str, family: Family, style: NameStyle) -> String {
+    let name = if style.gamma_beta && name.contains("LayerNorm.") {
+        name.replace("LayerNorm.weight", "LayerNorm.gamma")
+            .replace("LayerNorm.bias", "LayerNorm.beta")
+    } else {
+        name.to_string()
+    };
+    if style.with_head {
+        format!("{}{name}", family.checkpoint_prefix())
+    } else {
+        name
+    }
+}
+
+/// Every tensor of the checkpoint to write: its name in `style`, shape
+/// and fill, in the order their values are drawn; with a head, a
+/// classifier's tensors (which loading must ignore) after them.
+fn checkpoint_tensors(config: &EncoderConfig, style: NameStyle) -> Vec<(String, Vec<usize>, Fill)> {
+    let mut tensors: Vec<_> = tensor_shapes(config)
         .into_iter()
-        .map(|(name, t)| {
-            let mut name = if style.gamma_beta && name.contains("LayerNorm.") {
-                name.replace("LayerNorm.weight", "LayerNorm.gamma")
-                    .replace("LayerNorm.bias", "LayerNorm.beta")
-            } else {
-                name
-            };
-            if style.with_head {
-                name = format!("{}{name}", family.checkpoint_prefix());
-            }
-            (name, t)
+        .map(|(name, shape)| {
+            let fill = Fill::of(config, &name);
+            (styled_name(&name, config.family, style), shape, fill)
         })
         .collect();
     if style.with_head {
-        styled.insert(
-            "classifier.weight".into(),
-            Tensor::zeros((2, 3), DType::F32, &Device::Cpu)?,
-        );
-        styled.insert(
-            "classifier.bias".into(),
-            Tensor::zeros(2, DType::F32, &Device::Cpu)?,
-        );
+        tensors.push(("classifier.weight".into(), vec![2, 3], Fill::Zeros));
+        tensors.push(("classifier.bias".into(), vec![2], Fill::Zeros));
     }
-    Ok(styled)
+    tensors
 }
 
-/// Writes `config.json`, `model.safetensors` (random) and a copy of
-/// `tokenizer` into `out`, creating the folder.
+/// Writes the safetensors file of `tensors` in `dtype`, one chunk of values
+/// at a time; `progress` hears the bytes written so far and in all.
+fn write_safetensors(
+    path: &Path,
+    tensors: &[(String, Vec<usize>, Fill)],
+    dtype: WeightDtype,
+    seed: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<()> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0;
+    for (name, shape, _) in tensors {
+        let end = offset + shape.iter().product::<usize>() * dtype.bytes();
+        header.insert(
+            name.clone(),
+            serde_json::json!({
+                "dtype": dtype.safetensors_name(),
+                "shape": shape,
+                "data_offsets": [offset, end],
+            }),
+        );
+        offset = end;
+    }
+    let total = offset as u64;
+    let mut header = serde_json::to_string(&header)?.into_bytes();
+    // The data starts 8-byte aligned, as the format recommends.
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let file = std::fs::File::create(path)?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+    file.write_all(&(header.len() as u64).to_le_bytes())?;
+    file.write_all(&header)?;
+    let mut normal = SeededNormal::new(seed);
+    let (mut values, mut bytes) = (Vec::new(), Vec::new());
+    let mut written = 0;
+    for (_, shape, fill) in tensors {
+        let mut left: usize = shape.iter().product();
+        while left > 0 {
+            values.resize(left.min(1 << 20), 0.0);
+            fill.values(&mut normal, &mut values);
+            dtype.encode(&values, &mut bytes);
+            file.write_all(&bytes)?;
+            left -= values.len();
+            written += bytes.len() as u64;
+            progress(written, total);
+        }
+    }
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(())
+}
+
+/// Writes `config.json`, `model.safetensors` (random, float32) and a copy
+/// of `tokenizer` into `out`, creating the folder.
 pub fn write_random_model(
     config: &EncoderConfig,
     tokenizer: &Path,
     out: &Path,
     seed: u64,
     style: NameStyle,
+) -> anyhow::Result<()> {
+    write_random_model_with(
+        config,
+        tokenizer,
+        out,
+        seed,
+        style,
+        WeightDtype::F32,
+        &mut |_, _| {},
+    )
+}
+
+/// [`write_random_model`] with the weights in `dtype`; `progress` hears
+/// the bytes of weights written so far and in all.
+pub fn write_random_model_with(
+    config: &EncoderConfig,
+    tokenizer: &Path,
+    out: &Path,
+    seed: u64,
+    style: NameStyle,
+    dtype: WeightDtype,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<()> {
     config.validate().map_err(|p| anyhow!("config: {p}"))?;
     if !tokenizer.is_file() {
@@ -208,9 +365,9 @@ pub fn write_random_model(
     let config_json = serde_json::to_string_pretty(config)?;
     std::fs::write(out.join("config.json"), config_json)
         .with_context(|| format!("cannot write {}", out.join("config.json").display()))?;
-    let tensors = styled(random_weights(config, seed)?, config.family, style)?;
     let weights = out.join("model.safetensors");
-    candle_core::safetensors::save(&tensors, &weights)
+    let tensors = checkpoint_tensors(config, style);
+    write_safetensors(&weights, &tensors, dtype, seed, progress)
         .with_context(|| format!("cannot write {}", weights.display()))?;
     std::fs::copy(tokenizer, out.join("tokenizer.json")).with_context(|| {
         format!(

@@ -6,13 +6,16 @@
 //! key/value heads; ModernBERT's fused `Wqkv` without biases, bidirectional
 //! and, in its local layers, limited to a window either side; a plain or a
 //! gated (SwiGLU, or ModernBERT's GeGLU from one fused `Wi`) feed-forward.
+//! Projection matrices stay in the checkpoint's precision and are widened
+//! to float32 one at a time, for their product ([`Projection`]).
 
 use super::config::{DecoderActivation, DecoderShape};
 use crate::captures::AttentionMask;
 use crate::model::config::EncoderConfig;
 use crate::model::family::Family;
+use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Module, Result, Tensor, D};
-use candle_nn::{LayerNorm, Linear, RmsNorm, VarBuilder};
+use candle_nn::{LayerNorm, Linear, RmsNorm};
 
 /// A pre-norm: GPT-2's LayerNorm, ModernBERT's (without bias unless its
 /// config says), the Llama family's RMSNorm; or none (ModernBERT's first
@@ -25,7 +28,7 @@ pub(super) enum Norm {
 
 impl Norm {
     pub(super) fn load(
-        vb: VarBuilder,
+        vb: WeightBuilder,
         config: &EncoderConfig,
         shape: &DecoderShape,
     ) -> Result<Self> {
@@ -39,7 +42,7 @@ impl Norm {
                     LayerNorm::new_no_bias(weight, eps)
                 })
             }
-            _ => Self::Rms(candle_nn::rms_norm(size, eps, vb)?),
+            _ => Self::Rms(RmsNorm::new(vb.get(size, "weight")?, eps)),
         })
     }
 
@@ -52,17 +55,36 @@ impl Norm {
     }
 }
 
+/// A `torch.nn.Linear` (weight outputs × inputs, in the checkpoint's
+/// precision; bias float32), whose weight is widened for each product and
+/// dropped after it: at most one projection's matrix is float32 at a time.
+pub(super) struct Projection {
+    weight: Weight,
+    bias: Option<Tensor>,
+}
+
+impl Projection {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Linear::new(self.weight.widen()?, self.bias.clone()).forward(x)
+    }
+}
+
 /// A `torch.nn.Linear` (outputs × inputs), with or without a bias.
-fn linear(vb: VarBuilder, inputs: usize, outputs: usize, bias: bool) -> Result<Linear> {
-    let weight = vb.get((outputs, inputs), "weight")?;
+fn linear(vb: WeightBuilder, inputs: usize, outputs: usize, bias: bool) -> Result<Projection> {
+    let weight = vb.weight((outputs, inputs), "weight")?;
     let bias = bias.then(|| vb.get(outputs, "bias")).transpose()?;
-    Ok(Linear::new(weight, bias))
+    Ok(Projection { weight, bias })
 }
 
 /// GPT-2's `Conv1D`, stored inputs × outputs, as a `Linear`.
-fn conv1d(vb: VarBuilder, inputs: usize, outputs: usize) -> Result<Linear> {
-    let weight = vb.get((inputs, outputs), "weight")?.t()?.contiguous()?;
-    Ok(Linear::new(weight, Some(vb.get(outputs, "bias")?)))
+fn conv1d(vb: WeightBuilder, inputs: usize, outputs: usize) -> Result<Projection> {
+    let weight = vb
+        .weight((inputs, outputs), "weight")?
+        .map(|w| w.t()?.contiguous())?;
+    Ok(Projection {
+        weight,
+        bias: Some(vb.get(outputs, "bias")?),
+    })
 }
 
 /// Rotary positions: cos and sin of every position's angles (T × d, the
@@ -113,16 +135,19 @@ impl RotaryTables {
 
 /// Queries, keys and values of one fused `hidden → 3·hidden` projection
 /// (GPT-2's `c_attn`, ModernBERT's `Wqkv`), as three projections.
-fn split_fused(fused: &Linear, hidden: usize) -> Result<[Linear; 3]> {
-    let part = |i: usize| -> Result<Linear> {
+fn split_fused(fused: &Projection, hidden: usize) -> Result<[Projection; 3]> {
+    let part = |i: usize| -> Result<Projection> {
         let bias = fused
-            .bias()
+            .bias
+            .as_ref()
             .map(|bias| bias.narrow(0, i * hidden, hidden)?.contiguous())
             .transpose()?;
-        Ok(Linear::new(
-            fused.weight().narrow(0, i * hidden, hidden)?.contiguous()?,
+        Ok(Projection {
+            weight: fused
+                .weight
+                .map(|w| w.narrow(0, i * hidden, hidden)?.contiguous())?,
             bias,
-        ))
+        })
     };
     Ok([part(0)?, part(1)?, part(2)?])
 }
@@ -130,10 +155,10 @@ fn split_fused(fused: &Linear, hidden: usize) -> Result<[Linear; 3]> {
 /// Self-attention with `heads` query heads sharing `kv_heads` key/value
 /// heads (grouped-query; GPT-2 and ModernBERT have as many of each).
 pub(super) struct Attention {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    output: Linear,
+    query: Projection,
+    key: Projection,
+    value: Projection,
+    output: Projection,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
@@ -145,7 +170,7 @@ pub(super) struct Attention {
 impl Attention {
     /// `vb` is rooted at the layer.
     pub(super) fn load(
-        vb: &VarBuilder,
+        vb: &WeightBuilder,
         config: &EncoderConfig,
         shape: &DecoderShape,
         layer: usize,
@@ -295,23 +320,23 @@ pub(super) struct AttentionCapture {
 /// `Wi` yields the input and the gate side by side: `Wo(act(input) · gate)`.
 pub(super) enum FeedForward {
     Plain {
-        up: Linear,
-        down: Linear,
+        up: Projection,
+        down: Projection,
     },
     Gated {
-        gate: Linear,
-        up: Linear,
-        down: Linear,
+        gate: Projection,
+        up: Projection,
+        down: Projection,
     },
     FusedGated {
-        input_and_gate: Linear,
-        down: Linear,
+        input_and_gate: Projection,
+        down: Projection,
     },
 }
 
 impl FeedForward {
     pub(super) fn load(
-        vb: VarBuilder,
+        vb: WeightBuilder,
         config: &EncoderConfig,
         shape: &DecoderShape,
     ) -> Result<Self> {
@@ -382,7 +407,7 @@ pub(super) struct DecoderLayer {
 impl DecoderLayer {
     /// `vb` is rooted at the model.
     pub(super) fn load(
-        vb: &VarBuilder,
+        vb: &WeightBuilder,
         config: &EncoderConfig,
         shape: &DecoderShape,
         index: usize,

@@ -21,14 +21,16 @@ use config::{DecoderActivation, DecoderShape};
 use super::config::EncoderConfig;
 use super::encoder::{CaptureBuffers, ForwardError};
 use super::family::Family;
+use super::weight::{Weight, WeightBuilder};
 use crate::captures::AttentionMask;
 use candle_core::{Device, Module, Result, Tensor};
-use candle_nn::{Embedding, VarBuilder};
+use candle_nn::Embedding;
 
 /// Token (and for GPT-2 position) embeddings and the stack of layers; no
 /// final norm or language-model head (the study reads neither).
 pub struct Decoder {
-    words: Embedding,
+    /// In the checkpoint's precision: a token's row is widened when read.
+    words: Weight,
     positions: Option<Embedding>,
     /// ModernBERT normalises its embeddings.
     embedding_norm: Option<Norm>,
@@ -44,19 +46,22 @@ pub struct Decoder {
 impl Decoder {
     /// `vb` is rooted at the base model (names like `wte.weight` or
     /// `embed_tokens.weight`).
-    pub fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
         let shape: &DecoderShape = config.decoder.as_ref().ok_or_else(|| {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
         let activation = config::activation(config).map_err(candle_core::Error::Msg)?;
         let hidden = config.hidden_size;
-        let words = candle_nn::embedding(
-            config.vocab_size,
-            hidden,
-            vb.pp(config.family.word_embeddings()),
-        )?;
+        let words = vb
+            .pp(config.family.word_embeddings())
+            .weight((config.vocab_size, hidden), "weight")?;
         let positions = (config.family == Family::Gpt2)
-            .then(|| candle_nn::embedding(config.max_position_embeddings, hidden, vb.pp("wpe")))
+            .then(|| -> Result<Embedding> {
+                let table = vb
+                    .pp("wpe")
+                    .get((config.max_position_embeddings, hidden), "weight")?;
+                Ok(Embedding::new(table, hidden))
+            })
             .transpose()?;
         let embedding_norm = (config.family == Family::ModernBert)
             .then(|| Norm::load(vb.pp("embeddings.norm"), config, shape))
@@ -121,7 +126,7 @@ impl Decoder {
         let tokens = input_ids.len();
         let count = self.layers.len();
         let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = self.words.forward(&ids)?;
+        let mut x = self.words.rows(&ids)?;
         if let Some(table) = &self.positions {
             let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
             x = x.add(&table.forward(&positions)?)?;

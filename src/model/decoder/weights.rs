@@ -120,7 +120,10 @@ pub fn is_norm_weight(name: &str) -> bool {
 
 /// The shape of a well-known decoder checkpoint, by its hub name (any
 /// case), for `headscope make-random-model --like`: `gpt2` (124M),
-/// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`).
+/// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`),
+/// `llama-3-8b` (Meta's Llama 3 8B: grouped-query attention with 8
+/// key/value heads, the vocabulary of 128,256, the `llama3` RoPE scaling
+/// of Meta's Llama 3.1 config, 8,192 positions).
 pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
     let text = match name.to_ascii_lowercase().as_str() {
         "gpt2" | "openai-community/gpt2" => {
@@ -140,6 +143,15 @@ pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
                 "num_key_value_heads": 2, "intermediate_size": 4864,
                 "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
                 "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}"#
+        }
+        "llama-3-8b" | "meta-llama/meta-llama-3-8b" => {
+            r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 128256,
+                "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "intermediate_size": 14336,
+                "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+                "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 8192}}"#
         }
         _ => return None,
     };

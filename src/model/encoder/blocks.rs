@@ -1,14 +1,18 @@
 //! The encoder's blocks, each a struct with `load(vb, &config)` and a
 //! tensor `forward`, plus `cpu()`: a view of its parameters as slices for
 //! the CPU pass. Tensor names come from the family's description
-//! ([`crate::model::family`]); the computation is the same for all.
+//! ([`crate::model::family`]); the computation is the same for all. Dense
+//! weights and the word embeddings stay in the checkpoint's precision
+//! ([`crate::model::weight`]); norms, biases and the small position and
+//! token-type tables are float32.
 
 use super::LayerCapture;
 use crate::model::config::{Activation, EncoderConfig};
 use crate::model::family::LayerNames;
 use crate::model::kernels::{self, Act, MatRef};
-use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor};
-use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, VarBuilder};
+use crate::model::weight::{HostWeight, Weight, WeightBuilder};
+use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor, WithDType};
+use candle_nn::{Embedding, LayerNorm};
 use std::ops::Range;
 
 /// The `f32` values of a contiguous CPU tensor, borrowed while this lives.
@@ -42,6 +46,19 @@ impl<'a> HostValues<'a> {
     }
 }
 
+/// A `(rows, width)` table of float32 parameters.
+fn embedding(rows: usize, width: usize, vb: WeightBuilder) -> Result<Embedding> {
+    Ok(Embedding::new(vb.get((rows, width), "weight")?, width))
+}
+
+fn layer_norm(size: usize, eps: f64, vb: WeightBuilder) -> Result<LayerNorm> {
+    Ok(LayerNorm::new(
+        vb.get(size, "weight")?,
+        vb.get(size, "bias")?,
+        eps,
+    ))
+}
+
 /// A LayerNorm's parameters as slices.
 pub(super) struct NormCpu<'a> {
     pub(super) gamma: HostValues<'a>,
@@ -68,25 +85,40 @@ impl<'a> NormCpu<'a> {
 
 /// A dense layer `x·Wᵀ + b`. On the CPU the weight is packed once at load
 /// for the kernels ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ,
-/// shape panels × inputs × 64); elsewhere it is kept transposed (inputs ×
-/// outputs, contiguous), which candle's matmul takes without a per-call
-/// transpose.
+/// shape panels × inputs × 64), in the checkpoint's precision; elsewhere it
+/// is kept transposed (inputs × outputs, contiguous), which candle's matmul
+/// takes without a per-call transpose, and widened for each product.
 pub(super) struct Dense {
-    pub(super) weight: Tensor,
+    pub(super) weight: Weight,
     pub(super) bias: Tensor,
     pub(super) packed: bool,
 }
 
+/// A contiguous `inputs × outputs` matrix packed by [`kernels::pack_weight`],
+/// in its own precision.
+fn pack<T: WithDType + Default>(
+    weight_t: &Tensor,
+    inputs: usize,
+    outputs: usize,
+) -> Result<Tensor> {
+    let values = weight_t.flatten_all()?.to_vec1::<T>()?;
+    let packed = kernels::pack_weight(&values, inputs, outputs);
+    let panels = outputs.div_ceil(kernels::PANEL);
+    Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight_t.device())
+}
+
 impl Dense {
-    pub(super) fn load(vb: VarBuilder, inputs: usize, outputs: usize) -> Result<Self> {
-        let layer = linear(inputs, outputs, vb)?;
-        Self::new(layer.weight(), layer.bias().expect("linear has a bias"))
+    pub(super) fn load(vb: WeightBuilder, inputs: usize, outputs: usize) -> Result<Self> {
+        Self::new(
+            &vb.weight((outputs, inputs), "weight")?,
+            &vb.get(outputs, "bias")?,
+        )
     }
 
     /// From a checkpoint's `outputs × inputs` weight.
-    pub(super) fn new(weight: &Tensor, bias: &Tensor) -> Result<Self> {
+    pub(super) fn new(weight: &Weight, bias: &Tensor) -> Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
-        let weight_t = weight.t()?.contiguous()?;
+        let weight_t = weight.map(|w| w.t()?.contiguous())?;
         if !weight.device().is_cpu() {
             return Ok(Self {
                 weight: weight_t,
@@ -94,11 +126,13 @@ impl Dense {
                 packed: false,
             });
         }
-        let values = weight_t.flatten_all()?.to_vec1::<f32>()?;
-        let packed = kernels::pack_weight(&values, inputs, outputs);
-        let panels = outputs.div_ceil(kernels::PANEL);
+        let packed = weight_t.map(|w| match w.dtype() {
+            DType::BF16 => pack::<half::bf16>(w, inputs, outputs),
+            DType::F16 => pack::<half::f16>(w, inputs, outputs),
+            _ => pack::<f32>(w, inputs, outputs),
+        })?;
         Ok(Self {
-            weight: Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight.device())?,
+            weight: packed,
             bias: bias.clone(),
             packed: true,
         })
@@ -107,15 +141,17 @@ impl Dense {
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let weight_t = if self.packed {
             // Panels side by side again: inputs × (panels·64), padding cut off.
-            let (panels, inputs, width) = self.weight.dims3()?;
-            self.weight
-                .transpose(0, 1)?
-                .reshape((inputs, panels * width))?
-                .narrow(1, 0, self.bias.dim(0)?)?
+            let outputs = self.bias.dim(0)?;
+            self.weight.map(|w| {
+                let (panels, inputs, width) = w.dims3()?;
+                w.transpose(0, 1)?
+                    .reshape((inputs, panels * width))?
+                    .narrow(1, 0, outputs)
+            })?
         } else {
             self.weight.clone()
         };
-        x.matmul(&weight_t)?.broadcast_add(&self.bias)
+        x.matmul(&weight_t.widen()?)?.broadcast_add(&self.bias)
     }
 
     pub(super) fn cpu(&self) -> Result<DenseCpu<'_>> {
@@ -125,14 +161,14 @@ impl Dense {
             ));
         }
         Ok(DenseCpu {
-            packed: HostValues::of(&self.weight)?,
+            packed: HostWeight::of(&self.weight)?,
             bias: HostValues::of(&self.bias)?,
         })
     }
 }
 
 pub(super) struct DenseCpu<'a> {
-    pub(super) packed: HostValues<'a>,
+    pub(super) packed: HostWeight<'a>,
     pub(super) bias: HostValues<'a>,
 }
 
@@ -154,7 +190,8 @@ impl DenseCpu<'_> {
 /// embeddings are narrower (ELECTRA's `embeddings_project`, ALBERT's
 /// `embedding_hidden_mapping_in`).
 pub(super) struct Embeddings {
-    pub(super) word_embeddings: Embedding,
+    /// In the checkpoint's precision: a token's row is widened when read.
+    pub(super) word_embeddings: Weight,
     pub(super) position_embeddings: Embedding,
     pub(super) token_type_embeddings: Option<Embedding>,
     pub(super) layer_norm: LayerNorm,
@@ -163,7 +200,7 @@ pub(super) struct Embeddings {
 
 impl Embeddings {
     /// `vb` is rooted at the encoder.
-    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
         let names = config.family.embedding_names();
         let width = config.embedding_width();
         let positions = format!("{}.weight", names.positions);
@@ -189,7 +226,9 @@ impl Embeddings {
             .map(|name| Dense::load(vb.pp(name), width, config.hidden_size))
             .transpose()?;
         Ok(Self {
-            word_embeddings: embedding(config.vocab_size, width, vb.pp(names.words))?,
+            word_embeddings: vb
+                .pp(names.words)
+                .weight((config.vocab_size, width), "weight")?,
             position_embeddings,
             token_type_embeddings: names
                 .token_types
@@ -204,7 +243,7 @@ impl Embeddings {
     /// (ANALYSIS.md §1).
     pub(super) fn forward(&self, input_ids: &Tensor, positions: &Tensor) -> Result<Tensor> {
         let tokens = input_ids.dim(0)?;
-        let mut x = self.word_embeddings.forward(input_ids)?;
+        let mut x = self.word_embeddings.rows(input_ids)?;
         if let Some(types) = &self.token_type_embeddings {
             let token_types = Tensor::zeros(tokens, DType::U32, input_ids.device())?;
             x = x.broadcast_add(&types.forward(&token_types)?)?;
@@ -219,7 +258,7 @@ impl Embeddings {
 
     pub(super) fn cpu(&self) -> Result<EmbeddingsCpu<'_>> {
         Ok(EmbeddingsCpu {
-            words: HostValues::of(self.word_embeddings.embeddings())?,
+            words: HostWeight::of(&self.word_embeddings)?,
             positions: HostValues::of(self.position_embeddings.embeddings())?,
             types: self
                 .token_type_embeddings
@@ -228,7 +267,7 @@ impl Embeddings {
                 .transpose()?,
             norm: NormCpu::of(&self.layer_norm)?,
             projection: self.projection.as_ref().map(Dense::cpu).transpose()?,
-            width: self.word_embeddings.hidden_size(),
+            width: self.word_embeddings.dims2()?.1,
         })
     }
 }
@@ -248,7 +287,7 @@ pub(super) fn sinusoidal_table(positions: usize, width: usize) -> Vec<f32> {
 }
 
 pub(super) struct EmbeddingsCpu<'a> {
-    pub(super) words: HostValues<'a>,
+    pub(super) words: HostWeight<'a>,
     pub(super) positions: HostValues<'a>,
     pub(super) types: Option<HostValues<'a>>,
     pub(super) norm: NormCpu<'a>,
@@ -260,14 +299,17 @@ pub(super) struct EmbeddingsCpu<'a> {
 impl EmbeddingsCpu<'_> {
     /// Whether every id and every position has a row.
     pub(super) fn fits(&self, input_ids: &[u32], positions: &[u32]) -> bool {
-        let rows = |table: &HostValues| table.get().len() / self.width.max(1);
+        let rows = |values: usize| values / self.width.max(1);
         input_ids
             .iter()
-            .all(|&id| (id as usize) < rows(&self.words))
+            .all(|&id| (id as usize) < rows(self.words.get().len()))
             && positions
                 .iter()
-                .all(|&p| (p as usize) < rows(&self.positions))
-            && self.types.as_ref().is_none_or(|types| rows(types) > 0)
+                .all(|&p| (p as usize) < rows(self.positions.get().len()))
+            && self
+                .types
+                .as_ref()
+                .is_none_or(|types| rows(types.get().len()) > 0)
     }
 
     /// The embeddings of `input_ids` at `positions` into `out` (rows ×
@@ -285,7 +327,8 @@ impl EmbeddingsCpu<'_> {
         let token_type = self.types.as_ref().map(|types| &types.get()[..width]);
         for ((&id, &place), x) in input_ids.iter().zip(positions).zip(sums.chunks_mut(width)) {
             // In transformers' order: (word + token type) + position.
-            x.copy_from_slice(&self.words.get()[id as usize * width..][..width]);
+            let row = id as usize * width;
+            self.words.get().widen_into(row..row + width, x);
             if let Some(token_type) = token_type {
                 for (x, t) in x.iter_mut().zip(token_type) {
                     *x += t;
@@ -320,20 +363,17 @@ pub(super) struct SelfAttention {
 
 impl SelfAttention {
     /// `vb` is rooted at the layer.
-    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig, names: &LayerNames) -> Result<Self> {
+    pub(super) fn load(
+        vb: WeightBuilder,
+        config: &EncoderConfig,
+        names: &LayerNames,
+    ) -> Result<Self> {
         let hidden = config.hidden_size;
-        let query = linear(hidden, hidden, vb.pp(names.query))?;
-        let key = linear(hidden, hidden, vb.pp(names.key))?;
-        let value = linear(hidden, hidden, vb.pp(names.value))?;
-        let weight = Tensor::cat(&[query.weight(), key.weight(), value.weight()], 0)?;
-        let bias = Tensor::cat(
-            &[
-                query.bias().expect("linear has a bias"),
-                key.bias().expect("linear has a bias"),
-                value.bias().expect("linear has a bias"),
-            ],
-            0,
-        )?;
+        let [query, key, value] = [names.query, names.key, names.value].map(|name| vb.pp(name));
+        let weight = |vb: &WeightBuilder| vb.weight((hidden, hidden), "weight");
+        let bias = |vb: &WeightBuilder| vb.get(hidden, "bias");
+        let weight = Weight::cat(&[&weight(&query)?, &weight(&key)?, &weight(&value)?])?;
+        let bias = Tensor::cat(&[bias(&query)?, bias(&key)?, bias(&value)?], 0)?;
         Ok(Self {
             qkv: Dense::new(&weight, &bias)?,
             heads: config.num_attention_heads,
@@ -382,7 +422,7 @@ pub(super) struct SubLayerOutput {
 impl SubLayerOutput {
     /// `vb` is rooted at the layer; `dense` and `norm` name the two blocks.
     pub(super) fn load(
-        vb: &VarBuilder,
+        vb: &WeightBuilder,
         (dense, norm): (&str, &str),
         in_dim: usize,
         config: &EncoderConfig,
@@ -417,7 +457,7 @@ pub(super) struct Intermediate {
 }
 
 impl Intermediate {
-    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
         Ok(Self {
             dense: Dense::load(vb, config.hidden_size, config.intermediate_size)?,
@@ -454,7 +494,7 @@ pub(super) struct Layer {
 
 impl Layer {
     /// `vb` is rooted at the layer's prefix.
-    pub(super) fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
         let names = config.family.layer_names();
         Ok(Self {
             self_attention: SelfAttention::load(vb.clone(), config, &names)?,

@@ -29,8 +29,8 @@ use cpu_pass::{Pass, Worker};
 use super::config::EncoderConfig;
 use super::kernels;
 use super::team::{self, Barrier};
+use super::weight::WeightBuilder;
 use candle_core::{Device, Result, Tensor};
-use candle_nn::VarBuilder;
 use std::sync::atomic::AtomicUsize;
 use std::sync::RwLock;
 
@@ -88,7 +88,7 @@ pub enum ForwardError {
 
 impl Encoder {
     /// `vb` is rooted at the encoder (names like `embeddings.word_embeddings.weight`).
-    pub fn load(vb: VarBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
         let embeddings = Embeddings::load(vb.clone(), config)?;
         let family = config.family;
         let layers = (0..config.distinct_layers())
@@ -264,7 +264,6 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::DType;
     use std::sync::atomic::Ordering;
 
     use crate::model::family::Family;
@@ -312,7 +311,7 @@ mod tests {
                 *tensor = (&*tensor * 20.0).unwrap();
             }
         }
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        let vb = WeightBuilder::new(tensors, &Device::Cpu);
         Encoder::load(vb, config).unwrap()
     }
 

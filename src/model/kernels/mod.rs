@@ -1,7 +1,8 @@
 //! CPU kernels for the encoder's forward pass, on plain row-major `f32`
 //! slices, each running on the calling thread (the encoder shares the work
 //! out between its threads, see `encoder.rs`): products through the `gemm`
-//! crate (weights packed once at load), and the element-wise steps
+//! crate (weights packed once at load, in the checkpoint's precision:
+//! half-precision panels are widened a tile at a time), and the element-wise steps
 //! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over
 //! portable scalar fallbacks.
 //!
@@ -175,10 +176,13 @@ pub const PANEL: usize = 64;
 /// micro-kernel reads, so [`Packed::product`] hands it over panel by panel
 /// with gemm's repacking turned off ([`disable_weight_packing`]): 150
 /// against 125 GFLOP/s a core at 64 rows, about the same at 256 and more.
-pub fn pack_weight(weight_t: &[f32], inputs: usize, outputs: usize) -> Vec<f32> {
+///
+/// Packing only moves values, so a half-precision weight is packed as it is
+/// stored ([`StoredValues`]).
+pub fn pack_weight<T: Copy + Default>(weight_t: &[T], inputs: usize, outputs: usize) -> Vec<T> {
     assert_eq!(weight_t.len(), inputs * outputs);
     let panels = outputs.div_ceil(PANEL);
-    let mut packed = vec![0.0; panels * inputs * PANEL];
+    let mut packed = vec![T::default(); panels * inputs * PANEL];
     if inputs == 0 {
         return packed;
     }
@@ -205,16 +209,55 @@ pub fn disable_weight_packing() {
     });
 }
 
+/// Weight values as a checkpoint stores them: float32, read in place, or
+/// bfloat16 or float16, widened (exactly) where they are read.
+#[derive(Clone, Copy)]
+pub enum StoredValues<'a> {
+    F32(&'a [f32]),
+    Bf16(&'a [half::bf16]),
+    F16(&'a [half::f16]),
+}
+
+impl StoredValues<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Self::F32(values) => values.len(),
+            Self::Bf16(values) => values.len(),
+            Self::F16(values) => values.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Values `range`, in float32, into `out` (of the range's length).
+    pub fn widen_into(&self, range: Range<usize>, out: &mut [f32]) {
+        use half::slice::HalfFloatSliceExt;
+        match self {
+            Self::F32(values) => out.copy_from_slice(&values[range]),
+            Self::Bf16(values) => values[range].convert_to_f32_slice(out),
+            Self::F16(values) => values[range].convert_to_f32_slice(out),
+        }
+    }
+}
+
+thread_local! {
+    /// A half-precision panel's rows widened for one product (at most
+    /// inputs × 64 values: 0.8 MB for BERT-base's down projection).
+    static TILE: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A weight packed by [`pack_weight`], `inputs × outputs`.
 #[derive(Clone, Copy)]
 pub struct Packed<'a> {
-    data: &'a [f32],
+    data: StoredValues<'a>,
     inputs: usize,
     outputs: usize,
 }
 
 impl<'a> Packed<'a> {
-    pub fn new(data: &'a [f32], inputs: usize, outputs: usize) -> Self {
+    pub fn new(data: StoredValues<'a>, inputs: usize, outputs: usize) -> Self {
         assert_eq!(
             data.len(),
             outputs.div_ceil(PANEL) * inputs * PANEL,
@@ -231,7 +274,8 @@ impl<'a> Packed<'a> {
     /// block of the weight's rows `inputs` and columns `columns`, so that a
     /// thread can take some output columns, or some inputs for a partial sum.
     /// `x` has `inputs.len()` columns; `out` is contiguous `x.rows ×
-    /// columns.len()`.
+    /// columns.len()`. A half-precision weight is widened panel by panel,
+    /// only the rows `inputs` of it, into a tile the thread keeps.
     pub fn product(
         &self,
         x: MatRef,
@@ -252,16 +296,22 @@ impl<'a> Packed<'a> {
             let panel = column / PANEL;
             let offset = column % PANEL;
             let count = (PANEL - offset).min(columns.end - column);
-            let values = &self.data[panel * self.inputs * PANEL..][..self.inputs * PANEL];
-            let block = MatRef::strided(
-                &values[inputs.start * PANEL + offset..],
-                inputs.len(),
-                count,
-                PANEL,
-                1,
-            );
+            // This panel's rows `inputs`, all 64 columns.
+            let start = panel * self.inputs * PANEL + inputs.start * PANEL;
+            let span = start..start + inputs.len() * PANEL;
             let dst = MatMut::strided(&mut out[column - columns.start..], rows, count, width);
-            matmul(dst, x, block, accumulate, 1.0);
+            let multiply = |values: &[f32]| {
+                let block = MatRef::strided(&values[offset..], inputs.len(), count, PANEL, 1);
+                matmul(dst, x, block, accumulate, 1.0);
+            };
+            match self.data {
+                StoredValues::F32(values) => multiply(&values[span]),
+                half => TILE.with_borrow_mut(|tile| {
+                    tile.resize(span.len(), 0.0);
+                    half.widen_into(span, tile);
+                    multiply(tile);
+                }),
+            }
             column += count;
         }
     }
@@ -379,6 +429,8 @@ mod tests {
         assert_eq!(s, vec![5.0, 14.0, 14.0, 50.0]);
     }
 
+    /// In every precision a weight is stored in: the values (halves) are
+    /// exact in bfloat16 and float16 too, so the products are the same.
     #[test]
     fn packed_products_match_the_definition() {
         for (rows, inputs, outputs) in [(3, 5, 7), (2, 4, 64), (5, 70, 130), (0, 3, 3)] {
@@ -387,34 +439,50 @@ mod tests {
                 .map(|v| (v % 5) as f32 * 0.5)
                 .collect();
             let packed = pack_weight(&w, inputs, outputs);
-            let weight = Packed::new(&packed, inputs, outputs);
-            // Every block of inputs and columns, accumulated onto a seed.
-            for (ins, cols) in [
-                (0..inputs, 0..outputs),
-                (1..inputs, 3..outputs),
-                (0..inputs / 2, 0..1),
+            let bf16: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f32(v)).collect();
+            let f16: Vec<half::f16> = w.iter().map(|&v| half::f16::from_f32(v)).collect();
+            let (packed_bf16, packed_f16) = (
+                pack_weight(&bf16, inputs, outputs),
+                pack_weight(&f16, inputs, outputs),
+            );
+            for stored in [
+                StoredValues::F32(&packed),
+                StoredValues::Bf16(&packed_bf16),
+                StoredValues::F16(&packed_f16),
             ] {
-                let seed: Vec<f32> = (0..cols.len()).map(|v| v as f32).collect();
-                let mut out = vec![0.0; rows * cols.len()];
-                seed_rows(&mut out, &seed);
-                let xs: Vec<f32> = (0..rows)
-                    .flat_map(|i| x[i * inputs + ins.start..i * inputs + ins.end].to_vec())
-                    .collect();
-                weight.product(
-                    MatRef::new(&xs, rows, ins.len()),
-                    ins.clone(),
-                    cols.clone(),
-                    &mut out,
-                    true,
-                );
-                for i in 0..rows {
-                    for (j, col) in cols.clone().enumerate() {
-                        let dot: f32 = ins
-                            .clone()
-                            .map(|k| x[i * inputs + k] * w[k * outputs + col])
-                            .sum();
-                        assert_eq!(out[i * cols.len() + j], seed[j] + dot);
-                    }
+                check_packed_product(Packed::new(stored, inputs, outputs), &x, &w, rows);
+            }
+        }
+    }
+
+    fn check_packed_product(weight: Packed, x: &[f32], w: &[f32], rows: usize) {
+        let (inputs, outputs) = (weight.inputs, weight.outputs);
+        // Every block of inputs and columns, accumulated onto a seed.
+        for (ins, cols) in [
+            (0..inputs, 0..outputs),
+            (1..inputs, 3..outputs),
+            (0..inputs / 2, 0..1),
+        ] {
+            let seed: Vec<f32> = (0..cols.len()).map(|v| v as f32).collect();
+            let mut out = vec![0.0; rows * cols.len()];
+            seed_rows(&mut out, &seed);
+            let xs: Vec<f32> = (0..rows)
+                .flat_map(|i| x[i * inputs + ins.start..i * inputs + ins.end].to_vec())
+                .collect();
+            weight.product(
+                MatRef::new(&xs, rows, ins.len()),
+                ins.clone(),
+                cols.clone(),
+                &mut out,
+                true,
+            );
+            for i in 0..rows {
+                for (j, col) in cols.clone().enumerate() {
+                    let dot: f32 = ins
+                        .clone()
+                        .map(|k| x[i * inputs + k] * w[k * outputs + col])
+                        .sum();
+                    assert_eq!(out[i * cols.len() + j], seed[j] + dot);
                 }
             }
         }
