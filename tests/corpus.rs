@@ -239,8 +239,8 @@ fn csv_has_one_row_per_figure() {
     let csv = report.to_csv();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "layer,head,figure,mean,std,ci95_lo,ci95_hi,n");
-    // 2 document rows + 1 layer × (7 layer figures + 2 heads × 7 head figures).
-    assert_eq!(lines.len(), 1 + 2 + 7 + 2 * 7);
+    // 2 document rows + 1 layer × (9 layer figures + 2 heads × 7 head figures).
+    assert_eq!(lines.len(), 1 + 2 + 9 + 2 * 7);
     let distance = lines
         .iter()
         .find(|l| l.starts_with("0,,mean_distance,"))

@@ -124,6 +124,8 @@ proptest! {
             fraction("focus_uniqueness", layer.focus_uniqueness)?;
             fraction("segmentation", layer.segmentation_accuracy)?;
             fraction("segmentation_undecided", layer.segmentation_undecided)?;
+            fraction("segmentation_share", layer.segmentation_share)?;
+            fraction("segmentation_share_chance", layer.segmentation_share_chance)?;
             fraction("sink_attention", layer.sink_attention)?;
             if let (Some(a), Some(u)) = (layer.segmentation_accuracy, layer.segmentation_undecided) {
                 prop_assert!(a + u <= 1.0 + 1e-12);

@@ -572,8 +572,9 @@ impl<'a> WeightedPairs<'a> {
             .find(|g| g.1 >= largest - FOCUS_TIE)
             .expect("a selected pair has endpoints");
         // Pairs touching the focus id: its endpoint weight counts a pair of
-        // two focus tokens twice.
-        let focused = endpoint - repeat;
+        // two focus tokens twice. (Summed in another order than the total,
+        // so it may pass it by a rounding.)
+        let focused = (endpoint - repeat).clamp(0.0, self.weight);
 
         let share = |x: f64| ratio(x, self.weight);
         let repetition_fraction = share(self.repeated);
