@@ -13,7 +13,7 @@
 //! when asked, in milliseconds. The figures never wait for that: the
 //! pipeline analyses each layer while its P and S exist.
 
-use crate::model::kernels::{matmul, MatMut, MatRef};
+use crate::kernels::{matmul, MatMut, MatRef};
 use std::borrow::Cow;
 
 /// Shapes: attentions and similarity are L×H×T×T, head outputs L×H×T×d.

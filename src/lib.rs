@@ -24,7 +24,9 @@
 //!   CKA), [`corpus_stats`], [`captures`], [`tokens`]: pure data and
 //!   computation, no GUI and no tensor library; [`colormap`],
 //!   [`atomic_file`], [`textfile`]; [`threads`], the one budget of compute
-//!   threads they and the model share.
+//!   threads they and the model share; [`kernels`], the CPU matrix and
+//!   element-wise kernels the model's tuned path and the recomputation of
+//!   P and S share (a leaf: it imports nothing of the crate).
 
 pub mod analysis;
 pub mod app;
@@ -37,6 +39,7 @@ pub mod corpus;
 pub mod corpus_stats;
 pub mod export;
 pub mod input;
+pub mod kernels;
 pub mod model;
 pub mod npz;
 pub mod pipeline;

@@ -22,7 +22,6 @@ pub mod decoder;
 pub mod encoder;
 pub mod family;
 pub mod hub;
-pub mod kernels;
 pub mod random;
 pub mod team;
 pub mod tokenizer;

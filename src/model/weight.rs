@@ -17,7 +17,7 @@
 //! a norm, a bias, a position table — in float32, `weight` a matrix as
 //! stored.
 
-use super::kernels::StoredValues;
+use crate::kernels::StoredValues;
 use candle_core::{CpuStorage, DType, Device, Result, Shape, Storage, StorageRef, Tensor};
 use std::collections::HashMap;
 use std::ops::Range;

@@ -7,9 +7,9 @@
 //! token-type tables are float32.
 
 use super::LayerCapture;
+use crate::kernels::{self, Act, MatRef};
 use crate::model::config::{Activation, EncoderConfig};
 use crate::model::family::LayerNames;
-use crate::model::kernels::{self, Act, MatRef};
 use crate::model::weight::{HostWeight, Weight, WeightBuilder};
 use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor, WithDType};
 use candle_nn::{Embedding, LayerNorm};

@@ -4,8 +4,8 @@
 
 use super::blocks::*;
 use super::ForwardError;
+use crate::kernels::{self, MatRef};
 use crate::model::config::EncoderConfig;
-use crate::model::kernels::{self, MatRef};
 use crate::model::team::Barrier;
 use candle_core::{Result, Tensor};
 use std::ops::Range;

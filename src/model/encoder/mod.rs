@@ -11,7 +11,7 @@
 //!
 //! Two forward passes share the parameters. `forward` on candle tensors
 //! runs on any device. On the CPU the encoder instead borrows the
-//! parameters as slices (`cpu()` on each block) and runs [`super::kernels`]
+//! parameters as slices (`cpu()` on each block) and runs [`crate::kernels`]
 //! on a team of threads ([`super::team`]) that write P, O and S straight
 //! into the caller's buffers: about four times faster than candle's ops at
 //! BERT sizes (the profile is in `kernels.rs`).
@@ -27,9 +27,9 @@ use cpu_pass::copy_to_host;
 use cpu_pass::{Pass, Worker};
 
 use super::config::EncoderConfig;
-use super::kernels;
 use super::team::{self, Barrier};
 use super::weight::WeightBuilder;
+use crate::kernels;
 use candle_core::{Device, Result, Tensor};
 use std::sync::atomic::AtomicUsize;
 use std::sync::RwLock;
