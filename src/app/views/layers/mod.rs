@@ -333,68 +333,75 @@ fn draw_histogram(
     under_pointer
 }
 
-/// The fractions plot's legend: only the curves drawn, so a decoder's
-/// plot names no segmentation (which it does not have).
-fn fractions_legend(analysis: &Analysis) -> Vec<(Color32, &'static str, bool)> {
-    let defined = |value: fn(&LayerFigures) -> Option<f64>| {
-        analysis
-            .layers
-            .iter()
-            .any(|l| value(l).is_some_and(f64::is_finite))
-    };
-    let chance = analysis
-        .baseline_same_sentence_fraction
-        .is_some_and(f64::is_finite);
+/// Reads one per-layer figure.
+type LayerValue = fn(&LayerFigures) -> Option<f64>;
+
+/// The fractions plot's curves, in legend order.
+const FRACTION_CURVES: [(Color32, &str, LayerValue); 7] = [
+    (SAME_SENTENCE, "same sentence", |l| l.same_sentence_fraction),
+    (SEPARATOR, "separator attention", |l| l.separator_attention),
+    (FOCUS_UNIQUENESS, "focus uniqueness", |l| l.focus_uniqueness),
+    (SEGMENTATION, "segmentation accuracy", |l| {
+        l.segmentation_accuracy
+    }),
+    (UNDECIDED, "segmentation undecided", |l| {
+        l.segmentation_undecided
+    }),
+    (OWN_SEPARATOR, "own-separator share", |l| {
+        l.segmentation_share
+    }),
+    (SINK, "sink attention", |l| l.sink_attention),
+];
+
+/// The fractions plot's dashed chance lines: (colour, name, value), each
+/// drawn after the curve of the same colour in the legend.
+fn chance_lines(analysis: &Analysis) -> [(Color32, &'static str, Option<f64>); 2] {
     [
         (
-            SAME_SENTENCE,
-            "same sentence",
-            false,
-            defined(|l| l.same_sentence_fraction),
+            CHANCE,
+            "same sentence by chance",
+            analysis.baseline_same_sentence_fraction,
         ),
-        (CHANCE, "same sentence by chance", true, chance),
-        (
-            SEPARATOR,
-            "separator attention",
-            false,
-            defined(|l| l.separator_attention),
-        ),
-        (
-            FOCUS_UNIQUENESS,
-            "focus uniqueness",
-            false,
-            defined(|l| l.focus_uniqueness),
-        ),
-        (
-            SEGMENTATION,
-            "segmentation accuracy",
-            false,
-            defined(|l| l.segmentation_accuracy),
-        ),
-        (
-            UNDECIDED,
-            "segmentation undecided",
-            false,
-            defined(|l| l.segmentation_undecided),
-        ),
-        (
-            OWN_SEPARATOR,
-            "own-separator share",
-            false,
-            defined(|l| l.segmentation_share),
-        ),
+        // One window's separators: the same chance in every layer.
         (
             OWN_SEPARATOR,
             "own-separator share by chance",
-            true,
-            defined(|l| l.segmentation_share_chance),
+            analysis
+                .layers
+                .iter()
+                .find_map(|l| l.segmentation_share_chance),
         ),
-        (SINK, "sink attention", false, defined(|l| l.sink_attention)),
     ]
-    .into_iter()
-    .filter(|&(.., drawn)| drawn)
-    .map(|(colour, name, dashed, _)| (colour, name, dashed))
-    .collect()
+    .map(|(colour, name, value)| (colour, name, value.filter(|v| v.is_finite())))
+}
+
+/// The fractions plot's legend: only the curves drawn, so a decoder's
+/// plot names no segmentation (which it does not have).
+fn fractions_legend(analysis: &Analysis) -> Vec<(Color32, &'static str, bool)> {
+    let chances = chance_lines(analysis);
+    let mut entries = Vec::new();
+    for (colour, name, value) in FRACTION_CURVES {
+        if analysis
+            .layers
+            .iter()
+            .any(|l| value(l).is_some_and(f64::is_finite))
+        {
+            entries.push((colour, name, false));
+        }
+        // The same-sentence chance follows its curve; the own-separator
+        // share's follows its own.
+        let chance = if name == "same sentence" {
+            &chances[0]
+        } else if colour == OWN_SEPARATOR {
+            &chances[1]
+        } else {
+            continue;
+        };
+        if chance.2.is_some() {
+            entries.push((chance.0, chance.1, true));
+        }
+    }
+    entries
 }
 
 fn mean_distance_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
@@ -418,73 +425,19 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
         .include_y(0.0)
         .include_y(1.0)
         .show(ui, |plot_ui| {
-            if let Some(chance) = analysis
-                .baseline_same_sentence_fraction
-                .filter(|v| v.is_finite())
-            {
-                plot_ui.hline(
-                    HLine::new("same sentence by chance", chance)
-                        .color(CHANCE)
-                        .width(1.5)
-                        .style(LineStyle::dashed_loose()),
-                );
+            for (colour, name, value) in chance_lines(analysis) {
+                if let Some(value) = value {
+                    plot_ui.hline(
+                        HLine::new(name, value)
+                            .color(colour)
+                            .width(1.5)
+                            .style(LineStyle::dashed_loose()),
+                    );
+                }
             }
-            // One window's separators: the same chance in every layer.
-            if let Some(chance) = analysis
-                .layers
-                .iter()
-                .find_map(|l| l.segmentation_share_chance)
-            {
-                plot_ui.hline(
-                    HLine::new("own-separator share by chance", chance)
-                        .color(OWN_SEPARATOR)
-                        .width(1.5)
-                        .style(LineStyle::dashed_loose()),
-                );
+            for (colour, name, value) in FRACTION_CURVES {
+                add_curve(plot_ui, name, colour, analysis.layers.iter().map(value));
             }
-            let l = &analysis.layers;
-            add_curve(
-                plot_ui,
-                "same sentence",
-                SAME_SENTENCE,
-                l.iter().map(|l| l.same_sentence_fraction),
-            );
-            add_curve(
-                plot_ui,
-                "separator attention",
-                SEPARATOR,
-                l.iter().map(|l| l.separator_attention),
-            );
-            add_curve(
-                plot_ui,
-                "focus uniqueness",
-                FOCUS_UNIQUENESS,
-                l.iter().map(|l| l.focus_uniqueness),
-            );
-            add_curve(
-                plot_ui,
-                "segmentation accuracy",
-                SEGMENTATION,
-                l.iter().map(|l| l.segmentation_accuracy),
-            );
-            add_curve(
-                plot_ui,
-                "segmentation undecided",
-                UNDECIDED,
-                l.iter().map(|l| l.segmentation_undecided),
-            );
-            add_curve(
-                plot_ui,
-                "own-separator share",
-                OWN_SEPARATOR,
-                l.iter().map(|l| l.segmentation_share),
-            );
-            add_curve(
-                plot_ui,
-                "sink attention",
-                SINK,
-                l.iter().map(|l| l.sink_attention),
-            );
         });
 }
 
