@@ -557,6 +557,15 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                     "segmentation undecided",
                     figure(layer.segmentation_undecided, 3),
                 );
+                row(
+                    ui,
+                    "own-separator share (chance)",
+                    format!(
+                        "{} ({})",
+                        figure(layer.segmentation_share, 3),
+                        figure(layer.segmentation_share_chance, 3)
+                    ),
+                );
                 row(ui, "sink attention", figure(layer.sink_attention, 3));
             });
     }
