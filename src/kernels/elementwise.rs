@@ -96,19 +96,35 @@ fn sum_by(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     partial.iter().sum::<f32>() + tail
 }
 
-/// The feed-forward activations Hugging Face names `gelu`, `gelu_new` and `relu`.
+/// The feed-forward activations, as Hugging Face names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
-    /// `0.5·x·(1 + erf(x/√2))`, the exact GELU.
-    GeluErf,
+pub enum Activation {
+    /// `gelu`: `0.5·x·(1 + erf(x/√2))`, the exact GELU.
+    Gelu,
+    /// `gelu_new`, `gelu_pytorch_tanh`, `gelu_fast`:
     /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
     GeluTanh,
     Relu,
+    /// `silu` (`swish`): `x·σ(x)`, the gate of SwiGLU.
+    Silu,
+}
+
+impl Activation {
+    /// The activation a config's `hidden_act` names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "gelu" => Self::Gelu,
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Self::GeluTanh,
+            "relu" => Self::Relu,
+            "silu" | "swish" => Self::Silu,
+            _ => return None,
+        })
+    }
 }
 
 /// `x = act(x + bias)` row by row (rows of `bias.len()` values), in place:
 /// the bias of the product before, added in the activation's own pass.
-pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
+pub fn activate(x: &mut [f32], bias: &[f32], act: Activation) {
     if bias.is_empty() {
         return;
     }
@@ -121,9 +137,10 @@ pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
         return;
     }
     let f = match act {
-        Act::GeluErf => scalar::gelu_erf,
-        Act::GeluTanh => scalar::gelu_tanh,
-        Act::Relu => |v: f32| v.max(0.0),
+        Activation::Gelu => scalar::gelu_erf,
+        Activation::GeluTanh => scalar::gelu_tanh,
+        Activation::Relu => |v: f32| v.max(0.0),
+        Activation::Silu => scalar::silu,
     };
     for row in x.chunks_mut(bias.len()) {
         for (v, b) in row.iter_mut().zip(bias) {
@@ -254,6 +271,10 @@ pub(super) mod scalar {
     pub fn gelu_tanh(x: f32) -> f32 {
         0.5 * x * (1.0 + (GELU_TANH_C * (x + GELU_TANH_K * x * x * x)).tanh())
     }
+
+    pub fn silu(x: f32) -> f32 {
+        x / (1.0 + (-x).exp())
+    }
 }
 
 /// AVX-512F versions. Every function requires the feature; callers check
@@ -261,7 +282,7 @@ pub(super) mod scalar {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::consts::*;
-    use super::Act;
+    use super::Activation;
     use std::arch::x86_64::*;
 
     const LANES: usize = 16;
@@ -364,20 +385,20 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub fn activate(values: &mut [f32], bias: &[f32], act: Act) {
+    pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
         let half = _mm512_set1_ps(0.5);
         let one = _mm512_set1_ps(1.0);
         for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
             let x = _mm512_add_ps(load(chunk, 0.0), load(bias, 0.0));
             let y = match act {
-                Act::GeluErf => {
+                Activation::Gelu => {
                     let e = erf(_mm512_mul_ps(
                         x,
                         _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
                     ));
                     _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, e))
                 }
-                Act::GeluTanh => {
+                Activation::GeluTanh => {
                     // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
                     let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
                     let u = _mm512_mul_ps(
@@ -389,7 +410,11 @@ mod avx512 {
                     let t = _mm512_sub_ps(two, _mm512_div_ps(two, _mm512_add_ps(e, one)));
                     _mm512_mul_ps(_mm512_mul_ps(half, x), t)
                 }
-                Act::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
+                Activation::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
+                Activation::Silu => {
+                    let e = exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
+                    _mm512_div_ps(x, _mm512_add_ps(one, e))
+                }
             };
             store(chunk, y);
         }

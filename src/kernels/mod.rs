@@ -349,7 +349,7 @@ mod tests {
     fn gelu_erf_matches_double_precision() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, &[0.0], Act::GeluErf);
+        activate(&mut ys, &[0.0], Activation::Gelu);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5 * x64 * (1.0 + erf64(x64 / 2f64.sqrt()));
@@ -362,10 +362,25 @@ mod tests {
     }
 
     #[test]
+    fn silu_matches_double_precision() {
+        let xs = grid();
+        let mut ys = xs.clone();
+        activate(&mut ys, &[0.0], Activation::Silu);
+        for (&x, &y) in xs.iter().zip(&ys) {
+            let x64 = x as f64;
+            let exact = x64 / (1.0 + (-x64).exp());
+            assert!(
+                (y as f64 - exact).abs() <= 4e-7 * x64.abs().max(1.0),
+                "silu({x}) = {y}, exact {exact}"
+            );
+        }
+    }
+
+    #[test]
     fn gelu_tanh_matches_the_formula() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, &[0.0], Act::GeluTanh);
+        activate(&mut ys, &[0.0], Activation::GeluTanh);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5

@@ -31,7 +31,7 @@ use crate::captures::{AttentionInputs, Captures};
 use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
-pub use config::EncoderConfig;
+pub use config::ModelConfig;
 pub use decoder::{Decoder, LayerCaptures};
 pub use encoder::{Encoder, ForwardError};
 pub use family::Family;
@@ -105,8 +105,8 @@ pub enum Network {
 
 impl Network {
     /// Loads the network the config's family names.
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
-        Ok(if config.decoder.is_some() {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> candle_core::Result<Self> {
+        Ok(if config.pre_norm.is_some() {
             Self::Decoder(Decoder::load(vb, config)?)
         } else {
             Self::Encoder(Encoder::load(vb, config)?)
@@ -138,7 +138,7 @@ impl Network {
 pub struct Model {
     pub name: String,
     pub folder: PathBuf,
-    pub config: EncoderConfig,
+    pub config: ModelConfig,
     pub tokenizer: Tokenizer,
     pub network: Network,
     /// The start and separator tokens of its tokenizer's post-processor.
@@ -208,7 +208,7 @@ impl Model {
         }
         let weight_files =
             checkpoint::weight_files(folder)?.ok_or_else(|| missing(checkpoint::WEIGHTS_FILE))?;
-        let config = EncoderConfig::from_file(&config_path)?;
+        let config = ModelConfig::from_file(&config_path)?;
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
         let tensors = load_weights(&weight_files, config.family, device)?;
         let vb = WeightBuilder::new(tensors, device);

@@ -9,9 +9,8 @@
 //! Projection matrices stay in the checkpoint's precision and are widened
 //! to float32 one at a time, for their product ([`Projection`]).
 
-use super::config::{DecoderActivation, DecoderShape};
 use crate::captures::AttentionMask;
-use crate::model::config::EncoderConfig;
+use crate::model::config::{Activation, ModelConfig, PreNormShape};
 use crate::model::family::Family;
 use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Module, Result, Tensor, D};
@@ -29,8 +28,8 @@ pub(super) enum Norm {
 impl Norm {
     pub(super) fn load(
         vb: WeightBuilder,
-        config: &EncoderConfig,
-        shape: &DecoderShape,
+        config: &ModelConfig,
+        shape: &PreNormShape,
     ) -> Result<Self> {
         let (size, eps) = (config.hidden_size, config.layer_norm_eps);
         Ok(match config.family {
@@ -162,7 +161,7 @@ pub(super) struct Attention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    /// See [`DecoderShape::sliding_windows`].
+    /// See [`PreNormShape::sliding_windows`].
     window: Option<usize>,
     causal: bool,
 }
@@ -171,8 +170,8 @@ impl Attention {
     /// `vb` is rooted at the layer.
     pub(super) fn load(
         vb: &WeightBuilder,
-        config: &EncoderConfig,
-        shape: &DecoderShape,
+        config: &ModelConfig,
+        shape: &PreNormShape,
         layer: usize,
     ) -> Result<Self> {
         let hidden = config.hidden_size;
@@ -337,8 +336,8 @@ pub(super) enum FeedForward {
 impl FeedForward {
     pub(super) fn load(
         vb: WeightBuilder,
-        config: &EncoderConfig,
-        shape: &DecoderShape,
+        config: &ModelConfig,
+        shape: &PreNormShape,
     ) -> Result<Self> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
         Ok(if config.family == Family::Gpt2 {
@@ -362,13 +361,13 @@ impl FeedForward {
         })
     }
 
-    pub(super) fn forward(&self, x: &Tensor, activation: DecoderActivation) -> Result<Tensor> {
+    pub(super) fn forward(&self, x: &Tensor, activation: Activation) -> Result<Tensor> {
         let act = |x: Tensor| -> Result<Tensor> {
             match activation {
-                DecoderActivation::GeluTanh => x.gelu(),
-                DecoderActivation::Gelu => x.gelu_erf(),
-                DecoderActivation::Silu => candle_nn::ops::silu(&x),
-                DecoderActivation::Relu => x.relu(),
+                Activation::GeluTanh => x.gelu(),
+                Activation::Gelu => x.gelu_erf(),
+                Activation::Silu => candle_nn::ops::silu(&x),
+                Activation::Relu => x.relu(),
             }
         };
         match self {
@@ -408,8 +407,8 @@ impl DecoderLayer {
     /// `vb` is rooted at the model.
     pub(super) fn load(
         vb: &WeightBuilder,
-        config: &EncoderConfig,
-        shape: &DecoderShape,
+        config: &ModelConfig,
+        shape: &PreNormShape,
         index: usize,
     ) -> Result<Self> {
         let gpt2 = config.family == Family::Gpt2;
@@ -443,7 +442,7 @@ impl DecoderLayer {
         &self,
         x: &Tensor,
         rotary: Option<&RotaryTables>,
-        activation: DecoderActivation,
+        activation: Activation,
         last: bool,
     ) -> Result<(Option<Tensor>, AttentionCapture)> {
         let (attended, capture) = self

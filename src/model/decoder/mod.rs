@@ -12,13 +12,10 @@
 //! the CPU this runs candle's own matrix products.
 
 mod blocks;
-pub mod config;
-pub mod weights;
 
 use blocks::{DecoderLayer, Norm, RotaryTables};
-use config::{DecoderActivation, DecoderShape};
 
-use super::config::EncoderConfig;
+use super::config::{Activation, ModelConfig, PreNormShape};
 use super::encoder::{CaptureBuffers, ForwardError};
 use super::family::Family;
 use super::weight::{Weight, WeightBuilder};
@@ -38,19 +35,19 @@ pub struct Decoder {
     inverse_frequencies: Option<Vec<f32>>,
     /// ModernBERT's local layers' frequencies.
     local_inverse_frequencies: Option<Vec<f32>>,
-    activation: DecoderActivation,
-    config: EncoderConfig,
+    activation: Activation,
+    config: ModelConfig,
     device: Device,
 }
 
 impl Decoder {
     /// `vb` is rooted at the base model (names like `wte.weight` or
     /// `embed_tokens.weight`).
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
-        let shape: &DecoderShape = config.decoder.as_ref().ok_or_else(|| {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
+        let shape: &PreNormShape = config.pre_norm.as_ref().ok_or_else(|| {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
-        let activation = config::activation(config).map_err(candle_core::Error::Msg)?;
+        let activation = config.activation().map_err(candle_core::Error::Msg)?;
         let hidden = config.hidden_size;
         let words = vb
             .pp(config.family.word_embeddings())

@@ -7,8 +7,8 @@
 //! token-type tables are float32.
 
 use super::LayerCapture;
-use crate::kernels::{self, Act, MatRef};
-use crate::model::config::{Activation, EncoderConfig};
+use crate::kernels::{self, MatRef};
+use crate::model::config::{Activation, ModelConfig};
 use crate::model::family::LayerNames;
 use crate::model::weight::{HostWeight, Weight, WeightBuilder};
 use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor, WithDType};
@@ -200,7 +200,7 @@ pub(super) struct Embeddings {
 
 impl Embeddings {
     /// `vb` is rooted at the encoder.
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let names = config.family.embedding_names();
         let width = config.embedding_width();
         let positions = format!("{}.weight", names.positions);
@@ -365,7 +365,7 @@ impl SelfAttention {
     /// `vb` is rooted at the layer.
     pub(super) fn load(
         vb: WeightBuilder,
-        config: &EncoderConfig,
+        config: &ModelConfig,
         names: &LayerNames,
     ) -> Result<Self> {
         let hidden = config.hidden_size;
@@ -425,7 +425,7 @@ impl SubLayerOutput {
         vb: &WeightBuilder,
         (dense, norm): (&str, &str),
         in_dim: usize,
-        config: &EncoderConfig,
+        config: &ModelConfig,
     ) -> Result<Self> {
         Ok(Self {
             dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size)?,
@@ -457,7 +457,7 @@ pub(super) struct Intermediate {
 }
 
 impl Intermediate {
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
         Ok(Self {
             dense: Dense::load(vb, config.hidden_size, config.intermediate_size)?,
@@ -471,14 +471,7 @@ impl Intermediate {
             Activation::Gelu => x.gelu_erf(),
             Activation::GeluTanh => x.gelu(),
             Activation::Relu => x.relu(),
-        }
-    }
-
-    pub(super) fn act(&self) -> Act {
-        match self.activation {
-            Activation::Gelu => Act::GeluErf,
-            Activation::GeluTanh => Act::GeluTanh,
-            Activation::Relu => Act::Relu,
+            Activation::Silu => candle_nn::ops::silu(&x),
         }
     }
 }
@@ -494,7 +487,7 @@ pub(super) struct Layer {
 
 impl Layer {
     /// `vb` is rooted at the layer's prefix.
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let names = config.family.layer_names();
         Ok(Self {
             self_attention: SelfAttention::load(vb.clone(), config, &names)?,
@@ -535,7 +528,7 @@ impl Layer {
             qkv: self.self_attention.qkv.cpu()?,
             attention_output: self.attention_output.cpu()?,
             intermediate: self.intermediate.dense.cpu()?,
-            activation: self.intermediate.act(),
+            activation: self.intermediate.activation,
             output: self.output.cpu()?,
         })
     }
@@ -545,6 +538,6 @@ pub(super) struct LayerCpu<'a> {
     pub(super) qkv: DenseCpu<'a>,
     pub(super) attention_output: OutputCpu<'a>,
     pub(super) intermediate: DenseCpu<'a>,
-    pub(super) activation: Act,
+    pub(super) activation: Activation,
     pub(super) output: OutputCpu<'a>,
 }

@@ -5,7 +5,7 @@
 use super::blocks::*;
 use super::ForwardError;
 use crate::kernels::{self, MatRef};
-use crate::model::config::EncoderConfig;
+use crate::model::config::ModelConfig;
 use crate::model::team::Barrier;
 use candle_core::{Result, Tensor};
 use std::ops::Range;
@@ -14,7 +14,7 @@ use std::sync::RwLock;
 
 /// What the threads of one CPU pass share.
 pub(super) struct Pass<'a> {
-    pub(super) config: &'a EncoderConfig,
+    pub(super) config: &'a ModelConfig,
     pub(super) input_ids: &'a [u32],
     /// The position id of each token.
     pub(super) positions: Vec<u32>,

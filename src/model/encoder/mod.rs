@@ -26,7 +26,7 @@ use blocks::*;
 use cpu_pass::copy_to_host;
 use cpu_pass::{Pass, Worker};
 
-use super::config::EncoderConfig;
+use super::config::ModelConfig;
 use super::team::{self, Barrier};
 use super::weight::WeightBuilder;
 use crate::kernels;
@@ -73,7 +73,7 @@ pub struct Encoder {
     layers: Vec<Layer>,
     /// For each attention layer run, in order, its index into `layers`.
     schedule: Vec<usize>,
-    config: EncoderConfig,
+    config: ModelConfig,
     device: Device,
 }
 
@@ -88,7 +88,7 @@ pub enum ForwardError {
 
 impl Encoder {
     /// `vb` is rooted at the encoder (names like `embeddings.word_embeddings.weight`).
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let embeddings = Embeddings::load(vb.clone(), config)?;
         let family = config.family;
         let layers = (0..config.distinct_layers())
@@ -269,8 +269,8 @@ mod tests {
     use crate::model::family::Family;
 
     /// A small config of `family` (ALBERT: 3 layers from 2 groups of 2).
-    fn config(family: Family, act: &str) -> EncoderConfig {
-        EncoderConfig {
+    fn config(family: Family, act: &str) -> ModelConfig {
+        ModelConfig {
             family,
             hidden_size: 48,
             embedding_size: family.has_embedding_size().then_some(24),
@@ -284,14 +284,14 @@ mod tests {
             pad_token_id: Some(1),
             num_hidden_groups: if family == Family::Albert { 2 } else { 1 },
             inner_group_num: if family == Family::Albert { 2 } else { 1 },
-            ..EncoderConfig::bert_base_uncased()
+            ..ModelConfig::bert_base_uncased()
         }
     }
 
     /// A random encoder with random biases and LayerNorm parameters (the
     /// generator sets 0 and 1) and larger query/key weights, so that
     /// attention is peaked.
-    fn encoder(config: &EncoderConfig) -> Encoder {
+    fn encoder(config: &ModelConfig) -> Encoder {
         let mut tensors = super::super::random::random_weights(config, 3).unwrap();
         let names = config.family.layer_names();
         for (name, tensor) in tensors.iter_mut() {
@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn cpu_kernels_match_candle_ops() {
         let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
-        for act in ["gelu", "gelu_new", "relu"] {
+        for act in ["gelu", "gelu_new", "relu", "silu"] {
             assert_paths_agree(&encoder(&config(Family::Bert, act)), &ids, act);
         }
         for family in Family::ENCODERS.into_iter().filter(|f| !f.is_pre_norm()) {
