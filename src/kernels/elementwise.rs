@@ -1,8 +1,6 @@
 //! The element-wise steps of the forward pass: bias and residual seeding,
-//! LayerNorm, activations, softmax and the attention product, with AVX-512
+//! LayerNorm, activations and softmax, with AVX-512
 //! versions picked at run time over portable scalar fallbacks.
-
-use super::{matmul, MatMut, MatRef};
 
 /// Sets every row of `out` to `bias`, the seed onto which a product accumulates.
 pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
@@ -162,50 +160,6 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     for row in x.chunks_mut(width) {
         scalar::softmax(row);
     }
-}
-
-/// One head's self-attention over all T tokens, from its contiguous
-/// queries, keys and values (each `T × d`): the scaled scores go straight
-/// into `attention` (`T × T`) and are softmaxed there, O = P·V into
-/// `head_output` (`T × d`) and S = O·Oᵀ into `similarity` (`T × T`).
-pub fn attend(
-    query: &[f32],
-    key: &[f32],
-    value: &[f32],
-    head_dim: usize,
-    attention: &mut [f32],
-    head_output: &mut [f32],
-    similarity: &mut [f32],
-) {
-    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
-    let scale = 1.0 / (head_dim as f32).sqrt();
-    let query = MatRef::new(query, tokens, head_dim);
-    let key = MatRef::new(key, tokens, head_dim);
-    let value = MatRef::new(value, tokens, head_dim);
-    matmul(
-        MatMut::new(attention, tokens, tokens),
-        query,
-        key.t(),
-        false,
-        scale,
-    );
-    softmax_rows(attention, tokens);
-    let p = MatRef::new(attention, tokens, tokens);
-    matmul(
-        MatMut::new(head_output, tokens, head_dim),
-        p,
-        value,
-        false,
-        1.0,
-    );
-    let o = MatRef::new(head_output, tokens, head_dim);
-    matmul(
-        MatMut::new(similarity, tokens, tokens),
-        o,
-        o.t(),
-        false,
-        1.0,
-    );
 }
 
 /// Whether the AVX-512 element-wise kernels can run (std caches the answer).

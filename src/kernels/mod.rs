@@ -4,7 +4,8 @@
 //! crate (weights packed once at load, in the checkpoint's precision:
 //! half-precision panels are widened a tile at a time), and the element-wise steps
 //! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over
-//! portable scalar fallbacks.
+//! portable scalar fallbacks; and on them [`attention`], the one place a
+//! head's P, O and S are made.
 //!
 //! Why not candle's CPU ops (profile of BERT-base at 512 tokens, 2 threads):
 //! candle drove gemm's AVX2 kernels (44% of the time) at half the AVX-512
@@ -15,9 +16,11 @@
 //! feature), buffers live for the whole pass, and P, O and S are written
 //! straight into the capture.
 
-use std::ops::Range;
+pub mod attention;
 mod elementwise;
+
 pub use elementwise::*;
+use std::ops::Range;
 
 /// A read-only matrix view: element (i, j) is `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy)]

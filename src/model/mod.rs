@@ -23,6 +23,7 @@ pub mod encoder;
 pub mod family;
 pub mod hub;
 pub mod random;
+pub mod stack;
 pub mod team;
 pub mod tokenizer;
 pub mod weight;
@@ -32,9 +33,10 @@ use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
-pub use decoder::{Decoder, LayerCaptures};
-pub use encoder::{Encoder, ForwardError};
+pub use decoder::Decoder;
+pub use encoder::Encoder;
 pub use family::Family;
+pub use stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
@@ -113,23 +115,11 @@ impl Network {
         })
     }
 
-    /// Runs one sequence, writing every layer's P, O and S into `out`.
-    pub fn forward_into(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: encoder::CaptureBuffers,
-    ) -> Result<(), ForwardError> {
+    /// The stack, as the trait both share.
+    pub fn stack(&self) -> &dyn AttentionStack {
         match self {
-            Self::Encoder(encoder) => encoder.forward_into(input_ids, cancelled, out),
-            Self::Decoder(decoder) => decoder.forward_into(input_ids, cancelled, out),
-        }
-    }
-
-    pub fn device(&self) -> &Device {
-        match self {
-            Self::Encoder(encoder) => encoder.device(),
-            Self::Decoder(decoder) => decoder.device(),
+            Self::Encoder(encoder) => encoder,
+            Self::Decoder(decoder) => decoder,
         }
     }
 }
@@ -338,7 +328,7 @@ impl Model {
                 queries,
                 keys,
                 kv_heads,
-                masks: decoder.attention_masks(),
+                rules: decoder.score_rules(),
             })),
             ..Captures::default()
         })
@@ -393,10 +383,10 @@ impl Model {
                 *buffer = vec![0.0; len];
             }
         }
-        self.network.forward_into(
+        self.network.stack().forward_into(
             input_ids,
             cancelled,
-            encoder::CaptureBuffers {
+            CaptureBuffers {
                 attention: &mut captures.attentions,
                 head_outputs: &mut captures.head_outputs,
                 similarity: &mut captures.similarity,

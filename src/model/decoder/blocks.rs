@@ -9,9 +9,10 @@
 //! Projection matrices stay in the checkpoint's precision and are widened
 //! to float32 one at a time, for their product ([`Projection`]).
 
-use crate::captures::AttentionMask;
+use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::model::config::{Activation, ModelConfig, PreNormShape};
 use crate::model::family::Family;
+use crate::model::stack::{self, attend_layer, HostValues, LayerAttention, LayerCaptures};
 use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Module, Result, Tensor, D};
 use candle_nn::{LayerNorm, Linear, RmsNorm};
@@ -217,20 +218,23 @@ impl Attention {
         })
     }
 
-    /// Which keys each query sees.
-    pub(super) fn mask(&self) -> AttentionMask {
-        AttentionMask {
+    /// How its heads make their attention: which keys each query sees.
+    pub(super) fn score_rule(&self) -> ScoreRule {
+        let mask = AttentionMask {
             causal: self.causal,
             window: self.window,
-        }
+        };
+        ScoreRule::new(self.head_dim, mask)
     }
 
-    /// T×hidden → (the output projection of every head's P·V, capture).
+    /// T×hidden → the output projection of every head's P·V; every head's
+    /// P, O and S, and the queries and keys they are made from, into `out`.
     pub(super) fn forward(
         &self,
         x: &Tensor,
         rotary: Option<&RotaryTables>,
-    ) -> Result<(Tensor, AttentionCapture)> {
+        out: &mut AttentionBuffers,
+    ) -> Result<Tensor> {
         let tokens = x.dim(0)?;
         let split = |projected: Tensor, heads: usize| -> Result<Tensor> {
             projected
@@ -245,73 +249,61 @@ impl Attention {
             query = rotary.apply(&query)?;
             key = rotary.apply(&key)?;
         }
-        // Query head h reads key/value head h / (heads / kv_heads), as
-        // transformers' `repeat_kv` lays them out.
-        let group = self.heads / self.kv_heads;
-        let repeat = |t: Tensor| -> Result<Tensor> {
-            if group == 1 {
-                return Ok(t);
-            }
-            t.unsqueeze(1)?
-                .expand((self.kv_heads, group, tokens, self.head_dim))?
-                .reshape((self.heads, tokens, self.head_dim))
-        };
-        let (keys, queries) = (key.clone(), query.clone());
-        let (key, value) = (repeat(key)?, repeat(value)?);
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (query.matmul(&key.t()?)? * scale)?;
-        let mask = attention_mask(tokens, self.mask(), x.device())?;
-        let attention = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
-        let head_outputs = attention.matmul(&value)?;
-        let similarity = head_outputs.matmul(&head_outputs.t()?)?;
-        let context = head_outputs
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((tokens, self.heads * self.head_dim))?;
-        Ok((
-            self.output.forward(&context)?,
-            AttentionCapture {
-                attention,
-                head_outputs,
-                similarity,
-                queries,
-                keys,
+        let (query, key, value) = (
+            HostValues::of(&query)?,
+            HostValues::of(&key)?,
+            HostValues::of(&value)?,
+        );
+        out.resize(self.heads, tokens, self.head_dim);
+        attend_layer(
+            query.get(),
+            key.get(),
+            value.get(),
+            (tokens, self.head_dim),
+            &self.score_rule(),
+            &mut LayerAttention {
+                attention: &mut out.attention,
+                head_outputs: &mut out.head_outputs,
+                similarity: &mut out.similarity,
             },
-        ))
+        );
+        out.queries.clear();
+        out.queries.extend_from_slice(query.get());
+        out.keys.clear();
+        out.keys.extend_from_slice(key.get());
+        let context = stack::heads_side_by_side(&out.head_outputs, self.heads, tokens, x.device())?;
+        self.output.forward(&context)
     }
 }
 
-/// 0 where query i may see key j, −∞ elsewhere: those attentions come out
-/// exactly 0, as transformers' do (its mask adds the smallest float, whose
-/// exponential is 0 too).
-pub(super) fn attention_mask(
-    tokens: usize,
-    mask: AttentionMask,
-    device: &candle_core::Device,
-) -> Result<Tensor> {
-    let values: Vec<f32> = (0..tokens)
-        .flat_map(|i| {
-            (0..tokens).map(move |j| {
-                if mask.visible(i, j) {
-                    0.0
-                } else {
-                    f32::NEG_INFINITY
-                }
-            })
-        })
-        .collect();
-    Tensor::from_vec(values, (tokens, tokens), device)
+/// One layer's attention as the decoder captures it, kept for the whole
+/// pass: P and S (H×T×T), O (H×T×d), and the rotated queries (H×T×d) and
+/// keys (H_kv×T×d) P is made from.
+#[derive(Default)]
+pub(super) struct AttentionBuffers {
+    attention: Vec<f32>,
+    head_outputs: Vec<f32>,
+    similarity: Vec<f32>,
+    queries: Vec<f32>,
+    keys: Vec<f32>,
 }
 
-/// One layer's attention as the decoder captures it: P and S (H×T×T), O
-/// (H×T×d), and the rotated queries (H×T×d) and keys (H_kv×T×d) P is
-/// made from.
-pub(super) struct AttentionCapture {
-    pub attention: Tensor,
-    pub head_outputs: Tensor,
-    pub similarity: Tensor,
-    pub queries: Tensor,
-    pub keys: Tensor,
+impl AttentionBuffers {
+    fn resize(&mut self, heads: usize, tokens: usize, head_dim: usize) {
+        self.attention.resize(heads * tokens * tokens, 0.0);
+        self.similarity.resize(heads * tokens * tokens, 0.0);
+        self.head_outputs.resize(heads * tokens * head_dim, 0.0);
+    }
+
+    pub(super) fn captures(&self) -> LayerCaptures<'_> {
+        LayerCaptures {
+            attention: &self.attention,
+            head_outputs: &self.head_outputs,
+            similarity: &self.similarity,
+            queries: &self.queries,
+            keys: &self.keys,
+        }
+    }
 }
 
 /// GPT-2's feed-forward (`c_fc`, activation, `c_proj`), the Llama
@@ -362,14 +354,7 @@ impl FeedForward {
     }
 
     pub(super) fn forward(&self, x: &Tensor, activation: Activation) -> Result<Tensor> {
-        let act = |x: Tensor| -> Result<Tensor> {
-            match activation {
-                Activation::GeluTanh => x.gelu(),
-                Activation::Gelu => x.gelu_erf(),
-                Activation::Silu => candle_nn::ops::silu(&x),
-                Activation::Relu => x.relu(),
-            }
-        };
+        let act = |x: Tensor| stack::activate(&x, activation);
         match self {
             Self::Plain { up, down } => down.forward(&act(up.forward(x)?)?),
             Self::Gated { gate, up, down } => {
@@ -436,25 +421,27 @@ impl DecoderLayer {
         })
     }
 
-    /// The layer's capture, and its output unless `last` (nothing reads the
-    /// final hidden states, so the last layer stops after its attention).
+    /// The layer's capture into `capture`, and its output unless `last`
+    /// (nothing reads the final hidden states, so the last layer stops
+    /// after its attention).
     pub(super) fn forward(
         &self,
         x: &Tensor,
         rotary: Option<&RotaryTables>,
         activation: Activation,
+        capture: &mut AttentionBuffers,
         last: bool,
-    ) -> Result<(Option<Tensor>, AttentionCapture)> {
-        let (attended, capture) = self
+    ) -> Result<Option<Tensor>> {
+        let attended = self
             .attention
-            .forward(&self.input_norm.forward(x)?, rotary)?;
+            .forward(&self.input_norm.forward(x)?, rotary, capture)?;
         if last {
-            return Ok((None, capture));
+            return Ok(None);
         }
         let x = x.add(&attended)?;
         let fed = self
             .feed_forward
             .forward(&self.post_attention_norm.forward(&x)?, activation)?;
-        Ok((Some(x.add(&fed)?), capture))
+        Ok(Some(x.add(&fed)?))
     }
 }

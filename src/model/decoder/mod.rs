@@ -4,22 +4,23 @@
 //! probabilities P, every query head's output O = P·V (with grouped-query
 //! attention, V of the head's key/value group) and S = O·Oᵀ.
 //!
-//! One forward pass on candle's ops, on any device: embeddings (GPT-2 adds
-//! its learned position table; the Llama family rotates queries and keys
-//! instead), then pre-norm layers whose attention is causal (and, where the
-//! config says, limited to a sliding window). The families differ only where
-//! [`blocks`] says. Unlike the encoder there is no CPU kernel path yet: on
-//! the CPU this runs candle's own matrix products.
+//! One forward pass, on any device: embeddings (GPT-2 adds its learned
+//! position table; the Llama family rotates queries and keys instead), then
+//! pre-norm layers whose attention is causal (and, where the config says,
+//! limited to a sliding window). The families differ only where [`blocks`]
+//! says. Projections, norms and the feed-forward run on candle's ops; each
+//! layer's heads go to the attention core on the host
+//! ([`super::stack::attend_layer`]), as the encoder's do.
 
 mod blocks;
 
-use blocks::{DecoderLayer, Norm, RotaryTables};
+use blocks::{AttentionBuffers, DecoderLayer, Norm, RotaryTables};
 
 use super::config::{Activation, ModelConfig, PreNormShape};
-use super::encoder::{CaptureBuffers, ForwardError};
 use super::family::Family;
+use super::stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
 use super::weight::{Weight, WeightBuilder};
-use crate::captures::AttentionMask;
+use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
@@ -85,32 +86,6 @@ impl Decoder {
         })
     }
 
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// Runs the decoder on one sequence of T tokens, writing every layer's
-    /// P, O and S into `out`; `cancelled` is polled between layers.
-    pub fn forward_into(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
-    ) -> std::result::Result<(), ForwardError> {
-        let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        let square = heads * tokens * tokens;
-        let vectors = heads * tokens * self.config.head_dim();
-        out.check(self.layers.len(), heads, tokens, self.config.head_dim())?;
-        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
-            let at = |size: usize| index * size..(index + 1) * size;
-            out.attention[at(square)].copy_from_slice(layer.attention);
-            out.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
-            out.similarity[at(square)].copy_from_slice(layer.similarity);
-            Ok(())
-        })
-    }
-
     /// Runs the decoder on one sequence, handing each layer's captures to
     /// `sink` as soon as they exist (the caller keeps what it needs: a long
     /// input's P and S of every layer would not fit in memory).
@@ -142,6 +117,7 @@ impl Decoder {
             tables(&self.local_inverse_frequencies)?,
         );
         let mut x = Some(x);
+        let mut buffers = AttentionBuffers::default();
         for (index, layer) in self.layers.iter().enumerate() {
             if cancelled() {
                 return Err(ForwardError::Cancelled);
@@ -151,74 +127,52 @@ impl Decoder {
                 Some(local) if layer.local => Some(local),
                 _ => rotary.as_ref(),
             };
-            let (next, capture) =
-                layer.forward(&input, rotary, self.activation, index + 1 == count)?;
-            drop(input);
-            let host = [
-                HostValues::of(&capture.attention)?,
-                HostValues::of(&capture.head_outputs)?,
-                HostValues::of(&capture.similarity)?,
-                HostValues::of(&capture.queries)?,
-                HostValues::of(&capture.keys)?,
-            ];
-            sink(
-                index,
-                LayerCaptures {
-                    attention: host[0].values()?,
-                    head_outputs: host[1].values()?,
-                    similarity: host[2].values()?,
-                    queries: host[3].values()?,
-                    keys: host[4].values()?,
-                },
+            let next = layer.forward(
+                &input,
+                rotary,
+                self.activation,
+                &mut buffers,
+                index + 1 == count,
             )?;
+            drop(input);
+            sink(index, buffers.captures())?;
             x = next;
         }
         Ok(())
     }
-
-    /// What each layer's attention masks (the same for every input).
-    pub fn attention_masks(&self) -> Vec<AttentionMask> {
-        self.layers.iter().map(|l| l.attention.mask()).collect()
-    }
 }
 
-/// One layer's captures on the host, row-major: P and S (H×T×T), O
-/// (H×T×d), and the queries (H×T×d) and keys (H_kv×T×d) as the scores read
-/// them (rotated, unscaled).
-pub struct LayerCaptures<'a> {
-    pub attention: &'a [f32],
-    pub head_outputs: &'a [f32],
-    pub similarity: &'a [f32],
-    pub queries: &'a [f32],
-    pub keys: &'a [f32],
-}
-
-/// A tensor's values on the host: borrowed from a contiguous CPU tensor
-/// (no copy: a layer's P alone is 235 MB at 2,048 tokens), copied otherwise.
-enum HostValues<'a> {
-    Cpu(candle_core::StorageRef<'a>, std::ops::Range<usize>),
-    Copied(Vec<f32>),
-}
-
-impl<'a> HostValues<'a> {
-    fn of(tensor: &'a Tensor) -> Result<Self> {
-        let (storage, layout) = tensor.storage_and_layout();
-        if let (candle_core::Storage::Cpu(_), Some((start, end))) =
-            (&*storage, layout.contiguous_offsets())
-        {
-            return Ok(Self::Cpu(storage, start..end));
-        }
-        drop(storage);
-        Ok(Self::Copied(tensor.flatten_all()?.to_vec1::<f32>()?))
+impl AttentionStack for Decoder {
+    fn device(&self) -> &Device {
+        &self.device
     }
 
-    fn values(&self) -> Result<&[f32]> {
-        match self {
-            Self::Cpu(storage, range) => match &**storage {
-                candle_core::Storage::Cpu(cpu) => Ok(&cpu.as_slice::<f32>()?[range.clone()]),
-                _ => unreachable!("checked in HostValues::of"),
-            },
-            Self::Copied(values) => Ok(values),
-        }
+    fn forward_into(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let (tokens, heads, head_dim) = (
+            input_ids.len(),
+            self.config.num_attention_heads,
+            self.config.head_dim(),
+        );
+        out.check(self.layers.len(), heads, tokens, head_dim)?;
+        let mut out = out;
+        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
+            let target = out.layer(index, heads, tokens, head_dim);
+            target.attention.copy_from_slice(layer.attention);
+            target.head_outputs.copy_from_slice(layer.head_outputs);
+            target.similarity.copy_from_slice(layer.similarity);
+            Ok(())
+        })
+    }
+
+    fn score_rules(&self) -> Vec<ScoreRule> {
+        self.layers
+            .iter()
+            .map(|l| l.attention.score_rule())
+            .collect()
     }
 }

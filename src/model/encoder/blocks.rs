@@ -6,45 +6,14 @@
 //! ([`crate::model::weight`]); norms, biases and the small position and
 //! token-type tables are float32.
 
-use super::LayerCapture;
+use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::kernels::{self, MatRef};
 use crate::model::config::{Activation, ModelConfig};
 use crate::model::family::LayerNames;
+use crate::model::stack::{self, attend_layer, HostValues, LayerAttention};
 use crate::model::weight::{HostWeight, Weight, WeightBuilder};
-use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor, WithDType};
+use candle_core::{DType, Module, Result, Tensor, WithDType};
 use candle_nn::{Embedding, LayerNorm};
-use std::ops::Range;
-
-/// The `f32` values of a contiguous CPU tensor, borrowed while this lives.
-pub(super) struct HostValues<'a> {
-    pub(super) storage: StorageRef<'a>,
-    pub(super) range: Range<usize>,
-}
-
-impl<'a> HostValues<'a> {
-    pub(super) fn of(tensor: &'a Tensor) -> Result<Self> {
-        let (storage, layout) = tensor.storage_and_layout();
-        let (start, end) = layout
-            .contiguous_offsets()
-            .ok_or_else(|| candle_core::Error::Msg("weight is not contiguous".into()))?;
-        if !matches!(&*storage, Storage::Cpu(CpuStorage::F32(_))) {
-            return Err(candle_core::Error::Msg(
-                "the CPU forward pass needs f32 weights on the CPU".into(),
-            ));
-        }
-        Ok(Self {
-            storage,
-            range: start..end,
-        })
-    }
-
-    pub(super) fn get(&self) -> &[f32] {
-        match &*self.storage {
-            Storage::Cpu(CpuStorage::F32(values)) => &values[self.range.clone()],
-            _ => unreachable!("HostValues::of accepts only f32 CPU storage"),
-        }
-    }
-}
 
 /// A `(rows, width)` table of float32 parameters.
 fn embedding(rows: usize, width: usize, vb: WeightBuilder) -> Result<Embedding> {
@@ -381,8 +350,8 @@ impl SelfAttention {
         })
     }
 
-    /// T×hidden → (context T×hidden, capture).
-    pub(super) fn forward(&self, x: &Tensor) -> Result<(Tensor, LayerCapture)> {
+    /// T×hidden → context T×hidden, every head's P, O and S into `out`.
+    pub(super) fn forward(&self, x: &Tensor, mut out: LayerAttention) -> Result<Tensor> {
         let tokens = x.dim(0)?;
         let hidden = self.heads * self.head_dim;
         let qkv = self.qkv.forward(x)?;
@@ -393,23 +362,21 @@ impl SelfAttention {
                 .contiguous()
         };
         let (query, key, value) = (split(0)?, split(1)?, split(2)?);
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (query.matmul(&key.t()?)? * scale)?;
-        let attention = candle_nn::ops::softmax_last_dim(&scores)?;
-        let head_outputs = attention.matmul(&value)?;
-        let similarity = head_outputs.matmul(&head_outputs.t()?)?;
-        let context = head_outputs
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((tokens, hidden))?;
-        Ok((
-            context,
-            LayerCapture {
-                attention,
-                head_outputs,
-                similarity,
-            },
-        ))
+        let (query, key, value) = (
+            HostValues::of(&query)?,
+            HostValues::of(&key)?,
+            HostValues::of(&value)?,
+        );
+        let rule = ScoreRule::new(self.head_dim, AttentionMask::default());
+        attend_layer(
+            query.get(),
+            key.get(),
+            value.get(),
+            (tokens, self.head_dim),
+            &rule,
+            &mut out,
+        );
+        stack::heads_side_by_side(out.head_outputs, self.heads, tokens, x.device())
     }
 }
 
@@ -466,13 +433,7 @@ impl Intermediate {
     }
 
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = self.dense.forward(x)?;
-        match self.activation {
-            Activation::Gelu => x.gelu_erf(),
-            Activation::GeluTanh => x.gelu(),
-            Activation::Relu => x.relu(),
-            Activation::Silu => candle_nn::ops::silu(&x),
-        }
+        stack::activate(&self.dense.forward(x)?, self.activation)
     }
 }
 
@@ -507,20 +468,25 @@ impl Layer {
         })
     }
 
-    /// The layer's capture, and its output unless `last`: nothing reads the
+    /// Its heads' P, O and S into `capture`, and its output unless `last`: nothing reads the
     /// final hidden states, so the last layer stops after its attention
     /// (saving its output projection and feed-forward, about 8% of
     /// BERT-base's work).
-    pub(super) fn forward(&self, x: &Tensor, last: bool) -> Result<(Option<Tensor>, LayerCapture)> {
-        let (context, capture) = self.self_attention.forward(x)?;
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        capture: LayerAttention,
+        last: bool,
+    ) -> Result<Option<Tensor>> {
+        let context = self.self_attention.forward(x, capture)?;
         if last {
-            return Ok((None, capture));
+            return Ok(None);
         }
         let attended = self.attention_output.forward(&context, x)?;
         let x = self
             .output
             .forward(&self.intermediate.forward(&attended)?, &attended)?;
-        Ok((Some(x), capture))
+        Ok(Some(x))
     }
 
     pub(super) fn cpu(&self) -> Result<LayerCpu<'_>> {

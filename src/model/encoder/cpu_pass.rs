@@ -3,11 +3,11 @@
 //! add up their partial sums (see [`crate::model::team`]).
 
 use super::blocks::*;
-use super::ForwardError;
+use crate::kernels::attention::{attend, AttentionMask, ScoreRule};
 use crate::kernels::{self, MatRef};
 use crate::model::config::ModelConfig;
+use crate::model::stack::ForwardError;
 use crate::model::team::Barrier;
-use candle_core::{Result, Tensor};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
@@ -73,6 +73,7 @@ impl Pass<'_> {
         // This thread's heads' outputs side by side, T × (heads·d).
         let mut context = vec![0.0; tokens * width];
         let mut intermediate = vec![0.0; tokens * columns.len()];
+        let rule = ScoreRule::new(head_dim, AttentionMask::default());
         self.embeddings
             .forward(self.input_ids, &self.positions, &mut x);
         let count = self.schedule.len();
@@ -108,11 +109,12 @@ impl Pass<'_> {
                     let (query, rest) = qkv.split_at(vectors);
                     let (key, value) = rest.split_at(vectors);
                     let o = &mut worker.head_outputs[l][i * vectors..(i + 1) * vectors];
-                    kernels::attend(
+                    attend(
                         query,
                         key,
                         value,
                         head_dim,
+                        &rule,
                         &mut worker.attention[l][i * square..(i + 1) * square],
                         o,
                         &mut worker.similarity[l][i * square..(i + 1) * square],
@@ -191,16 +193,4 @@ pub(super) fn sum_partials(
     let norm = &block.norm;
     let norm = (norm.gamma.get(), norm.beta.get(), norm.eps);
     kernels::sum_layer_norm(out, &posts, block.dense.bias(), residual, norm);
-}
-
-/// Copies a tensor's values, in row-major order, into `out`.
-pub(in crate::model) fn copy_to_host(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
-    let values = tensor.flatten_all()?.to_vec1::<f32>()?;
-    if values.len() != out.len() {
-        return Err(candle_core::Error::Msg(
-            "capture of an unexpected size".into(),
-        ));
-    }
-    out.copy_from_slice(&values);
-    Ok(())
 }

@@ -14,7 +14,8 @@
 //! parameters as slices (`cpu()` on each block) and runs [`crate::kernels`]
 //! on a team of threads ([`super::team`]) that write P, O and S straight
 //! into the caller's buffers: about four times faster than candle's ops at
-//! BERT sizes (the profile is in `kernels.rs`).
+//! BERT sizes (the profile is in [`crate::kernels`]). Both passes make P, O
+//! and S in the one attention core ([`crate::kernels::attention`]).
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
@@ -23,48 +24,17 @@ mod blocks;
 mod cpu_pass;
 
 use blocks::*;
-use cpu_pass::copy_to_host;
 use cpu_pass::{Pass, Worker};
 
 use super::config::ModelConfig;
+use super::stack::{AttentionStack, CaptureBuffers, ForwardError};
 use super::team::{self, Barrier};
 use super::weight::WeightBuilder;
 use crate::kernels;
+use crate::kernels::attention::{AttentionMask, ScoreRule};
 use candle_core::{Device, Result, Tensor};
 use std::sync::atomic::AtomicUsize;
 use std::sync::RwLock;
-
-/// What one layer hands back from the tensor path, each H×T×T or H×T×d.
-pub struct LayerCapture {
-    pub attention: Tensor,
-    pub head_outputs: Tensor,
-    pub similarity: Tensor,
-}
-
-/// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
-/// each row-major.
-pub struct CaptureBuffers<'a> {
-    pub attention: &'a mut [f32],
-    pub head_outputs: &'a mut [f32],
-    pub similarity: &'a mut [f32],
-}
-
-impl CaptureBuffers<'_> {
-    /// An error unless the buffers hold `layers` layers of `heads` heads
-    /// for `tokens` tokens and vectors of `head_dim`.
-    pub fn check(&self, layers: usize, heads: usize, tokens: usize, head_dim: usize) -> Result<()> {
-        let square = layers * heads * tokens * tokens;
-        if self.attention.len() != square
-            || self.similarity.len() != square
-            || self.head_outputs.len() != layers * heads * tokens * head_dim
-        {
-            return Err(candle_core::Error::Msg(
-                "capture buffers of the wrong size".into(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
 pub struct Encoder {
@@ -75,15 +45,6 @@ pub struct Encoder {
     schedule: Vec<usize>,
     config: ModelConfig,
     device: Device,
-}
-
-/// Why a forward pass stopped early.
-#[derive(Debug, thiserror::Error)]
-pub enum ForwardError {
-    #[error("cancelled")]
-    Cancelled,
-    #[error(transparent)]
-    Candle(#[from] candle_core::Error),
 }
 
 impl Encoder {
@@ -106,31 +67,6 @@ impl Encoder {
             config: config.clone(),
             device: vb.device().clone(),
         })
-    }
-
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// Runs the encoder on one sequence of T tokens, writing every layer's
-    /// P, O and S into `out`. `cancelled` is polled between layers so that a
-    /// stale request is abandoned quickly; what was written by then is left
-    /// as it is.
-    pub fn forward_into(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
-    ) -> std::result::Result<(), ForwardError> {
-        let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        out.check(self.schedule.len(), heads, tokens, self.config.head_dim())?;
-        if self.device.is_cpu() {
-            let lease = crate::threads::lease(tokens.max(1));
-            self.forward_cpu(input_ids, cancelled, out, lease.threads())
-        } else {
-            self.forward_tensors(input_ids, cancelled, out)
-        }
     }
 
     /// The CPU pass on `threads` threads, split the way tensor-parallel
@@ -223,8 +159,41 @@ impl Encoder {
         })
     }
 
-    /// Candle's ops on any device, each layer's capture copied to the host.
+    /// Candle's ops on any device, each layer's heads through the
+    /// attention core on the host.
     fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        mut out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let (heads, head_dim) = (self.config.num_attention_heads, self.config.head_dim());
+        let count = self.schedule.len();
+        let ids = Tensor::new(input_ids, &self.device)?;
+        let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
+        let layers = self.schedule.iter().map(|&index| &self.layers[index]);
+        for (index, layer) in layers.enumerate() {
+            if cancelled() {
+                return Err(ForwardError::Cancelled);
+            }
+            let input = x.take().expect("every layer but the last has an output");
+            let capture = out.layer(index, heads, tokens, head_dim);
+            x = layer.forward(&input, capture, index + 1 == count)?;
+        }
+        Ok(())
+    }
+}
+
+impl AttentionStack for Encoder {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The CPU pass where the tensors are on the CPU, candle's ops
+    /// elsewhere.
+    fn forward_into(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
@@ -232,32 +201,18 @@ impl Encoder {
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let heads = self.config.num_attention_heads;
-        let square = heads * tokens * tokens;
-        let vectors = heads * tokens * self.config.head_dim();
-        let count = self.schedule.len();
-        let per_layer = out
-            .attention
-            .chunks_mut(square)
-            .zip(out.head_outputs.chunks_mut(vectors))
-            .zip(out.similarity.chunks_mut(square));
-        let ids = Tensor::new(input_ids, &self.device)?;
-        let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
-        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
-        let layers = self.schedule.iter().map(|&index| &self.layers[index]);
-        for (index, (layer, ((attention, head_outputs), similarity))) in
-            layers.zip(per_layer).enumerate()
-        {
-            if cancelled() {
-                return Err(ForwardError::Cancelled);
-            }
-            let input = x.take().expect("every layer but the last has an output");
-            let (next, capture) = layer.forward(&input, index + 1 == count)?;
-            copy_to_host(&capture.attention, attention)?;
-            copy_to_host(&capture.head_outputs, head_outputs)?;
-            copy_to_host(&capture.similarity, similarity)?;
-            x = next;
+        out.check(self.schedule.len(), heads, tokens, self.config.head_dim())?;
+        if self.device.is_cpu() {
+            let lease = crate::threads::lease(tokens.max(1));
+            self.forward_cpu(input_ids, cancelled, out, lease.threads())
+        } else {
+            self.forward_tensors(input_ids, cancelled, out)
         }
-        Ok(())
+    }
+
+    fn score_rules(&self) -> Vec<ScoreRule> {
+        let rule = ScoreRule::new(self.config.head_dim(), AttentionMask::default());
+        vec![rule; self.schedule.len()]
     }
 }
 
