@@ -9,73 +9,120 @@ pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
     }
 }
 
-/// `out = LayerNorm(residual + bias + Σ partials)`, row by row: the end of a
-/// BERT sub-layer whose projection was split into partial sums by input.
-pub fn sum_layer_norm(
+/// A norm over rows of `gamma.len()` values.
+#[derive(Clone, Copy)]
+pub enum RowNorm<'a> {
+    /// LayerNorm as PyTorch computes it: biased variance of the centred
+    /// values; `beta` absent where the family's norm has no bias.
+    Layer {
+        gamma: &'a [f32],
+        beta: Option<&'a [f32]>,
+        eps: f32,
+    },
+    /// RMSNorm as transformers' `LlamaRMSNorm`: `x · (mean(x²) + eps)^-½ · γ`.
+    Rms { gamma: &'a [f32], eps: f32 },
+}
+
+impl RowNorm<'_> {
+    fn width(&self) -> usize {
+        match self {
+            Self::Layer { gamma, .. } | Self::Rms { gamma, .. } => gamma.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn apply(&self, row: &mut [f32]) {
+        match *self {
+            Self::Layer { gamma, beta, eps } => {
+                let width = row.len() as f32;
+                let mean = sum_by(row, |v| v) / width;
+                let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
+                let inverse = 1.0 / (variance + eps).sqrt();
+                match beta {
+                    Some(beta) => {
+                        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+                            *v = (*v - mean) * inverse * g + b;
+                        }
+                    }
+                    None => {
+                        for (v, g) in row.iter_mut().zip(gamma) {
+                            *v = (*v - mean) * inverse * g;
+                        }
+                    }
+                }
+            }
+            Self::Rms { gamma, eps } => {
+                let mean_square = sum_by(row, |v| v * v) / row.len() as f32;
+                let inverse = 1.0 / (mean_square + eps).sqrt();
+                for (v, g) in row.iter_mut().zip(gamma) {
+                    *v = g * (*v * inverse);
+                }
+            }
+        }
+    }
+}
+
+/// `x = norm(x)`, row by row, in place.
+pub fn normalise_rows(x: &mut [f32], norm: RowNorm) {
+    for row in x.chunks_mut(norm.width().max(1)) {
+        norm.apply(row);
+    }
+}
+
+/// `out = residual + bias + Σ partials`, row by row, then `norm` where
+/// given: the end of a sub-layer whose projection was split into partial
+/// sums by input (a post-norm encoder normalises there, a pre-norm stack
+/// does not). `bias` may be empty (none).
+pub fn sum_rows(
     out: &mut [f32],
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    norm: (&[f32], &[f32], f32),
+    norm: Option<RowNorm>,
 ) {
     assert_eq!(residual.len(), out.len());
     assert!(partials.iter().all(|p| p.len() == out.len()));
-    assert!(norm.0.len() == bias.len() && norm.1.len() == bias.len());
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
         // SAFETY: the CPU has AVX-512F (checked at run time just above).
-        unsafe { avx512::sum_layer_norm(out, partials, bias, residual, norm) };
+        unsafe { avx512::sum_rows(out, partials, bias, residual, norm) };
         return;
     }
-    sum_layer_norm_body(out, partials, bias, residual, norm);
+    sum_rows_body(out, partials, bias, residual, norm);
 }
 
-/// The body of [`sum_layer_norm`], plain Rust that the compiler vectorises;
-/// `avx512::sum_layer_norm` compiles it again with 16-lane vectors.
+/// The body of [`sum_rows`], plain Rust that the compiler vectorises;
+/// `avx512::sum_rows` compiles it again with 16-lane vectors.
 #[inline(always)]
-fn sum_layer_norm_body(
+fn sum_rows_body(
     out: &mut [f32],
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    (gamma, beta, eps): (&[f32], &[f32], f32),
+    norm: Option<RowNorm>,
 ) {
-    let width = bias.len().max(1);
+    let width = norm.map_or(bias.len(), |norm| norm.width());
+    let width = if width == 0 { out.len() } else { width };
+    assert!(bias.is_empty() || bias.len() == width);
     for (index, (row, res)) in out
-        .chunks_mut(width)
-        .zip(residual.chunks(width))
+        .chunks_mut(width.max(1))
+        .zip(residual.chunks(width.max(1)))
         .enumerate()
     {
-        for ((o, r), b) in row.iter_mut().zip(res).zip(bias) {
-            *o = r + b;
+        row.copy_from_slice(res);
+        if !bias.is_empty() {
+            for (o, b) in row.iter_mut().zip(bias) {
+                *o += b;
+            }
         }
         for partial in partials {
             for (o, p) in row.iter_mut().zip(&partial[index * width..][..width]) {
                 *o += p;
             }
         }
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place.
-pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    assert_eq!(beta.len(), gamma.len());
-    for row in x.chunks_mut(gamma.len().max(1)) {
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// One row's LayerNorm the way PyTorch computes it: biased variance of the
-/// centred values.
-#[inline(always)]
-fn normalise(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    let width = row.len() as f32;
-    let mean = sum_by(row, |v| v) / width;
-    let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
-    let inverse = 1.0 / (variance + eps).sqrt();
-    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-        *v = (*v - mean) * inverse * g + b;
+        if let Some(norm) = norm {
+            norm.apply(row);
+        }
     }
 }
 
@@ -374,15 +421,15 @@ mod avx512 {
         }
     }
 
-    /// [`super::sum_layer_norm`] compiled with AVX-512 enabled.
+    /// [`super::sum_rows`] compiled with AVX-512 enabled.
     #[target_feature(enable = "avx512f")]
-    pub fn sum_layer_norm(
+    pub fn sum_rows(
         out: &mut [f32],
         partials: &[&[f32]],
         bias: &[f32],
         residual: &[f32],
-        norm: (&[f32], &[f32], f32),
+        norm: Option<super::RowNorm>,
     ) {
-        super::sum_layer_norm_body(out, partials, bias, residual, norm);
+        super::sum_rows_body(out, partials, bias, residual, norm);
     }
 }

@@ -16,8 +16,10 @@
 //! them. Weights stay in the precision the checkpoint stores them
 //! ([`weight`]).
 
+mod blocks;
 pub mod checkpoint;
 pub mod config;
+mod cpu_pass;
 pub mod decoder;
 pub mod encoder;
 pub mod family;

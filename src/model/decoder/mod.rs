@@ -14,9 +14,11 @@
 
 mod blocks;
 
-use blocks::{AttentionBuffers, DecoderLayer, Norm, RotaryTables};
+use blocks::{AttentionBuffers, DecoderLayer, RotaryTables};
 
+use super::blocks::Norm;
 use super::config::{Activation, ModelConfig, PreNormShape};
+use super::cpu_pass::{self, Capture, LayerSink, PassShape, RotaryCpu};
 use super::family::Family;
 use super::stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
 use super::weight::{Weight, WeightBuilder};
@@ -62,7 +64,7 @@ impl Decoder {
             })
             .transpose()?;
         let embedding_norm = (config.family == Family::ModernBert)
-            .then(|| Norm::load(vb.pp("embeddings.norm"), config, shape))
+            .then(|| blocks::norm(vb.pp("embeddings.norm"), config, shape))
             .transpose()?;
         let layers = (0..config.num_hidden_layers)
             .map(|index| DecoderLayer::load(&vb, config, shape, index))
@@ -95,17 +97,14 @@ impl Decoder {
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
     ) -> std::result::Result<(), ForwardError> {
+        if self.device.is_cpu() {
+            let mut sink = |index: usize, layer: LayerCaptures| sink(index, layer);
+            let sink: &mut LayerSink = &mut sink;
+            return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
+        }
         let tokens = input_ids.len();
         let count = self.layers.len();
-        let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = self.words.rows(&ids)?;
-        if let Some(table) = &self.positions {
-            let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
-            x = x.add(&table.forward(&positions)?)?;
-        }
-        if let Some(norm) = &self.embedding_norm {
-            x = norm.forward(&x)?;
-        }
+        let x = self.embeddings(input_ids)?;
         let tables = |inverse: &Option<Vec<f32>>| {
             inverse
                 .as_ref()
@@ -140,6 +139,79 @@ impl Decoder {
         }
         Ok(())
     }
+
+    /// The token (and GPT-2's position) embeddings, normalised where the
+    /// family normalises them: T × hidden.
+    fn embeddings(&self, input_ids: &[u32]) -> Result<Tensor> {
+        let ids = Tensor::new(input_ids, &self.device)?;
+        let mut x = self.words.rows(&ids)?;
+        if let Some(table) = &self.positions {
+            let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+            x = x.add(&table.forward(&positions)?)?;
+        }
+        if let Some(norm) = &self.embedding_norm {
+            x = norm.forward(&x)?;
+        }
+        Ok(x)
+    }
+
+    /// The CPU pass ([`super::cpu_pass`]), after the embeddings, on the
+    /// threads the process's budget lends it.
+    fn forward_cpu(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        capture: Capture,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        // Before the lease: widening a half-precision table leases threads too.
+        let states = self
+            .embeddings(input_ids)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let tables = |inverse: &Option<Vec<f32>>| {
+            inverse
+                .as_ref()
+                .map(|inverse| RotaryCpu::new(inverse, tokens))
+        };
+        let (rotary, local_rotary) = (
+            tables(&self.inverse_frequencies),
+            tables(&self.local_inverse_frequencies),
+        );
+        // Borrow every parameter before any thread starts, so that nothing
+        // inside the pass can fail and leave a thread waiting at a barrier.
+        let layers = self
+            .layers
+            .iter()
+            .map(|layer| {
+                let rotary = match &local_rotary {
+                    Some(local) if layer.local => Some(local),
+                    _ => rotary.as_ref(),
+                };
+                layer.cpu(self.activation, rotary)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let schedule: Vec<usize> = (0..layers.len()).collect();
+        let shape = PassShape {
+            tokens,
+            hidden: self.config.hidden_size,
+            heads: self.config.num_attention_heads,
+            kv_heads: self.config.key_value_heads(),
+            head_dim: self.config.head_dim(),
+            intermediate: self.config.intermediate_size,
+            pre_norm: true,
+        };
+        let lease = crate::threads::lease(tokens.max(1));
+        cpu_pass::run(
+            shape,
+            &states,
+            &layers,
+            &schedule,
+            capture,
+            lease.threads(),
+            cancelled,
+        )
+    }
 }
 
 impl AttentionStack for Decoder {
@@ -159,6 +231,9 @@ impl AttentionStack for Decoder {
             self.config.head_dim(),
         );
         out.check(self.layers.len(), heads, tokens, head_dim)?;
+        if self.device.is_cpu() {
+            return self.forward_cpu(input_ids, cancelled, Capture::Kept(out));
+        }
         let mut out = out;
         self.forward_layers(input_ids, cancelled, &mut |index, layer| {
             let target = out.layer(index, heads, tokens, head_dim);

@@ -8,150 +8,22 @@
 
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::kernels::{self, MatRef};
+use crate::model::blocks::{Dense, DenseCpu, Norm, NormCpu};
 use crate::model::config::{Activation, ModelConfig};
+use crate::model::cpu_pass::LayerCpu;
 use crate::model::family::LayerNames;
 use crate::model::stack::{self, attend_layer, HostValues, LayerAttention};
 use crate::model::weight::{HostWeight, Weight, WeightBuilder};
-use candle_core::{DType, Module, Result, Tensor, WithDType};
-use candle_nn::{Embedding, LayerNorm};
+use candle_core::{DType, Module, Result, Tensor};
+use candle_nn::Embedding;
 
 /// A `(rows, width)` table of float32 parameters.
 fn embedding(rows: usize, width: usize, vb: WeightBuilder) -> Result<Embedding> {
     Ok(Embedding::new(vb.get((rows, width), "weight")?, width))
 }
 
-fn layer_norm(size: usize, eps: f64, vb: WeightBuilder) -> Result<LayerNorm> {
-    Ok(LayerNorm::new(
-        vb.get(size, "weight")?,
-        vb.get(size, "bias")?,
-        eps,
-    ))
-}
-
-/// A LayerNorm's parameters as slices.
-pub(super) struct NormCpu<'a> {
-    pub(super) gamma: HostValues<'a>,
-    pub(super) beta: HostValues<'a>,
-    pub(super) eps: f32,
-}
-
-impl<'a> NormCpu<'a> {
-    pub(super) fn of(norm: &'a LayerNorm) -> Result<Self> {
-        let beta = norm
-            .bias()
-            .ok_or_else(|| candle_core::Error::Msg("LayerNorm without a bias".into()))?;
-        Ok(Self {
-            gamma: HostValues::of(norm.weight())?,
-            beta: HostValues::of(beta)?,
-            eps: norm.eps() as f32,
-        })
-    }
-
-    pub(super) fn forward(&self, x: &mut [f32]) {
-        kernels::layer_norm(x, self.gamma.get(), self.beta.get(), self.eps);
-    }
-}
-
-/// A dense layer `x·Wᵀ + b`. On the CPU the weight is packed once at load
-/// for the kernels ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ,
-/// shape panels × inputs × 64), in the checkpoint's precision; elsewhere it
-/// is kept transposed (inputs × outputs, contiguous), which candle's matmul
-/// takes without a per-call transpose, and widened for each product.
-pub(super) struct Dense {
-    pub(super) weight: Weight,
-    pub(super) bias: Tensor,
-    pub(super) packed: bool,
-}
-
-/// A contiguous `inputs × outputs` matrix packed by [`kernels::pack_weight`],
-/// in its own precision.
-fn pack<T: WithDType + Default>(
-    weight_t: &Tensor,
-    inputs: usize,
-    outputs: usize,
-) -> Result<Tensor> {
-    let values = weight_t.flatten_all()?.to_vec1::<T>()?;
-    let packed = kernels::pack_weight(&values, inputs, outputs);
-    let panels = outputs.div_ceil(kernels::PANEL);
-    Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight_t.device())
-}
-
-impl Dense {
-    pub(super) fn load(vb: WeightBuilder, inputs: usize, outputs: usize) -> Result<Self> {
-        Self::new(
-            &vb.weight((outputs, inputs), "weight")?,
-            &vb.get(outputs, "bias")?,
-        )
-    }
-
-    /// From a checkpoint's `outputs × inputs` weight.
-    pub(super) fn new(weight: &Weight, bias: &Tensor) -> Result<Self> {
-        let (outputs, inputs) = weight.dims2()?;
-        let weight_t = weight.map(|w| w.t()?.contiguous())?;
-        if !weight.device().is_cpu() {
-            return Ok(Self {
-                weight: weight_t,
-                bias: bias.clone(),
-                packed: false,
-            });
-        }
-        let packed = weight_t.map(|w| match w.dtype() {
-            DType::BF16 => pack::<half::bf16>(w, inputs, outputs),
-            DType::F16 => pack::<half::f16>(w, inputs, outputs),
-            _ => pack::<f32>(w, inputs, outputs),
-        })?;
-        Ok(Self {
-            weight: packed,
-            bias: bias.clone(),
-            packed: true,
-        })
-    }
-
-    pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weight_t = if self.packed {
-            // Panels side by side again: inputs × (panels·64), padding cut off.
-            let outputs = self.bias.dim(0)?;
-            self.weight.map(|w| {
-                let (panels, inputs, width) = w.dims3()?;
-                w.transpose(0, 1)?
-                    .reshape((inputs, panels * width))?
-                    .narrow(1, 0, outputs)
-            })?
-        } else {
-            self.weight.clone()
-        };
-        x.matmul(&weight_t.widen()?)?.broadcast_add(&self.bias)
-    }
-
-    pub(super) fn cpu(&self) -> Result<DenseCpu<'_>> {
-        if !self.packed {
-            return Err(candle_core::Error::Msg(
-                "dense weight not packed for the CPU".into(),
-            ));
-        }
-        Ok(DenseCpu {
-            packed: HostWeight::of(&self.weight)?,
-            bias: HostValues::of(&self.bias)?,
-        })
-    }
-}
-
-pub(super) struct DenseCpu<'a> {
-    pub(super) packed: HostWeight<'a>,
-    pub(super) bias: HostValues<'a>,
-}
-
-impl DenseCpu<'_> {
-    pub(super) fn weight(&self) -> kernels::Packed<'_> {
-        let outputs = self.bias.get().len();
-        let panels = outputs.div_ceil(kernels::PANEL);
-        let inputs = self.packed.get().len() / (panels * kernels::PANEL).max(1);
-        kernels::Packed::new(self.packed.get(), inputs, outputs)
-    }
-
-    pub(super) fn bias(&self) -> &[f32] {
-        self.bias.get()
-    }
+fn layer_norm(size: usize, eps: f64, vb: WeightBuilder) -> Result<Norm> {
+    Norm::layer(vb, size, eps, true)
 }
 
 /// Word, position and (except in DistilBERT) token-type embeddings, summed
@@ -163,7 +35,7 @@ pub(super) struct Embeddings {
     pub(super) word_embeddings: Weight,
     pub(super) position_embeddings: Embedding,
     pub(super) token_type_embeddings: Option<Embedding>,
-    pub(super) layer_norm: LayerNorm,
+    pub(super) layer_norm: Norm,
     pub(super) projection: Option<Dense>,
 }
 
@@ -192,7 +64,7 @@ impl Embeddings {
         let projection = config
             .family
             .projection_name(width, config.hidden_size)
-            .map(|name| Dense::load(vb.pp(name), width, config.hidden_size))
+            .map(|name| Dense::load(vb.pp(name), width, config.hidden_size, true))
             .transpose()?;
         Ok(Self {
             word_embeddings: vb
@@ -234,7 +106,7 @@ impl Embeddings {
                 .as_ref()
                 .map(|types| HostValues::of(types.embeddings()))
                 .transpose()?,
-            norm: NormCpu::of(&self.layer_norm)?,
+            norm: self.layer_norm.cpu()?,
             projection: self.projection.as_ref().map(Dense::cpu).transpose()?,
             width: self.word_embeddings.dims2()?.1,
         })
@@ -310,7 +182,7 @@ impl EmbeddingsCpu<'_> {
         }
         self.norm.forward(sums);
         if let Some(projection) = &self.projection {
-            let hidden = projection.bias().len();
+            let hidden = projection.outputs();
             kernels::seed_rows(out, projection.bias());
             projection.weight().product(
                 MatRef::new(&narrow, input_ids.len(), width),
@@ -344,7 +216,7 @@ impl SelfAttention {
         let weight = Weight::cat(&[&weight(&query)?, &weight(&key)?, &weight(&value)?])?;
         let bias = Tensor::cat(&[bias(&query)?, bias(&key)?, bias(&value)?], 0)?;
         Ok(Self {
-            qkv: Dense::new(&weight, &bias)?,
+            qkv: Dense::new(&weight, Some(&bias))?,
             heads: config.num_attention_heads,
             head_dim: config.head_dim(),
         })
@@ -383,7 +255,7 @@ impl SelfAttention {
 /// Dense + residual + LayerNorm, used after attention and after the feed-forward.
 pub(super) struct SubLayerOutput {
     pub(super) dense: Dense,
-    pub(super) layer_norm: LayerNorm,
+    pub(super) layer_norm: Norm,
 }
 
 impl SubLayerOutput {
@@ -395,7 +267,7 @@ impl SubLayerOutput {
         config: &ModelConfig,
     ) -> Result<Self> {
         Ok(Self {
-            dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size)?,
+            dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size, true)?,
             layer_norm: layer_norm(config.hidden_size, config.layer_norm_eps, vb.pp(norm))?,
         })
     }
@@ -404,18 +276,6 @@ impl SubLayerOutput {
         self.layer_norm
             .forward(&self.dense.forward(x)?.add(residual)?)
     }
-
-    pub(super) fn cpu(&self) -> Result<OutputCpu<'_>> {
-        Ok(OutputCpu {
-            dense: self.dense.cpu()?,
-            norm: NormCpu::of(&self.layer_norm)?,
-        })
-    }
-}
-
-pub(super) struct OutputCpu<'a> {
-    pub(super) dense: DenseCpu<'a>,
-    pub(super) norm: NormCpu<'a>,
 }
 
 pub(super) struct Intermediate {
@@ -427,7 +287,7 @@ impl Intermediate {
     pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
         Ok(Self {
-            dense: Dense::load(vb, config.hidden_size, config.intermediate_size)?,
+            dense: Dense::load(vb, config.hidden_size, config.intermediate_size, true)?,
             activation,
         })
     }
@@ -490,20 +350,18 @@ impl Layer {
     }
 
     pub(super) fn cpu(&self) -> Result<LayerCpu<'_>> {
+        let head_dim = self.self_attention.head_dim;
         Ok(LayerCpu {
+            attention_norm: Some(self.attention_output.layer_norm.cpu()?),
             qkv: self.self_attention.qkv.cpu()?,
-            attention_output: self.attention_output.cpu()?,
-            intermediate: self.intermediate.dense.cpu()?,
+            attention_output: self.attention_output.dense.cpu()?,
+            feed_forward_norm: self.output.layer_norm.cpu()?,
+            up: self.intermediate.dense.cpu()?,
+            gated: false,
             activation: self.intermediate.activation,
-            output: self.output.cpu()?,
+            down: self.output.dense.cpu()?,
+            rule: ScoreRule::new(head_dim, AttentionMask::default()),
+            rotary: None,
         })
     }
-}
-
-pub(super) struct LayerCpu<'a> {
-    pub(super) qkv: DenseCpu<'a>,
-    pub(super) attention_output: OutputCpu<'a>,
-    pub(super) intermediate: DenseCpu<'a>,
-    pub(super) activation: Activation,
-    pub(super) output: OutputCpu<'a>,
 }

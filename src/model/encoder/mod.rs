@@ -21,20 +21,15 @@
 //! document mode prescribes, so no mask is built or applied.
 
 mod blocks;
-mod cpu_pass;
 
 use blocks::*;
-use cpu_pass::{Pass, Worker};
 
 use super::config::ModelConfig;
+use super::cpu_pass::{self, Capture, PassShape};
 use super::stack::{AttentionStack, CaptureBuffers, ForwardError};
-use super::team::{self, Barrier};
 use super::weight::WeightBuilder;
-use crate::kernels;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use candle_core::{Device, Result, Tensor};
-use std::sync::atomic::AtomicUsize;
-use std::sync::RwLock;
 
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
 pub struct Encoder {
@@ -69,18 +64,8 @@ impl Encoder {
         })
     }
 
-    /// The CPU pass on `threads` threads, split the way tensor-parallel
-    /// transformers split a layer across devices, so that each thread reads
-    /// only its share of the weights while multiplying them by every token:
-    /// a thread owns some heads and some feed-forward columns. Per layer it
-    /// projects every token to its heads' queries, keys and values, computes
-    /// those heads' P, O and S in full (straight into the capture), and its
-    /// partial sum of the attention-output projection (its heads' rows of
-    /// that weight); at the barrier the partial sums meet, and every thread
-    /// adds them up, with bias, residual and LayerNorm, into the whole
-    /// attended state. The feed-forward goes the same way: its own
-    /// intermediate columns, a partial sum of the down projection, a barrier,
-    /// the sum. Two barriers a layer, none after the last layer's attention.
+    /// The CPU pass ([`super::cpu_pass`]) on `threads` threads, after the
+    /// embeddings.
     fn forward_cpu(
         &self,
         input_ids: &[u32],
@@ -89,12 +74,6 @@ impl Encoder {
         threads: usize,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
-        if tokens == 0 || self.schedule.is_empty() {
-            return Ok(());
-        }
-        let heads = self.config.num_attention_heads;
-        let threads = threads.clamp(1, heads);
-        kernels::disable_weight_packing();
         // Borrow every parameter before any thread starts, so that nothing
         // inside the pass can fail and leave a thread waiting at a barrier.
         let embeddings = self.embeddings.cpu()?;
@@ -109,54 +88,26 @@ impl Encoder {
             .iter()
             .map(Layer::cpu)
             .collect::<Result<Vec<_>>>()?;
-        let head_ranges = team::split_evenly(heads, threads);
-        let panels = self.config.intermediate_size.div_ceil(kernels::PANEL);
-        let column_ranges = team::split_evenly(panels, threads)
-            .into_iter()
-            .map(|panels| {
-                let end = (panels.end * kernels::PANEL).min(self.config.intermediate_size);
-                (panels.start * kernels::PANEL).min(end)..end
-            })
-            .collect();
-        let square = tokens * tokens;
-        let vectors = tokens * self.config.head_dim();
-        let attention = team::pieces(out.attention, heads, square, &head_ranges);
-        let head_outputs = team::pieces(out.head_outputs, heads, vectors, &head_ranges);
-        let similarity = team::pieces(out.similarity, heads, square, &head_ranges);
-        let mailboxes = || (0..threads).map(|_| RwLock::new(Vec::new())).collect();
-        let pass = Pass {
-            config: &self.config,
-            input_ids,
-            positions,
-            embeddings,
-            layers,
-            schedule: &self.schedule,
-            heads: head_ranges,
-            columns: column_ranges,
-            barrier: Barrier::new(threads),
-            stop_at: AtomicUsize::new(usize::MAX),
-            attention_partials: mailboxes(),
-            feed_forward_partials: mailboxes(),
+        let mut states = vec![0.0; tokens * self.config.hidden_size];
+        embeddings.forward(input_ids, &positions, &mut states);
+        let shape = PassShape {
+            tokens,
+            hidden: self.config.hidden_size,
+            heads: self.config.num_attention_heads,
+            kv_heads: self.config.num_attention_heads,
+            head_dim: self.config.head_dim(),
+            intermediate: self.config.intermediate_size,
+            pre_norm: false,
         };
-        let mut workers = attention
-            .into_iter()
-            .zip(head_outputs)
-            .zip(similarity)
-            .enumerate()
-            .map(|(index, ((attention, head_outputs), similarity))| Worker {
-                index,
-                attention,
-                head_outputs,
-                similarity,
-            });
-        let first = workers.next().expect("at least one thread");
-        std::thread::scope(|scope| {
-            for worker in workers {
-                let pass = &pass;
-                scope.spawn(move || pass.run(worker, None));
-            }
-            pass.run(first, Some(cancelled))
-        })
+        cpu_pass::run(
+            shape,
+            &states,
+            &layers,
+            &self.schedule,
+            Capture::Kept(out),
+            threads,
+            cancelled,
+        )
     }
 
     /// Candle's ops on any device, each layer's heads through the
@@ -219,7 +170,7 @@ impl AttentionStack for Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use crate::model::family::Family;
 
