@@ -93,6 +93,16 @@ impl RotaryCpu {
         Self { cos, sin, head_dim }
     }
 
+    /// cos of every position's angles, T × d.
+    pub(super) fn cos(&self) -> &[f32] {
+        &self.cos
+    }
+
+    /// sin of every position's angles, T × d.
+    pub(super) fn sin(&self) -> &[f32] {
+        &self.sin
+    }
+
     /// `x·cos + rotate_half(x)·sin` of one head's contiguous T × d vectors.
     fn apply(&self, x: &mut [f32]) {
         let (d, half) = (self.head_dim, self.head_dim / 2);

@@ -1,7 +1,10 @@
 //! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
 //! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
 //! Llama, Mistral, Qwen2): [`family`] — and running it with every head
-//! captured, by [`encoder`] or [`decoder`].
+//! captured, by [`encoder`] or [`decoder`], the two stacks, which share
+//! [`stack`] (their trait, capture buffers, errors), `blocks` and the
+//! tuned CPU pass (`cpu_pass`); every head's P, O and S are made in
+//! [`crate::kernels::attention`].
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors` or
 //! a sharded checkpoint's index, `tokenizer.json`; weights read by

@@ -59,9 +59,7 @@ fn fused(vb: &WeightBuilder, parts: &[(&str, usize)], inputs: usize, bias: bool)
     )
 }
 
-/// Rotary positions: cos and sin of every position's angles (T × d, the
-/// frequencies repeated for the two halves), as transformers'
-/// `rotate_half` convention pairs dimension i with i + d/2.
+/// Rotary positions on a device: the tables of [`RotaryCpu`] as tensors.
 pub(super) struct RotaryTables {
     cos: Tensor,
     sin: Tensor,
@@ -71,26 +69,13 @@ impl RotaryTables {
     pub(super) fn new(
         inverse_frequencies: &[f32],
         tokens: usize,
-        vb_device: &candle_core::Device,
+        device: &candle_core::Device,
     ) -> Result<Self> {
-        let half = inverse_frequencies.len();
-        let (mut cos, mut sin) = (
-            Vec::with_capacity(tokens * 2 * half),
-            Vec::with_capacity(tokens * 2 * half),
-        );
-        for position in 0..tokens {
-            for _ in 0..2 {
-                for &inv in inverse_frequencies {
-                    // f32 as transformers: position · inverse frequency, then cos and sin.
-                    let angle = position as f32 * inv;
-                    cos.push(angle.cos());
-                    sin.push(angle.sin());
-                }
-            }
-        }
+        let tables = RotaryCpu::new(inverse_frequencies, tokens);
+        let shape = (tokens, 2 * inverse_frequencies.len());
         Ok(Self {
-            cos: Tensor::from_vec(cos, (tokens, 2 * half), vb_device)?,
-            sin: Tensor::from_vec(sin, (tokens, 2 * half), vb_device)?,
+            cos: Tensor::from_slice(tables.cos(), shape, device)?,
+            sin: Tensor::from_slice(tables.sin(), shape, device)?,
         })
     }
 

@@ -8,9 +8,10 @@
 //! position table; the Llama family rotates queries and keys instead), then
 //! pre-norm layers whose attention is causal (and, where the config says,
 //! limited to a sliding window). The families differ only where [`blocks`]
-//! says. Projections, norms and the feed-forward run on candle's ops; each
-//! layer's heads go to the attention core on the host
-//! ([`super::stack::attend_layer`]), as the encoder's do.
+//! says. On the CPU it runs the tuned CPU pass the encoder runs
+//! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
+//! device, candle's ops, each layer's heads through the attention core on
+//! the host ([`super::stack::attend_layer`]).
 
 mod blocks;
 
@@ -102,6 +103,17 @@ impl Decoder {
             let sink: &mut LayerSink = &mut sink;
             return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
         }
+        self.forward_tensors(input_ids, cancelled, sink)
+    }
+
+    /// [`Decoder::forward_layers`] on candle's ops, on any device, each
+    /// layer's heads through the attention core on the host.
+    fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+    ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let count = self.layers.len();
         let x = self.embeddings(input_ids)?;
@@ -249,5 +261,74 @@ impl AttentionStack for Decoder {
             .iter()
             .map(|l| l.attention.score_rule())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Model, Network};
+
+    /// Every layer's captures, in order, as one stream of values.
+    fn captured(
+        run: impl FnOnce(
+            &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+        ) -> std::result::Result<(), ForwardError>,
+    ) -> Vec<Vec<f32>> {
+        let mut layers = Vec::new();
+        run(&mut |index, layer| {
+            assert_eq!(index, layers.len());
+            let parts = [
+                layer.attention,
+                layer.head_outputs,
+                layer.similarity,
+                layer.queries,
+                layer.keys,
+            ];
+            layers.push(parts.concat());
+            Ok(())
+        })
+        .unwrap();
+        layers
+    }
+
+    /// On every pre-norm fixture (GPT-2, Llama, Mistral, Qwen2: grouped
+    /// queries, sliding windows, biases; ModernBERT: local windows either
+    /// side, two rotary thetas, GeGLU), the CPU pass computes what candle's
+    /// ops compute, kept or streamed.
+    #[test]
+    fn cpu_pass_matches_candle_ops() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
+        for name in ["gpt2", "llama", "mistral", "qwen2", "modernbert"] {
+            let model = Model::load_folder(&fixtures.join(name), &Device::Cpu).unwrap();
+            let Network::Decoder(decoder) = &model.network else {
+                panic!("{name} is not on the pre-norm stack");
+            };
+            let ids: Vec<u32> = (0..29)
+                .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
+                .collect();
+            let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink));
+            let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, sink));
+            assert_eq!(reference.len(), model.layers(), "{name}");
+            for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
+                let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (a, b) in ours.iter().zip(theirs) {
+                    assert!(
+                        (a - b).abs() <= 2e-5 * scale.max(1.0),
+                        "{name} layer {layer}: {a} vs {b}"
+                    );
+                }
+            }
+            let captures = model.capture(&ids, &|| false).unwrap();
+            let kept: Vec<f32> = streamed
+                .iter()
+                .flat_map(|layer| {
+                    let square = model.heads() * ids.len() * ids.len();
+                    layer[..square].to_vec()
+                })
+                .collect();
+            assert_eq!(captures.attentions, kept, "{name}: kept and streamed P");
+        }
     }
 }
