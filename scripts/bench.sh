@@ -88,7 +88,8 @@ if wants decoders; then
   for tokens in 512 2048; do
     alternate "SmolLM2-135M-Instruct" "$smollm2" "$tokens"
   done
-  for tokens in 512 2048; do
+  # At 2,048 tokens the reference holds 19.5 GB: QWEN2_TOKENS=512 skips it.
+  for tokens in ${QWEN2_TOKENS:-512 2048}; do
     alternate "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
   done
 fi
