@@ -2,13 +2,15 @@
 # Measures headscope against the Hugging Face transformers reference
 # (PyTorch, CPU) side by side, on the same machine in one run, for
 # all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
-# weights, at 128 and 512 tokens, a Qwen2-0.5B-shaped decoder at 512 and
+# weights, at 128 and 512 tokens, the decoders SmolLM2-135M-Instruct (real,
+# scripts/fetch-smollm2-model.sh) and a Qwen2-0.5B-shaped one at 512 and
 # 2,048 tokens, a Llama-3-8B-shaped one in bfloat16 (time and peak memory
 # alone), then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
 #
-#   scripts/bench.sh            # needs the reference venv, see below
+#   scripts/bench.sh                      # needs the reference venv, see below
+#   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders llama3 app
 #
 # The reference needs `python3 -m venv .venv-ref && .venv-ref/bin/pip install
 # torch transformers tokenizers numpy safetensors` (several GB); set REF_PY to
@@ -17,19 +19,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-7}"
 ref_py="${REF_PY:-.venv-ref/bin/python}"
+sections=" ${SECTIONS:-encoders decoders llama3 app} "
+wants() { [[ "$sections" == *" $1 "* ]]; }
 minilm="$(scripts/fetch-test-model.sh)"
 cargo build --release --quiet --bin headscope
 bin=target/release/headscope
 base="${BERT_BASE_DIR:-target/bert-base-random}"
-if [ ! -f "$base/model.safetensors" ]; then
+if { wants encoders || wants app; } && [ ! -f "$base/model.safetensors" ]; then
   "$bin" make-random-model --like bert-base-uncased --tokenizer "$minilm/tokenizer.json" --out "$base"
 fi
 roberta="${ROBERTA_BASE_DIR:-target/roberta-base-random}"
-if [ ! -f "$roberta/model.safetensors" ]; then
+if wants encoders && [ ! -f "$roberta/model.safetensors" ]; then
   "$bin" make-random-model --like roberta-base \
     --tokenizer tests/fixtures/families/roberta/tokenizer.json --out "$roberta"
 fi
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d['$1'])"; }
+if wants encoders; then
 printf '| model | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB |\n'
 printf '|---|---:|---:|---:|---:|---:|\n'
 for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init" \
@@ -42,27 +47,52 @@ for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init"
     python3 -c "print(f'| $name | $tokens | {float($o):.1f} | {float($t):.1f} | {float($o)/float($t):.2f} | {float($m):.0f} |')"
   done
 done
-
-# A decoder: Qwen2-0.5B's shape (24 layers × 14 query heads, 2 key/value
-# heads, hidden 896) with random weights, at 512 and 2,048 tokens, time and
-# peak memory beside the reference (fewer runs: a 2,048-token run takes a
-# minute on two cores and both sides hold 14-19 GB).
-qwen="${QWEN2_DIR:-target/qwen2-0.5b-random}"
-if [ ! -f "$qwen/model.safetensors" ]; then
-  "$bin" make-random-model --like qwen2-0.5b \
-    --tokenizer tests/fixtures/families/qwen2/tokenizer.json --out "$qwen"
 fi
-echo
-printf '| Qwen2-0.5B (random) | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB | reference peak RSS MB |\n'
-printf '|---|---:|---:|---:|---:|---:|---:|\n'
-for tokens in 512 2048; do
-  decoder_runs=3; [ "$tokens" = 2048 ] && decoder_runs=2
-  ours="$("$bin" bench --model "$qwen" --tokens "$tokens" --runs "$decoder_runs")"
-  theirs="$("$ref_py" reference/torch_ref.py time --model "$qwen" --tokens "$tokens" --runs "$decoder_runs" --random-init 2>/dev/null)"
-  o="$(json median_ms <<<"$ours")"; t="$(json median_ms <<<"$theirs")"
-  m="$(json peak_rss_mb <<<"$ours")"; r="$(json peak_rss_mb <<<"$theirs")"
-  python3 -c "print(f'| | $tokens | {float($o):.0f} | {float($t):.0f} | {float($o)/float($t):.2f} | {float($m):.0f} | {float($r):.0f} |')"
-done
+
+# Decoders, headscope and the reference alternating (ROUNDS rounds, each
+# one call of each with a warm-up and DECODER_RUNS runs), so that a busy
+# machine slows both alike: the medians of the calls' medians and the median
+# of the rounds' ratios. SmolLM2-135M-Instruct is the real checkpoint (30
+# layers × 9 query heads, 3 key/value heads, hidden 576); Qwen2-0.5B's shape
+# (24 layers × 14 query heads, 2 key/value heads, hidden 896) has random
+# weights. At 2,048 tokens P and S are recomputed per head in headscope (the
+# default memory limit), while the reference holds every one at once.
+alternate() { # name dir tokens [flag]
+  local name="$1" dir="$2" tokens="$3" flag="${4:-}" ours=() theirs=() rss=() ref_rss=()
+  for _ in $(seq "${ROUNDS:-3}"); do
+    local o t
+    o="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "${DECODER_RUNS:-2}")"
+    t="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "${DECODER_RUNS:-2}" $flag 2>/dev/null)"
+    ours+=("$(json median_ms <<<"$o")"); theirs+=("$(json median_ms <<<"$t")")
+    rss+=("$(json peak_rss_mb <<<"$o")"); ref_rss+=("$(json peak_rss_mb <<<"$t")")
+  done
+  python3 - "$name" "$tokens" "${ours[*]}" "${theirs[*]}" "${rss[*]}" "${ref_rss[*]}" <<'PY'
+import statistics as st, sys
+name, tokens, ours, theirs, rss, ref = sys.argv[1:]
+ours, theirs = [float(v) for v in ours.split()], [float(v) for v in theirs.split()]
+ratio = st.median(o / t for o, t in zip(ours, theirs))
+print(f"| {name} | {tokens} | {st.median(ours):.0f} | {st.median(theirs):.0f} | {ratio:.2f} "
+      f"| {max(float(v) for v in rss.split()):.0f} | {max(float(v) for v in ref.split()):.0f} |")
+PY
+}
+if wants decoders; then
+  smollm2="${SMOLLM2_DIR:-$(scripts/fetch-smollm2-model.sh)}"
+  qwen="${QWEN2_DIR:-target/qwen2-0.5b-random}"
+  if [ ! -f "$qwen/model.safetensors" ]; then
+    "$bin" make-random-model --like qwen2-0.5b \
+      --tokenizer tests/fixtures/families/qwen2/tokenizer.json --out "$qwen"
+  fi
+  echo
+  printf '| decoder | tokens | headscope ms | reference ms | ratio (median of rounds) | headscope peak RSS MB | reference peak RSS MB |\n'
+  printf '|---|---:|---:|---:|---:|---:|---:|\n'
+  for tokens in 512 2048; do
+    alternate "SmolLM2-135M-Instruct" "$smollm2" "$tokens"
+  done
+  # At 2,048 tokens the reference holds 19.5 GB: QWEN2_TOKENS=512 skips it.
+  for tokens in ${QWEN2_TOKENS:-512 2048}; do
+    alternate "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
+  done
+fi
 
 # Weights in their own precision: a Llama-3-8B-shaped checkpoint with
 # random bfloat16 weights (15 GB on disk; 30 GB were it widened to float32)
@@ -72,7 +102,9 @@ done
 # note) when `free` reports less available; SKIP_LLAMA3=1 skips it.
 llama3="${LLAMA3_DIR:-target/llama-3-8b-bf16-random}"
 available_gb="$(free -g | awk '/^Mem:/ {print $7}')"
-if [ "${SKIP_LLAMA3:-0}" = 1 ] || [ "$available_gb" -lt 20 ]; then
+if ! wants llama3; then
+  :
+elif [ "${SKIP_LLAMA3:-0}" = 1 ] || [ "$available_gb" -lt 20 ]; then
   echo
   echo "(Llama-3-8B bf16 skipped: ${available_gb} GB available, 20 needed)"
 else
@@ -95,6 +127,7 @@ else
 fi
 
 # The app: frame time with the full grid on screen, and edit → updated grid.
+wants app || exit 0
 echo
 printf '| app, BERT-base (random), 12 × 12 heads | tokens | median ms | p95 ms |\n'
 printf '|---|---:|---:|---:|\n'

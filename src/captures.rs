@@ -8,12 +8,13 @@
 //! P and S take L·H·T² values each: at 2,048 tokens on a 24-layer × 14-head
 //! decoder, 11 GB. When they would not fit the memory limit, a pass keeps
 //! instead what they are made from ([`AttentionInputs`]: each head's
-//! rotated queries and keys, and the mask; S comes from O), and
-//! [`Captures::attention`] and [`Captures::similarity`] recompute one head
-//! when asked, in milliseconds. The figures never wait for that: the
+//! rotated queries and keys, and each layer's score rule; S comes from O),
+//! and [`Captures::attention`] and [`Captures::similarity`] recompute one
+//! head when asked, in milliseconds, through the same attention core as the
+//! pass ([`crate::kernels::attention`]). The figures never wait for that: the
 //! pipeline analyses each layer while its P and S exist.
 
-use crate::kernels::{matmul, MatMut, MatRef};
+use crate::kernels::attention::{attention_probabilities, context_similarity, ScoreRule};
 use std::borrow::Cow;
 
 /// Shapes: attentions and similarity are L×H×T×T, head outputs L×H×T×d.
@@ -42,8 +43,9 @@ pub enum CaptureMode {
     Recomputed,
 }
 
-/// What P is made from: softmax(scale · Q·Kᵀ + mask) per head, with the
-/// queries and keys as the scores read them (rotated, not yet scaled).
+/// What P is made from: each head's queries and keys as the scores read
+/// them (rotated, not yet scaled) and each layer's [`ScoreRule`], which the
+/// attention core ([`crate::kernels::attention`]) applies as in the pass.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttentionInputs {
     /// L×H×T×d.
@@ -52,37 +54,7 @@ pub struct AttentionInputs {
     pub keys: Vec<f32>,
     pub kv_heads: usize,
     /// One per layer.
-    pub masks: Vec<AttentionMask>,
-}
-
-/// Which keys a query sees in one layer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AttentionMask {
-    /// Query i sees only keys j ≤ i.
-    pub causal: bool,
-    /// A sliding window: causal, i − j < window; bidirectional (ModernBERT's
-    /// local layers), |i − j| ≤ window.
-    pub window: Option<usize>,
-}
-
-impl AttentionMask {
-    pub fn visible(&self, query: usize, key: usize) -> bool {
-        if self.causal {
-            key <= query && self.window.is_none_or(|w| query - key < w)
-        } else {
-            self.window.is_none_or(|w| query.abs_diff(key) <= w)
-        }
-    }
-
-    /// The keys query `query` of a `tokens`-token input sees, as one range.
-    pub fn visible_keys(&self, query: usize, tokens: usize) -> std::ops::Range<usize> {
-        match (self.causal, self.window) {
-            (true, None) => 0..query + 1,
-            (true, Some(w)) => (query + 1).saturating_sub(w)..query + 1,
-            (false, None) => 0..tokens,
-            (false, Some(w)) => query.saturating_sub(w)..(query + w + 1).min(tokens),
-        }
-    }
+    pub rules: Vec<ScoreRule>,
 }
 
 /// One layer's attention to the `[SEP]` (sentence-closing) positions, summed
@@ -178,16 +150,8 @@ impl Captures {
         if self.recompute.is_none() {
             return Cow::Borrowed(&self.similarity[self.square(&self.similarity, id)]);
         }
-        let (t, d) = (self.tokens, self.head_dim);
-        let outputs = MatRef::new(self.head_output(id), t, d);
-        let mut similarity = vec![0.0f32; t * t];
-        matmul(
-            MatMut::new(&mut similarity, t, t),
-            outputs,
-            outputs.t(),
-            false,
-            1.0,
-        );
+        let mut similarity = vec![0.0f32; self.tokens * self.tokens];
+        context_similarity(self.head_output(id), self.head_dim, &mut similarity);
         Cow::Owned(similarity)
     }
 
@@ -197,34 +161,15 @@ impl Captures {
         let vectors = t * d;
         let query_start = (id.layer * self.heads + id.head) * vectors;
         let key_start = (id.layer * inputs.kv_heads + id.head / group.max(1)) * vectors;
-        let queries = MatRef::new(&inputs.queries[query_start..query_start + vectors], t, d);
-        let keys = MatRef::new(&inputs.keys[key_start..key_start + vectors], t, d);
-        let mut scores = vec![0.0f32; t * t];
-        let scale = 1.0 / (d as f32).sqrt();
-        matmul(
-            MatMut::new(&mut scores, t, t),
-            queries,
-            keys.t(),
-            false,
-            scale,
+        let mut attention = vec![0.0f32; t * t];
+        attention_probabilities(
+            &inputs.queries[query_start..query_start + vectors],
+            &inputs.keys[key_start..key_start + vectors],
+            d,
+            &inputs.rules[id.layer],
+            &mut attention,
         );
-        let mask = inputs.masks[id.layer];
-        for (i, row) in scores.chunks_exact_mut(t.max(1)).enumerate() {
-            let seen = mask.visible_keys(i, t);
-            let max = row[seen.clone()]
-                .iter()
-                .fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-            let mut sum = 0.0f32;
-            for x in &mut row[seen.clone()] {
-                *x = (*x - max).exp();
-                sum += *x;
-            }
-            let inverse = 1.0 / sum;
-            row[seen.clone()].iter_mut().for_each(|x| *x *= inverse);
-            row[..seen.start].fill(0.0);
-            row[seen.end..].fill(0.0);
-        }
-        scores
+        attention
     }
 
     /// The head's T×d output vectors, row i = token i.
@@ -237,28 +182,5 @@ impl Captures {
     /// Every head in layer-major order.
     pub fn head_ids(&self) -> impl Iterator<Item = HeadId> + '_ {
         (0..self.layers).flat_map(move |l| (0..self.heads).map(move |h| HeadId::new(l, h)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::AttentionMask;
-
-    /// The range the recomputation reads is exactly the keys `visible` allows.
-    #[test]
-    fn visible_keys_are_the_visible_ones() {
-        let tokens = 12;
-        for causal in [true, false] {
-            for window in [None, Some(1), Some(3), Some(20)] {
-                let mask = AttentionMask { causal, window };
-                for query in 0..tokens {
-                    let expected: Vec<usize> = (0..tokens)
-                        .filter(|&key| mask.visible(query, key))
-                        .collect();
-                    let range: Vec<usize> = mask.visible_keys(query, tokens).collect();
-                    assert_eq!(range, expected, "{mask:?} query {query}");
-                }
-            }
-        }
     }
 }

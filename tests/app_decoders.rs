@@ -17,7 +17,7 @@ use egui_kittest::kittest::Queryable;
 use headscope::app::views::CentralView;
 use headscope::app::widgets::heatmap::{FIRST_KEY_CLIPPED, MASKED_DARK, MASKED_LIGHT};
 use headscope::captures::HeadId;
-use headscope::model::EncoderConfig;
+use headscope::model::ModelConfig;
 
 /// The pixel at (fx, fy) of the widget labelled `label`, as fractions of
 /// its width and height.
@@ -44,7 +44,7 @@ fn is_masked_grey([r, g, b]: [u8; 3]) -> bool {
 /// The grid's thumbnails and the last head's heatmap draw the cells above
 /// the diagonal as masked; returns the window's picture with the heatmap.
 fn check_masked_heatmaps(harness: &mut AppHarness, name: &str) -> image::RgbaImage {
-    let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+    let config = ModelConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
     let output = harness.state().shown_output().unwrap().clone();
     assert!(output.input.tokens.causal, "{name}");

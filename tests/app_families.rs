@@ -14,10 +14,10 @@ use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::app::views::CentralView;
 use headscope::captures::HeadId;
-use headscope::model::{EncoderConfig, Family};
+use headscope::model::{Family, ModelConfig};
 
 fn check_family(name: &str) {
-    let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+    let config = ModelConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
     let (layers, heads) = (config.attention_layers(), config.num_attention_heads);
     let mut harness = start_on_family(name);
     wait_for_result(&mut harness);

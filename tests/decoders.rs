@@ -209,9 +209,9 @@ fn decoder_windows_keep_the_bos_and_whole_sentences() {
 #[test]
 fn random_decoders_load_under_either_naming() {
     use headscope::model::random::{self, NameStyle};
-    use headscope::model::EncoderConfig;
+    use headscope::model::ModelConfig;
     for name in DECODER_FIXTURES {
-        let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+        let config = ModelConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
         let tokenizer = family_fixture(name).join("tokenizer.json");
         let mut results = Vec::new();
         for with_head in [false, true] {

@@ -15,7 +15,7 @@ use common::parity::analyze_family_fixture;
 use common::*;
 use headscope::input::{build_input, InputMode};
 use headscope::model::random::{self, NameStyle};
-use headscope::model::{EncoderConfig, Family, Model};
+use headscope::model::{Family, Model, ModelConfig};
 use std::path::Path;
 
 fn load(dir: &Path) -> anyhow::Result<Model> {
@@ -167,8 +167,8 @@ fn roberta_family_limits_count_from_the_padding_index() {
 }
 
 /// The config of a family fixture, at the shape of its checkpoint.
-fn fixture_config(name: &str) -> EncoderConfig {
-    EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap()
+fn fixture_config(name: &str) -> ModelConfig {
+    ModelConfig::from_file(&family_fixture(name).join("config.json")).unwrap()
 }
 
 fn write_family_model(dir: &Path, name: &str, style: NameStyle) {
@@ -249,7 +249,7 @@ fn tensors_that_do_not_fit_are_named() {
     // A shape that differs names the tensor too.
     let dir = tempfile::tempdir().unwrap();
     write_family_model(dir.path(), "albert", NameStyle::default());
-    let wider = EncoderConfig {
+    let wider = ModelConfig {
         intermediate_size: 80,
         ..fixture_config("albert")
     };
@@ -266,7 +266,7 @@ fn tensors_that_do_not_fit_are_named() {
     // A DistilBERT checkpoint under a BERT config: BERT's names are missing.
     let dir = tempfile::tempdir().unwrap();
     write_family_model(dir.path(), "distilbert", NameStyle::default());
-    let as_bert = EncoderConfig {
+    let as_bert = ModelConfig {
         family: Family::Bert,
         type_vocab_size: 2,
         ..fixture_config("distilbert")
@@ -303,7 +303,7 @@ fn make_random_model_makes_every_family() {
             "{name}"
         );
         assert_eq!(
-            EncoderConfig::from_file(&out.join("config.json"))
+            ModelConfig::from_file(&out.join("config.json"))
                 .unwrap()
                 .family,
             family

@@ -107,7 +107,7 @@ fn with_head_and_gamma_beta_names_load_to_the_same_model() {
 fn any_shape_from_the_config_runs() {
     for (layers, heads, hidden) in [(1, 1, 4), (3, 4, 16), (2, 3, 12)] {
         let dir = tempfile::tempdir().unwrap();
-        let config = headscope::model::EncoderConfig {
+        let config = headscope::model::ModelConfig {
             num_hidden_layers: layers,
             num_attention_heads: heads,
             hidden_size: hidden,
@@ -191,7 +191,7 @@ fn broken_model_folders_are_refused_with_the_file_named() {
     // Weights that do not fit the config.
     let dir = tempfile::tempdir().unwrap();
     write_tiny_model(dir.path(), &config, NameStyle::default());
-    let bigger = headscope::model::EncoderConfig {
+    let bigger = headscope::model::ModelConfig {
         hidden_size: 16,
         ..config.clone()
     };

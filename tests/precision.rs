@@ -14,7 +14,7 @@ use common::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
 use headscope::model::random::{self, NameStyle, WeightDtype};
-use headscope::model::{EncoderConfig, Model};
+use headscope::model::{Model, ModelConfig};
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use std::collections::HashMap;
 use std::path::Path;
@@ -108,7 +108,7 @@ fn header(path: &Path) -> HashMap<String, (String, Vec<usize>)> {
 /// model's values rounded to that precision, tensor for tensor, and runs.
 #[test]
 fn random_models_are_written_in_the_precision_asked() {
-    let config = EncoderConfig::from_file(&family_fixture("llama").join("config.json")).unwrap();
+    let config = ModelConfig::from_file(&family_fixture("llama").join("config.json")).unwrap();
     let tokenizer = family_fixture("llama").join("tokenizer.json");
     let dir = tempfile::tempdir().unwrap();
     let style = NameStyle::default();
@@ -194,8 +194,8 @@ fn make_random_model_takes_a_dtype() {
     assert!(stderr.contains("not f32, bf16 or f16"), "{stderr}");
     assert!(!dir.path().join("never").exists());
 
-    let llama3 = EncoderConfig::like("llama-3-8b").unwrap();
-    let shape = llama3.decoder.as_ref().unwrap();
+    let llama3 = ModelConfig::like("llama-3-8b").unwrap();
+    let shape = llama3.pre_norm.as_ref().unwrap();
     assert_eq!(
         (
             llama3.num_hidden_layers,

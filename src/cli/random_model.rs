@@ -29,8 +29,8 @@ pub(crate) struct RandomModelArgs {
 }
 
 pub(crate) fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
-    use crate::model::{random, EncoderConfig};
-    let config = match EncoderConfig::like(&args.like) {
+    use crate::model::{random, ModelConfig};
+    let config = match ModelConfig::like(&args.like) {
         Some(config) => config,
         None => {
             let path = Path::new(&args.like);
@@ -43,10 +43,10 @@ pub(crate) fn make_random_model(args: RandomModelArgs) -> anyhow::Result<()> {
                 bail!(
                     "--like {}: not a known shape ({}) nor a config.json",
                     args.like,
-                    EncoderConfig::KNOWN_SHAPES.join(", ")
+                    ModelConfig::KNOWN_SHAPES.join(", ")
                 );
             }
-            EncoderConfig::from_file(&config_path)?
+            ModelConfig::from_file(&config_path)?
         }
     };
     let bar = indicatif::ProgressBar::new(0).with_style(

@@ -1,8 +1,6 @@
 //! The element-wise steps of the forward pass: bias and residual seeding,
-//! LayerNorm, activations, softmax and the attention product, with AVX-512
+//! LayerNorm, activations and softmax, with AVX-512
 //! versions picked at run time over portable scalar fallbacks.
-
-use super::{matmul, MatMut, MatRef};
 
 /// Sets every row of `out` to `bias`, the seed onto which a product accumulates.
 pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
@@ -11,73 +9,120 @@ pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
     }
 }
 
-/// `out = LayerNorm(residual + bias + Σ partials)`, row by row: the end of a
-/// BERT sub-layer whose projection was split into partial sums by input.
-pub fn sum_layer_norm(
+/// A norm over rows of `gamma.len()` values.
+#[derive(Clone, Copy)]
+pub enum RowNorm<'a> {
+    /// LayerNorm as PyTorch computes it: biased variance of the centred
+    /// values; `beta` absent where the family's norm has no bias.
+    Layer {
+        gamma: &'a [f32],
+        beta: Option<&'a [f32]>,
+        eps: f32,
+    },
+    /// RMSNorm as transformers' `LlamaRMSNorm`: `x · (mean(x²) + eps)^-½ · γ`.
+    Rms { gamma: &'a [f32], eps: f32 },
+}
+
+impl RowNorm<'_> {
+    fn width(&self) -> usize {
+        match self {
+            Self::Layer { gamma, .. } | Self::Rms { gamma, .. } => gamma.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn apply(&self, row: &mut [f32]) {
+        match *self {
+            Self::Layer { gamma, beta, eps } => {
+                let width = row.len() as f32;
+                let mean = sum_by(row, |v| v) / width;
+                let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
+                let inverse = 1.0 / (variance + eps).sqrt();
+                match beta {
+                    Some(beta) => {
+                        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+                            *v = (*v - mean) * inverse * g + b;
+                        }
+                    }
+                    None => {
+                        for (v, g) in row.iter_mut().zip(gamma) {
+                            *v = (*v - mean) * inverse * g;
+                        }
+                    }
+                }
+            }
+            Self::Rms { gamma, eps } => {
+                let mean_square = sum_by(row, |v| v * v) / row.len() as f32;
+                let inverse = 1.0 / (mean_square + eps).sqrt();
+                for (v, g) in row.iter_mut().zip(gamma) {
+                    *v = g * (*v * inverse);
+                }
+            }
+        }
+    }
+}
+
+/// `x = norm(x)`, row by row, in place.
+pub fn normalise_rows(x: &mut [f32], norm: RowNorm) {
+    for row in x.chunks_mut(norm.width().max(1)) {
+        norm.apply(row);
+    }
+}
+
+/// `out = residual + bias + Σ partials`, row by row, then `norm` where
+/// given: the end of a sub-layer whose projection was split into partial
+/// sums by input (a post-norm encoder normalises there, a pre-norm stack
+/// does not). `bias` may be empty (none).
+pub fn sum_rows(
     out: &mut [f32],
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    norm: (&[f32], &[f32], f32),
+    norm: Option<RowNorm>,
 ) {
     assert_eq!(residual.len(), out.len());
     assert!(partials.iter().all(|p| p.len() == out.len()));
-    assert!(norm.0.len() == bias.len() && norm.1.len() == bias.len());
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
         // SAFETY: the CPU has AVX-512F (checked at run time just above).
-        unsafe { avx512::sum_layer_norm(out, partials, bias, residual, norm) };
+        unsafe { avx512::sum_rows(out, partials, bias, residual, norm) };
         return;
     }
-    sum_layer_norm_body(out, partials, bias, residual, norm);
+    sum_rows_body(out, partials, bias, residual, norm);
 }
 
-/// The body of [`sum_layer_norm`], plain Rust that the compiler vectorises;
-/// `avx512::sum_layer_norm` compiles it again with 16-lane vectors.
+/// The body of [`sum_rows`], plain Rust that the compiler vectorises;
+/// `avx512::sum_rows` compiles it again with 16-lane vectors.
 #[inline(always)]
-fn sum_layer_norm_body(
+fn sum_rows_body(
     out: &mut [f32],
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    (gamma, beta, eps): (&[f32], &[f32], f32),
+    norm: Option<RowNorm>,
 ) {
-    let width = bias.len().max(1);
+    let width = norm.map_or(bias.len(), |norm| norm.width());
+    let width = if width == 0 { out.len() } else { width };
+    assert!(bias.is_empty() || bias.len() == width);
     for (index, (row, res)) in out
-        .chunks_mut(width)
-        .zip(residual.chunks(width))
+        .chunks_mut(width.max(1))
+        .zip(residual.chunks(width.max(1)))
         .enumerate()
     {
-        for ((o, r), b) in row.iter_mut().zip(res).zip(bias) {
-            *o = r + b;
+        row.copy_from_slice(res);
+        if !bias.is_empty() {
+            for (o, b) in row.iter_mut().zip(bias) {
+                *o += b;
+            }
         }
         for partial in partials {
             for (o, p) in row.iter_mut().zip(&partial[index * width..][..width]) {
                 *o += p;
             }
         }
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// `x = LayerNorm(x)` over rows of `gamma.len()` values, in place.
-pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    assert_eq!(beta.len(), gamma.len());
-    for row in x.chunks_mut(gamma.len().max(1)) {
-        normalise(row, gamma, beta, eps);
-    }
-}
-
-/// One row's LayerNorm the way PyTorch computes it: biased variance of the
-/// centred values.
-#[inline(always)]
-fn normalise(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
-    let width = row.len() as f32;
-    let mean = sum_by(row, |v| v) / width;
-    let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width;
-    let inverse = 1.0 / (variance + eps).sqrt();
-    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-        *v = (*v - mean) * inverse * g + b;
+        if let Some(norm) = norm {
+            norm.apply(row);
+        }
     }
 }
 
@@ -96,19 +141,35 @@ fn sum_by(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     partial.iter().sum::<f32>() + tail
 }
 
-/// The feed-forward activations Hugging Face names `gelu`, `gelu_new` and `relu`.
+/// The feed-forward activations, as Hugging Face names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
-    /// `0.5·x·(1 + erf(x/√2))`, the exact GELU.
-    GeluErf,
+pub enum Activation {
+    /// `gelu`: `0.5·x·(1 + erf(x/√2))`, the exact GELU.
+    Gelu,
+    /// `gelu_new`, `gelu_pytorch_tanh`, `gelu_fast`:
     /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
     GeluTanh,
     Relu,
+    /// `silu` (`swish`): `x·σ(x)`, the gate of SwiGLU.
+    Silu,
+}
+
+impl Activation {
+    /// The activation a config's `hidden_act` names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "gelu" => Self::Gelu,
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Self::GeluTanh,
+            "relu" => Self::Relu,
+            "silu" | "swish" => Self::Silu,
+            _ => return None,
+        })
+    }
 }
 
 /// `x = act(x + bias)` row by row (rows of `bias.len()` values), in place:
 /// the bias of the product before, added in the activation's own pass.
-pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
+pub fn activate(x: &mut [f32], bias: &[f32], act: Activation) {
     if bias.is_empty() {
         return;
     }
@@ -121,9 +182,10 @@ pub fn activate(x: &mut [f32], bias: &[f32], act: Act) {
         return;
     }
     let f = match act {
-        Act::GeluErf => scalar::gelu_erf,
-        Act::GeluTanh => scalar::gelu_tanh,
-        Act::Relu => |v: f32| v.max(0.0),
+        Activation::Gelu => scalar::gelu_erf,
+        Activation::GeluTanh => scalar::gelu_tanh,
+        Activation::Relu => |v: f32| v.max(0.0),
+        Activation::Silu => scalar::silu,
     };
     for row in x.chunks_mut(bias.len()) {
         for (v, b) in row.iter_mut().zip(bias) {
@@ -145,50 +207,6 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     for row in x.chunks_mut(width) {
         scalar::softmax(row);
     }
-}
-
-/// One head's self-attention over all T tokens, from its contiguous
-/// queries, keys and values (each `T × d`): the scaled scores go straight
-/// into `attention` (`T × T`) and are softmaxed there, O = P·V into
-/// `head_output` (`T × d`) and S = O·Oᵀ into `similarity` (`T × T`).
-pub fn attend(
-    query: &[f32],
-    key: &[f32],
-    value: &[f32],
-    head_dim: usize,
-    attention: &mut [f32],
-    head_output: &mut [f32],
-    similarity: &mut [f32],
-) {
-    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
-    let scale = 1.0 / (head_dim as f32).sqrt();
-    let query = MatRef::new(query, tokens, head_dim);
-    let key = MatRef::new(key, tokens, head_dim);
-    let value = MatRef::new(value, tokens, head_dim);
-    matmul(
-        MatMut::new(attention, tokens, tokens),
-        query,
-        key.t(),
-        false,
-        scale,
-    );
-    softmax_rows(attention, tokens);
-    let p = MatRef::new(attention, tokens, tokens);
-    matmul(
-        MatMut::new(head_output, tokens, head_dim),
-        p,
-        value,
-        false,
-        1.0,
-    );
-    let o = MatRef::new(head_output, tokens, head_dim);
-    matmul(
-        MatMut::new(similarity, tokens, tokens),
-        o,
-        o.t(),
-        false,
-        1.0,
-    );
 }
 
 /// Whether the AVX-512 element-wise kernels can run (std caches the answer).
@@ -254,6 +272,10 @@ pub(super) mod scalar {
     pub fn gelu_tanh(x: f32) -> f32 {
         0.5 * x * (1.0 + (GELU_TANH_C * (x + GELU_TANH_K * x * x * x)).tanh())
     }
+
+    pub fn silu(x: f32) -> f32 {
+        x / (1.0 + (-x).exp())
+    }
 }
 
 /// AVX-512F versions. Every function requires the feature; callers check
@@ -261,7 +283,7 @@ pub(super) mod scalar {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::consts::*;
-    use super::Act;
+    use super::Activation;
     use std::arch::x86_64::*;
 
     const LANES: usize = 16;
@@ -364,20 +386,20 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f")]
-    pub fn activate(values: &mut [f32], bias: &[f32], act: Act) {
+    pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
         let half = _mm512_set1_ps(0.5);
         let one = _mm512_set1_ps(1.0);
         for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
             let x = _mm512_add_ps(load(chunk, 0.0), load(bias, 0.0));
             let y = match act {
-                Act::GeluErf => {
+                Activation::Gelu => {
                     let e = erf(_mm512_mul_ps(
                         x,
                         _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
                     ));
                     _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, e))
                 }
-                Act::GeluTanh => {
+                Activation::GeluTanh => {
                     // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
                     let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
                     let u = _mm512_mul_ps(
@@ -389,21 +411,25 @@ mod avx512 {
                     let t = _mm512_sub_ps(two, _mm512_div_ps(two, _mm512_add_ps(e, one)));
                     _mm512_mul_ps(_mm512_mul_ps(half, x), t)
                 }
-                Act::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
+                Activation::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
+                Activation::Silu => {
+                    let e = exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
+                    _mm512_div_ps(x, _mm512_add_ps(one, e))
+                }
             };
             store(chunk, y);
         }
     }
 
-    /// [`super::sum_layer_norm`] compiled with AVX-512 enabled.
+    /// [`super::sum_rows`] compiled with AVX-512 enabled.
     #[target_feature(enable = "avx512f")]
-    pub fn sum_layer_norm(
+    pub fn sum_rows(
         out: &mut [f32],
         partials: &[&[f32]],
         bias: &[f32],
         residual: &[f32],
-        norm: (&[f32], &[f32], f32),
+        norm: Option<super::RowNorm>,
     ) {
-        super::sum_layer_norm_body(out, partials, bias, residual, norm);
+        super::sum_rows_body(out, partials, bias, residual, norm);
     }
 }

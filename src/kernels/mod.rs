@@ -4,7 +4,8 @@
 //! crate (weights packed once at load, in the checkpoint's precision:
 //! half-precision panels are widened a tile at a time), and the element-wise steps
 //! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over
-//! portable scalar fallbacks.
+//! portable scalar fallbacks; and on them [`attention`], the one place a
+//! head's P, O and S are made.
 //!
 //! Why not candle's CPU ops (profile of BERT-base at 512 tokens, 2 threads):
 //! candle drove gemm's AVX2 kernels (44% of the time) at half the AVX-512
@@ -15,9 +16,11 @@
 //! feature), buffers live for the whole pass, and P, O and S are written
 //! straight into the capture.
 
-use std::ops::Range;
+pub mod attention;
 mod elementwise;
+
 pub use elementwise::*;
+use std::ops::Range;
 
 /// A read-only matrix view: element (i, j) is `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy)]
@@ -349,7 +352,7 @@ mod tests {
     fn gelu_erf_matches_double_precision() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, &[0.0], Act::GeluErf);
+        activate(&mut ys, &[0.0], Activation::Gelu);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5 * x64 * (1.0 + erf64(x64 / 2f64.sqrt()));
@@ -362,10 +365,25 @@ mod tests {
     }
 
     #[test]
+    fn silu_matches_double_precision() {
+        let xs = grid();
+        let mut ys = xs.clone();
+        activate(&mut ys, &[0.0], Activation::Silu);
+        for (&x, &y) in xs.iter().zip(&ys) {
+            let x64 = x as f64;
+            let exact = x64 / (1.0 + (-x64).exp());
+            assert!(
+                (y as f64 - exact).abs() <= 4e-7 * x64.abs().max(1.0),
+                "silu({x}) = {y}, exact {exact}"
+            );
+        }
+    }
+
+    #[test]
     fn gelu_tanh_matches_the_formula() {
         let xs = grid();
         let mut ys = xs.clone();
-        activate(&mut ys, &[0.0], Act::GeluTanh);
+        activate(&mut ys, &[0.0], Activation::GeluTanh);
         for (&x, &y) in xs.iter().zip(&ys) {
             let x64 = x as f64;
             let exact = 0.5

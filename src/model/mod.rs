@@ -1,7 +1,10 @@
 //! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
 //! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
 //! Llama, Mistral, Qwen2): [`family`] — and running it with every head
-//! captured, by [`encoder`] or [`decoder`].
+//! captured, by [`encoder`] or [`decoder`], the two stacks, which share
+//! [`stack`] (their trait, capture buffers, errors), `blocks` and the
+//! tuned CPU pass (`cpu_pass`); every head's P, O and S are made in
+//! [`crate::kernels::attention`].
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors` or
 //! a sharded checkpoint's index, `tokenizer.json`; weights read by
@@ -16,13 +19,16 @@
 //! them. Weights stay in the precision the checkpoint stores them
 //! ([`weight`]).
 
+mod blocks;
 pub mod checkpoint;
 pub mod config;
+mod cpu_pass;
 pub mod decoder;
 pub mod encoder;
 pub mod family;
 pub mod hub;
 pub mod random;
+pub mod stack;
 pub mod team;
 pub mod tokenizer;
 pub mod weight;
@@ -31,10 +37,11 @@ use crate::captures::{AttentionInputs, Captures};
 use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
-pub use config::EncoderConfig;
-pub use decoder::{Decoder, LayerCaptures};
-pub use encoder::{Encoder, ForwardError};
+pub use config::ModelConfig;
+pub use decoder::Decoder;
+pub use encoder::Encoder;
 pub use family::Family;
+pub use stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
@@ -105,31 +112,19 @@ pub enum Network {
 
 impl Network {
     /// Loads the network the config's family names.
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> candle_core::Result<Self> {
-        Ok(if config.decoder.is_some() {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> candle_core::Result<Self> {
+        Ok(if config.pre_norm.is_some() {
             Self::Decoder(Decoder::load(vb, config)?)
         } else {
             Self::Encoder(Encoder::load(vb, config)?)
         })
     }
 
-    /// Runs one sequence, writing every layer's P, O and S into `out`.
-    pub fn forward_into(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: encoder::CaptureBuffers,
-    ) -> Result<(), ForwardError> {
+    /// The stack, as the trait both share.
+    pub fn stack(&self) -> &dyn AttentionStack {
         match self {
-            Self::Encoder(encoder) => encoder.forward_into(input_ids, cancelled, out),
-            Self::Decoder(decoder) => decoder.forward_into(input_ids, cancelled, out),
-        }
-    }
-
-    pub fn device(&self) -> &Device {
-        match self {
-            Self::Encoder(encoder) => encoder.device(),
-            Self::Decoder(decoder) => decoder.device(),
+            Self::Encoder(encoder) => encoder,
+            Self::Decoder(decoder) => decoder,
         }
     }
 }
@@ -138,7 +133,7 @@ impl Network {
 pub struct Model {
     pub name: String,
     pub folder: PathBuf,
-    pub config: EncoderConfig,
+    pub config: ModelConfig,
     pub tokenizer: Tokenizer,
     pub network: Network,
     /// The start and separator tokens of its tokenizer's post-processor.
@@ -208,7 +203,7 @@ impl Model {
         }
         let weight_files =
             checkpoint::weight_files(folder)?.ok_or_else(|| missing(checkpoint::WEIGHTS_FILE))?;
-        let config = EncoderConfig::from_file(&config_path)?;
+        let config = ModelConfig::from_file(&config_path)?;
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
         let tensors = load_weights(&weight_files, config.family, device)?;
         let vb = WeightBuilder::new(tensors, device);
@@ -338,7 +333,7 @@ impl Model {
                 queries,
                 keys,
                 kv_heads,
-                masks: decoder.attention_masks(),
+                rules: decoder.score_rules(),
             })),
             ..Captures::default()
         })
@@ -393,10 +388,10 @@ impl Model {
                 *buffer = vec![0.0; len];
             }
         }
-        self.network.forward_into(
+        self.network.stack().forward_into(
             input_ids,
             cancelled,
-            encoder::CaptureBuffers {
+            CaptureBuffers {
                 attention: &mut captures.attentions,
                 head_outputs: &mut captures.head_outputs,
                 similarity: &mut captures.similarity,

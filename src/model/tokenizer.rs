@@ -10,7 +10,7 @@
 //! GPT-2 and Qwen2) and the input keeps it; every token it marks special
 //! is never content.
 
-use super::config::EncoderConfig;
+use super::config::ModelConfig;
 use crate::tokens::{SpecialToken, SpecialTokens};
 use anyhow::{anyhow, bail};
 use serde_json::Value;
@@ -22,7 +22,7 @@ use tokenizers::Tokenizer;
 /// its special tokens.
 pub fn load_tokenizer(
     path: &Path,
-    config: &EncoderConfig,
+    config: &ModelConfig,
 ) -> anyhow::Result<(Tokenizer, SpecialTokens)> {
     let mut tokenizer = Tokenizer::from_file(path)
         .map_err(|e| anyhow!("{} is not a valid tokenizer.json: {e}", path.display()))?;

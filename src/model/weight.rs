@@ -15,13 +15,15 @@
 //! [`WeightBuilder`] is the loaders' view of a checkpoint's tensors (as
 //! candle's `VarBuilder`, a path into them): `get` gives a small tensor —
 //! a norm, a bias, a position table — in float32, `weight` a matrix as
-//! stored.
+//! stored, handed over: the builder lets go of it, so that a loader that
+//! packs a matrix for the CPU kernels never holds the checkpoint's copy
+//! beside its own (the model's size at the peak of a load, not twice it).
 
 use crate::kernels::StoredValues;
 use candle_core::{CpuStorage, DType, Device, Result, Shape, Storage, StorageRef, Tensor};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A weight in its checkpoint's precision.
 #[derive(Clone, Debug)]
@@ -164,7 +166,7 @@ impl<'a> HostWeight<'a> {
 /// one type).
 #[derive(Clone)]
 pub struct WeightBuilder {
-    tensors: Arc<HashMap<String, Tensor>>,
+    tensors: Arc<Mutex<HashMap<String, Tensor>>>,
     path: Vec<String>,
     device: Device,
 }
@@ -173,7 +175,7 @@ impl WeightBuilder {
     /// The tensors as read (any precision), by name, on `device`.
     pub fn new(tensors: HashMap<String, Tensor>, device: &Device) -> Self {
         Self {
-            tensors: Arc::new(tensors),
+            tensors: Arc::new(Mutex::new(tensors)),
             path: Vec::new(),
             device: device.clone(),
         }
@@ -200,15 +202,20 @@ impl WeightBuilder {
     }
 
     pub fn contains_tensor(&self, tensor: &str) -> bool {
-        self.tensors.contains_key(&self.name(tensor))
+        self.lock().contains_key(&self.name(tensor))
+    }
+
+    /// The tensors, whatever a thread that panicked holding them left.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tensor>> {
+        self.tensors.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The tensor `name` below this path, checked against `shape`, as
-    /// stored; with candle's errors for a missing tensor or another shape.
-    fn stored(&self, shape: impl Into<Shape>, name: &str) -> Result<Tensor> {
+    /// stored, and with `take` no longer held by the builder.
+    fn stored(&self, shape: impl Into<Shape>, name: &str, take: bool) -> Result<Tensor> {
         let (path, shape) = (self.name(name), shape.into());
-        let tensor = self
-            .tensors
+        let mut tensors = self.lock();
+        let tensor = tensors
             .get(&path)
             .ok_or_else(|| candle_core::Error::CannotFindTensor { path: path.clone() }.bt())?;
         if tensor.shape() != &shape {
@@ -219,17 +226,24 @@ impl WeightBuilder {
             }
             .bt())?
         }
+        let tensor = if take {
+            tensors.remove(&path).expect("found just above")
+        } else {
+            tensor.clone()
+        };
+        drop(tensors);
         tensor.to_device(&self.device)
     }
 
     /// A small tensor (a norm, a bias, a position table) in float32.
     pub fn get(&self, shape: impl Into<Shape>, name: &str) -> Result<Tensor> {
-        self.stored(shape, name)?.to_dtype(DType::F32)
+        self.stored(shape, name, false)?.to_dtype(DType::F32)
     }
 
-    /// A weight matrix or embedding table in its stored precision.
+    /// A weight matrix or embedding table in its stored precision, handed
+    /// over (a second call for it finds none).
     pub fn weight(&self, shape: impl Into<Shape>, name: &str) -> Result<Weight> {
-        Weight::new(self.stored(shape, name)?)
+        Weight::new(self.stored(shape, name, true)?)
     }
 }
 
@@ -313,15 +327,17 @@ mod tests {
         let layer = vb.pp("layers.0").pp("w");
         assert!(layer.contains_tensor("weight"));
         assert_eq!(layer.get((2, 3), "weight").unwrap().dtype(), DType::F32);
-        assert_eq!(
-            layer.weight((2, 3), "weight").unwrap().stored().dtype(),
-            DType::BF16
-        );
         let wrong = layer.weight((3, 2), "weight").unwrap_err().to_string();
         assert!(
             wrong.contains("shape mismatch for layers.0.w.weight"),
             "{wrong}"
         );
+        assert_eq!(
+            layer.weight((2, 3), "weight").unwrap().stored().dtype(),
+            DType::BF16
+        );
+        // A matrix is handed over: the builder holds it no longer.
+        assert!(!layer.contains_tensor("weight"));
         assert!(vb.pp("layers.1").get(3, "bias").is_err());
     }
 }

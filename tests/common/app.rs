@@ -105,13 +105,13 @@ pub fn label_containing(harness: &AppHarness, text: &str) -> String {
 /// the test model's tokenizer into `dir`: a deep model for layout tests,
 /// small enough to run in moments.
 pub fn write_random_model(dir: &Path, layers: usize, heads: usize) {
-    use headscope::model::{random, EncoderConfig};
-    let config = EncoderConfig {
+    use headscope::model::{random, ModelConfig};
+    let config = ModelConfig {
         hidden_size: 8 * heads,
         num_hidden_layers: layers,
         num_attention_heads: heads,
         intermediate_size: 16 * heads,
-        ..EncoderConfig::all_minilm_l6_v2()
+        ..ModelConfig::all_minilm_l6_v2()
     };
     let tokenizer = super::test_model().join("tokenizer.json");
     random::write_random_model(&config, &tokenizer, dir, 11, random::NameStyle::default())

@@ -11,7 +11,7 @@ pub mod parity;
 
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
-use headscope::model::{random, EncoderConfig, Model, ModelSource};
+use headscope::model::{random, Model, ModelConfig, ModelSource};
 use headscope::npz::NpyArray;
 use headscope::pipeline::{self, InputOptions, RunOutput};
 use serde_json::Value;
@@ -128,19 +128,19 @@ pub fn tokenizer_file() -> PathBuf {
 }
 
 /// A tiny BERT shape: 2 layers, 2 heads, hidden 8, 40 positions.
-pub fn tiny_config() -> EncoderConfig {
-    EncoderConfig {
+pub fn tiny_config() -> ModelConfig {
+    ModelConfig {
         hidden_size: 8,
         num_hidden_layers: 2,
         num_attention_heads: 2,
         intermediate_size: 16,
         max_position_embeddings: 40,
-        ..EncoderConfig::bert_base_uncased()
+        ..ModelConfig::bert_base_uncased()
     }
 }
 
 /// Writes a random model of `config` into `dir` with the given name style.
-pub fn write_tiny_model(dir: &Path, config: &EncoderConfig, style: random::NameStyle) {
+pub fn write_tiny_model(dir: &Path, config: &ModelConfig, style: random::NameStyle) {
     random::write_random_model(config, &tokenizer_file(), dir, 7, style)
         .expect("write random model");
 }

@@ -4,25 +4,26 @@
 //! probabilities P, every query head's output O = P·V (with grouped-query
 //! attention, V of the head's key/value group) and S = O·Oᵀ.
 //!
-//! One forward pass on candle's ops, on any device: embeddings (GPT-2 adds
-//! its learned position table; the Llama family rotates queries and keys
-//! instead), then pre-norm layers whose attention is causal (and, where the
-//! config says, limited to a sliding window). The families differ only where
-//! [`blocks`] says. Unlike the encoder there is no CPU kernel path yet: on
-//! the CPU this runs candle's own matrix products.
+//! One forward pass, on any device: embeddings (GPT-2 adds its learned
+//! position table; the Llama family rotates queries and keys instead), then
+//! pre-norm layers whose attention is causal (and, where the config says,
+//! limited to a sliding window). The families differ only where [`blocks`]
+//! says. On the CPU it runs the tuned CPU pass the encoder runs
+//! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
+//! device, candle's ops, each layer's heads through the attention core on
+//! the host ([`super::stack::attend_layer`]).
 
 mod blocks;
-pub mod config;
-pub mod weights;
 
-use blocks::{DecoderLayer, Norm, RotaryTables};
-use config::{DecoderActivation, DecoderShape};
+use blocks::{AttentionBuffers, DecoderLayer, RotaryTables};
 
-use super::config::EncoderConfig;
-use super::encoder::{CaptureBuffers, ForwardError};
+use super::blocks::Norm;
+use super::config::{Activation, ModelConfig, PreNormShape};
+use super::cpu_pass::{self, Capture, LayerSink, PassShape, RotaryCpu};
 use super::family::Family;
+use super::stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
 use super::weight::{Weight, WeightBuilder};
-use crate::captures::AttentionMask;
+use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
@@ -38,19 +39,19 @@ pub struct Decoder {
     inverse_frequencies: Option<Vec<f32>>,
     /// ModernBERT's local layers' frequencies.
     local_inverse_frequencies: Option<Vec<f32>>,
-    activation: DecoderActivation,
-    config: EncoderConfig,
+    activation: Activation,
+    config: ModelConfig,
     device: Device,
 }
 
 impl Decoder {
     /// `vb` is rooted at the base model (names like `wte.weight` or
     /// `embed_tokens.weight`).
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
-        let shape: &DecoderShape = config.decoder.as_ref().ok_or_else(|| {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
+        let shape: &PreNormShape = config.pre_norm.as_ref().ok_or_else(|| {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
-        let activation = config::activation(config).map_err(candle_core::Error::Msg)?;
+        let activation = config.activation().map_err(candle_core::Error::Msg)?;
         let hidden = config.hidden_size;
         let words = vb
             .pp(config.family.word_embeddings())
@@ -64,7 +65,7 @@ impl Decoder {
             })
             .transpose()?;
         let embedding_norm = (config.family == Family::ModernBert)
-            .then(|| Norm::load(vb.pp("embeddings.norm"), config, shape))
+            .then(|| blocks::norm(vb.pp("embeddings.norm"), config, shape))
             .transpose()?;
         let layers = (0..config.num_hidden_layers)
             .map(|index| DecoderLayer::load(&vb, config, shape, index))
@@ -88,32 +89,6 @@ impl Decoder {
         })
     }
 
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// Runs the decoder on one sequence of T tokens, writing every layer's
-    /// P, O and S into `out`; `cancelled` is polled between layers.
-    pub fn forward_into(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
-    ) -> std::result::Result<(), ForwardError> {
-        let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        let square = heads * tokens * tokens;
-        let vectors = heads * tokens * self.config.head_dim();
-        out.check(self.layers.len(), heads, tokens, self.config.head_dim())?;
-        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
-            let at = |size: usize| index * size..(index + 1) * size;
-            out.attention[at(square)].copy_from_slice(layer.attention);
-            out.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
-            out.similarity[at(square)].copy_from_slice(layer.similarity);
-            Ok(())
-        })
-    }
-
     /// Runs the decoder on one sequence, handing each layer's captures to
     /// `sink` as soon as they exist (the caller keeps what it needs: a long
     /// input's P and S of every layer would not fit in memory).
@@ -123,17 +98,25 @@ impl Decoder {
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
     ) -> std::result::Result<(), ForwardError> {
+        if self.device.is_cpu() {
+            let mut sink = |index: usize, layer: LayerCaptures| sink(index, layer);
+            let sink: &mut LayerSink = &mut sink;
+            return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
+        }
+        self.forward_tensors(input_ids, cancelled, sink)
+    }
+
+    /// [`Decoder::forward_layers`] on candle's ops, on any device, each
+    /// layer's heads through the attention core on the host.
+    fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+    ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let count = self.layers.len();
-        let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = self.words.rows(&ids)?;
-        if let Some(table) = &self.positions {
-            let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
-            x = x.add(&table.forward(&positions)?)?;
-        }
-        if let Some(norm) = &self.embedding_norm {
-            x = norm.forward(&x)?;
-        }
+        let x = self.embeddings(input_ids)?;
         let tables = |inverse: &Option<Vec<f32>>| {
             inverse
                 .as_ref()
@@ -145,6 +128,7 @@ impl Decoder {
             tables(&self.local_inverse_frequencies)?,
         );
         let mut x = Some(x);
+        let mut buffers = AttentionBuffers::default();
         for (index, layer) in self.layers.iter().enumerate() {
             if cancelled() {
                 return Err(ForwardError::Cancelled);
@@ -154,74 +138,197 @@ impl Decoder {
                 Some(local) if layer.local => Some(local),
                 _ => rotary.as_ref(),
             };
-            let (next, capture) =
-                layer.forward(&input, rotary, self.activation, index + 1 == count)?;
-            drop(input);
-            let host = [
-                HostValues::of(&capture.attention)?,
-                HostValues::of(&capture.head_outputs)?,
-                HostValues::of(&capture.similarity)?,
-                HostValues::of(&capture.queries)?,
-                HostValues::of(&capture.keys)?,
-            ];
-            sink(
-                index,
-                LayerCaptures {
-                    attention: host[0].values()?,
-                    head_outputs: host[1].values()?,
-                    similarity: host[2].values()?,
-                    queries: host[3].values()?,
-                    keys: host[4].values()?,
-                },
+            let next = layer.forward(
+                &input,
+                rotary,
+                self.activation,
+                &mut buffers,
+                index + 1 == count,
             )?;
+            drop(input);
+            sink(index, buffers.captures())?;
             x = next;
         }
         Ok(())
     }
 
-    /// What each layer's attention masks (the same for every input).
-    pub fn attention_masks(&self) -> Vec<AttentionMask> {
-        self.layers.iter().map(|l| l.attention.mask()).collect()
-    }
-}
-
-/// One layer's captures on the host, row-major: P and S (H×T×T), O
-/// (H×T×d), and the queries (H×T×d) and keys (H_kv×T×d) as the scores read
-/// them (rotated, unscaled).
-pub struct LayerCaptures<'a> {
-    pub attention: &'a [f32],
-    pub head_outputs: &'a [f32],
-    pub similarity: &'a [f32],
-    pub queries: &'a [f32],
-    pub keys: &'a [f32],
-}
-
-/// A tensor's values on the host: borrowed from a contiguous CPU tensor
-/// (no copy: a layer's P alone is 235 MB at 2,048 tokens), copied otherwise.
-enum HostValues<'a> {
-    Cpu(candle_core::StorageRef<'a>, std::ops::Range<usize>),
-    Copied(Vec<f32>),
-}
-
-impl<'a> HostValues<'a> {
-    fn of(tensor: &'a Tensor) -> Result<Self> {
-        let (storage, layout) = tensor.storage_and_layout();
-        if let (candle_core::Storage::Cpu(_), Some((start, end))) =
-            (&*storage, layout.contiguous_offsets())
-        {
-            return Ok(Self::Cpu(storage, start..end));
+    /// The token (and GPT-2's position) embeddings, normalised where the
+    /// family normalises them: T × hidden.
+    fn embeddings(&self, input_ids: &[u32]) -> Result<Tensor> {
+        let ids = Tensor::new(input_ids, &self.device)?;
+        let mut x = self.words.rows(&ids)?;
+        if let Some(table) = &self.positions {
+            let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+            x = x.add(&table.forward(&positions)?)?;
         }
-        drop(storage);
-        Ok(Self::Copied(tensor.flatten_all()?.to_vec1::<f32>()?))
+        if let Some(norm) = &self.embedding_norm {
+            x = norm.forward(&x)?;
+        }
+        Ok(x)
     }
 
-    fn values(&self) -> Result<&[f32]> {
-        match self {
-            Self::Cpu(storage, range) => match &**storage {
-                candle_core::Storage::Cpu(cpu) => Ok(&cpu.as_slice::<f32>()?[range.clone()]),
-                _ => unreachable!("checked in HostValues::of"),
-            },
-            Self::Copied(values) => Ok(values),
+    /// The CPU pass ([`super::cpu_pass`]), after the embeddings, on the
+    /// threads the process's budget lends it.
+    fn forward_cpu(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        capture: Capture,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        // Before the lease: widening a half-precision table leases threads too.
+        let states = self
+            .embeddings(input_ids)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let tables = |inverse: &Option<Vec<f32>>| {
+            inverse
+                .as_ref()
+                .map(|inverse| RotaryCpu::new(inverse, tokens))
+        };
+        let (rotary, local_rotary) = (
+            tables(&self.inverse_frequencies),
+            tables(&self.local_inverse_frequencies),
+        );
+        // Borrow every parameter before any thread starts, so that nothing
+        // inside the pass can fail and leave a thread waiting at a barrier.
+        let layers = self
+            .layers
+            .iter()
+            .map(|layer| {
+                let rotary = match &local_rotary {
+                    Some(local) if layer.local => Some(local),
+                    _ => rotary.as_ref(),
+                };
+                layer.cpu(self.activation, rotary)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let schedule: Vec<usize> = (0..layers.len()).collect();
+        let shape = PassShape {
+            tokens,
+            hidden: self.config.hidden_size,
+            heads: self.config.num_attention_heads,
+            kv_heads: self.config.key_value_heads(),
+            head_dim: self.config.head_dim(),
+            intermediate: self.config.intermediate_size,
+            pre_norm: true,
+        };
+        let lease = crate::threads::lease(tokens.max(1));
+        cpu_pass::run(
+            shape,
+            &states,
+            &layers,
+            &schedule,
+            capture,
+            lease.threads(),
+            cancelled,
+        )
+    }
+}
+
+impl AttentionStack for Decoder {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn forward_into(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let (tokens, heads, head_dim) = (
+            input_ids.len(),
+            self.config.num_attention_heads,
+            self.config.head_dim(),
+        );
+        out.check(self.layers.len(), heads, tokens, head_dim)?;
+        if self.device.is_cpu() {
+            return self.forward_cpu(input_ids, cancelled, Capture::Kept(out));
+        }
+        let mut out = out;
+        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
+            let target = out.layer(index, heads, tokens, head_dim);
+            target.attention.copy_from_slice(layer.attention);
+            target.head_outputs.copy_from_slice(layer.head_outputs);
+            target.similarity.copy_from_slice(layer.similarity);
+            Ok(())
+        })
+    }
+
+    fn score_rules(&self) -> Vec<ScoreRule> {
+        self.layers
+            .iter()
+            .map(|l| l.attention.score_rule())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Model, Network};
+
+    /// Every layer's captures, in order, as one stream of values.
+    fn captured(
+        run: impl FnOnce(
+            &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+        ) -> std::result::Result<(), ForwardError>,
+    ) -> Vec<Vec<f32>> {
+        let mut layers = Vec::new();
+        run(&mut |index, layer| {
+            assert_eq!(index, layers.len());
+            let parts = [
+                layer.attention,
+                layer.head_outputs,
+                layer.similarity,
+                layer.queries,
+                layer.keys,
+            ];
+            layers.push(parts.concat());
+            Ok(())
+        })
+        .unwrap();
+        layers
+    }
+
+    /// On every pre-norm fixture (GPT-2, Llama, Mistral, Qwen2: grouped
+    /// queries, sliding windows, biases; ModernBERT: local windows either
+    /// side, two rotary thetas, GeGLU), the CPU pass computes what candle's
+    /// ops compute, kept or streamed.
+    #[test]
+    fn cpu_pass_matches_candle_ops() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
+        for name in ["gpt2", "llama", "mistral", "qwen2", "modernbert"] {
+            let model = Model::load_folder(&fixtures.join(name), &Device::Cpu).unwrap();
+            let Network::Decoder(decoder) = &model.network else {
+                panic!("{name} is not on the pre-norm stack");
+            };
+            let ids: Vec<u32> = (0..29)
+                .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
+                .collect();
+            let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink));
+            let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, sink));
+            assert_eq!(reference.len(), model.layers(), "{name}");
+            for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
+                let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (a, b) in ours.iter().zip(theirs) {
+                    assert!(
+                        (a - b).abs() <= 2e-5 * scale.max(1.0),
+                        "{name} layer {layer}: {a} vs {b}"
+                    );
+                }
+            }
+            let captures = model.capture(&ids, &|| false).unwrap();
+            let kept: Vec<f32> = streamed
+                .iter()
+                .flat_map(|layer| {
+                    let square = model.heads() * ids.len() * ids.len();
+                    layer[..square].to_vec()
+                })
+                .collect();
+            assert_eq!(captures.attentions, kept, "{name}: kept and streamed P");
         }
     }
 }

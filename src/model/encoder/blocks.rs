@@ -6,183 +6,24 @@
 //! ([`crate::model::weight`]); norms, biases and the small position and
 //! token-type tables are float32.
 
-use super::LayerCapture;
-use crate::kernels::{self, Act, MatRef};
-use crate::model::config::{Activation, EncoderConfig};
+use crate::kernels::attention::{AttentionMask, ScoreRule};
+use crate::kernels::{self, MatRef};
+use crate::model::blocks::{Dense, DenseCpu, Norm, NormCpu};
+use crate::model::config::{Activation, ModelConfig};
+use crate::model::cpu_pass::LayerCpu;
 use crate::model::family::LayerNames;
+use crate::model::stack::{self, attend_layer, HostValues, LayerAttention};
 use crate::model::weight::{HostWeight, Weight, WeightBuilder};
-use candle_core::{CpuStorage, DType, Module, Result, Storage, StorageRef, Tensor, WithDType};
-use candle_nn::{Embedding, LayerNorm};
-use std::ops::Range;
-
-/// The `f32` values of a contiguous CPU tensor, borrowed while this lives.
-pub(super) struct HostValues<'a> {
-    pub(super) storage: StorageRef<'a>,
-    pub(super) range: Range<usize>,
-}
-
-impl<'a> HostValues<'a> {
-    pub(super) fn of(tensor: &'a Tensor) -> Result<Self> {
-        let (storage, layout) = tensor.storage_and_layout();
-        let (start, end) = layout
-            .contiguous_offsets()
-            .ok_or_else(|| candle_core::Error::Msg("weight is not contiguous".into()))?;
-        if !matches!(&*storage, Storage::Cpu(CpuStorage::F32(_))) {
-            return Err(candle_core::Error::Msg(
-                "the CPU forward pass needs f32 weights on the CPU".into(),
-            ));
-        }
-        Ok(Self {
-            storage,
-            range: start..end,
-        })
-    }
-
-    pub(super) fn get(&self) -> &[f32] {
-        match &*self.storage {
-            Storage::Cpu(CpuStorage::F32(values)) => &values[self.range.clone()],
-            _ => unreachable!("HostValues::of accepts only f32 CPU storage"),
-        }
-    }
-}
+use candle_core::{DType, Module, Result, Tensor};
+use candle_nn::Embedding;
 
 /// A `(rows, width)` table of float32 parameters.
 fn embedding(rows: usize, width: usize, vb: WeightBuilder) -> Result<Embedding> {
     Ok(Embedding::new(vb.get((rows, width), "weight")?, width))
 }
 
-fn layer_norm(size: usize, eps: f64, vb: WeightBuilder) -> Result<LayerNorm> {
-    Ok(LayerNorm::new(
-        vb.get(size, "weight")?,
-        vb.get(size, "bias")?,
-        eps,
-    ))
-}
-
-/// A LayerNorm's parameters as slices.
-pub(super) struct NormCpu<'a> {
-    pub(super) gamma: HostValues<'a>,
-    pub(super) beta: HostValues<'a>,
-    pub(super) eps: f32,
-}
-
-impl<'a> NormCpu<'a> {
-    pub(super) fn of(norm: &'a LayerNorm) -> Result<Self> {
-        let beta = norm
-            .bias()
-            .ok_or_else(|| candle_core::Error::Msg("LayerNorm without a bias".into()))?;
-        Ok(Self {
-            gamma: HostValues::of(norm.weight())?,
-            beta: HostValues::of(beta)?,
-            eps: norm.eps() as f32,
-        })
-    }
-
-    pub(super) fn forward(&self, x: &mut [f32]) {
-        kernels::layer_norm(x, self.gamma.get(), self.beta.get(), self.eps);
-    }
-}
-
-/// A dense layer `x·Wᵀ + b`. On the CPU the weight is packed once at load
-/// for the kernels ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ,
-/// shape panels × inputs × 64), in the checkpoint's precision; elsewhere it
-/// is kept transposed (inputs × outputs, contiguous), which candle's matmul
-/// takes without a per-call transpose, and widened for each product.
-pub(super) struct Dense {
-    pub(super) weight: Weight,
-    pub(super) bias: Tensor,
-    pub(super) packed: bool,
-}
-
-/// A contiguous `inputs × outputs` matrix packed by [`kernels::pack_weight`],
-/// in its own precision.
-fn pack<T: WithDType + Default>(
-    weight_t: &Tensor,
-    inputs: usize,
-    outputs: usize,
-) -> Result<Tensor> {
-    let values = weight_t.flatten_all()?.to_vec1::<T>()?;
-    let packed = kernels::pack_weight(&values, inputs, outputs);
-    let panels = outputs.div_ceil(kernels::PANEL);
-    Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight_t.device())
-}
-
-impl Dense {
-    pub(super) fn load(vb: WeightBuilder, inputs: usize, outputs: usize) -> Result<Self> {
-        Self::new(
-            &vb.weight((outputs, inputs), "weight")?,
-            &vb.get(outputs, "bias")?,
-        )
-    }
-
-    /// From a checkpoint's `outputs × inputs` weight.
-    pub(super) fn new(weight: &Weight, bias: &Tensor) -> Result<Self> {
-        let (outputs, inputs) = weight.dims2()?;
-        let weight_t = weight.map(|w| w.t()?.contiguous())?;
-        if !weight.device().is_cpu() {
-            return Ok(Self {
-                weight: weight_t,
-                bias: bias.clone(),
-                packed: false,
-            });
-        }
-        let packed = weight_t.map(|w| match w.dtype() {
-            DType::BF16 => pack::<half::bf16>(w, inputs, outputs),
-            DType::F16 => pack::<half::f16>(w, inputs, outputs),
-            _ => pack::<f32>(w, inputs, outputs),
-        })?;
-        Ok(Self {
-            weight: packed,
-            bias: bias.clone(),
-            packed: true,
-        })
-    }
-
-    pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weight_t = if self.packed {
-            // Panels side by side again: inputs × (panels·64), padding cut off.
-            let outputs = self.bias.dim(0)?;
-            self.weight.map(|w| {
-                let (panels, inputs, width) = w.dims3()?;
-                w.transpose(0, 1)?
-                    .reshape((inputs, panels * width))?
-                    .narrow(1, 0, outputs)
-            })?
-        } else {
-            self.weight.clone()
-        };
-        x.matmul(&weight_t.widen()?)?.broadcast_add(&self.bias)
-    }
-
-    pub(super) fn cpu(&self) -> Result<DenseCpu<'_>> {
-        if !self.packed {
-            return Err(candle_core::Error::Msg(
-                "dense weight not packed for the CPU".into(),
-            ));
-        }
-        Ok(DenseCpu {
-            packed: HostWeight::of(&self.weight)?,
-            bias: HostValues::of(&self.bias)?,
-        })
-    }
-}
-
-pub(super) struct DenseCpu<'a> {
-    pub(super) packed: HostWeight<'a>,
-    pub(super) bias: HostValues<'a>,
-}
-
-impl DenseCpu<'_> {
-    pub(super) fn weight(&self) -> kernels::Packed<'_> {
-        let outputs = self.bias.get().len();
-        let panels = outputs.div_ceil(kernels::PANEL);
-        let inputs = self.packed.get().len() / (panels * kernels::PANEL).max(1);
-        kernels::Packed::new(self.packed.get(), inputs, outputs)
-    }
-
-    pub(super) fn bias(&self) -> &[f32] {
-        self.bias.get()
-    }
+fn layer_norm(size: usize, eps: f64, vb: WeightBuilder) -> Result<Norm> {
+    Norm::layer(vb, size, eps, true)
 }
 
 /// Word, position and (except in DistilBERT) token-type embeddings, summed
@@ -194,13 +35,13 @@ pub(super) struct Embeddings {
     pub(super) word_embeddings: Weight,
     pub(super) position_embeddings: Embedding,
     pub(super) token_type_embeddings: Option<Embedding>,
-    pub(super) layer_norm: LayerNorm,
+    pub(super) layer_norm: Norm,
     pub(super) projection: Option<Dense>,
 }
 
 impl Embeddings {
     /// `vb` is rooted at the encoder.
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let names = config.family.embedding_names();
         let width = config.embedding_width();
         let positions = format!("{}.weight", names.positions);
@@ -223,7 +64,7 @@ impl Embeddings {
         let projection = config
             .family
             .projection_name(width, config.hidden_size)
-            .map(|name| Dense::load(vb.pp(name), width, config.hidden_size))
+            .map(|name| Dense::load(vb.pp(name), width, config.hidden_size, true))
             .transpose()?;
         Ok(Self {
             word_embeddings: vb
@@ -265,7 +106,7 @@ impl Embeddings {
                 .as_ref()
                 .map(|types| HostValues::of(types.embeddings()))
                 .transpose()?,
-            norm: NormCpu::of(&self.layer_norm)?,
+            norm: self.layer_norm.cpu()?,
             projection: self.projection.as_ref().map(Dense::cpu).transpose()?,
             width: self.word_embeddings.dims2()?.1,
         })
@@ -341,7 +182,7 @@ impl EmbeddingsCpu<'_> {
         }
         self.norm.forward(sums);
         if let Some(projection) = &self.projection {
-            let hidden = projection.bias().len();
+            let hidden = projection.outputs();
             kernels::seed_rows(out, projection.bias());
             projection.weight().product(
                 MatRef::new(&narrow, input_ids.len(), width),
@@ -365,7 +206,7 @@ impl SelfAttention {
     /// `vb` is rooted at the layer.
     pub(super) fn load(
         vb: WeightBuilder,
-        config: &EncoderConfig,
+        config: &ModelConfig,
         names: &LayerNames,
     ) -> Result<Self> {
         let hidden = config.hidden_size;
@@ -375,14 +216,14 @@ impl SelfAttention {
         let weight = Weight::cat(&[&weight(&query)?, &weight(&key)?, &weight(&value)?])?;
         let bias = Tensor::cat(&[bias(&query)?, bias(&key)?, bias(&value)?], 0)?;
         Ok(Self {
-            qkv: Dense::new(&weight, &bias)?,
+            qkv: Dense::new(&weight, Some(&bias))?,
             heads: config.num_attention_heads,
             head_dim: config.head_dim(),
         })
     }
 
-    /// T×hidden → (context T×hidden, capture).
-    pub(super) fn forward(&self, x: &Tensor) -> Result<(Tensor, LayerCapture)> {
+    /// T×hidden → context T×hidden, every head's P, O and S into `out`.
+    pub(super) fn forward(&self, x: &Tensor, mut out: LayerAttention) -> Result<Tensor> {
         let tokens = x.dim(0)?;
         let hidden = self.heads * self.head_dim;
         let qkv = self.qkv.forward(x)?;
@@ -393,30 +234,28 @@ impl SelfAttention {
                 .contiguous()
         };
         let (query, key, value) = (split(0)?, split(1)?, split(2)?);
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (query.matmul(&key.t()?)? * scale)?;
-        let attention = candle_nn::ops::softmax_last_dim(&scores)?;
-        let head_outputs = attention.matmul(&value)?;
-        let similarity = head_outputs.matmul(&head_outputs.t()?)?;
-        let context = head_outputs
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((tokens, hidden))?;
-        Ok((
-            context,
-            LayerCapture {
-                attention,
-                head_outputs,
-                similarity,
-            },
-        ))
+        let (query, key, value) = (
+            HostValues::of(&query)?,
+            HostValues::of(&key)?,
+            HostValues::of(&value)?,
+        );
+        let rule = ScoreRule::new(self.head_dim, AttentionMask::default());
+        attend_layer(
+            query.get(),
+            key.get(),
+            value.get(),
+            (tokens, self.head_dim),
+            &rule,
+            &mut out,
+        );
+        stack::heads_side_by_side(out.head_outputs, self.heads, tokens, x.device())
     }
 }
 
 /// Dense + residual + LayerNorm, used after attention and after the feed-forward.
 pub(super) struct SubLayerOutput {
     pub(super) dense: Dense,
-    pub(super) layer_norm: LayerNorm,
+    pub(super) layer_norm: Norm,
 }
 
 impl SubLayerOutput {
@@ -425,10 +264,10 @@ impl SubLayerOutput {
         vb: &WeightBuilder,
         (dense, norm): (&str, &str),
         in_dim: usize,
-        config: &EncoderConfig,
+        config: &ModelConfig,
     ) -> Result<Self> {
         Ok(Self {
-            dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size)?,
+            dense: Dense::load(vb.pp(dense), in_dim, config.hidden_size, true)?,
             layer_norm: layer_norm(config.hidden_size, config.layer_norm_eps, vb.pp(norm))?,
         })
     }
@@ -437,18 +276,6 @@ impl SubLayerOutput {
         self.layer_norm
             .forward(&self.dense.forward(x)?.add(residual)?)
     }
-
-    pub(super) fn cpu(&self) -> Result<OutputCpu<'_>> {
-        Ok(OutputCpu {
-            dense: self.dense.cpu()?,
-            norm: NormCpu::of(&self.layer_norm)?,
-        })
-    }
-}
-
-pub(super) struct OutputCpu<'a> {
-    pub(super) dense: DenseCpu<'a>,
-    pub(super) norm: NormCpu<'a>,
 }
 
 pub(super) struct Intermediate {
@@ -457,29 +284,16 @@ pub(super) struct Intermediate {
 }
 
 impl Intermediate {
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
         Ok(Self {
-            dense: Dense::load(vb, config.hidden_size, config.intermediate_size)?,
+            dense: Dense::load(vb, config.hidden_size, config.intermediate_size, true)?,
             activation,
         })
     }
 
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = self.dense.forward(x)?;
-        match self.activation {
-            Activation::Gelu => x.gelu_erf(),
-            Activation::GeluTanh => x.gelu(),
-            Activation::Relu => x.relu(),
-        }
-    }
-
-    pub(super) fn act(&self) -> Act {
-        match self.activation {
-            Activation::Gelu => Act::GeluErf,
-            Activation::GeluTanh => Act::GeluTanh,
-            Activation::Relu => Act::Relu,
-        }
+        stack::activate(&self.dense.forward(x)?, self.activation)
     }
 }
 
@@ -494,7 +308,7 @@ pub(super) struct Layer {
 
 impl Layer {
     /// `vb` is rooted at the layer's prefix.
-    pub(super) fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let names = config.family.layer_names();
         Ok(Self {
             self_attention: SelfAttention::load(vb.clone(), config, &names)?,
@@ -514,37 +328,40 @@ impl Layer {
         })
     }
 
-    /// The layer's capture, and its output unless `last`: nothing reads the
+    /// Its heads' P, O and S into `capture`, and its output unless `last`: nothing reads the
     /// final hidden states, so the last layer stops after its attention
     /// (saving its output projection and feed-forward, about 8% of
     /// BERT-base's work).
-    pub(super) fn forward(&self, x: &Tensor, last: bool) -> Result<(Option<Tensor>, LayerCapture)> {
-        let (context, capture) = self.self_attention.forward(x)?;
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        capture: LayerAttention,
+        last: bool,
+    ) -> Result<Option<Tensor>> {
+        let context = self.self_attention.forward(x, capture)?;
         if last {
-            return Ok((None, capture));
+            return Ok(None);
         }
         let attended = self.attention_output.forward(&context, x)?;
         let x = self
             .output
             .forward(&self.intermediate.forward(&attended)?, &attended)?;
-        Ok((Some(x), capture))
+        Ok(Some(x))
     }
 
     pub(super) fn cpu(&self) -> Result<LayerCpu<'_>> {
+        let head_dim = self.self_attention.head_dim;
         Ok(LayerCpu {
+            attention_norm: Some(self.attention_output.layer_norm.cpu()?),
             qkv: self.self_attention.qkv.cpu()?,
-            attention_output: self.attention_output.cpu()?,
-            intermediate: self.intermediate.dense.cpu()?,
-            activation: self.intermediate.act(),
-            output: self.output.cpu()?,
+            attention_output: self.attention_output.dense.cpu()?,
+            feed_forward_norm: self.output.layer_norm.cpu()?,
+            up: self.intermediate.dense.cpu()?,
+            gated: false,
+            activation: self.intermediate.activation,
+            down: self.output.dense.cpu()?,
+            rule: ScoreRule::new(head_dim, AttentionMask::default()),
+            rotary: None,
         })
     }
-}
-
-pub(super) struct LayerCpu<'a> {
-    pub(super) qkv: DenseCpu<'a>,
-    pub(super) attention_output: OutputCpu<'a>,
-    pub(super) intermediate: DenseCpu<'a>,
-    pub(super) activation: Act,
-    pub(super) output: OutputCpu<'a>,
 }

@@ -14,57 +14,22 @@
 //! parameters as slices (`cpu()` on each block) and runs [`crate::kernels`]
 //! on a team of threads ([`super::team`]) that write P, O and S straight
 //! into the caller's buffers: about four times faster than candle's ops at
-//! BERT sizes (the profile is in `kernels.rs`).
+//! BERT sizes (the profile is in [`crate::kernels`]). Both passes make P, O
+//! and S in the one attention core ([`crate::kernels::attention`]).
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
 
 mod blocks;
-mod cpu_pass;
 
 use blocks::*;
-use cpu_pass::copy_to_host;
-use cpu_pass::{Pass, Worker};
 
-use super::config::EncoderConfig;
-use super::team::{self, Barrier};
+use super::config::ModelConfig;
+use super::cpu_pass::{self, Capture, PassShape};
+use super::stack::{AttentionStack, CaptureBuffers, ForwardError};
 use super::weight::WeightBuilder;
-use crate::kernels;
+use crate::kernels::attention::{AttentionMask, ScoreRule};
 use candle_core::{Device, Result, Tensor};
-use std::sync::atomic::AtomicUsize;
-use std::sync::RwLock;
-
-/// What one layer hands back from the tensor path, each H×T×T or H×T×d.
-pub struct LayerCapture {
-    pub attention: Tensor,
-    pub head_outputs: Tensor,
-    pub similarity: Tensor,
-}
-
-/// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
-/// each row-major.
-pub struct CaptureBuffers<'a> {
-    pub attention: &'a mut [f32],
-    pub head_outputs: &'a mut [f32],
-    pub similarity: &'a mut [f32],
-}
-
-impl CaptureBuffers<'_> {
-    /// An error unless the buffers hold `layers` layers of `heads` heads
-    /// for `tokens` tokens and vectors of `head_dim`.
-    pub fn check(&self, layers: usize, heads: usize, tokens: usize, head_dim: usize) -> Result<()> {
-        let square = layers * heads * tokens * tokens;
-        if self.attention.len() != square
-            || self.similarity.len() != square
-            || self.head_outputs.len() != layers * heads * tokens * head_dim
-        {
-            return Err(candle_core::Error::Msg(
-                "capture buffers of the wrong size".into(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Embeddings and the stack of layers; no pooler (the study does not use it).
 pub struct Encoder {
@@ -73,22 +38,13 @@ pub struct Encoder {
     layers: Vec<Layer>,
     /// For each attention layer run, in order, its index into `layers`.
     schedule: Vec<usize>,
-    config: EncoderConfig,
+    config: ModelConfig,
     device: Device,
-}
-
-/// Why a forward pass stopped early.
-#[derive(Debug, thiserror::Error)]
-pub enum ForwardError {
-    #[error("cancelled")]
-    Cancelled,
-    #[error(transparent)]
-    Candle(#[from] candle_core::Error),
 }
 
 impl Encoder {
     /// `vb` is rooted at the encoder (names like `embeddings.word_embeddings.weight`).
-    pub fn load(vb: WeightBuilder, config: &EncoderConfig) -> Result<Self> {
+    pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
         let embeddings = Embeddings::load(vb.clone(), config)?;
         let family = config.family;
         let layers = (0..config.distinct_layers())
@@ -108,15 +64,87 @@ impl Encoder {
         })
     }
 
-    pub fn device(&self) -> &Device {
+    /// The CPU pass ([`super::cpu_pass`]) on `threads` threads, after the
+    /// embeddings.
+    fn forward_cpu(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        out: CaptureBuffers,
+        threads: usize,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        // Borrow every parameter before any thread starts, so that nothing
+        // inside the pass can fail and leave a thread waiting at a barrier.
+        let embeddings = self.embeddings.cpu()?;
+        let positions = self.config.position_ids(input_ids);
+        if !embeddings.fits(input_ids, &positions) {
+            return Err(
+                candle_core::Error::Msg("token id or position outside the model".into()).into(),
+            );
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(Layer::cpu)
+            .collect::<Result<Vec<_>>>()?;
+        let mut states = vec![0.0; tokens * self.config.hidden_size];
+        embeddings.forward(input_ids, &positions, &mut states);
+        let shape = PassShape {
+            tokens,
+            hidden: self.config.hidden_size,
+            heads: self.config.num_attention_heads,
+            kv_heads: self.config.num_attention_heads,
+            head_dim: self.config.head_dim(),
+            intermediate: self.config.intermediate_size,
+            pre_norm: false,
+        };
+        cpu_pass::run(
+            shape,
+            &states,
+            &layers,
+            &self.schedule,
+            Capture::Kept(out),
+            threads,
+            cancelled,
+        )
+    }
+
+    /// Candle's ops on any device, each layer's heads through the
+    /// attention core on the host.
+    fn forward_tensors(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        mut out: CaptureBuffers,
+    ) -> std::result::Result<(), ForwardError> {
+        let tokens = input_ids.len();
+        let (heads, head_dim) = (self.config.num_attention_heads, self.config.head_dim());
+        let count = self.schedule.len();
+        let ids = Tensor::new(input_ids, &self.device)?;
+        let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
+        let layers = self.schedule.iter().map(|&index| &self.layers[index]);
+        for (index, layer) in layers.enumerate() {
+            if cancelled() {
+                return Err(ForwardError::Cancelled);
+            }
+            let input = x.take().expect("every layer but the last has an output");
+            let capture = out.layer(index, heads, tokens, head_dim);
+            x = layer.forward(&input, capture, index + 1 == count)?;
+        }
+        Ok(())
+    }
+}
+
+impl AttentionStack for Encoder {
+    fn device(&self) -> &Device {
         &self.device
     }
 
-    /// Runs the encoder on one sequence of T tokens, writing every layer's
-    /// P, O and S into `out`. `cancelled` is polled between layers so that a
-    /// stale request is abandoned quickly; what was written by then is left
-    /// as it is.
-    pub fn forward_into(
+    /// The CPU pass where the tensors are on the CPU, candle's ops
+    /// elsewhere.
+    fn forward_into(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
@@ -133,144 +161,22 @@ impl Encoder {
         }
     }
 
-    /// The CPU pass on `threads` threads, split the way tensor-parallel
-    /// transformers split a layer across devices, so that each thread reads
-    /// only its share of the weights while multiplying them by every token:
-    /// a thread owns some heads and some feed-forward columns. Per layer it
-    /// projects every token to its heads' queries, keys and values, computes
-    /// those heads' P, O and S in full (straight into the capture), and its
-    /// partial sum of the attention-output projection (its heads' rows of
-    /// that weight); at the barrier the partial sums meet, and every thread
-    /// adds them up, with bias, residual and LayerNorm, into the whole
-    /// attended state. The feed-forward goes the same way: its own
-    /// intermediate columns, a partial sum of the down projection, a barrier,
-    /// the sum. Two barriers a layer, none after the last layer's attention.
-    fn forward_cpu(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
-        threads: usize,
-    ) -> std::result::Result<(), ForwardError> {
-        let tokens = input_ids.len();
-        if tokens == 0 || self.schedule.is_empty() {
-            return Ok(());
-        }
-        let heads = self.config.num_attention_heads;
-        let threads = threads.clamp(1, heads);
-        kernels::disable_weight_packing();
-        // Borrow every parameter before any thread starts, so that nothing
-        // inside the pass can fail and leave a thread waiting at a barrier.
-        let embeddings = self.embeddings.cpu()?;
-        let positions = self.config.position_ids(input_ids);
-        if !embeddings.fits(input_ids, &positions) {
-            return Err(
-                candle_core::Error::Msg("token id or position outside the model".into()).into(),
-            );
-        }
-        let layers = self
-            .layers
-            .iter()
-            .map(Layer::cpu)
-            .collect::<Result<Vec<_>>>()?;
-        let head_ranges = team::split_evenly(heads, threads);
-        let panels = self.config.intermediate_size.div_ceil(kernels::PANEL);
-        let column_ranges = team::split_evenly(panels, threads)
-            .into_iter()
-            .map(|panels| {
-                let end = (panels.end * kernels::PANEL).min(self.config.intermediate_size);
-                (panels.start * kernels::PANEL).min(end)..end
-            })
-            .collect();
-        let square = tokens * tokens;
-        let vectors = tokens * self.config.head_dim();
-        let attention = team::pieces(out.attention, heads, square, &head_ranges);
-        let head_outputs = team::pieces(out.head_outputs, heads, vectors, &head_ranges);
-        let similarity = team::pieces(out.similarity, heads, square, &head_ranges);
-        let mailboxes = || (0..threads).map(|_| RwLock::new(Vec::new())).collect();
-        let pass = Pass {
-            config: &self.config,
-            input_ids,
-            positions,
-            embeddings,
-            layers,
-            schedule: &self.schedule,
-            heads: head_ranges,
-            columns: column_ranges,
-            barrier: Barrier::new(threads),
-            stop_at: AtomicUsize::new(usize::MAX),
-            attention_partials: mailboxes(),
-            feed_forward_partials: mailboxes(),
-        };
-        let mut workers = attention
-            .into_iter()
-            .zip(head_outputs)
-            .zip(similarity)
-            .enumerate()
-            .map(|(index, ((attention, head_outputs), similarity))| Worker {
-                index,
-                attention,
-                head_outputs,
-                similarity,
-            });
-        let first = workers.next().expect("at least one thread");
-        std::thread::scope(|scope| {
-            for worker in workers {
-                let pass = &pass;
-                scope.spawn(move || pass.run(worker, None));
-            }
-            pass.run(first, Some(cancelled))
-        })
-    }
-
-    /// Candle's ops on any device, each layer's capture copied to the host.
-    fn forward_tensors(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
-    ) -> std::result::Result<(), ForwardError> {
-        let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        let square = heads * tokens * tokens;
-        let vectors = heads * tokens * self.config.head_dim();
-        let count = self.schedule.len();
-        let per_layer = out
-            .attention
-            .chunks_mut(square)
-            .zip(out.head_outputs.chunks_mut(vectors))
-            .zip(out.similarity.chunks_mut(square));
-        let ids = Tensor::new(input_ids, &self.device)?;
-        let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
-        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
-        let layers = self.schedule.iter().map(|&index| &self.layers[index]);
-        for (index, (layer, ((attention, head_outputs), similarity))) in
-            layers.zip(per_layer).enumerate()
-        {
-            if cancelled() {
-                return Err(ForwardError::Cancelled);
-            }
-            let input = x.take().expect("every layer but the last has an output");
-            let (next, capture) = layer.forward(&input, index + 1 == count)?;
-            copy_to_host(&capture.attention, attention)?;
-            copy_to_host(&capture.head_outputs, head_outputs)?;
-            copy_to_host(&capture.similarity, similarity)?;
-            x = next;
-        }
-        Ok(())
+    fn score_rules(&self) -> Vec<ScoreRule> {
+        let rule = ScoreRule::new(self.config.head_dim(), AttentionMask::default());
+        vec![rule; self.schedule.len()]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use crate::model::family::Family;
 
     /// A small config of `family` (ALBERT: 3 layers from 2 groups of 2).
-    fn config(family: Family, act: &str) -> EncoderConfig {
-        EncoderConfig {
+    fn config(family: Family, act: &str) -> ModelConfig {
+        ModelConfig {
             family,
             hidden_size: 48,
             embedding_size: family.has_embedding_size().then_some(24),
@@ -284,14 +190,14 @@ mod tests {
             pad_token_id: Some(1),
             num_hidden_groups: if family == Family::Albert { 2 } else { 1 },
             inner_group_num: if family == Family::Albert { 2 } else { 1 },
-            ..EncoderConfig::bert_base_uncased()
+            ..ModelConfig::bert_base_uncased()
         }
     }
 
     /// A random encoder with random biases and LayerNorm parameters (the
     /// generator sets 0 and 1) and larger query/key weights, so that
     /// attention is peaked.
-    fn encoder(config: &EncoderConfig) -> Encoder {
+    fn encoder(config: &ModelConfig) -> Encoder {
         let mut tensors = super::super::random::random_weights(config, 3).unwrap();
         let names = config.family.layer_names();
         for (name, tensor) in tensors.iter_mut() {
@@ -367,7 +273,7 @@ mod tests {
     #[test]
     fn cpu_kernels_match_candle_ops() {
         let ids: Vec<u32> = (0..37).map(|i| (i * 53 % 199) as u32).collect();
-        for act in ["gelu", "gelu_new", "relu"] {
+        for act in ["gelu", "gelu_new", "relu", "silu"] {
             assert_paths_agree(&encoder(&config(Family::Bert, act)), &ids, act);
         }
         for family in Family::ENCODERS.into_iter().filter(|f| !f.is_pre_norm()) {

@@ -7,13 +7,15 @@
 //! older `rope_theta` and `rope_scaling`), biases and sliding windows.
 //! RoPE scalings other than `linear` and `llama3` are refused by name.
 
-use crate::model::config::{EncoderConfig, Fields};
+use super::fields::Fields;
+use super::ModelConfig;
 use crate::model::family::Family;
 use serde_json::{json, Map, Value};
 
-/// What a decoder's config adds to the shape every family shares.
+/// What the config of a pre-norm family (the decoders, ModernBERT) adds to
+/// the shape every family shares.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DecoderShape {
+pub struct PreNormShape {
     /// Key/value heads; the query heads are split evenly among them
     /// (grouped-query attention). GPT-2: every head its own.
     pub num_key_value_heads: usize,
@@ -106,13 +108,13 @@ impl Rope {
     }
 }
 
-/// Reads a decoder's config.json fields into the shared shape.
-pub(in crate::model) fn read(
+/// Reads the config.json fields of a pre-norm family.
+pub(super) fn read(
     family: Family,
     fields: &Fields,
     architectures: Option<Vec<String>>,
-) -> Result<EncoderConfig, String> {
-    let base = EncoderConfig {
+) -> Result<ModelConfig, String> {
+    let base = ModelConfig {
         family,
         embedding_size: None,
         type_vocab_size: 0,
@@ -122,7 +124,7 @@ pub(in crate::model) fn read(
         inner_group_num: 1,
         sinusoidal_pos_embds: false,
         architectures,
-        ..EncoderConfig::bert_base_uncased()
+        ..ModelConfig::bert_base_uncased()
     };
     if family == Family::Gpt2 {
         for (key, default) in [
@@ -141,7 +143,7 @@ pub(in crate::model) fn read(
             None | Some(Value::Null) => 4 * hidden,
             Some(_) => fields.required("n_inner")?,
         };
-        return Ok(EncoderConfig {
+        return Ok(ModelConfig {
             vocab_size: fields.or("vocab_size", 50257)?,
             hidden_size: hidden,
             num_hidden_layers: layers,
@@ -152,7 +154,7 @@ pub(in crate::model) fn read(
                 .unwrap_or_else(|| "gelu_new".into()),
             max_position_embeddings: fields.or("n_positions", 1024)?,
             layer_norm_eps: fields.float_or("layer_norm_epsilon", 1e-5)?,
-            decoder: Some(DecoderShape {
+            pre_norm: Some(PreNormShape {
                 num_key_value_heads: heads,
                 head_dim: hidden / heads.max(1),
                 rope: None,
@@ -182,7 +184,7 @@ pub(in crate::model) fn read(
         _ => 32768,
     };
     let attention_bias = fields.bool_or("attention_bias", false)?;
-    Ok(EncoderConfig {
+    Ok(ModelConfig {
         vocab_size: fields.required("vocab_size")?,
         hidden_size: hidden,
         num_hidden_layers: layers,
@@ -193,7 +195,7 @@ pub(in crate::model) fn read(
             .unwrap_or_else(|| "silu".into()),
         max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
         layer_norm_eps: fields.float_or("rms_norm_eps", 1e-6)?,
-        decoder: Some(DecoderShape {
+        pre_norm: Some(PreNormShape {
             num_key_value_heads: fields.or("num_key_value_heads", heads)?,
             head_dim,
             rope: Some(rope(fields)?),
@@ -212,7 +214,7 @@ pub(in crate::model) fn read(
 /// `global_attn_every_n_layers`-th, from layer 0, or as `layer_types` says)
 /// or local (tokens at most `local_attention / 2` away), each kind with its
 /// own RoPE theta; LayerNorms without bias unless `norm_bias`.
-fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
+fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, String> {
     let hidden = fields.required("hidden_size")?;
     let heads = fields.required("num_attention_heads")?;
     let layers = fields.required("num_hidden_layers")?;
@@ -259,7 +261,7 @@ fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig
         })
     };
     let attention_bias = fields.bool_or("attention_bias", false)?;
-    Ok(EncoderConfig {
+    Ok(ModelConfig {
         vocab_size: fields.required("vocab_size")?,
         hidden_size: hidden,
         num_hidden_layers: layers,
@@ -271,7 +273,7 @@ fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig
         max_position_embeddings: fields.or("max_position_embeddings", 8192)?,
         layer_norm_eps: fields.float_or("norm_eps", 1e-5)?,
         pad_token_id: fields.pad(50283)?,
-        decoder: Some(DecoderShape {
+        pre_norm: Some(PreNormShape {
             num_key_value_heads: heads,
             head_dim: hidden / heads.max(1),
             rope: Some(theta("full_attention", "global_rope_theta", 160000.0)?),
@@ -390,11 +392,8 @@ fn sliding_windows(
     }
 }
 
-/// Refuses decoder shapes the decoder cannot run.
-pub(in crate::model) fn validate(
-    config: &EncoderConfig,
-    shape: &DecoderShape,
-) -> Result<(), String> {
+/// Refuses pre-norm shapes the pre-norm stack cannot run.
+pub(super) fn validate(config: &ModelConfig, shape: &PreNormShape) -> Result<(), String> {
     for (name, value) in [
         ("vocab_size", config.vocab_size),
         ("hidden_size", config.hidden_size),
@@ -438,34 +437,11 @@ pub(in crate::model) fn validate(
     if shape.sliding_windows.len() != config.num_hidden_layers {
         return Err("one attention kind per layer is needed".into());
     }
-    activation(config)?;
     Ok(())
 }
 
-/// The feed-forward activation of a decoder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecoderActivation {
-    /// `gelu_new` and its aliases: the tanh approximation.
-    GeluTanh,
-    /// `gelu`: exact.
-    Gelu,
-    /// `silu` (`swish`): the gate of SwiGLU.
-    Silu,
-    Relu,
-}
-
-pub fn activation(config: &EncoderConfig) -> Result<DecoderActivation, String> {
-    match config.hidden_act.as_str() {
-        "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(DecoderActivation::GeluTanh),
-        "gelu" => Ok(DecoderActivation::Gelu),
-        "silu" | "swish" => Ok(DecoderActivation::Silu),
-        "relu" => Ok(DecoderActivation::Relu),
-        other => Err(format!("hidden_act {other:?} is not supported")),
-    }
-}
-
-/// The config.json fields of a decoder, as its config class writes them.
-pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) -> Value {
+/// The config.json fields of a pre-norm family, as its config class writes them.
+pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
     let family = config.family;
     let architectures = config
         .architectures
@@ -586,8 +562,8 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
 mod tests {
     use super::*;
 
-    fn config(text: &str) -> Result<EncoderConfig, String> {
-        EncoderConfig::from_json(text)
+    fn config(text: &str) -> Result<ModelConfig, String> {
+        ModelConfig::from_json(text)
     }
 
     #[test]
@@ -628,7 +604,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(new, old);
-        let shape = new.decoder.unwrap();
+        let shape = new.pre_norm.unwrap();
         assert_eq!(shape.num_key_value_heads, 2);
         assert_eq!(
             shape.rope.unwrap().scaling,
@@ -658,14 +634,14 @@ mod tests {
         ];
         for text in texts {
             let config = config(text).unwrap();
-            let again = EncoderConfig::from_json(&serde_json::to_string(&config).unwrap()).unwrap();
-            assert_eq!(again.decoder, config.decoder, "{text}");
+            let again = ModelConfig::from_json(&serde_json::to_string(&config).unwrap()).unwrap();
+            assert_eq!(again.pre_norm, config.pre_norm, "{text}");
             assert_eq!(again.hidden_size, config.hidden_size, "{text}");
         }
-        let qwen = config(texts[1]).unwrap().decoder.unwrap();
+        let qwen = config(texts[1]).unwrap().pre_norm.unwrap();
         assert_eq!(qwen.sliding_windows, [None, Some(8), Some(8)]);
         assert!(qwen.qkv_bias && !qwen.output_bias);
-        let modernbert = config(texts[3]).unwrap().decoder.unwrap();
+        let modernbert = config(texts[3]).unwrap().pre_norm.unwrap();
         // Global layers 0 and 3, local ones see 4 tokens either side.
         assert_eq!(modernbert.sliding_windows, [None, Some(4), Some(4), None]);
         assert_eq!(modernbert.rope.unwrap().theta, 1000.0);

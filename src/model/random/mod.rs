@@ -5,14 +5,14 @@
 //! Weights are drawn like Hugging Face's initialisation (normal with std
 //! 0.02, LayerNorm weight 1 and bias 0), so attention patterns are not
 //! degenerate; values are seeded, so a folder is reproducible. The tensor
-//! names and shapes come from the same family description the loader reads
-//! ([`super::family`]). They are written in float32, bfloat16 or float16
+//! names and shapes ([`tensors`]) are those the loader reads. They are written in float32, bfloat16 or float16
 //! ([`WeightDtype`]), tensor by tensor: the safetensors header is known
 //! from the shapes, so an 8B-parameter model is written without ever being
 //! held in memory.
 
-use super::config::EncoderConfig;
-use super::decoder::weights as decoder_weights;
+mod tensors;
+
+use super::config::ModelConfig;
 use super::family::Family;
 use anyhow::{anyhow, Context};
 use candle_core::{Device, Tensor};
@@ -20,6 +20,8 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use tensors::is_norm_weight;
+pub use tensors::tensor_shapes;
 
 /// Naming variants a checkpoint may use, to test that loading accepts them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,78 +32,6 @@ pub struct NameStyle {
     pub with_head: bool,
     /// Name LayerNorm parameters `gamma`/`beta` as old TF-converted checkpoints do.
     pub gamma_beta: bool,
-}
-
-/// Every tensor of a model of this family and shape, with its name and shape.
-pub fn tensor_shapes(config: &EncoderConfig) -> Vec<(String, Vec<usize>)> {
-    if let Some(shape) = &config.decoder {
-        return decoder_weights::tensor_shapes(config, shape);
-    }
-    let family = config.family;
-    let (h, i, e) = (
-        config.hidden_size,
-        config.intermediate_size,
-        config.embedding_width(),
-    );
-    let embeddings = family.embedding_names();
-    let mut shapes = vec![(
-        format!("{}.weight", embeddings.words),
-        vec![config.vocab_size, e],
-    )];
-    // DistilBERT's sinusoidal table is left out, as transformers computes it.
-    if !config.sinusoidal_pos_embds {
-        shapes.push((
-            format!("{}.weight", embeddings.positions),
-            vec![config.max_position_embeddings, e],
-        ));
-    }
-    if let Some(types) = embeddings.token_types {
-        shapes.push((format!("{types}.weight"), vec![config.type_vocab_size, e]));
-    }
-    shapes.push((format!("{}.weight", embeddings.norm), vec![e]));
-    shapes.push((format!("{}.bias", embeddings.norm), vec![e]));
-    if let Some(projection) = family.projection_name(e, h) {
-        shapes.push((format!("{projection}.weight"), vec![h, e]));
-        shapes.push((format!("{projection}.bias"), vec![h]));
-    }
-    let names = family.layer_names();
-    for layer in 0..config.distinct_layers() {
-        let p = family.layer_prefix(layer, config.inner_group_num);
-        for (name, out_dim, in_dim) in [
-            (names.query, h, h),
-            (names.key, h, h),
-            (names.value, h, h),
-            (names.attention_output, h, h),
-            (names.intermediate, i, h),
-            (names.output, h, i),
-        ] {
-            shapes.push((format!("{p}.{name}.weight"), vec![out_dim, in_dim]));
-            shapes.push((format!("{p}.{name}.bias"), vec![out_dim]));
-        }
-        for norm in [names.attention_norm, names.output_norm] {
-            shapes.push((format!("{p}.{norm}.weight"), vec![h]));
-            shapes.push((format!("{p}.{norm}.bias"), vec![h]));
-        }
-    }
-    shapes
-}
-
-/// Whether a tensor of [`tensor_shapes`] is a LayerNorm's weight.
-fn is_norm_weight(config: &EncoderConfig, name: &str) -> bool {
-    if config.decoder.is_some() {
-        return decoder_weights::is_norm_weight(name);
-    }
-    let layer = config.family.layer_names();
-    let Some(stem) = name.strip_suffix(".weight") else {
-        return false;
-    };
-    [
-        config.family.embedding_names().norm,
-        layer.attention_norm,
-        layer.output_norm,
-    ]
-    .iter()
-    .any(|norm| stem.ends_with(norm))
 }
 
 /// How a tensor of a random model is filled.
@@ -115,7 +45,7 @@ enum Fill {
 }
 
 impl Fill {
-    fn of(config: &EncoderConfig, name: &str) -> Self {
+    fn of(config: &ModelConfig, name: &str) -> Self {
         if is_norm_weight(config, name) {
             Self::Ones
         } else if name.ends_with(".bias") {
@@ -137,10 +67,7 @@ impl Fill {
 
 /// Random tensors for every name of [`tensor_shapes`], seeded, in float32
 /// (the values [`write_random_model`] writes).
-pub fn random_weights(
-    config: &EncoderConfig,
-    seed: u64,
-) -> anyhow::Result<HashMap<String, Tensor>> {
+pub fn random_weights(config: &ModelConfig, seed: u64) -> anyhow::Result<HashMap<String, Tensor>> {
     let mut normal = SeededNormal::new(seed);
     let mut tensors = HashMap::new();
     for (name, shape) in tensor_shapes(config) {
@@ -261,7 +188,7 @@ fn styled_name(name: &str, family: Family, style: NameStyle) -> String {
 /// Every tensor of the checkpoint to write: its name in `style`, shape
 /// and fill, in the order their values are drawn; with a head, a
 /// classifier's tensors (which loading must ignore) after them.
-fn checkpoint_tensors(config: &EncoderConfig, style: NameStyle) -> Vec<(String, Vec<usize>, Fill)> {
+fn checkpoint_tensors(config: &ModelConfig, style: NameStyle) -> Vec<(String, Vec<usize>, Fill)> {
     let mut tensors: Vec<_> = tensor_shapes(config)
         .into_iter()
         .map(|(name, shape)| {
@@ -329,7 +256,7 @@ fn write_safetensors(
 /// Writes `config.json`, `model.safetensors` (random, float32) and a copy
 /// of `tokenizer` into `out`, creating the folder.
 pub fn write_random_model(
-    config: &EncoderConfig,
+    config: &ModelConfig,
     tokenizer: &Path,
     out: &Path,
     seed: u64,
@@ -349,7 +276,7 @@ pub fn write_random_model(
 /// [`write_random_model`] with the weights in `dtype`; `progress` hears
 /// the bytes of weights written so far and in all.
 pub fn write_random_model_with(
-    config: &EncoderConfig,
+    config: &ModelConfig,
     tokenizer: &Path,
     out: &Path,
     seed: u64,

@@ -1,20 +1,91 @@
-//! Every tensor a decoder checkpoint holds for the loader ([`super::blocks`]
-//! reads the same names), for random models of a decoder family
-//! ([`crate::model::random`]): GPT-2's `wte`, `wpe`, `h.N.*` with Conv1D
-//! weights stored inputs × outputs; the Llama family's `embed_tokens`,
-//! `layers.N.*`, with grouped-query key/value projections and the biases
-//! the config asks for; ModernBERT's `embeddings.*` and `layers.N.attn.Wqkv`,
-//! `mlp.Wi` (input and gate side by side), its first layer without
-//! `attn_norm`. The final norm and the language-model head, which
-//! the study does not read, are written too, as a real checkpoint has them.
-//! And the shapes of a few well-known decoders, for `--like`.
+//! Every tensor a checkpoint of a given family and shape holds, as the
+//! loader reads them: the BERT-like encoders' names from the family
+//! description ([`crate::model::family`]); GPT-2's `wte`, `wpe`, `h.N.*`
+//! with Conv1D weights stored inputs × outputs; the Llama family's
+//! `embed_tokens`, `layers.N.*`, with grouped-query key/value projections
+//! and the biases the config asks for; ModernBERT's `embeddings.*` and
+//! `layers.N.attn.Wqkv`, `mlp.Wi` (input and gate side by side), its first
+//! layer without `attn_norm`. The final norm and the language-model head,
+//! which the study does not read, are written too, as a real checkpoint
+//! has them.
 
-use super::config::DecoderShape;
-use crate::model::config::EncoderConfig;
+use crate::model::config::{ModelConfig, PreNormShape};
 use crate::model::family::Family;
 
-/// (name, shape) of every tensor of a decoder of this shape.
-pub fn tensor_shapes(config: &EncoderConfig, shape: &DecoderShape) -> Vec<(String, Vec<usize>)> {
+/// Every tensor of a model of this family and shape, with its name and shape.
+pub fn tensor_shapes(config: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    if let Some(shape) = &config.pre_norm {
+        return pre_norm_tensor_shapes(config, shape);
+    }
+    let family = config.family;
+    let (h, i, e) = (
+        config.hidden_size,
+        config.intermediate_size,
+        config.embedding_width(),
+    );
+    let embeddings = family.embedding_names();
+    let mut shapes = vec![(
+        format!("{}.weight", embeddings.words),
+        vec![config.vocab_size, e],
+    )];
+    // DistilBERT's sinusoidal table is left out, as transformers computes it.
+    if !config.sinusoidal_pos_embds {
+        shapes.push((
+            format!("{}.weight", embeddings.positions),
+            vec![config.max_position_embeddings, e],
+        ));
+    }
+    if let Some(types) = embeddings.token_types {
+        shapes.push((format!("{types}.weight"), vec![config.type_vocab_size, e]));
+    }
+    shapes.push((format!("{}.weight", embeddings.norm), vec![e]));
+    shapes.push((format!("{}.bias", embeddings.norm), vec![e]));
+    if let Some(projection) = family.projection_name(e, h) {
+        shapes.push((format!("{projection}.weight"), vec![h, e]));
+        shapes.push((format!("{projection}.bias"), vec![h]));
+    }
+    let names = family.layer_names();
+    for layer in 0..config.distinct_layers() {
+        let p = family.layer_prefix(layer, config.inner_group_num);
+        for (name, out_dim, in_dim) in [
+            (names.query, h, h),
+            (names.key, h, h),
+            (names.value, h, h),
+            (names.attention_output, h, h),
+            (names.intermediate, i, h),
+            (names.output, h, i),
+        ] {
+            shapes.push((format!("{p}.{name}.weight"), vec![out_dim, in_dim]));
+            shapes.push((format!("{p}.{name}.bias"), vec![out_dim]));
+        }
+        for norm in [names.attention_norm, names.output_norm] {
+            shapes.push((format!("{p}.{norm}.weight"), vec![h]));
+            shapes.push((format!("{p}.{norm}.bias"), vec![h]));
+        }
+    }
+    shapes
+}
+
+/// Whether a tensor of [`tensor_shapes`] is a LayerNorm's weight.
+pub(super) fn is_norm_weight(config: &ModelConfig, name: &str) -> bool {
+    if config.pre_norm.is_some() {
+        return is_pre_norm_weight(name);
+    }
+    let layer = config.family.layer_names();
+    let Some(stem) = name.strip_suffix(".weight") else {
+        return false;
+    };
+    [
+        config.family.embedding_names().norm,
+        layer.attention_norm,
+        layer.output_norm,
+    ]
+    .iter()
+    .any(|norm| stem.ends_with(norm))
+}
+
+/// (name, shape) of every tensor of a pre-norm model of this shape.
+fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(String, Vec<usize>)> {
     let (h, i, v) = (
         config.hidden_size,
         config.intermediate_size,
@@ -104,9 +175,9 @@ pub fn tensor_shapes(config: &EncoderConfig, shape: &DecoderShape) -> Vec<(Strin
     shapes
 }
 
-/// Whether a tensor of [`tensor_shapes`] is a norm's weight (1 at
-/// initialisation).
-pub fn is_norm_weight(name: &str) -> bool {
+/// Whether a tensor of [`pre_norm_tensor_shapes`] is a norm's weight (1
+/// at initialisation).
+fn is_pre_norm_weight(name: &str) -> bool {
     [
         "ln_1.weight",
         "ln_2.weight",
@@ -116,44 +187,4 @@ pub fn is_norm_weight(name: &str) -> bool {
     ]
     .iter()
     .any(|end| name.ends_with(end))
-}
-
-/// The shape of a well-known decoder checkpoint, by its hub name (any
-/// case), for `headscope make-random-model --like`: `gpt2` (124M),
-/// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`),
-/// `llama-3-8b` (Meta's Llama 3 8B: grouped-query attention with 8
-/// key/value heads, the vocabulary of 128,256, the `llama3` RoPE scaling
-/// of Meta's Llama 3.1 config, 8,192 positions).
-pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
-    let text = match name.to_ascii_lowercase().as_str() {
-        "gpt2" | "openai-community/gpt2" => {
-            r#"{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257,
-                "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024}"#
-        }
-        "llama" | "smollm2-135m" | "huggingfacetb/smollm2-135m" => {
-            r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 49152,
-                "hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9,
-                "num_key_value_heads": 3, "head_dim": 64, "intermediate_size": 1536,
-                "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 100000.0}}"#
-        }
-        "qwen2" | "qwen2-0.5b" | "qwen/qwen2-0.5b" => {
-            r#"{"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 151936,
-                "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
-                "num_key_value_heads": 2, "intermediate_size": 4864,
-                "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}"#
-        }
-        "llama-3-8b" | "meta-llama/meta-llama-3-8b" => {
-            r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 128256,
-                "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-                "num_key_value_heads": 8, "intermediate_size": 14336,
-                "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
-                "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                    "original_max_position_embeddings": 8192}}"#
-        }
-        _ => return None,
-    };
-    Some(EncoderConfig::from_json(text).expect("a valid shape"))
 }

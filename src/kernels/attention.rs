@@ -1,0 +1,249 @@
+//! The attention core: the one place where a head's attention P, its output
+//! vectors O = P·V and its context similarity S = O·Oᵀ are made (ANALYSIS.md
+//! §2), for every family, in a forward pass and when a head's P and S are
+//! recomputed from the queries and keys a pass kept.
+//!
+//! A head's scores are `scale · Q·Kᵀ`, soft-capped where a family caps them,
+//! and masked: a causal query sees no later key, a sliding window no key
+//! too far away ([`AttentionMask`]). Each row is softmaxed over the keys it
+//! sees; the others get exactly 0, as transformers' masked softmax gives
+//! them (its mask adds the smallest float, whose exponential is 0).
+
+use super::{matmul, softmax_rows, MatMut, MatRef};
+use std::ops::Range;
+
+/// Which keys a query sees in one layer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttentionMask {
+    /// Query i sees only keys j ≤ i.
+    pub causal: bool,
+    /// A sliding window: causal, i − j < window; bidirectional (ModernBERT's
+    /// local layers), |i − j| ≤ window.
+    pub window: Option<usize>,
+}
+
+impl AttentionMask {
+    pub fn visible(&self, query: usize, key: usize) -> bool {
+        if self.causal {
+            key <= query && self.window.is_none_or(|w| query - key < w)
+        } else {
+            self.window.is_none_or(|w| query.abs_diff(key) <= w)
+        }
+    }
+
+    /// The keys query `query` of a `tokens`-token input sees, as one range.
+    pub fn visible_keys(&self, query: usize, tokens: usize) -> Range<usize> {
+        match (self.causal, self.window) {
+            (true, None) => 0..query + 1,
+            (true, Some(w)) => (query + 1).saturating_sub(w)..query + 1,
+            (false, None) => 0..tokens,
+            (false, Some(w)) => query.saturating_sub(w)..(query + w + 1).min(tokens),
+        }
+    }
+}
+
+/// How one layer's heads turn queries and keys into attention.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreRule {
+    /// Scores are `scale · q·k`: 1/√d in every family headscope runs.
+    pub scale: f32,
+    pub mask: AttentionMask,
+    /// Soft-capping, `cap · tanh(score / cap)` before the mask, for a
+    /// family that caps its scores (Gemma 2's `attn_logit_softcapping`);
+    /// `None` in every family headscope runs today.
+    pub soft_cap: Option<f32>,
+}
+
+impl ScoreRule {
+    /// Scores scaled by 1/√`head_dim`, masked by `mask`, not capped.
+    pub fn new(head_dim: usize, mask: AttentionMask) -> Self {
+        Self {
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            mask,
+            soft_cap: None,
+        }
+    }
+}
+
+/// One head's attention P (`T × T`, row i = query i) from its contiguous
+/// queries and keys (each `T × d`, as the scores read them: rotated where
+/// the family rotates them, not yet scaled).
+pub fn attention_probabilities(
+    query: &[f32],
+    key: &[f32],
+    head_dim: usize,
+    rule: &ScoreRule,
+    attention: &mut [f32],
+) {
+    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
+    matmul(
+        MatMut::new(attention, tokens, tokens),
+        MatRef::new(query, tokens, head_dim),
+        MatRef::new(key, tokens, head_dim).t(),
+        false,
+        rule.scale,
+    );
+    if let Some(cap) = rule.soft_cap {
+        attention
+            .iter_mut()
+            .for_each(|score| *score = cap * (*score / cap).tanh());
+    }
+    if rule.mask == AttentionMask::default() {
+        softmax_rows(attention, tokens);
+        return;
+    }
+    for (query, row) in attention.chunks_exact_mut(tokens.max(1)).enumerate() {
+        let seen = rule.mask.visible_keys(query, tokens);
+        softmax_rows(&mut row[seen.clone()], seen.len());
+        row[..seen.start].fill(0.0);
+        row[seen.end..].fill(0.0);
+    }
+}
+
+/// One head's self-attention over all T tokens, from its contiguous
+/// queries, keys and values (each `T × d`): P into `attention` (`T × T`),
+/// O = P·V into `head_output` (`T × d`) and S = O·Oᵀ into `similarity`
+/// (`T × T`).
+#[allow(clippy::too_many_arguments)]
+pub fn attend(
+    query: &[f32],
+    key: &[f32],
+    value: &[f32],
+    head_dim: usize,
+    rule: &ScoreRule,
+    attention: &mut [f32],
+    head_output: &mut [f32],
+    similarity: &mut [f32],
+) {
+    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
+    attention_probabilities(query, key, head_dim, rule, attention);
+    matmul(
+        MatMut::new(head_output, tokens, head_dim),
+        MatRef::new(attention, tokens, tokens),
+        MatRef::new(value, tokens, head_dim),
+        false,
+        1.0,
+    );
+    context_similarity(head_output, head_dim, similarity);
+}
+
+/// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`).
+pub fn context_similarity(head_output: &[f32], head_dim: usize, similarity: &mut [f32]) {
+    let tokens = head_output.len().checked_div(head_dim).unwrap_or(0);
+    let o = MatRef::new(head_output, tokens, head_dim);
+    matmul(
+        MatMut::new(similarity, tokens, tokens),
+        o,
+        o.t(),
+        false,
+        1.0,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The range the core softmaxes over is exactly the keys `visible` allows.
+    #[test]
+    fn visible_keys_are_the_visible_ones() {
+        let tokens = 12;
+        for causal in [true, false] {
+            for window in [None, Some(1), Some(3), Some(20)] {
+                let mask = AttentionMask { causal, window };
+                for query in 0..tokens {
+                    let expected: Vec<usize> = (0..tokens)
+                        .filter(|&key| mask.visible(query, key))
+                        .collect();
+                    let range: Vec<usize> = mask.visible_keys(query, tokens).collect();
+                    assert_eq!(range, expected, "{mask:?} query {query}");
+                }
+            }
+        }
+    }
+
+    /// P, O and S in double precision, straight from their definitions.
+    fn reference(q: &[f32], k: &[f32], v: &[f32], d: usize, rule: &ScoreRule) -> [Vec<f64>; 3] {
+        let t = q.len() / d;
+        let dot = |a: &[f32], b: &[f32]| -> f64 {
+            a.iter()
+                .zip(b)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum()
+        };
+        let mut p = vec![0.0; t * t];
+        for i in 0..t {
+            let scores: Vec<Option<f64>> = (0..t)
+                .map(|j| {
+                    let s = f64::from(rule.scale) * dot(&q[i * d..][..d], &k[j * d..][..d]);
+                    let s = rule
+                        .soft_cap
+                        .map_or(s, |cap| f64::from(cap) * (s / f64::from(cap)).tanh());
+                    rule.mask.visible(i, j).then_some(s)
+                })
+                .collect();
+            let max = scores.iter().flatten().fold(f64::MIN, |m, &s| m.max(s));
+            let sum: f64 = scores.iter().flatten().map(|s| (s - max).exp()).sum();
+            for (j, s) in scores.iter().enumerate() {
+                p[i * t + j] = s.map_or(0.0, |s| (s - max).exp() / sum);
+            }
+        }
+        let mut o = vec![0.0; t * d];
+        for i in 0..t {
+            for c in 0..d {
+                o[i * d + c] = (0..t).map(|j| p[i * t + j] * f64::from(v[j * d + c])).sum();
+            }
+        }
+        let mut s = vec![0.0; t * t];
+        for i in 0..t {
+            for j in 0..t {
+                s[i * t + j] = (0..d).map(|c| o[i * d + c] * o[j * d + c]).sum();
+            }
+        }
+        [p, o, s]
+    }
+
+    /// Every mask and a soft cap: P, O and S as their definitions give
+    /// them, masked keys exactly 0, every row of P summing to 1.
+    #[test]
+    fn the_core_computes_the_definitions() {
+        let (t, d) = (19, 8);
+        let values = |seed: f32| -> Vec<f32> {
+            (0..t * d)
+                .map(|i| 2.0 * (i as f32 * 0.37 + seed).sin())
+                .collect()
+        };
+        let (q, k, v) = (values(0.1), values(1.3), values(2.9));
+        for causal in [false, true] {
+            for window in [None, Some(4)] {
+                for soft_cap in [None, Some(1.5)] {
+                    let rule = ScoreRule {
+                        soft_cap,
+                        ..ScoreRule::new(d, AttentionMask { causal, window })
+                    };
+                    let (mut p, mut o, mut s) =
+                        (vec![0.0; t * t], vec![0.0; t * d], vec![0.0; t * t]);
+                    attend(&q, &k, &v, d, &rule, &mut p, &mut o, &mut s);
+                    let [rp, ro, rs] = reference(&q, &k, &v, d, &rule);
+                    for (name, ours, theirs) in [("P", &p, &rp), ("O", &o, &ro), ("S", &s, &rs)] {
+                        for (a, b) in ours.iter().zip(theirs) {
+                            assert!(
+                                (f64::from(*a) - b).abs() <= 1e-5 * b.abs().max(1.0),
+                                "{rule:?} {name}: {a} vs {b}"
+                            );
+                        }
+                    }
+                    for (i, row) in p.chunks(t).enumerate() {
+                        let sum: f32 = row.iter().sum();
+                        assert!((sum - 1.0).abs() < 1e-5, "{rule:?} row {i} sums to {sum}");
+                        for (j, &value) in row.iter().enumerate() {
+                            if !rule.mask.visible(i, j) {
+                                assert_eq!(value, 0.0, "{rule:?} P[{i}, {j}]");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The blocks both stacks are built of, each with `cpu()`: a view of its
+//! parameters as slices for the CPU pass ([`super::cpu_pass`]). A dense
+//! projection packed once at load for the CPU kernels, in the checkpoint's
+//! precision; the norms (LayerNorm with or without a bias, RMSNorm) in
+//! float32.
+
+use super::stack::HostValues;
+use super::weight::{HostWeight, Weight, WeightBuilder};
+use crate::kernels::{self, RowNorm};
+use candle_core::{DType, Module, Result, Tensor, WithDType};
+use candle_nn::{LayerNorm, RmsNorm};
+
+/// A dense layer `x·Wᵀ + b` (the bias where the checkpoint has one). On the
+/// CPU the weight is packed once at load for the kernels
+/// ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ, shape panels ×
+/// inputs × 64), in the checkpoint's precision; elsewhere it is kept
+/// transposed (inputs × outputs, contiguous), which candle's matmul takes
+/// without a per-call transpose, and widened for each product.
+pub(in crate::model) struct Dense {
+    weight: Weight,
+    bias: Option<Tensor>,
+    outputs: usize,
+    packed: bool,
+}
+
+/// A contiguous `inputs × outputs` matrix packed by [`kernels::pack_weight`],
+/// in its own precision.
+fn pack<T: WithDType + Default>(
+    weight_t: &Tensor,
+    inputs: usize,
+    outputs: usize,
+) -> Result<Tensor> {
+    let values = weight_t.flatten_all()?.to_vec1::<T>()?;
+    let packed = kernels::pack_weight(&values, inputs, outputs);
+    let panels = outputs.div_ceil(kernels::PANEL);
+    Tensor::from_vec(packed, (panels, inputs, kernels::PANEL), weight_t.device())
+}
+
+impl Dense {
+    /// A `torch.nn.Linear` (`weight` outputs × inputs), with a `bias` or not.
+    pub(in crate::model) fn load(
+        vb: WeightBuilder,
+        inputs: usize,
+        outputs: usize,
+        bias: bool,
+    ) -> Result<Self> {
+        let weight = vb.weight((outputs, inputs), "weight")?;
+        let bias = bias.then(|| vb.get(outputs, "bias")).transpose()?;
+        Self::new(&weight, bias.as_ref())
+    }
+
+    /// From a checkpoint's `outputs × inputs` weight.
+    pub(in crate::model) fn new(weight: &Weight, bias: Option<&Tensor>) -> Result<Self> {
+        let (outputs, inputs) = weight.dims2()?;
+        let weight_t = weight.map(|w| w.t()?.contiguous())?;
+        if !weight.device().is_cpu() {
+            return Ok(Self {
+                weight: weight_t,
+                bias: bias.cloned(),
+                outputs,
+                packed: false,
+            });
+        }
+        let packed = weight_t.map(|w| match w.dtype() {
+            DType::BF16 => pack::<half::bf16>(w, inputs, outputs),
+            DType::F16 => pack::<half::f16>(w, inputs, outputs),
+            _ => pack::<f32>(w, inputs, outputs),
+        })?;
+        Ok(Self {
+            weight: packed,
+            bias: bias.cloned(),
+            outputs,
+            packed: true,
+        })
+    }
+
+    pub(in crate::model) fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let weight_t = if self.packed {
+            // Panels side by side again: inputs × (panels·64), padding cut off.
+            self.weight.map(|w| {
+                let (panels, inputs, width) = w.dims3()?;
+                w.transpose(0, 1)?
+                    .reshape((inputs, panels * width))?
+                    .narrow(1, 0, self.outputs)
+            })?
+        } else {
+            self.weight.clone()
+        };
+        let product = x.matmul(&weight_t.widen()?)?;
+        match &self.bias {
+            Some(bias) => product.broadcast_add(bias),
+            None => Ok(product),
+        }
+    }
+
+    pub(in crate::model) fn cpu(&self) -> Result<DenseCpu<'_>> {
+        if !self.packed {
+            return Err(candle_core::Error::Msg(
+                "dense weight not packed for the CPU".into(),
+            ));
+        }
+        Ok(DenseCpu {
+            packed: HostWeight::of(&self.weight)?,
+            bias: self.bias.as_ref().map(HostValues::of).transpose()?,
+            outputs: self.outputs,
+        })
+    }
+}
+
+pub(in crate::model) struct DenseCpu<'a> {
+    packed: HostWeight<'a>,
+    bias: Option<HostValues<'a>>,
+    outputs: usize,
+}
+
+impl DenseCpu<'_> {
+    pub(in crate::model) fn weight(&self) -> kernels::Packed<'_> {
+        let panels = self.outputs.div_ceil(kernels::PANEL);
+        let inputs = self.packed.get().len() / (panels * kernels::PANEL).max(1);
+        kernels::Packed::new(self.packed.get(), inputs, self.outputs)
+    }
+
+    /// The bias, empty where the projection has none.
+    pub(in crate::model) fn bias(&self) -> &[f32] {
+        self.bias.as_ref().map_or(&[], HostValues::get)
+    }
+
+    pub(in crate::model) fn outputs(&self) -> usize {
+        self.outputs
+    }
+}
+
+/// A norm of the hidden states: a LayerNorm (with a bias or without), or
+/// an RMSNorm.
+pub(in crate::model) enum Norm {
+    Layer(LayerNorm),
+    Rms(RmsNorm),
+}
+
+impl Norm {
+    /// A LayerNorm of `size`, with `bias` or without.
+    pub(in crate::model) fn layer(
+        vb: WeightBuilder,
+        size: usize,
+        eps: f64,
+        bias: bool,
+    ) -> Result<Self> {
+        let weight = vb.get(size, "weight")?;
+        Ok(Self::Layer(if bias {
+            LayerNorm::new(weight, vb.get(size, "bias")?, eps)
+        } else {
+            LayerNorm::new_no_bias(weight, eps)
+        }))
+    }
+
+    pub(in crate::model) fn rms(vb: WeightBuilder, size: usize, eps: f64) -> Result<Self> {
+        Ok(Self::Rms(RmsNorm::new(vb.get(size, "weight")?, eps)))
+    }
+
+    pub(in crate::model) fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::Layer(norm) => norm.forward(x),
+            Self::Rms(norm) => norm.forward(x),
+        }
+    }
+
+    pub(in crate::model) fn cpu(&self) -> Result<NormCpu<'_>> {
+        Ok(match self {
+            Self::Layer(norm) => NormCpu::Layer {
+                gamma: HostValues::of(norm.weight())?,
+                beta: norm.bias().map(HostValues::of).transpose()?,
+                eps: norm.eps() as f32,
+            },
+            Self::Rms(norm) => NormCpu::Rms {
+                gamma: HostValues::of(norm.weight())?,
+                eps: norm.eps() as f32,
+            },
+        })
+    }
+}
+
+/// A [`Norm`]'s parameters as slices.
+pub(in crate::model) enum NormCpu<'a> {
+    Layer {
+        gamma: HostValues<'a>,
+        beta: Option<HostValues<'a>>,
+        eps: f32,
+    },
+    Rms {
+        gamma: HostValues<'a>,
+        eps: f32,
+    },
+}
+
+impl NormCpu<'_> {
+    pub(in crate::model) fn row_norm(&self) -> RowNorm<'_> {
+        match self {
+            Self::Layer { gamma, beta, eps } => RowNorm::Layer {
+                gamma: gamma.get(),
+                beta: beta.as_ref().map(HostValues::get),
+                eps: *eps,
+            },
+            Self::Rms { gamma, eps } => RowNorm::Rms {
+                gamma: gamma.get(),
+                eps: *eps,
+            },
+        }
+    }
+
+    pub(in crate::model) fn forward(&self, x: &mut [f32]) {
+        kernels::normalise_rows(x, self.row_norm());
+    }
+}

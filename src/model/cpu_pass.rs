@@ -1,0 +1,630 @@
+//! The CPU pass both stacks run, on [`crate::kernels`]: a team of threads
+//! ([`super::team`]) split the way tensor-parallel transformers split a
+//! layer across devices, so that each thread reads only its share of the
+//! weights while multiplying them by every token. A thread owns some query
+//! heads (and the key/value heads they read) and some feed-forward
+//! columns. Per layer it projects every token to its heads' queries, keys
+//! and values, rotates them where the family does, makes those heads' P, O
+//! and S in the attention core (straight into the capture), and its partial
+//! sum of the attention-output projection (its heads' rows of that weight);
+//! at a barrier the partial sums meet, and every thread adds them up, with
+//! bias and residual, into the whole attended state. The feed-forward goes
+//! the same way: its own intermediate columns (both halves of a gated one),
+//! a partial sum of the down projection, a barrier, the sum. Two barriers a
+//! layer, none after the last layer's attention.
+//!
+//! The stacks differ in where the norms sit ([`LayerCpu`]): the BERT-like
+//! encoders normalise after each residual sum, the pre-norm families (the
+//! decoders, ModernBERT) before each sub-layer.
+
+use super::blocks::{DenseCpu, NormCpu};
+use super::stack::{CaptureBuffers, ForwardError, LayerCaptures};
+use super::team::{self, Barrier};
+use crate::kernels::attention::{attend, ScoreRule};
+use crate::kernels::{self, Activation, MatRef};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// One layer's parameters as slices.
+pub(super) struct LayerCpu<'a> {
+    /// Pre-norm: the norm of the attention's input (`None`: ModernBERT's
+    /// first layer, whose input is the normalised embeddings). Post-norm:
+    /// the norm after the attention's residual sum.
+    pub(super) attention_norm: Option<NormCpu<'a>>,
+    /// Queries, keys and values side by side: H·d, H_kv·d and H_kv·d columns.
+    pub(super) qkv: DenseCpu<'a>,
+    pub(super) attention_output: DenseCpu<'a>,
+    /// Pre-norm: the norm of the feed-forward's input; post-norm: the norm
+    /// after its residual sum.
+    pub(super) feed_forward_norm: NormCpu<'a>,
+    /// The feed-forward's first projection: I columns, or for a gated one
+    /// 2·I, the activated half and then the half it is multiplied by.
+    pub(super) up: DenseCpu<'a>,
+    pub(super) gated: bool,
+    pub(super) activation: Activation,
+    pub(super) down: DenseCpu<'a>,
+    pub(super) rule: ScoreRule,
+    /// Rotary positions of this layer's queries and keys, if the family
+    /// rotates them.
+    pub(super) rotary: Option<&'a RotaryCpu>,
+}
+
+/// The shape of a pass.
+#[derive(Clone, Copy)]
+pub(super) struct PassShape {
+    pub(super) tokens: usize,
+    pub(super) hidden: usize,
+    pub(super) heads: usize,
+    pub(super) kv_heads: usize,
+    pub(super) head_dim: usize,
+    /// I: the feed-forward's intermediate width (of each half, when gated).
+    pub(super) intermediate: usize,
+    /// Norms before each sub-layer (else after each residual sum).
+    pub(super) pre_norm: bool,
+}
+
+/// Rotary positions as transformers' `rotate_half` convention applies
+/// them, pairing dimension i with i + d/2: cos and sin of every position's
+/// angles (T × d, the frequencies repeated for the two halves), computed in
+/// float32 as transformers computes them.
+pub(super) struct RotaryCpu {
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    head_dim: usize,
+}
+
+impl RotaryCpu {
+    pub(super) fn new(inverse_frequencies: &[f32], tokens: usize) -> Self {
+        let head_dim = 2 * inverse_frequencies.len();
+        let (mut cos, mut sin) = (
+            Vec::with_capacity(tokens * head_dim),
+            Vec::with_capacity(tokens * head_dim),
+        );
+        for position in 0..tokens {
+            for _ in 0..2 {
+                for &inverse in inverse_frequencies {
+                    let angle = position as f32 * inverse;
+                    cos.push(angle.cos());
+                    sin.push(angle.sin());
+                }
+            }
+        }
+        Self { cos, sin, head_dim }
+    }
+
+    /// cos of every position's angles, T × d.
+    pub(super) fn cos(&self) -> &[f32] {
+        &self.cos
+    }
+
+    /// sin of every position's angles, T × d.
+    pub(super) fn sin(&self) -> &[f32] {
+        &self.sin
+    }
+
+    /// `x·cos + rotate_half(x)·sin` of one head's contiguous T × d vectors.
+    fn apply(&self, x: &mut [f32]) {
+        let (d, half) = (self.head_dim, self.head_dim / 2);
+        for ((row, cos), sin) in x
+            .chunks_exact_mut(d)
+            .zip(self.cos.chunks_exact(d))
+            .zip(self.sin.chunks_exact(d))
+        {
+            for i in 0..half {
+                let (first, second) = (row[i], row[i + half]);
+                row[i] = first * cos[i] + -second * sin[i];
+                row[i + half] = second * cos[i + half] + first * sin[i + half];
+            }
+        }
+    }
+}
+
+/// What the pass does with each layer's P, O and S.
+pub(super) enum Capture<'a> {
+    /// Writes every layer's into these buffers.
+    Kept(CaptureBuffers<'a>),
+    /// Hands each layer's, with the rotated queries and keys P is made
+    /// from, to the sink as soon as the layer's attention is complete
+    /// (on the calling thread), in buffers the next layer reuses.
+    Streamed(&'a mut LayerSink<'a>),
+}
+
+/// Receives layer `index`'s captures.
+pub(super) type LayerSink<'a> = dyn FnMut(usize, LayerCaptures) -> Result<(), ForwardError> + 'a;
+
+/// Runs `layers[schedule[0]]`, `layers[schedule[1]]`, … on `states` (the
+/// embeddings, T × hidden) on `threads` threads, capturing every layer's P,
+/// O and S as `capture` says. Only the calling thread polls `cancelled`.
+pub(super) fn run(
+    shape: PassShape,
+    states: &[f32],
+    layers: &[LayerCpu],
+    schedule: &[usize],
+    capture: Capture,
+    threads: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<(), ForwardError> {
+    if shape.tokens == 0 || schedule.is_empty() {
+        return Ok(());
+    }
+    let threads = threads.clamp(1, shape.heads);
+    kernels::disable_weight_packing();
+    let head_ranges = team::split_evenly(shape.heads, threads);
+    let panels = shape.intermediate.div_ceil(kernels::PANEL);
+    let column_ranges = team::split_evenly(panels, threads)
+        .into_iter()
+        .map(|panels| {
+            let end = (panels.end * kernels::PANEL).min(shape.intermediate);
+            (panels.start * kernels::PANEL).min(end)..end
+        })
+        .collect();
+    let square = shape.tokens * shape.tokens;
+    let vectors = shape.tokens * shape.head_dim;
+    let (mut out, sink) = match capture {
+        Capture::Kept(out) => (Some(out), None),
+        Capture::Streamed(sink) => (None, Some(sink)),
+    };
+    let mut layer_buffers = [
+        shape.heads * square,
+        shape.heads * vectors,
+        shape.heads * square,
+        shape.heads * vectors,
+        shape.kv_heads * vectors,
+    ]
+    .map(|len| {
+        if sink.is_some() {
+            vec![0.0; len]
+        } else {
+            Vec::new()
+        }
+    });
+    let [attention_buffer, outputs_buffer, similarity_buffer, queries_buffer, keys_buffer] =
+        &mut layer_buffers;
+    let streamed = StreamedLayer {
+        attention: SharedBuffer::new(attention_buffer),
+        head_outputs: SharedBuffer::new(outputs_buffer),
+        similarity: SharedBuffer::new(similarity_buffer),
+        queries: SharedBuffer::new(queries_buffer),
+        keys: SharedBuffer::new(keys_buffer),
+    };
+    let kept = out.as_mut().map(|out| {
+        let attention = team::pieces(out.attention, shape.heads, square, &head_ranges);
+        let outputs = team::pieces(out.head_outputs, shape.heads, vectors, &head_ranges);
+        let similarity = team::pieces(out.similarity, shape.heads, square, &head_ranges);
+        attention.into_iter().zip(outputs).zip(similarity)
+    });
+    let mailboxes = || (0..threads).map(|_| RwLock::new(Vec::new())).collect();
+    let pass = Pass {
+        shape,
+        states,
+        layers,
+        schedule,
+        heads: head_ranges,
+        columns: column_ranges,
+        barrier: Barrier::new(threads),
+        stop_at: AtomicUsize::new(usize::MAX),
+        attention_partials: mailboxes(),
+        feed_forward_partials: mailboxes(),
+    };
+    let targets: Vec<Targets> = match kept {
+        Some(kept) => kept
+            .map(|((attention, head_outputs), similarity)| Targets::Kept {
+                attention,
+                head_outputs,
+                similarity,
+            })
+            .collect(),
+        None => (0..threads).map(|_| Targets::Streamed(&streamed)).collect(),
+    };
+    let mut workers = targets
+        .into_iter()
+        .enumerate()
+        .map(|(index, targets)| Worker { index, targets });
+    let first = workers.next().expect("at least one thread");
+    let mut sink = sink;
+    std::thread::scope(|scope| {
+        for worker in workers {
+            let pass = &pass;
+            scope.spawn(move || pass.run(worker, None, None));
+        }
+        let sink = sink.as_mut().map(|sink| &mut **sink as &mut LayerSink);
+        pass.run(first, Some(cancelled), sink)
+    })?;
+    if let Some(sink) = sink {
+        // The last layer has no barrier after its attention: every thread
+        // has finished it once the scope has joined them.
+        // SAFETY: no thread is left to write the buffers.
+        sink(schedule.len() - 1, unsafe { streamed.captures() })?;
+    }
+    Ok(())
+}
+
+/// A buffer the threads write in disjoint parts (each its own heads) and
+/// the calling thread reads whole once they have met at a barrier.
+struct SharedBuffer {
+    data: *mut f32,
+    len: usize,
+}
+
+// SAFETY: access is coordinated by the pass: threads write disjoint ranges
+// (their own heads) and the whole is read only after a barrier, while no
+// thread writes (see `Pass::run`).
+unsafe impl Sync for SharedBuffer {}
+
+impl SharedBuffer {
+    fn new(values: &mut [f32]) -> Self {
+        Self {
+            data: values.as_mut_ptr(),
+            len: values.len(),
+        }
+    }
+
+    /// # Safety
+    /// No other thread may access `range` until the next barrier, and no
+    /// one may read the whole buffer meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn part(&self, range: Range<usize>) -> &mut [f32] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: in bounds (checked above); exclusive as the caller promises.
+        unsafe { std::slice::from_raw_parts_mut(self.data.add(range.start), range.len()) }
+    }
+
+    /// # Safety
+    /// No thread may write the buffer while the slice lives.
+    unsafe fn whole(&self) -> &[f32] {
+        // SAFETY: the buffer is `len` values; nobody writes, as the caller promises.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+/// One layer's captures, streamed: P, O and S of every head, its rotated
+/// queries and its key/value heads' rotated keys.
+struct StreamedLayer {
+    attention: SharedBuffer,
+    head_outputs: SharedBuffer,
+    similarity: SharedBuffer,
+    queries: SharedBuffer,
+    keys: SharedBuffer,
+}
+
+impl StreamedLayer {
+    /// # Safety
+    /// No thread may write the buffers while the captures live.
+    unsafe fn captures(&self) -> LayerCaptures<'_> {
+        // SAFETY: as the caller promises.
+        unsafe {
+            LayerCaptures {
+                attention: self.attention.whole(),
+                head_outputs: self.head_outputs.whole(),
+                similarity: self.similarity.whole(),
+                queries: self.queries.whole(),
+                keys: self.keys.whole(),
+            }
+        }
+    }
+}
+
+/// What the threads of one CPU pass share.
+struct Pass<'a> {
+    shape: PassShape,
+    states: &'a [f32],
+    layers: &'a [LayerCpu<'a>],
+    schedule: &'a [usize],
+    /// Each thread's query heads.
+    heads: Vec<Range<usize>>,
+    /// Each thread's feed-forward intermediate columns.
+    columns: Vec<Range<usize>>,
+    barrier: Barrier,
+    /// The layer at which the pass stops (`usize::MAX`: none).
+    stop_at: AtomicUsize,
+    /// Each thread's partial sum of the attention-output projection, T × hidden.
+    attention_partials: Vec<RwLock<Vec<f32>>>,
+    /// Each thread's partial sum of the feed-forward's down projection.
+    feed_forward_partials: Vec<RwLock<Vec<f32>>>,
+}
+
+/// One thread of the pass and where it writes its heads' captures.
+struct Worker<'a> {
+    index: usize,
+    targets: Targets<'a>,
+}
+
+enum Targets<'a> {
+    /// Its heads' blocks of every layer.
+    Kept {
+        attention: Vec<&'a mut [f32]>,
+        head_outputs: Vec<&'a mut [f32]>,
+        similarity: Vec<&'a mut [f32]>,
+    },
+    /// The layer being streamed.
+    Streamed(&'a StreamedLayer),
+}
+
+impl Pass<'_> {
+    /// One thread's whole pass. Only the first thread polls `cancelled` (it
+    /// need not be shareable): it posts the layer in `stop_at` and skips to
+    /// the layer's first barrier, after which every thread sees it, so all
+    /// stop at the same layer (in the last layer, which has no barrier, the
+    /// others just finish).
+    fn run(
+        &self,
+        mut worker: Worker,
+        cancelled: Option<&dyn Fn() -> bool>,
+        mut sink: Option<&mut LayerSink>,
+    ) -> Result<(), ForwardError> {
+        let _poison = self.barrier.poison_on_panic();
+        let me = worker.index;
+        let shape = self.shape;
+        let heads = self.heads[me].clone();
+        let columns = self.columns[me].clone();
+        let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
+        let group = shape.heads / shape.kv_heads.max(1);
+        // The key/value heads this thread's query heads read.
+        let kv_heads = heads.start / group..(heads.end - 1) / group + 1;
+        let (square, vectors) = (tokens * tokens, tokens * head_dim);
+        let (width, kv_width) = (heads.len() * head_dim, kv_heads.len() * head_dim);
+        let mut x = self.states.to_vec();
+        let mut attended = vec![0.0; tokens * hidden];
+        let mut normed = if shape.pre_norm {
+            vec![0.0; tokens * hidden]
+        } else {
+            Vec::new()
+        };
+        // This thread's queries (T × width) and its key/value heads' keys
+        // and values (T × kv_width each); each head's made contiguous
+        // (T × d) and rotated where the family rotates them.
+        let mut queries = vec![0.0; tokens * width];
+        let mut keys = vec![0.0; tokens * kv_width];
+        let mut values = vec![0.0; tokens * kv_width];
+        let mut query = vec![0.0; vectors];
+        let mut head_keys = vec![0.0; kv_heads.len() * vectors];
+        let mut head_values = vec![0.0; kv_heads.len() * vectors];
+        // This thread's heads' outputs side by side, T × width.
+        let mut context = vec![0.0; tokens * width];
+        let mut intermediate = vec![0.0; tokens * columns.len()];
+        let mut multiplier = if self.layers.iter().any(|l| l.gated) {
+            vec![0.0; tokens * columns.len()]
+        } else {
+            Vec::new()
+        };
+        let no_bias = vec![0.0; columns.len()];
+        let count = self.schedule.len();
+        let mut failed = None;
+        for (l, layer) in self.schedule.iter().map(|&i| &self.layers[i]).enumerate() {
+            let last = l + 1 == count;
+            if failed.is_some() || cancelled.is_some_and(|cancelled| cancelled()) {
+                self.stop_at.store(l, Ordering::Relaxed);
+                if last {
+                    return Err(failed.unwrap_or(ForwardError::Cancelled));
+                }
+            } else {
+                let input = if shape.pre_norm {
+                    normed.copy_from_slice(&x);
+                    if let Some(norm) = &layer.attention_norm {
+                        norm.forward(&mut normed);
+                    }
+                    &normed
+                } else {
+                    &x
+                };
+                let states = MatRef::new(input, tokens, hidden);
+                let query_columns = heads.start * head_dim..heads.end * head_dim;
+                let key_start = shape.heads * head_dim;
+                let value_start = key_start + shape.kv_heads * head_dim;
+                let kv_columns = kv_heads.start * head_dim..kv_heads.end * head_dim;
+                for (out, columns) in [
+                    (&mut queries, query_columns),
+                    (
+                        &mut keys,
+                        key_start + kv_columns.start..key_start + kv_columns.end,
+                    ),
+                    (
+                        &mut values,
+                        value_start + kv_columns.start..value_start + kv_columns.end,
+                    ),
+                ] {
+                    project(&layer.qkv, states, hidden, columns, out);
+                }
+                // Contiguous copies: gemm reads a head's keys and values
+                // faster this way than through the block's row stride.
+                for (i, (keys_of_head, values_of_head)) in head_keys
+                    .chunks_mut(vectors)
+                    .zip(head_values.chunks_mut(vectors))
+                    .enumerate()
+                {
+                    gather_head(&keys, kv_width, i, head_dim, keys_of_head);
+                    gather_head(&values, kv_width, i, head_dim, values_of_head);
+                    if let Some(rotary) = layer.rotary {
+                        rotary.apply(keys_of_head);
+                    }
+                    let kv = kv_heads.start + i;
+                    if let (Targets::Streamed(streamed), true) =
+                        (&worker.targets, heads.contains(&(kv * group)))
+                    {
+                        // SAFETY: kv's first query head is this thread's,
+                        // so no other thread writes these keys.
+                        let keys = unsafe { streamed.keys.part(kv * vectors..(kv + 1) * vectors) };
+                        keys.copy_from_slice(keys_of_head);
+                    }
+                }
+                for (i, head) in heads.clone().enumerate() {
+                    gather_head(&queries, width, i, head_dim, &mut query);
+                    if let Some(rotary) = layer.rotary {
+                        rotary.apply(&mut query);
+                    }
+                    let kv = (head / group - kv_heads.start) * vectors;
+                    let (p, o, s) = match &mut worker.targets {
+                        Targets::Kept {
+                            attention,
+                            head_outputs,
+                            similarity,
+                        } => (
+                            &mut attention[l][i * square..(i + 1) * square],
+                            &mut head_outputs[l][i * vectors..(i + 1) * vectors],
+                            &mut similarity[l][i * square..(i + 1) * square],
+                        ),
+                        // SAFETY: the head is this thread's alone, and the
+                        // whole is read only after the next barrier.
+                        Targets::Streamed(streamed) => unsafe {
+                            streamed
+                                .queries
+                                .part(head * vectors..(head + 1) * vectors)
+                                .copy_from_slice(&query);
+                            (
+                                streamed.attention.part(head * square..(head + 1) * square),
+                                streamed
+                                    .head_outputs
+                                    .part(head * vectors..(head + 1) * vectors),
+                                streamed.similarity.part(head * square..(head + 1) * square),
+                            )
+                        },
+                    };
+                    attend(
+                        &query,
+                        &head_keys[kv..kv + vectors],
+                        &head_values[kv..kv + vectors],
+                        head_dim,
+                        &layer.rule,
+                        p,
+                        o,
+                        s,
+                    );
+                    for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
+                        row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
+                    }
+                }
+                if last {
+                    return Ok(());
+                }
+                let mut partial = self.attention_partials[me].write().expect("mailbox");
+                partial.resize(tokens * hidden, 0.0);
+                layer.attention_output.weight().product(
+                    MatRef::new(&context, tokens, width),
+                    heads.start * head_dim..heads.end * head_dim,
+                    0..hidden,
+                    &mut partial,
+                    false,
+                );
+            }
+            self.barrier.wait();
+            if self.stop_at.load(Ordering::Relaxed) <= l {
+                return Err(failed.unwrap_or(ForwardError::Cancelled));
+            }
+            if let (Some(sink), Targets::Streamed(streamed)) = (&mut sink, &worker.targets) {
+                // Every thread has written this layer (they met at the
+                // barrier) and none writes it again before the next
+                // barrier, which this thread reaches only after the sink.
+                // SAFETY: as just said.
+                if let Err(error) = sink(l, unsafe { streamed.captures() }) {
+                    failed = Some(error);
+                }
+            }
+            let attention_norm = layer
+                .attention_norm
+                .as_ref()
+                .filter(|_| !shape.pre_norm)
+                .map(NormCpu::row_norm);
+            sum_partials(
+                &self.attention_partials,
+                layer.attention_output.bias(),
+                &x,
+                &mut attended,
+                attention_norm,
+            );
+            let input = if shape.pre_norm {
+                normed.copy_from_slice(&attended);
+                layer.feed_forward_norm.forward(&mut normed);
+                &normed
+            } else {
+                &attended
+            };
+            let states = MatRef::new(input, tokens, hidden);
+            project_columns(
+                &layer.up,
+                states,
+                hidden,
+                columns.clone(),
+                &mut intermediate,
+            );
+            let bias = &layer.up.bias();
+            let bias = if bias.is_empty() {
+                &no_bias
+            } else {
+                &bias[columns.clone()]
+            };
+            kernels::activate(&mut intermediate, bias, layer.activation);
+            if layer.gated {
+                let half = shape.intermediate;
+                let gate_columns = half + columns.start..half + columns.end;
+                project(&layer.up, states, hidden, gate_columns, &mut multiplier);
+                for (v, m) in intermediate.iter_mut().zip(&multiplier) {
+                    *v *= m;
+                }
+            }
+            let mut partial = self.feed_forward_partials[me].write().expect("mailbox");
+            partial.resize(tokens * hidden, 0.0);
+            layer.down.weight().product(
+                MatRef::new(&intermediate, tokens, columns.len()),
+                columns.clone(),
+                0..hidden,
+                &mut partial,
+                false,
+            );
+            drop(partial);
+            self.barrier.wait();
+            sum_partials(
+                &self.feed_forward_partials,
+                layer.down.bias(),
+                &attended,
+                &mut x,
+                (!shape.pre_norm).then(|| layer.feed_forward_norm.row_norm()),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `out = x·W[:, columns] + b[columns]` (the bias where the projection has one).
+fn project(dense: &DenseCpu, x: MatRef, inputs: usize, columns: Range<usize>, out: &mut [f32]) {
+    let bias = dense.bias();
+    let seeded = !bias.is_empty();
+    if seeded {
+        kernels::seed_rows(out, &bias[columns.clone()]);
+    }
+    dense.weight().product(x, 0..inputs, columns, out, seeded);
+}
+
+/// `out = x·W[:, columns]`, the bias left to the activation's pass.
+fn project_columns(
+    dense: &DenseCpu,
+    x: MatRef,
+    inputs: usize,
+    columns: Range<usize>,
+    out: &mut [f32],
+) {
+    dense.weight().product(x, 0..inputs, columns, out, false);
+}
+
+/// Head `index`'s d columns of `block` (T rows of `width`) into `out` (T × d).
+fn gather_head(block: &[f32], width: usize, index: usize, head_dim: usize, out: &mut [f32]) {
+    for (row, values) in out.chunks_mut(head_dim).zip(block.chunks(width)) {
+        row.copy_from_slice(&values[index * head_dim..(index + 1) * head_dim]);
+    }
+}
+
+/// `out = residual + bias + every thread's partial sum`, then `norm`.
+fn sum_partials(
+    partials: &[RwLock<Vec<f32>>],
+    bias: &[f32],
+    residual: &[f32],
+    out: &mut [f32],
+    norm: Option<kernels::RowNorm>,
+) {
+    let posts: Vec<_> = partials
+        .iter()
+        .map(|post| post.read().expect("mailbox"))
+        .collect();
+    let posts: Vec<&[f32]> = posts.iter().map(|post| post.as_slice()).collect();
+    kernels::sum_rows(out, &posts, bias, residual, norm);
+}
