@@ -1,9 +1,10 @@
 //! Scheduling analyses: every edit or setting change owes a run, sent to
 //! the worker once the text has rested for [`DEBOUNCE_SECONDS`]; only the
 //! newest request counts, and the last result stays on screen until the
-//! next one arrives.
+//! next one arrives. A run in flight that lasts says where it stands
+//! ([`Runs::progress`]), and can be forgotten when the user cancels it.
 
-use crate::pipeline::RunOutput;
+use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::WorkerEvent;
 use std::sync::Arc;
 
@@ -21,6 +22,15 @@ pub struct Shown {
     pub total_sentences: usize,
 }
 
+impl Shown {
+    /// The sentences of the document before the text its request sent
+    /// (a large document sends a slice from the window on): what turns the
+    /// input's sentence numbers into the document's.
+    pub fn sentence_offset(&self) -> usize {
+        self.first_sentence - self.output.input.first_sentence.min(self.first_sentence)
+    }
+}
+
 /// The request in flight.
 #[derive(Debug, Clone, Copy)]
 struct Request {
@@ -36,6 +46,8 @@ pub struct Runs {
     pending_since: Option<f64>,
     /// The request in flight.
     in_flight: Option<Request>,
+    /// Where the run in flight stands, once it has said.
+    progress: Option<RunProgress>,
     shown: Option<Shown>,
     /// Why the last run gave no result.
     error: Option<String>,
@@ -61,6 +73,25 @@ impl Runs {
 
     pub fn shown(&self) -> Option<&Shown> {
         self.shown.as_ref()
+    }
+
+    /// Whether a request is in flight on the worker (it can be cancelled).
+    pub fn in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Where the run in flight stands, once it has lasted a moment.
+    pub fn progress(&self) -> Option<RunProgress> {
+        self.in_flight.and(self.progress)
+    }
+
+    /// Forgets the run in flight and any run owed (the user cancelled):
+    /// their events are ignored from now on, and the result on screen
+    /// stays.
+    pub fn forget(&mut self) {
+        self.in_flight = None;
+        self.progress = None;
+        self.pending_since = None;
     }
 
     pub fn error(&self) -> Option<&str> {
@@ -89,6 +120,7 @@ impl Runs {
             first_sentence,
             total_sentences,
         });
+        self.progress = None;
         self.pending_since = None;
     }
 
@@ -96,6 +128,15 @@ impl Runs {
     /// arrived for the request in flight.
     pub fn on_event(&mut self, event: WorkerEvent) -> Option<Arc<RunOutput>> {
         match event {
+            WorkerEvent::RunProgress {
+                generation,
+                progress,
+            } => {
+                if self.in_flight.is_some_and(|r| r.generation == generation) {
+                    self.progress = Some(progress);
+                }
+                None
+            }
             WorkerEvent::RunFinished { generation, output } => {
                 let request = self.in_flight?;
                 if request.generation != generation {

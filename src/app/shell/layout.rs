@@ -2,7 +2,7 @@
 //! text panel on the left, the central area, and the windows over them
 //! (Model, Corpus statistics).
 
-use super::status_bar::{self, StatusInfo};
+use super::status_bar::{self, StatusAction, StatusInfo};
 use crate::app::HeadscopeApp;
 
 impl HeadscopeApp {
@@ -12,13 +12,20 @@ impl HeadscopeApp {
         egui::Panel::top("menu bar").show(ui, |ui| self.menu_bar(ui));
         let status = StatusInfo {
             working: self.is_working(),
+            running: self.runs.in_flight(),
+            progress: self.runs.progress(),
             model: self.model.active(),
             load: self.model.load_state(),
             shown: self.runs.shown().map(|s| s.output.as_ref()),
             window: self.text.window_info(self.runs.shown()),
             autosave_error: self.text.autosave_error(),
         };
-        egui::Panel::bottom("status bar").show(ui, |ui| status_bar::status_bar_ui(ui, &status));
+        let action = egui::Panel::bottom("status bar")
+            .show(ui, |ui| status_bar::status_bar_ui(ui, &status))
+            .inner;
+        if action == Some(StatusAction::CancelRun) {
+            self.cancel_run();
+        }
         if self.settings.show_text_panel {
             egui::Panel::left("text panel")
                 .resizable(true)
