@@ -1,6 +1,6 @@
 //! The window's layout: menu bar on top, status bar at the bottom, the
-//! text panel on the left, the central area, and the windows over them
-//! (Model, Corpus statistics).
+//! text panel on the left, the outline on the right when it is open, the
+//! central area, and the windows over them (Model, Corpus statistics).
 
 use super::status_bar::{self, StatusAction, StatusInfo};
 use crate::app::HeadscopeApp;
@@ -32,6 +32,13 @@ impl HeadscopeApp {
                 .default_size(380.0)
                 .size_range(260.0..=760.0)
                 .show(ui, |ui| self.text_panel(ui));
+        }
+        if self.outline.open {
+            egui::Panel::right("outline panel")
+                .resizable(true)
+                .default_size(360.0)
+                .size_range(260.0..=640.0)
+                .show(ui, |ui| self.outline_panel_ui(ui));
         }
         egui::CentralPanel::default().show(ui, |ui| {
             let room = ui.available_rect_before_wrap();

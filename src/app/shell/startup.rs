@@ -50,6 +50,7 @@ impl HeadscopeApp {
                 config.autosave_path.clone(),
             ),
             runs: Runs::default(),
+            outline: Default::default(),
             views: Views::default(),
             corpus: CorpusView::default(),
             dialogs: FileDialogs::default(),

@@ -5,11 +5,12 @@
 //! The text's autosave ([`Autosave`]) lives here too: every edit is written
 //! to the autosave file shortly after it is made. The editor ([`editor`])
 //! shows the text, or the chunk of a large one around the window
-//! ([`document`]).
+//! ([`document`]); [`find`] searches the whole of it.
 
 pub mod autosave;
 pub mod document;
 pub mod editor;
+pub mod find;
 
 use crate::app::jobs::spawn_job;
 use crate::app::runs::Shown;
