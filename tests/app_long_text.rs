@@ -103,6 +103,33 @@ fn a_sentence_longer_than_the_window_is_analysed_in_pieces_with_a_note() {
         (1, 1, None)
     );
     save_picture(&mut harness, "app_long_text-outline-pieces.png");
+
+    // The long sentence made short while the window starts at its second
+    // piece: the window is analysed from the sentence's start, and the
+    // text panel says which sentences it holds.
+    harness.get_by_label(EDITOR_LABEL).focus();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text("The meeting began at noon. It was short. Nobody took notes.");
+    harness.step();
+    step_until(&mut harness, "the short text's result", |h| {
+        !h.state().is_working() && shows(h, "sentences 2–3 of 3")
+    });
+    let input = &harness.state().shown_output().unwrap().input;
+    assert_eq!(
+        (
+            input.first_sentence,
+            input.first_piece,
+            input.sentences_split.len()
+        ),
+        (1, 0, 0)
+    );
+    assert!(!shows(&harness, "more than one window holds"));
+    // The text panel knows the window it analysed (not "from sentence 2").
+    harness.step();
+    assert!(!shows(&harness, "from sentence"));
 }
 
 /// Saves what the window shows, for a person to look at (once the grid's

@@ -4,6 +4,7 @@
 //! next one arrives. A run in flight that lasts says where it stands
 //! ([`Runs::progress`]), and can be forgotten when the user cancels it.
 
+use crate::input::WindowStart;
 use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::WorkerEvent;
 use std::sync::Arc;
@@ -15,8 +16,8 @@ pub const DEBOUNCE_SECONDS: f64 = 0.15;
 pub struct Shown {
     pub generation: u64,
     pub output: Arc<RunOutput>,
-    /// The first sentence of the window it covers.
-    pub first_sentence: usize,
+    /// Where the window it was asked for starts, in the document.
+    pub first: WindowStart,
     /// The sentences of the whole text it was asked of (the text may have
     /// changed since: the status bar describes this run alone).
     pub total_sentences: usize,
@@ -27,7 +28,8 @@ impl Shown {
     /// (a large document sends a slice from the window on): what turns the
     /// input's sentence numbers into the document's.
     pub fn sentence_offset(&self) -> usize {
-        self.first_sentence - self.output.input.first_sentence.min(self.first_sentence)
+        let first = self.first.sentence;
+        first - self.output.input.first_sentence.min(first)
     }
 }
 
@@ -35,7 +37,7 @@ impl Shown {
 #[derive(Debug, Clone, Copy)]
 struct Request {
     generation: u64,
-    first_sentence: usize,
+    first: WindowStart,
     total_sentences: usize,
 }
 
@@ -113,11 +115,11 @@ impl Runs {
     }
 
     /// The owed run was sent as request `generation`, for the window that
-    /// starts at sentence `first_sentence` of a text of `total_sentences`.
-    pub fn sent(&mut self, generation: u64, first_sentence: usize, total_sentences: usize) {
+    /// starts at `first` of a text of `total_sentences`.
+    pub fn sent(&mut self, generation: u64, first: WindowStart, total_sentences: usize) {
         self.in_flight = Some(Request {
             generation,
-            first_sentence,
+            first,
             total_sentences,
         });
         self.progress = None;
@@ -147,7 +149,7 @@ impl Runs {
                 self.shown = Some(Shown {
                     generation,
                     output: output.clone(),
-                    first_sentence: request.first_sentence,
+                    first: request.first,
                     total_sentences: request.total_sentences,
                 });
                 Some(output)

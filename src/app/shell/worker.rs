@@ -37,6 +37,7 @@ impl HeadscopeApp {
                 | WorkerEvent::RunAbandoned { .. }
                 | WorkerEvent::RunFailed { .. } => {
                     if let Some(output) = self.runs.on_event(event) {
+                        self.text.settle_window(self.runs.shown());
                         self.views.heads.keep_within(&output);
                         self.chrome.trace_result(self.runs.shown());
                     }
@@ -55,7 +56,7 @@ impl HeadscopeApp {
         let Some((text, input_start)) = self.text.request() else {
             return;
         };
-        let first = self.text.first_sentence();
+        let first = self.text.window_start();
         let total = self.text.document().map_or(0, |d| d.sentence_count());
         let input = self.settings.input_options(input_start);
         let generation = self
@@ -106,7 +107,7 @@ impl HeadscopeApp {
         let Some(document) = self.text.document() else {
             return;
         };
-        let (text, sentence) = document.request(shown.first_sentence);
+        let (text, sentence) = document.request(shown.first.sentence);
         let input = self.settings.input_options(WindowStart {
             sentence,
             piece: shown.output.input.first_piece,

@@ -270,6 +270,21 @@ impl TextState {
         ))
     }
 
+    /// Takes the piece the shown result's window really starts at when it
+    /// was asked for the current window: a piece past a sentence's last
+    /// (an edit shortened the sentence since) is analysed from its last,
+    /// and "Next window" must go on from there.
+    pub fn settle_window(&mut self, shown: Option<&Shown>) {
+        let Some(info) = self.window_info(shown) else {
+            return;
+        };
+        if shown.is_some_and(|s| s.first == self.window)
+            && info.first.sentence == self.window.sentence
+        {
+            self.window.piece = info.first.piece;
+        }
+    }
+
     /// The window the shown result covers, in sentences of the text it was
     /// asked of.
     pub fn window_info(&self, shown: Option<&Shown>) -> Option<WindowInfo> {
