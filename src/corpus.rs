@@ -25,8 +25,8 @@
 //! Documents that give no text (binary, empty or blank, unreadable, a JSON
 //! Lines line without the text field) are skipped and listed with the
 //! reason; a file that is not UTF-8 is read as Latin-1 and listed under
-//! `warnings`. A sentence too long for the model on its own is left out of
-//! the windows and counted, with a warning.
+//! `warnings`. A sentence longer than a window on its own is cut into
+//! pieces, each analysed as a sentence (as `analyze` does), and counted.
 
 pub mod documents;
 mod parquet_source;
@@ -46,7 +46,7 @@ pub use shard::Shard;
 pub use sources::{find_documents, find_text_files, CorpusError, CorpusPlan, SourceReader};
 
 use crate::analysis::AnalysisOptions;
-use crate::input::{InputError, InputMode, TokenizedText};
+use crate::input::{InputMode, TokenizedText, WindowStart};
 use crate::model::Model;
 use crate::pipeline::{self, RunError};
 use serde::{Deserialize, Serialize};
@@ -76,9 +76,9 @@ impl CorpusOptions {
     pub fn input_options(&self) -> pipeline::InputOptions {
         pipeline::InputOptions {
             mode: self.mode,
-            first_sentence: 0,
             max_tokens: self.limits.max_tokens,
             capture_memory_mb: self.limits.capture_memory_mb,
+            ..Default::default()
         }
     }
 }
@@ -383,61 +383,55 @@ impl DocumentRun<'_, '_> {
         // The model's limit, or the user's, and the capture memory.
         let input = options.input_options();
         let limit = pipeline::token_limit(model, &input);
-        let mut first_sentence = 0;
-        while first_sentence < spans.len() {
+        let mut start = Some(WindowStart::default());
+        while let Some(first) = start {
             if (self.is_cancelled)() {
                 self.part.partial = true;
                 break;
             }
             let window = tokenized
-                .window(limit.tokens, first_sentence, &model.specials)
+                .window(limit.tokens, first, &model.specials)
                 .map_err(RunError::Input)
                 .and_then(|built| {
                     let built = pipeline::fit_window(model, built, limit, &input);
-                    pipeline::run_prepared(model, built, &options.analysis, self.is_cancelled)
+                    pipeline::run_prepared(model, built, &options.analysis, &self.is_cancelled)
                 });
             match window {
                 Ok(output) => {
-                    let analysed = output.input.sentences_analysed;
+                    let built = &output.input;
                     self.part.stats.add(&output.analysis);
                     self.part.model_seconds += output.timings.total_ms / 1000.0;
                     document.windows += 1;
                     document.tokens += output.analysis.tokens;
                     self.part.tokens += output.analysis.tokens;
                     self.part.content_tokens += output.analysis.content_tokens;
-                    self.part.sentences += analysed;
-                    let next = first_sentence + analysed;
-                    let end = next
-                        .checked_sub(1)
-                        .and_then(|last| spans.get(last))
-                        .map_or(text.len(), |s| s.1);
-                    (self.on_event)((self.progress)(self.part.stats.windows(), covered(end)));
-                    // No progress would loop for ever; it cannot happen
-                    // with a non-empty window, but guard anyway.
-                    if analysed == 0 {
-                        break;
+                    self.part.sentences += built.sentences_analysed;
+                    // A sentence cut into pieces counts once, in the window
+                    // holding its first piece.
+                    let newly_split = built
+                        .sentences_split
+                        .iter()
+                        .filter(|split| split.in_window.first().is_some_and(|p| p.piece == 0))
+                        .count();
+                    document.sentences_split += newly_split;
+                    self.part.sentences_split += newly_split;
+                    // The text covered: up to the window's last sentence,
+                    // or its last piece.
+                    let end = match built.next {
+                        Some(next) if next.piece > 0 => {
+                            built.tokens.offsets.iter().flatten().last().map(|o| o.1)
+                        }
+                        _ => spans.get(built.last_sentence()).map(|s| s.1),
                     }
-                    first_sentence = next;
+                    .unwrap_or(0);
+                    (self.on_event)((self.progress)(self.part.stats.windows(), covered(end)));
+                    // Every window holds at least one sentence or piece, so
+                    // `next` always moves on.
+                    start = built.next;
                 }
                 Err(RunError::Cancelled) => {
                     self.part.partial = true;
                     break;
-                }
-                Err(RunError::Input(InputError::SentenceTooLong {
-                    sentence,
-                    tokens,
-                    limit,
-                })) => {
-                    // One run-on sentence should not cost the rest of the document.
-                    self.warn(
-                        id.clone(),
-                        format!(
-                            "sentence {sentence} alone has {tokens} tokens, more than the model's limit of {limit}: left it out"
-                        ),
-                    );
-                    document.sentences_left_out += 1;
-                    self.part.sentences_left_out += 1;
-                    first_sentence += 1;
                 }
                 Err(e) => {
                     let reason = match document.windows {
@@ -449,12 +443,12 @@ impl DocumentRun<'_, '_> {
                 }
             }
         }
-        document.complete = first_sentence >= spans.len();
+        document.complete = start.is_none();
         if document.windows > 0 {
             self.part.files += 1;
             self.part.bytes += self.bytes;
         }
-        if document.windows > 0 || document.sentences_left_out > 0 {
+        if document.windows > 0 {
             self.part.documents.push(Numbered {
                 document: self.number,
                 item: document,

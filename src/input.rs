@@ -8,11 +8,15 @@
 //! encode the whole text once and takes sentence ids from token offsets.
 //! Either way a text longer than the model's limit is cut at the last whole
 //! sentence that fits and what was left out is counted, never silently
-//! dropped; `first_sentence` moves that window through a long document.
-//! A causal decoder reads the text itself instead, as [`decoder`] builds it
-//! (ANALYSIS.md §8).
+//! dropped; a [`WindowStart`] moves that window through a long document.
+//! A sentence longer than a window on its own is cut into pieces, each
+//! analysed as a sentence ([`pieces`]). A causal decoder reads the text
+//! itself instead, as [`decoder`] builds it (ANALYSIS.md §8).
 
 mod decoder;
+mod pieces;
+
+pub use pieces::{SplitSentence, WindowPiece};
 
 use crate::captures::CaptureMode;
 use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
@@ -41,14 +45,10 @@ pub enum InputError {
     #[error("the text has {sentences} sentences, but the window starts at sentence {first} (counting from 1)")]
     WindowPastEnd { first: usize, sentences: usize },
     #[error(
-        "sentence {sentence} alone has {tokens} tokens, more than the limit of {limit} \
-         (with the start and separator tokens); split it, or use --one-sentence-per-line with shorter lines"
+        "a window of {limit} tokens leaves no room for the text: the input itself \
+         adds {added} tokens"
     )]
-    SentenceTooLong {
-        sentence: usize,
-        tokens: usize,
-        limit: usize,
-    },
+    LimitTooSmall { limit: usize, added: usize },
     #[error("the tokenizer failed: {0}")]
     Tokenizer(String),
 }
@@ -97,6 +97,37 @@ impl std::fmt::Display for TokenLimit {
     }
 }
 
+/// Where a window starts: a sentence of the text (0-based) and, when that
+/// sentence is longer than a window and cut into pieces, the piece
+/// (0-based; 0 for a whole sentence).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+pub struct WindowStart {
+    pub sentence: usize,
+    pub piece: usize,
+}
+
+impl From<usize> for WindowStart {
+    /// The start of a whole sentence.
+    fn from(sentence: usize) -> Self {
+        Self { sentence, piece: 0 }
+    }
+}
+
+/// Where one window of a text starts and ends, without its input: what an
+/// outline of a long document lists ([`TokenizedText::windows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowBounds {
+    pub start: WindowStart,
+    /// The last sentence of which the window holds something.
+    pub last_sentence: usize,
+    /// Where its text begins (its sentence's start, or its piece's).
+    pub start_byte: usize,
+    /// Where the next window starts, if one does.
+    pub next: Option<WindowStart>,
+}
+
 /// The model input and what the cut left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuiltInput {
@@ -105,12 +136,27 @@ pub struct BuiltInput {
     pub sentence_spans: Vec<(usize, usize)>,
     /// Index of the first sentence in the window.
     pub first_sentence: usize,
-    /// Sentences in the model input.
+    /// The piece of the first sentence the window starts at, when that
+    /// sentence was cut into pieces (0 otherwise).
+    #[serde(default)]
+    pub first_piece: usize,
+    /// Sentences in the model input, each piece of a cut sentence counting
+    /// as one.
     pub sentences_analysed: usize,
-    /// Sentences after the window that did not fit.
+    /// Sentences after the window of which nothing was analysed.
     pub sentences_left_out: usize,
-    /// Their tokens (without the separators they would have needed).
+    /// The tokens after the window (without the separators they would
+    /// have needed), the rest of a sentence cut in the window's last piece
+    /// included.
     pub tokens_left_out: usize,
+    /// Where the next window starts; `None` when this one reaches the end
+    /// of the text.
+    #[serde(default)]
+    pub next: Option<WindowStart>,
+    /// The sentences longer than a window that were cut into pieces, with
+    /// the pieces this window holds.
+    #[serde(default)]
+    pub sentences_split: Vec<SplitSentence>,
     /// The limit the window was cut to.
     #[serde(default)]
     pub limit: TokenLimit,
@@ -132,25 +178,68 @@ pub const RECOMPUTED_NOTE: &str = "every head's attention P and similarity S \
 pub const RECOMPUTED_NOTE_SHORT: &str = "P and S recomputed per head";
 
 impl BuiltInput {
+    /// Where this window starts.
+    pub fn start(&self) -> WindowStart {
+        WindowStart {
+            sentence: self.first_sentence,
+            piece: self.first_piece,
+        }
+    }
+
+    /// The last sentence of the text (0-based) of which this window holds
+    /// some tokens (a piece, when it ends inside a cut sentence).
+    pub fn last_sentence(&self) -> usize {
+        match self.next {
+            Some(next) if next.piece > 0 => next.sentence,
+            Some(next) => next.sentence.saturating_sub(1).max(self.first_sentence),
+            None => self.sentence_spans.len().saturating_sub(1),
+        }
+    }
+
     /// A warning for stderr or the status bar when something was left out.
     pub fn left_out_warning(&self) -> Option<String> {
-        (self.sentences_left_out > 0).then(|| {
+        let next = self.next?;
+        let (first, last) = (self.first_sentence + 1, self.last_sentence() + 1);
+        let analysed = if first == last {
+            format!("sentence {first}")
+        } else {
+            format!("sentences {first}–{last}")
+        };
+        let after = match self.sentences_left_out {
+            0 => String::new(),
+            1 => " and 1 sentence after it".to_string(),
+            n => format!(" and {n} sentences after it"),
+        };
+        let left_out = if next.piece > 0 {
+            format!("the rest of sentence {last}{after}")
+        } else {
             format!(
-                "the text is longer than {}: analysed sentences {}–{} of {}, \
-                 left out {} sentence{} ({} tokens) after the last whole sentence that fits",
-                self.limit,
-                self.first_sentence + 1,
-                self.first_sentence + self.sentences_analysed,
-                self.sentence_spans.len(),
+                "{} sentence{}",
                 self.sentences_left_out,
                 if self.sentences_left_out == 1 {
                     ""
                 } else {
                     "s"
-                },
-                self.tokens_left_out
+                }
             )
-        })
+        };
+        Some(format!(
+            "the text is longer than {}: analysed {analysed} of {}, left out {left_out} \
+             ({} tokens) after the window",
+            self.limit,
+            self.sentence_spans.len(),
+            self.tokens_left_out
+        ))
+    }
+
+    /// One note per sentence of the window that was cut into pieces: how
+    /// long it is, into how many pieces it was cut and which this window
+    /// holds. Worded for the window and stderr alike.
+    pub fn split_notes(&self) -> Vec<String> {
+        self.sentences_split
+            .iter()
+            .map(|split| split.note(&self.limit))
+            .collect()
     }
 }
 
@@ -185,21 +274,18 @@ fn trimmed_span(start: usize, piece: &str) -> Option<(usize, usize)> {
     })
 }
 
-/// Builds the model input for `text`, starting the window at sentence
-/// `first_sentence` (0-based) and fitting at most `max_tokens` positions.
+/// Builds the model input for `text`, starting the window at `start` (a
+/// sentence, 0-based, or a piece of a cut one) and fitting at most
+/// `max_tokens` positions.
 pub fn build_input(
     tokenizer: &Tokenizer,
     text: &str,
     mode: InputMode,
     max_tokens: usize,
-    first_sentence: usize,
+    start: impl Into<WindowStart>,
     specials: &SpecialTokens,
 ) -> Result<BuiltInput, InputError> {
-    TokenizedText::new(tokenizer, text, mode, specials)?.window(
-        max_tokens,
-        first_sentence,
-        specials,
-    )
+    TokenizedText::new(tokenizer, text, mode, specials)?.window(max_tokens, start, specials)
 }
 
 /// A text split into sentences and tokenized once. Every window of it is
@@ -209,7 +295,8 @@ pub fn build_input(
 /// Document modes encode each sentence on its own; plain mode encodes the
 /// whole text once and gives each token the sentence its start offset falls
 /// in; a decoder's text is encoded once in every mode ([`decoder`]).
-/// Either way a window is a run of whole sentences.
+/// Either way a window is a run of whole sentences, but for a sentence
+/// longer than a window, whose pieces are windowed like sentences.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenizedText {
     mode: InputMode,
@@ -221,6 +308,8 @@ pub struct TokenizedText {
     offsets: Vec<(usize, usize)>,
     /// Sentence index of each token, ascending.
     sentence_of: Vec<usize>,
+    /// Whether each token starts a word (where a long sentence may be cut).
+    word_start: Vec<bool>,
     /// Index of the first token of each sentence, and the token count last.
     sentence_starts: Vec<usize>,
     /// A decoder's input: the text encoded once with the tokenizer's own
@@ -298,6 +387,8 @@ impl TokenizedText {
         }
         tokenized.sentence_starts = starts;
         tokenized.spans = spans;
+        tokenized.word_start =
+            pieces::word_starts(text, &tokenized.offsets, &tokenized.sentence_of);
         Ok(tokenized)
     }
 
@@ -318,28 +409,193 @@ impl TokenizedText {
         self.sentence_starts[index + 1] - self.sentence_starts[index]
     }
 
-    /// The model input starting at sentence `first_sentence` (0-based):
-    /// the whole sentences from there that fit in `max_tokens` positions.
+    /// The model input starting at `start` (a sentence, 0-based, or a piece
+    /// of a cut one): the sentences from there that fit in `max_tokens`
+    /// positions, whole but for a sentence longer than a window on its own,
+    /// which is cut into pieces that are windowed like sentences.
     pub fn window(
         &self,
         max_tokens: usize,
-        first_sentence: usize,
+        start: impl Into<WindowStart>,
         specials: &SpecialTokens,
     ) -> Result<BuiltInput, InputError> {
-        if first_sentence >= self.spans.len() {
+        let start = start.into();
+        if start.sentence >= self.spans.len() {
             return Err(InputError::WindowPastEnd {
-                first: first_sentence + 1,
+                first: start.sentence + 1,
                 sentences: self.spans.len(),
             });
         }
-        let mut built = match self.mode {
-            _ if self.causal => self.decoder_window(max_tokens, first_sentence, specials)?,
-            InputMode::Plain => self.plain_window(max_tokens, first_sentence, specials)?,
-            _ => self.document_window(max_tokens, first_sentence, specials)?,
+        let layout = self.layout(specials);
+        let (per_sentence, closing) = (layout.per_sentence, layout.closing);
+        let mut tokens = layout.opening;
+        let mut analysed = 0;
+        let mut last_with_tokens = None;
+        let mut splits: Vec<SplitSentence> = Vec::new();
+        let next = self.fill(
+            max_tokens,
+            start,
+            (tokens.len(), per_sentence, closing),
+            |unit| {
+                for index in unit.tokens.clone() {
+                    self.push_token(&mut tokens, specials, index, analysed);
+                }
+                if per_sentence > 0 {
+                    special(&mut tokens, &specials.separator, Some(analysed));
+                }
+                if !unit.tokens.is_empty() {
+                    last_with_tokens = Some(analysed);
+                }
+                self.note_piece(&mut splits, unit, analysed);
+                analysed += 1;
+            },
+        )?;
+        match self.mode {
+            _ if self.causal
+                && next.is_none()
+                && tokens.len() + self.trailing.len() <= max_tokens =>
+            {
+                for (id, text) in &self.trailing {
+                    let token = SpecialToken {
+                        id: *id,
+                        text: text.clone(),
+                    };
+                    special(&mut tokens, &token, None);
+                }
+            }
+            _ if self.causal => {}
+            // One separator closes the window, in its last sentence with tokens.
+            InputMode::Plain => special(
+                &mut tokens,
+                &specials.separator,
+                Some(last_with_tokens.unwrap_or(analysed - 1)),
+            ),
+            _ => {}
+        }
+        let (sentences_left_out, tokens_left_out) = match next {
+            Some((at, token)) => (
+                self.spans.len() - at.sentence - usize::from(at.piece > 0),
+                self.ids.len() - token,
+            ),
+            None => (0, 0),
         };
-        built.sentence_spans = self.spans.clone();
-        built.first_sentence = first_sentence;
-        Ok(built)
+        Ok(BuiltInput {
+            tokens,
+            sentence_spans: self.spans.clone(),
+            first_sentence: start.sentence,
+            first_piece: splits
+                .first()
+                .filter(|split| split.sentence == start.sentence)
+                .map_or(0, |split| split.in_window[0].piece),
+            sentences_analysed: analysed,
+            sentences_left_out,
+            tokens_left_out,
+            next: next.map(|(at, _)| at),
+            sentences_split: splits,
+            ..Default::default()
+        })
+    }
+
+    /// The walk every window makes: from `start`, the sentences and pieces
+    /// that fit in `max_tokens` positions, each handed to `take`. The input
+    /// adds `opening` tokens first, `per_sentence` after each sentence and
+    /// `closing` at the end. Returns where the next window starts, with its
+    /// first token.
+    fn fill(
+        &self,
+        max_tokens: usize,
+        start: WindowStart,
+        (opening, per_sentence, closing): (usize, usize, usize),
+        mut take: impl FnMut(&pieces::Unit),
+    ) -> Result<Option<(WindowStart, usize)>, InputError> {
+        // Room for the longest piece: what the input adds around one sentence.
+        let added = opening + per_sentence + closing;
+        let room = max_tokens
+            .checked_sub(added)
+            .filter(|&room| room > 0)
+            .ok_or(InputError::LimitTooSmall {
+                limit: max_tokens,
+                added,
+            })?;
+        let mut used = opening;
+        for unit in self.units(start, room) {
+            let cost = unit.tokens.len() + per_sentence;
+            if used + cost + closing > max_tokens {
+                return Ok(Some((unit.start, unit.tokens.start)));
+            }
+            used += cost;
+            take(&unit);
+        }
+        Ok(None)
+    }
+
+    /// Every window of the text from the first, as [`TokenizedText::window`]
+    /// cuts them one after the other, without building their inputs: an
+    /// outline of a long document.
+    pub fn windows(
+        &self,
+        max_tokens: usize,
+        specials: &SpecialTokens,
+    ) -> Result<Vec<WindowBounds>, InputError> {
+        let layout = self.layout(specials);
+        let costs = (layout.opening.len(), layout.per_sentence, layout.closing);
+        let room = max_tokens.saturating_sub(costs.0 + costs.1 + costs.2);
+        let mut windows = Vec::new();
+        let mut start = Some(WindowStart::default());
+        while let Some(at) = start {
+            let mut last = at.sentence;
+            let next = self.fill(max_tokens, at, costs, |unit| {
+                last = unit.start.sentence;
+            })?;
+            let start_byte = match at.piece {
+                0 => self.spans[at.sentence].0,
+                _ => self
+                    .units(at, room)
+                    .next()
+                    .map_or(self.spans[at.sentence].0, |unit| {
+                        self.offsets[unit.tokens.start].0
+                    }),
+            };
+            start = next.map(|(next, _)| next);
+            windows.push(WindowBounds {
+                start: at,
+                last_sentence: last,
+                start_byte,
+                next: start,
+            });
+        }
+        Ok(windows)
+    }
+
+    /// What the input adds around the text's tokens, by mode.
+    fn layout(&self, specials: &SpecialTokens) -> Layout {
+        if self.causal {
+            let mut opening = TokenSequence {
+                cls_id: specials.start.id,
+                sep_id: specials.separator.id,
+                causal: true,
+                ..Default::default()
+            };
+            for (id, text) in &self.leading {
+                let token = SpecialToken {
+                    id: *id,
+                    text: text.clone(),
+                };
+                special(&mut opening, &token, None);
+            }
+            // The trailing special tokens close a window only where they fit.
+            return Layout {
+                opening,
+                per_sentence: 0,
+                closing: 0,
+            };
+        }
+        let plain = self.mode == InputMode::Plain;
+        Layout {
+            opening: empty_sequence(specials),
+            per_sentence: usize::from(!plain),
+            closing: usize::from(plain),
+        }
     }
 
     /// Appends token `index` of the text to a window, in window sentence
@@ -359,98 +615,15 @@ impl TokenizedText {
             self.offsets[index],
         );
     }
+}
 
-    fn document_window(
-        &self,
-        max_tokens: usize,
-        first: usize,
-        specials: &SpecialTokens,
-    ) -> Result<BuiltInput, InputError> {
-        let mut tokens = empty_sequence(specials);
-        let mut analysed = 0;
-        let mut next = first;
-        while next < self.spans.len() {
-            let count = self.sentence_tokens(next);
-            if tokens.len() + count + 1 > max_tokens {
-                // Nothing but separators so far (sentences of characters the
-                // tokenizer drops count for nothing): this sentence is too long.
-                let has_content = tokens.special.iter().any(|&special| !special);
-                if !has_content {
-                    return Err(InputError::SentenceTooLong {
-                        sentence: next + 1,
-                        tokens: count,
-                        limit: max_tokens,
-                    });
-                }
-                break;
-            }
-            for index in self.sentence_starts[next]..self.sentence_starts[next + 1] {
-                self.push_token(&mut tokens, specials, index, analysed);
-            }
-            special(&mut tokens, &specials.separator, Some(analysed));
-            analysed += 1;
-            next += 1;
-        }
-        Ok(BuiltInput {
-            tokens,
-            sentences_analysed: analysed,
-            sentences_left_out: self.spans.len() - next,
-            tokens_left_out: self.ids.len() - self.sentence_starts[next],
-            ..Default::default()
-        })
-    }
-
-    fn plain_window(
-        &self,
-        max_tokens: usize,
-        first: usize,
-        specials: &SpecialTokens,
-    ) -> Result<BuiltInput, InputError> {
-        let begin = self.sentence_starts[first];
-        let sentence_of = &self.sentence_of[begin..];
-        // Keep whole sentences while start + tokens + separator fit.
-        let room = max_tokens.saturating_sub(2);
-        let mut kept = sentence_of.len();
-        if kept > room {
-            let first_cut = sentence_of[room];
-            kept = self.sentence_starts[first_cut] - begin;
-            if kept == 0 {
-                // The first sentence with tokens (those before it may have
-                // none: characters the tokenizer drops) is too long on its own.
-                let sentence = sentence_of[0];
-                return Err(InputError::SentenceTooLong {
-                    sentence: sentence + 1,
-                    tokens: self.sentence_tokens(sentence),
-                    limit: max_tokens,
-                });
-            }
-        }
-        let mut tokens = empty_sequence(specials);
-        for index in begin..begin + kept {
-            self.push_token(
-                &mut tokens,
-                specials,
-                index,
-                self.sentence_of[index] - first,
-            );
-        }
-        // Nothing kept means the tokenizer produced no token at all (text of
-        // characters it drops): every sentence was read, none left out.
-        let remaining = self.spans.len() - first;
-        let analysed = if kept == 0 {
-            remaining
-        } else {
-            sentence_of[kept - 1] - first + 1
-        };
-        special(&mut tokens, &specials.separator, Some(analysed - 1));
-        Ok(BuiltInput {
-            tokens,
-            sentences_analysed: analysed,
-            sentences_left_out: remaining - analysed,
-            tokens_left_out: sentence_of.len() - kept,
-            ..Default::default()
-        })
-    }
+/// The tokens a window's input adds around the text's: `[CLS]` first and
+/// a `[SEP]` after each sentence in document modes, `[CLS]` and one closing
+/// `[SEP]` in plain mode, a decoder's leading special tokens.
+struct Layout {
+    opening: TokenSequence,
+    per_sentence: usize,
+    closing: usize,
 }
 
 /// Appends one token of the text. A special token written in the text (the

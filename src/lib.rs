@@ -17,7 +17,10 @@
 //!   the CLI, the worker and the tests.
 //! - [`model`]: loads a checkpoint and runs our own encoder or decoder,
 //!   capturing every head's attention and output (ANALYSIS.md §2);
-//!   [`input`]: turns text into the model's token sequence (ANALYSIS.md §1).
+//!   [`input`]: turns text into the model's token sequence (ANALYSIS.md §1),
+//!   cutting a sentence longer than a window into pieces; [`report`]: the
+//!   JSON documents `analyze` and `compare` write (the figures, and what
+//!   the input did to the text).
 //! - [`export`], [`npz`]: figures and files out, the same for the CLI and
 //!   the app.
 //! - [`analysis`], [`comparison`] (two models on one text, heads matched by
@@ -43,6 +46,7 @@ pub mod kernels;
 pub mod model;
 pub mod npz;
 pub mod pipeline;
+pub mod report;
 pub mod textfile;
 pub mod threads;
 pub mod tokens;

@@ -6,16 +6,26 @@
 //! the captures keep what recomputes P and S per head ([`capture_and_analyze`]);
 //! and, for a comparison, run a second model on the same text and compare
 //! the two ([`run_comparison`]).
+//!
+//! A run answers to a [`RunWatch`] between the model's layers: whether to
+//! stop, and where it stands ([`RunProgress`]: layer k of L, the time
+//! left at the pace so far), which the app shows for a long run. Any
+//! `Fn() -> bool` is a watch that only says whether to stop.
 
 use crate::analysis::{analyze, Analysis, AnalysisOptions, LayerAnalyser, LayerSquares};
 use crate::captures::{CaptureMode, Captures, SeparatorColumns};
-use crate::comparison::{self, Comparison, ComparisonReport, ModelReport, Side};
-use crate::input::{build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit};
+use crate::comparison::{self, Comparison, Side};
+use crate::input::{
+    build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
+    WindowBounds, WindowStart,
+};
 use crate::model::{ForwardError, Model};
+use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which part of the text becomes the model input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -23,6 +33,11 @@ pub struct InputOptions {
     pub mode: InputMode,
     /// First sentence of the window (0-based); 0 analyses from the start.
     pub first_sentence: usize,
+    /// When that sentence is longer than a window and cut into pieces, the
+    /// piece the window starts at (0-based; [`BuiltInput::next`] says
+    /// where the next window starts).
+    #[serde(default)]
+    pub first_piece: usize,
     /// At most this many tokens per window, below the model's own limit.
     #[serde(default)]
     pub max_tokens: Option<usize>,
@@ -100,6 +115,97 @@ pub fn token_limit(model: &Model, input: &InputOptions) -> TokenLimit {
     limit
 }
 
+/// Where a run stands: told before each layer of the model's pass and
+/// once the figures are being computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunProgress {
+    /// Layers of the pass finished.
+    pub layers_done: usize,
+    /// Layers in all.
+    pub layers: usize,
+    /// Time since the pass began.
+    pub elapsed: Duration,
+    /// Whether the pass is over and the figures are being computed.
+    pub figures: bool,
+}
+
+impl RunProgress {
+    /// The share of the pass done, 0 to 1.
+    pub fn fraction(&self) -> f32 {
+        if self.layers == 0 {
+            return 1.0;
+        }
+        (self.layers_done as f32 / self.layers as f32).min(1.0)
+    }
+
+    /// The time the pass still needs at the pace of its layers so far;
+    /// `None` before the first layer is done.
+    pub fn time_left(&self) -> Option<Duration> {
+        (self.layers_done > 0).then(|| {
+            let remaining = self.layers.saturating_sub(self.layers_done) as u32;
+            self.elapsed / self.layers_done as u32 * remaining
+        })
+    }
+
+    /// "layer 12 of 30 · ~41 s left", or "computing the figures" after the
+    /// pass.
+    pub fn describe(&self) -> String {
+        if self.figures {
+            return "computing the figures".to_string();
+        }
+        let layer = format!(
+            "layer {} of {}",
+            (self.layers_done + 1).min(self.layers),
+            self.layers
+        );
+        match self.time_left() {
+            Some(left) => format!("{layer} · ~{} left", seconds(left)),
+            None => layer,
+        }
+    }
+}
+
+/// "41 s", "2 min 5 s": a time left, rounded up to whole seconds.
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64().ceil() as u64;
+    if secs < 60 {
+        format!("{secs} s")
+    } else {
+        format!("{} min {} s", secs / 60, secs % 60)
+    }
+}
+
+/// What a run answers to between layers: whether to stop, and where it
+/// stands. A closure `Fn() -> bool` is a watch that only says whether to
+/// stop; [`Watched`] adds progress to one.
+pub trait RunWatch {
+    /// Whether the run should stop (it then ends with [`RunError::Cancelled`]).
+    fn cancelled(&self) -> bool;
+    /// Where the run stands.
+    fn progress(&self, _progress: RunProgress) {}
+}
+
+impl<F: Fn() -> bool + ?Sized> RunWatch for F {
+    fn cancelled(&self) -> bool {
+        self()
+    }
+}
+
+/// A cancel check and a progress report, as one [`RunWatch`].
+pub struct Watched<C, P> {
+    pub cancelled: C,
+    pub progress: P,
+}
+
+impl<C: Fn() -> bool, P: Fn(RunProgress)> RunWatch for Watched<C, P> {
+    fn cancelled(&self) -> bool {
+        (self.cancelled)()
+    }
+    fn progress(&self, progress: RunProgress) {
+        (self.progress)(progress)
+    }
+}
+
 /// Wall time of each stage of one run, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Timings {
@@ -116,6 +222,16 @@ pub struct RunOutput {
     pub captures: Captures,
     pub analysis: Analysis,
     pub timings: Timings,
+}
+
+impl RunOutput {
+    /// What `analyze --json` writes for this run.
+    pub fn report(&self) -> AnalysisReport<'_> {
+        AnalysisReport {
+            analysis: &self.analysis,
+            sentences_split: &self.input.sentences_split,
+        }
+    }
 }
 
 /// Why a run produced nothing.
@@ -151,10 +267,26 @@ pub fn prepare_input(
         text,
         input.mode,
         limit.tokens,
-        input.first_sentence,
+        WindowStart {
+            sentence: input.first_sentence,
+            piece: input.first_piece,
+        },
         &model.specials,
     )?;
     Ok(fit_window(model, built, limit, input))
+}
+
+/// Every window of `text` from the first, as the runs would cut them one
+/// after the other (with `input`'s mode and limits): the outline of a long
+/// document. Tokenizes the whole text: call it off the UI thread.
+pub fn outline(
+    model: &Model,
+    text: &str,
+    input: &InputOptions,
+) -> Result<Vec<WindowBounds>, InputError> {
+    let limit = token_limit(model, input);
+    TokenizedText::new(&model.tokenizer, text, input.mode, &model.specials)?
+        .windows(limit.tokens, &model.specials)
 }
 
 /// Records on a window cut to `limit` (from [`token_limit`]) that limit and
@@ -175,7 +307,7 @@ pub fn run_prepared(
     model: &Model,
     built: BuiltInput,
     options: &AnalysisOptions,
-    cancelled: &dyn Fn() -> bool,
+    watch: &dyn RunWatch,
 ) -> Result<RunOutput, RunError> {
     let start = Instant::now();
     let mut captures = Captures::default();
@@ -185,7 +317,7 @@ pub fn run_prepared(
         built.captures,
         options,
         &mut captures,
-        cancelled,
+        watch,
     )?;
     analysis.sentences_analysed = built.sentences_analysed;
     analysis.sentences_left_out = built.sentences_left_out;
@@ -216,22 +348,47 @@ pub struct StageTimes {
 /// when they have the right sizes) and computes the figures. With
 /// [`CaptureMode::Recomputed`] each layer is analysed as soon as the pass
 /// has computed it, and its P and S are freed; the captures keep what
-/// recomputes them and the columns the Separators view reads.
+/// recomputes them and the columns the Separators view reads. `watch` is
+/// asked before each layer whether to stop, and told where the run stands.
 pub fn capture_and_analyze(
     model: &Model,
     tokens: &TokenSequence,
     mode: CaptureMode,
     options: &AnalysisOptions,
     captures: &mut Captures,
-    cancelled: &dyn Fn() -> bool,
+    watch: &dyn RunWatch,
 ) -> Result<(Analysis, StageTimes), RunError> {
     let start = Instant::now();
+    let layers = model.layers();
+    // The model polls its cancel check once before each layer, in order:
+    // the k-th poll is the start of layer k.
+    let polls = Cell::new(0);
+    let cancelled = || {
+        let layers_done = polls.get();
+        polls.set(layers_done + 1);
+        watch.progress(RunProgress {
+            layers_done,
+            layers,
+            elapsed: start.elapsed(),
+            figures: false,
+        });
+        watch.cancelled()
+    };
+    let figures_begin = || {
+        watch.progress(RunProgress {
+            layers_done: layers,
+            layers,
+            elapsed: start.elapsed(),
+            figures: true,
+        })
+    };
     if mode == CaptureMode::Stored {
-        model.capture_into(&tokens.input_ids, cancelled, captures)?;
+        model.capture_into(&tokens.input_ids, &cancelled, captures)?;
         let model_ms = ms_since(start);
-        if cancelled() {
+        if watch.cancelled() {
             return Err(RunError::Cancelled);
         }
+        figures_begin();
         let analysis_start = Instant::now();
         let analysis = analyze(tokens, captures, options);
         let analysis_ms = ms_since(analysis_start);
@@ -245,28 +402,30 @@ pub fn capture_and_analyze(
     }
     // The last run's buffers would otherwise live through this pass.
     *captures = Captures::default();
-    let (layers, heads, t) = (model.layers(), model.heads(), tokens.len());
+    let (heads, t) = (model.heads(), tokens.len());
     let separators = tokens.separator_positions();
     let mut analyser = LayerAnalyser::new(tokens, options, layers);
     let mut columns = Vec::with_capacity(layers);
     let mut analysis_ms = 0.0;
-    *captures = model.capture_recomputable(&tokens.input_ids, cancelled, &mut |index, layer| {
-        let layer_start = Instant::now();
-        let squares = LayerSquares {
-            attention: layer.attention,
-            similarity: layer.similarity,
-            heads,
-        };
-        analyser.add_layer(index, squares);
-        columns.push(SeparatorColumns::of_layer(
-            |h| std::borrow::Cow::Borrowed(squares.head_attention(h)),
-            heads,
-            t,
-            &separators,
-        ));
-        analysis_ms += ms_since(layer_start);
-    })?;
+    *captures =
+        model.capture_recomputable(&tokens.input_ids, &cancelled, &mut |index, layer| {
+            let layer_start = Instant::now();
+            let squares = LayerSquares {
+                attention: layer.attention,
+                similarity: layer.similarity,
+                heads,
+            };
+            analyser.add_layer(index, squares);
+            columns.push(SeparatorColumns::of_layer(
+                |h| std::borrow::Cow::Borrowed(squares.head_attention(h)),
+                heads,
+                t,
+                &separators,
+            ));
+            analysis_ms += ms_since(layer_start);
+        })?;
     captures.separator_columns = columns;
+    figures_begin();
     let analysis_start = Instant::now();
     let analysis = analyser.finish();
     analysis_ms += ms_since(analysis_start);
@@ -279,18 +438,19 @@ pub fn capture_and_analyze(
     ))
 }
 
-/// Text → input → captures → figures. `cancelled` is polled between layers.
+/// Text → input → captures → figures. `watch` is asked between layers
+/// whether to stop (a closure `|| false` never stops) and told the progress.
 pub fn run(
     model: &Model,
     text: &str,
     input: &InputOptions,
     options: &AnalysisOptions,
-    cancelled: &dyn Fn() -> bool,
+    watch: &dyn RunWatch,
 ) -> Result<RunOutput, RunError> {
     let start = Instant::now();
     let built = prepare_input(model, text, input)?;
     let input_ms = ms_since(start);
-    let mut output = run_prepared(model, built, options, cancelled)?;
+    let mut output = run_prepared(model, built, options, watch)?;
     output.timings.input_ms = input_ms;
     output.timings.total_ms = ms_since(start);
     Ok(output)
@@ -312,8 +472,8 @@ impl ComparisonOutput {
     /// The document `headscope compare --json` writes; `a_name` names A.
     pub fn report<'a>(&'a self, a_name: &'a str) -> ComparisonReport<'a> {
         ComparisonReport::new(
-            ModelReport::new(a_name, side(&self.a)),
-            ModelReport::new(&self.b_name, side(&self.b)),
+            ModelReport::new(a_name, side(&self.a), &self.a.input.sentences_split),
+            ModelReport::new(&self.b_name, side(&self.b), &self.b.input.sentences_split),
             &self.comparison,
         )
     }
@@ -336,11 +496,11 @@ pub fn run_comparison(
     text: &str,
     input: &InputOptions,
     options: &AnalysisOptions,
-    cancelled: &dyn Fn() -> bool,
+    watch: &dyn RunWatch,
 ) -> Result<ComparisonOutput, RunError> {
     let start = Instant::now();
-    let b = run(model_b, text, input, options, cancelled)?;
-    if cancelled() {
+    let b = run(model_b, text, input, options, watch)?;
+    if watch.cancelled() {
         return Err(RunError::Cancelled);
     }
     let comparison = comparison::compare(side(&a), side(&b));

@@ -9,7 +9,10 @@
 //! and an atomic "latest generation" is shared with the thread: requests
 //! queued behind a newer one are dropped unseen, and a run already in
 //! progress notices between two layers that it has gone stale and stops
-//! (reported as [`WorkerEvent::RunAbandoned`]).
+//! (reported as [`WorkerEvent::RunAbandoned`]). [`AnalysisWorker::cancel_run`]
+//! makes the run in progress stale without asking for another. A run that
+//! lasts tells where it stands, a few times a second
+//! ([`WorkerEvent::RunProgress`]: layer k of L and the time left).
 //!
 //! A panic inside a job is caught and reported as an event with a plain
 //! message; the thread keeps serving, so the app stays usable. Dropping the
@@ -29,8 +32,9 @@
 
 use crate::analysis::AnalysisOptions;
 use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
+use crate::input::WindowBounds;
 use crate::model::{LoadProgress, Model, ModelSource};
-use crate::pipeline::{self, InputOptions, RunError, RunOutput};
+use crate::pipeline::{self, InputOptions, RunError, RunOutput, RunProgress};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -41,6 +45,10 @@ use std::time::{Duration, Instant};
 
 mod comparison;
 pub use comparison::{ComparisonEvent, ComparisonRequest};
+
+/// How often a long run says where it stands (and how long a run lasts
+/// before it first does).
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(150);
 
 /// Called after every event so the UI can repaint (e.g. `egui::Context::request_repaint`).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -97,6 +105,12 @@ pub enum WorkerEvent {
     },
     RunStarted {
         generation: u64,
+    },
+    /// Where a run that has lasted a moment stands (a few per second at
+    /// most; none for a run that ends quickly).
+    RunProgress {
+        generation: u64,
+        progress: RunProgress,
     },
     RunFinished {
         generation: u64,
@@ -185,13 +199,25 @@ struct CorpusJob {
     updates: Sender<CorpusUpdate>,
 }
 
+/// The windows of a whole text, asked for by [`AnalysisWorker::outline`].
+struct OutlineJob {
+    text: String,
+    input: InputOptions,
+    reply: Sender<Result<Vec<WindowBounds>, String>>,
+}
+
+/// Every window of a text, or why there are none.
+pub type OutlineResult = Result<Vec<WindowBounds>, String>;
+
 enum Command {
     LoadModel(ModelSource),
     LoadComparisonModel(ModelSource),
     Analyse(AnalyseRequest),
     Compare(ComparisonRequest),
     Corpus(CorpusJob),
+    Outline(OutlineJob),
     SetArtificialDelay(Duration),
+    SetLayerDelay(Duration),
     InjectPanic,
 }
 
@@ -223,6 +249,7 @@ impl AnalysisWorker {
             latest_comparison: latest_comparison.clone(),
             corpus_runs: Vec::new(),
             delay: Duration::ZERO,
+            layer_delay: Duration::ZERO,
             panic_next_run: false,
             events: event_tx,
             wake,
@@ -287,6 +314,23 @@ impl AnalysisWorker {
         receiver
     }
 
+    /// Abandons the analysis queued or running, without asking for
+    /// another: it ends as [`WorkerEvent::RunAbandoned`] (if it had
+    /// started), between two layers of the model.
+    pub fn cancel_run(&self) {
+        self.latest_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Cuts the whole `text` into the windows the analyses would run on
+    /// (with `input`'s mode and limits, on the loaded model's tokenizer),
+    /// on a thread of its own (`headscope-outline`): the outline of a long
+    /// document. Dropping the receiver drops the answer.
+    pub fn outline(&self, text: String, input: InputOptions) -> Receiver<OutlineResult> {
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        self.send(Command::Outline(OutlineJob { text, input, reply }));
+        receiver
+    }
+
     /// The generation of the newest request sent.
     pub fn latest_generation(&self) -> u64 {
         self.latest_generation.load(Ordering::SeqCst)
@@ -297,6 +341,13 @@ impl AnalysisWorker {
     /// for testing the UI.
     pub fn set_artificial_delay(&self, delay: Duration) {
         self.send(Command::SetArtificialDelay(delay));
+    }
+
+    /// Makes every following run wait this long before each layer of the
+    /// model (still abandoned at once when cancelled): a slow model whose
+    /// progress can be watched, for testing the UI.
+    pub fn set_layer_delay(&self, delay: Duration) {
+        self.send(Command::SetLayerDelay(delay));
     }
 
     /// Makes the next analysis panic, to check that a panic is reported and the
@@ -365,6 +416,8 @@ struct WorkerThread {
     /// Corpus runs started, with their cancel flags (set at shutdown).
     corpus_runs: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
     delay: Duration,
+    /// Waited before each layer ([`AnalysisWorker::set_layer_delay`]).
+    layer_delay: Duration,
     /// Set by [`AnalysisWorker::inject_panic`]: the next run panics.
     panic_next_run: bool,
     events: Sender<WorkerEvent>,
@@ -390,7 +443,9 @@ impl WorkerThread {
                     Command::Analyse(request) => newest_analysis = Some(request),
                     Command::Compare(request) => newest_comparison = Some(request),
                     Command::Corpus(job) => self.start_corpus(job),
+                    Command::Outline(job) => self.start_outline(job),
                     Command::SetArtificialDelay(delay) => self.delay = delay,
+                    Command::SetLayerDelay(delay) => self.layer_delay = delay,
                     Command::InjectPanic => self.panic_next_run = true,
                 }
             }
@@ -515,6 +570,34 @@ impl WorkerThread {
         }
     }
 
+    fn start_outline(&self, job: OutlineJob) {
+        let wake = self.wake.clone();
+        let Some(model) = self.model.clone() else {
+            let _ = job.reply.send(Err("no model is loaded".into()));
+            wake();
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("headscope-outline".into())
+            .spawn(move || {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    pipeline::outline(&model, &job.text, &job.input).map_err(|e| e.to_string())
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(format!(
+                        "outlining the text crashed (a bug in headscope: {})",
+                        panic_message(payload.as_ref())
+                    ))
+                });
+                let _ = job.reply.send(result);
+                wake();
+            });
+        if let Err(error) = spawned {
+            // The reply went with the closure: the receiver sees it closed.
+            eprintln!("headscope: cannot start the outline thread: {error}");
+        }
+    }
+
     fn stop_corpus_runs(&mut self) {
         for (cancel, _) in &self.corpus_runs {
             cancel.store(true, Ordering::SeqCst);
@@ -541,7 +624,24 @@ impl WorkerThread {
         let shutdown = &self.shutdown;
         let stale =
             || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
-        let delay = self.delay;
+        let (delay, layer_delay) = (self.delay, self.layer_delay);
+        // Asked before each layer: the slow model of the tests waits there.
+        let cancelled = || !wait_unless(layer_delay, &stale);
+        // Progress goes out once the run has lasted a moment, then a few
+        // times a second: a quick run sends none.
+        let last_report = std::cell::Cell::new(Instant::now());
+        let watch = pipeline::Watched {
+            cancelled,
+            progress: |progress: RunProgress| {
+                if last_report.get().elapsed() >= PROGRESS_INTERVAL {
+                    last_report.set(Instant::now());
+                    self.emit(WorkerEvent::RunProgress {
+                        generation,
+                        progress,
+                    });
+                }
+            },
+        };
         let result = catch_unwind(AssertUnwindSafe(|| {
             if panic_now {
                 panic!("panic injected for testing");
@@ -554,7 +654,7 @@ impl WorkerThread {
                 &request.text,
                 &request.input,
                 &request.options,
-                &stale,
+                &watch,
             )
         }));
         let event = match result {

@@ -699,7 +699,7 @@ fn cancelling_after_the_first_window_keeps_that_window_only() {
 }
 
 #[test]
-fn a_sentence_too_long_for_the_model_is_left_out_with_a_warning() {
+fn a_sentence_too_long_for_the_model_is_cut_into_pieces_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     // Capitalised, so that UAX #29 starts a new sentence after "start.".
     let run_on = format!("Word {}", vec!["word"; 600].join(" "));
@@ -714,13 +714,13 @@ fn a_sentence_too_long_for_the_model_is_left_out_with_a_warning() {
     )
     .unwrap();
     assert!(!report.partial);
-    assert_eq!(report.sentences_left_out, 1);
-    assert_eq!(report.sentences, 2);
-    assert_eq!(
-        report.windows, 2,
-        "one window before, one after the run-on sentence"
-    );
-    assert!(report.warnings[0].warning.contains("sentence 2"));
+    assert_eq!(report.sentences_split, 1);
+    assert_eq!(report.documents[0].sentences_split, 1);
+    // The start; the run-on sentence's first piece (510 tokens) alone; its
+    // second piece with the end: four sentences analysed in three windows.
+    assert_eq!(report.sentences, 4);
+    assert_eq!(report.windows, 3);
+    assert!(report.warnings.is_empty());
     assert!(report.documents[0].complete);
 }
 

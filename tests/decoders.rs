@@ -552,3 +552,57 @@ fn corpus_windows_follow_the_limits() {
     assert!(!output.status.success());
     assert!(stderr.contains("the window limits differ"), "{stderr}");
 }
+
+/// A run tells its progress before each layer of the pass, in order, and
+/// once the figures begin: on the encoders' tuned CPU path (ALBERT's shared
+/// layers counted per application), on candle's ops (ModernBERT, the
+/// decoders), and for a decoder whose P and S are recomputed.
+#[test]
+fn a_run_tells_its_progress_before_every_layer() {
+    use headscope::analysis::AnalysisOptions;
+    use headscope::captures::{CaptureMode, Captures};
+    use headscope::pipeline::{capture_and_analyze, prepare_input, InputOptions, Watched};
+    use std::cell::RefCell;
+    for name in ["bert", "albert", "modernbert", "llama", "gpt2"] {
+        let model = load(&family_fixture(name));
+        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+        let tokens = prepare_input(&model, &text, &InputOptions::default())
+            .unwrap()
+            .tokens;
+        let modes = if model.config.pre_norm.is_some() {
+            vec![CaptureMode::Stored, CaptureMode::Recomputed]
+        } else {
+            vec![CaptureMode::Stored]
+        };
+        for mode in modes {
+            let told = RefCell::new(Vec::new());
+            let watch = Watched {
+                cancelled: || false,
+                progress: |progress| told.borrow_mut().push(progress),
+            };
+            let mut captures = Captures::default();
+            capture_and_analyze(
+                &model,
+                &tokens,
+                mode,
+                &AnalysisOptions::default(),
+                &mut captures,
+                &watch,
+            )
+            .unwrap();
+            let told = told.into_inner();
+            let layers = model.layers();
+            let steps: Vec<(usize, bool)> =
+                told.iter().map(|p| (p.layers_done, p.figures)).collect();
+            let expected: Vec<(usize, bool)> = (0..layers)
+                .map(|k| (k, false))
+                .chain([(layers, true)])
+                .collect();
+            assert_eq!(steps, expected, "{name} {mode:?}");
+            assert!(told.iter().all(|p| p.layers == layers));
+            assert!(told
+                .windows(2)
+                .all(|pair| pair[0].elapsed <= pair[1].elapsed));
+        }
+    }
+}

@@ -483,6 +483,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("worker", 6),
     ("corpus", 5),
     ("pipeline", 4),
+    ("report", 3),
     ("model", 3),
     ("input", 3),
     ("export", 2),

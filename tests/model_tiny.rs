@@ -329,24 +329,54 @@ fn the_cut_keeps_whole_sentences_and_counts_the_rest() {
     assert!(plain.tokens.len() <= LIMIT);
     assert_eq!(plain.tokens.separator_positions().len(), 1);
     assert!(plain.sentences_left_out >= 1);
-    // A sentence too long on its own is named, even after a "sentence" of
-    // characters the tokenizer drops (a zero-width space; found by the
-    // property campaign).
+    // A sentence too long on its own is cut into pieces, each analysed as a
+    // sentence, even after a "sentence" of characters the tokenizer drops
+    // (a zero-width space; found by the property campaign).
     let long = format!("\u{200b}\n{}.", "the cat sat on the mat ".repeat(6));
     for mode in [InputMode::Plain, InputMode::Document] {
-        let error =
-            build_input(&model.tokenizer, &long, mode, LIMIT, 0, &model.specials).unwrap_err();
-        match error {
-            InputError::SentenceTooLong {
-                sentence,
-                tokens,
-                limit,
-            } => {
-                assert_eq!((sentence, limit), (2, LIMIT), "{mode:?}");
-                assert_eq!(tokens, 37, "{mode:?}");
+        let mut start = Some(headscope::input::WindowStart::default());
+        let mut pieces = Vec::new();
+        while let Some(at) = start {
+            let built =
+                build_input(&model.tokenizer, &long, mode, LIMIT, at, &model.specials).unwrap();
+            assert!(built.tokens.len() <= LIMIT, "{mode:?}");
+            assert_eq!(
+                (built.first_sentence, built.first_piece),
+                (at.sentence, at.piece)
+            );
+            for split in &built.sentences_split {
+                assert_eq!(
+                    (split.sentence, split.tokens, split.pieces),
+                    (1, 37, 2),
+                    "{mode:?}"
+                );
+                assert!(split.at_word_boundaries, "{mode:?}");
+                for piece in &split.in_window {
+                    // Its tokens carry the piece's own sentence id.
+                    let ids: Vec<_> = (0..built.tokens.len())
+                        .filter(|&i| !built.tokens.special[i])
+                        .filter(|&i| built.tokens.sentence_ids[i] == Some(piece.window_sentence))
+                        .collect();
+                    assert_eq!(ids.len(), piece.tokens, "{mode:?}");
+                    pieces.push((piece.piece, piece.tokens));
+                }
             }
-            other => panic!("{mode:?}: {other:?}"),
+            let notes = built.split_notes();
+            if let Some(next) = built.next.filter(|next| next.piece > 0) {
+                assert!(built
+                    .left_out_warning()
+                    .unwrap()
+                    .contains("the rest of sentence 2"));
+                assert!(
+                    notes[0].contains(&format!("piece {} of 2", next.piece)),
+                    "{notes:?}"
+                );
+            }
+            start = built.next;
         }
+        assert_eq!(pieces.len(), 2, "{mode:?}: {pieces:?}");
+        assert_eq!((pieces[0].0, pieces[1].0), (0, 1), "{mode:?}");
+        assert_eq!(pieces[0].1 + pieces[1].1, 37, "{mode:?}: every token once");
     }
 }
 

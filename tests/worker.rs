@@ -388,3 +388,83 @@ fn ready_worker_with(wake: Arc<dyn Fn() + Send + Sync>) -> AnalysisWorker {
     }
     worker
 }
+
+/// The tiny Llama of tests/fixtures/families (2 layers), with its text.
+fn decoder_fixture() -> (ModelSource, String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
+    let text = std::fs::read_to_string(dir.join("llama.txt")).unwrap();
+    (ModelSource::Folder(dir.join("llama")), text)
+}
+
+#[test]
+fn a_long_decoder_run_tells_its_progress_and_can_be_cancelled() {
+    let worker = AnalysisWorker::spawn(Arc::new(|| {})).unwrap();
+    let (source, text) = decoder_fixture();
+    worker.load_model(source);
+    wait_for(&worker, |e| matches!(e, WorkerEvent::ModelReady(_)));
+    // A slow model: each of its 2 layers waits 400 ms first.
+    worker.set_layer_delay(Duration::from_millis(400));
+    let generation = analyse(&worker, &text);
+    let events = wait_for(
+        &worker,
+        |e| matches!(e, WorkerEvent::RunProgress { progress, .. } if progress.layers_done >= 1),
+    );
+    let Some(WorkerEvent::RunProgress {
+        generation: g,
+        progress,
+    }) = events.last()
+    else {
+        unreachable!()
+    };
+    assert_eq!(*g, generation);
+    assert_eq!((progress.layers_done, progress.layers), (1, 2));
+    assert!(!progress.figures);
+    let left = progress.time_left().expect("an estimate after a layer");
+    assert!(left > Duration::ZERO, "{progress:?}");
+    assert!(
+        progress.describe().starts_with("layer 2 of 2 · ~"),
+        "{}",
+        progress.describe()
+    );
+    // Cancelled in the middle: abandoned, no result, no failure.
+    worker.cancel_run();
+    let events = wait_for(
+        &worker,
+        |e| matches!(e, WorkerEvent::RunAbandoned { generation: g } if *g == generation),
+    );
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )),
+        "{events:?}"
+    );
+
+    // Left alone, a run reports each layer in order and finishes.
+    worker.set_layer_delay(Duration::from_millis(250));
+    let generation = analyse(&worker, &text);
+    let events = wait_for(&worker, |e| {
+        matches!(
+            e,
+            WorkerEvent::RunFinished { .. } | WorkerEvent::RunFailed { .. }
+        )
+    });
+    let progress: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::RunProgress {
+                generation: g,
+                progress,
+            } if *g == generation => Some(*progress),
+            _ => None,
+        })
+        .collect();
+    assert!(!progress.is_empty(), "{events:?}");
+    assert!(progress
+        .windows(2)
+        .all(|pair| pair[0].layers_done <= pair[1].layers_done));
+    assert!(matches!(
+        events.last(),
+        Some(WorkerEvent::RunFinished { generation: g, .. }) if *g == generation
+    ));
+}

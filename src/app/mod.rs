@@ -13,10 +13,10 @@
 //! - the [`corpus`] window, and the study's [`views`]: one [`View`] trait
 //!   every tab implements, the [`ViewContext`] handed to each, and the
 //!   registry that knows them all ([`views::Views`]);
-//! - the [`text`] (document, editor, autosave), the [`panels`] (the model,
-//!   the analysis settings), the [`files`] (dialogs, File → Export, plots
-//!   saved as PNG) and the [`runs`] (the analysis owed, in flight, on
-//!   screen);
+//! - the [`text`] (document, editor, autosave, find), the [`panels`] (the
+//!   model, the analysis settings, the outline of a long document), the
+//!   [`files`] (dialogs, File → Export, plots saved as PNG) and the
+//!   [`runs`] (the analysis owed, in flight, on screen);
 //! - the [`widgets`] every view draws with: heatmaps, one head grid,
 //!   plots with "Save PNG…", tables, token text, the formatting of figures
 //!   and categories;
@@ -45,6 +45,7 @@ use corpus::CorpusView;
 use files::dialogs::FileDialogs;
 use files::plot_export::PlotSaving;
 use panels::model::ModelState;
+use panels::outline::OutlinePanel;
 use runs::Runs;
 use settings::{CentralView, Settings};
 use shell::chrome::Chrome;
@@ -75,6 +76,8 @@ pub struct HeadscopeApp {
     text: TextState,
     /// The analysis owed, the one in flight, and the result on screen.
     runs: Runs,
+    /// The outline of the document and find, on the right (Ctrl+F).
+    outline: OutlinePanel,
     /// The central area's views.
     views: Views,
     /// The corpus statistics window (File → Corpus statistics…).
@@ -126,6 +129,12 @@ impl HeadscopeApp {
     /// The corpus statistics window's state, to drive it (tests).
     pub fn corpus_view_mut(&mut self) -> &mut CorpusView {
         &mut self.corpus
+    }
+
+    /// The outline panel's state: the windows of the text and the matches
+    /// of find.
+    pub fn outline_panel(&self) -> &OutlinePanel {
+        &self.outline
     }
 
     /// The Compare tab's state.
@@ -222,6 +231,7 @@ impl eframe::App for HeadscopeApp {
         self.poll_dialogs(&ctx);
         self.handle_input(&ctx);
         self.send_due_request(&ctx);
+        self.update_outline(&ctx);
         self.text.autosave_if_due(&ctx);
         self.chrome.update_title(&ctx, &self.text);
         self.layout(ui);

@@ -1,9 +1,11 @@
 //! Scheduling analyses: every edit or setting change owes a run, sent to
 //! the worker once the text has rested for [`DEBOUNCE_SECONDS`]; only the
 //! newest request counts, and the last result stays on screen until the
-//! next one arrives.
+//! next one arrives. A run in flight that lasts says where it stands
+//! ([`Runs::progress`]), and can be forgotten when the user cancels it.
 
-use crate::pipeline::RunOutput;
+use crate::input::WindowStart;
+use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::WorkerEvent;
 use std::sync::Arc;
 
@@ -14,18 +16,28 @@ pub const DEBOUNCE_SECONDS: f64 = 0.15;
 pub struct Shown {
     pub generation: u64,
     pub output: Arc<RunOutput>,
-    /// The first sentence of the window it covers.
-    pub first_sentence: usize,
+    /// Where the window it was asked for starts, in the document.
+    pub first: WindowStart,
     /// The sentences of the whole text it was asked of (the text may have
     /// changed since: the status bar describes this run alone).
     pub total_sentences: usize,
+}
+
+impl Shown {
+    /// The sentences of the document before the text its request sent
+    /// (a large document sends a slice from the window on): what turns the
+    /// input's sentence numbers into the document's.
+    pub fn sentence_offset(&self) -> usize {
+        let first = self.first.sentence;
+        first - self.output.input.first_sentence.min(first)
+    }
 }
 
 /// The request in flight.
 #[derive(Debug, Clone, Copy)]
 struct Request {
     generation: u64,
-    first_sentence: usize,
+    first: WindowStart,
     total_sentences: usize,
 }
 
@@ -36,6 +48,8 @@ pub struct Runs {
     pending_since: Option<f64>,
     /// The request in flight.
     in_flight: Option<Request>,
+    /// Where the run in flight stands, once it has said.
+    progress: Option<RunProgress>,
     shown: Option<Shown>,
     /// Why the last run gave no result.
     error: Option<String>,
@@ -63,6 +77,25 @@ impl Runs {
         self.shown.as_ref()
     }
 
+    /// Whether a request is in flight on the worker (it can be cancelled).
+    pub fn in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Where the run in flight stands, once it has lasted a moment.
+    pub fn progress(&self) -> Option<RunProgress> {
+        self.in_flight.and(self.progress)
+    }
+
+    /// Forgets the run in flight and any run owed (the user cancelled):
+    /// their events are ignored from now on, and the result on screen
+    /// stays.
+    pub fn forget(&mut self) {
+        self.in_flight = None;
+        self.progress = None;
+        self.pending_since = None;
+    }
+
     pub fn error(&self) -> Option<&str> {
         self.error.as_deref()
     }
@@ -82,13 +115,14 @@ impl Runs {
     }
 
     /// The owed run was sent as request `generation`, for the window that
-    /// starts at sentence `first_sentence` of a text of `total_sentences`.
-    pub fn sent(&mut self, generation: u64, first_sentence: usize, total_sentences: usize) {
+    /// starts at `first` of a text of `total_sentences`.
+    pub fn sent(&mut self, generation: u64, first: WindowStart, total_sentences: usize) {
         self.in_flight = Some(Request {
             generation,
-            first_sentence,
+            first,
             total_sentences,
         });
+        self.progress = None;
         self.pending_since = None;
     }
 
@@ -96,6 +130,15 @@ impl Runs {
     /// arrived for the request in flight.
     pub fn on_event(&mut self, event: WorkerEvent) -> Option<Arc<RunOutput>> {
         match event {
+            WorkerEvent::RunProgress {
+                generation,
+                progress,
+            } => {
+                if self.in_flight.is_some_and(|r| r.generation == generation) {
+                    self.progress = Some(progress);
+                }
+                None
+            }
             WorkerEvent::RunFinished { generation, output } => {
                 let request = self.in_flight?;
                 if request.generation != generation {
@@ -106,7 +149,7 @@ impl Runs {
                 self.shown = Some(Shown {
                     generation,
                     output: output.clone(),
-                    first_sentence: request.first_sentence,
+                    first: request.first,
                     total_sentences: request.total_sentences,
                 });
                 Some(output)

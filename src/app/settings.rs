@@ -187,10 +187,15 @@ impl Settings {
 
     /// The window's limits these settings stand for, on top of the mode
     /// and the first sentence.
-    pub fn input_options(&self, first_sentence: usize) -> crate::pipeline::InputOptions {
+    pub fn input_options(
+        &self,
+        start: impl Into<crate::input::WindowStart>,
+    ) -> crate::pipeline::InputOptions {
+        let start = start.into();
         crate::pipeline::InputOptions {
             mode: self.input_mode,
-            first_sentence,
+            first_sentence: start.sentence,
+            first_piece: start.piece,
             max_tokens: (self.max_tokens > 0).then_some(self.max_tokens),
             capture_memory_mb: Some(self.capture_memory_mb.max(1)),
         }

@@ -32,7 +32,7 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     }
     match &args.json {
         Some(path) => {
-            let json = serde_json::to_string_pretty(&output.analysis)?;
+            let json = serde_json::to_string_pretty(&output.report())?;
             if path.as_os_str() == "-" {
                 println!("{json}");
             } else {

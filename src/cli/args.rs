@@ -79,9 +79,9 @@ impl LimitArgs {
         }
         Ok(InputOptions {
             mode: input.mode(),
-            first_sentence: 0,
             max_tokens: self.max_tokens,
             capture_memory_mb: Some(self.capture_memory_mb),
+            ..Default::default()
         })
     }
 }

@@ -61,8 +61,12 @@ pub(crate) fn file_error(error: RunError, path: &Path) -> anyhow::Error {
 }
 
 /// Says on stderr what of the window `what` names (a file, and for
-/// `compare` the model) was left out, and when its P and S are recomputed.
+/// `compare` the model) was cut into pieces or left out, and when its P
+/// and S are recomputed.
 pub(crate) fn report_window(input: &BuiltInput, what: &str) {
+    for note in input.split_notes() {
+        eprintln!("headscope: note: {what}: {note}");
+    }
     if let Some(warning) = input.left_out_warning() {
         eprintln!("headscope: warning: {what}: {warning}");
     }

@@ -6,7 +6,8 @@
 //! similarity over the aligned tokens, and this file adds what the
 //! comparison view and `headscope compare --json` show beside it: the depth
 //! of each layer on a common 0–1 scale and the specialisation of both
-//! models side by side.
+//! models side by side. The document `compare --json` writes is
+//! [`crate::report::ComparisonReport`].
 //!
 //! Pure, like [`crate::analysis`]: std and serde only, no GUI, no tensors.
 
@@ -129,57 +130,6 @@ pub fn specialisation(a: &Analysis, b: &Analysis) -> Vec<SpecialisationRow> {
         b: mean_over_heads(b, figure),
     }));
     rows
-}
-
-/// One model as `compare --json` writes it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ModelReport<'a> {
-    pub name: &'a str,
-    pub layers: usize,
-    pub heads: usize,
-    /// Depth of each layer, layer / (L − 1): the x of the view's curves.
-    pub depth: Vec<f64>,
-    /// The tokens of this model's input, as its tokenizer cut them.
-    pub token_texts: &'a [String],
-    /// The whole analysis, exactly as `analyze --json` writes it: the
-    /// per-layer figures and every head's.
-    pub analysis: &'a Analysis,
-}
-
-impl<'a> ModelReport<'a> {
-    pub fn new(name: &'a str, side: Side<'a>) -> Self {
-        let layers = side.analysis.layers.len();
-        ModelReport {
-            name,
-            layers,
-            heads: side.analysis.layers.first().map_or(0, |l| l.heads.len()),
-            depth: (0..layers).map(|l| depth(l, layers)).collect(),
-            token_texts: &side.tokens.token_texts,
-            analysis: side.analysis,
-        }
-    }
-}
-
-/// The document `headscope compare --json` writes.
-#[derive(Debug, Clone, Serialize)]
-pub struct ComparisonReport<'a> {
-    pub model_a: ModelReport<'a>,
-    pub model_b: ModelReport<'a>,
-    pub alignment: &'a Alignment,
-    pub specialisation: &'a [SpecialisationRow],
-    pub head_matching: &'a HeadMatching,
-}
-
-impl<'a> ComparisonReport<'a> {
-    pub fn new(a: ModelReport<'a>, b: ModelReport<'a>, comparison: &'a Comparison) -> Self {
-        ComparisonReport {
-            model_a: a,
-            model_b: b,
-            alignment: &comparison.alignment,
-            specialisation: &comparison.specialisation,
-            head_matching: &comparison.head_matching,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@
 //!   "shard": {"index": 2, "count": 4}, "first_document": 151, "end_document": 230,
 //!   "partial": false, "elapsed_seconds": 812.5, "model_seconds": 790.1,
 //!   "files": 79, "tokens": …, "content_tokens": …, "sentences": …,
-//!   "sentences_left_out": 0, "bytes": …,
+//!   "sentences_split": 0, "bytes": …,
 //!   "skipped": [{"document": 160, "path": …, "reason": …}],
 //!   "warnings": [{"document": 171, "path": …, "warning": …}],
 //!   "documents": [{"document": 151, "id": …, "path": …, …}],
@@ -106,8 +106,11 @@ pub struct CorpusPart {
     pub files: usize,
     pub tokens: usize,
     pub content_tokens: usize,
+    /// Sentences analysed, each piece of a cut sentence counting as one.
     pub sentences: usize,
-    pub sentences_left_out: usize,
+    /// Sentences longer than a window, cut into pieces.
+    #[serde(default)]
+    pub sentences_split: usize,
     /// Bytes of the documents analysed.
     pub bytes: u64,
     pub skipped: Vec<Numbered<SkippedFile>>,
@@ -148,7 +151,7 @@ impl CorpusPart {
             tokens: 0,
             content_tokens: 0,
             sentences: 0,
-            sentences_left_out: 0,
+            sentences_split: 0,
             bytes: 0,
             skipped: Vec::new(),
             warnings: Vec::new(),
@@ -218,7 +221,7 @@ fn report_of(parts: &[&CorpusPart]) -> CorpusReport {
         report.tokens += part.tokens;
         report.content_tokens += part.content_tokens;
         report.sentences += part.sentences;
-        report.sentences_left_out += part.sentences_left_out;
+        report.sentences_split += part.sentences_split;
         report.bytes += part.bytes;
         report.elapsed_seconds += part.elapsed_seconds;
         report.model_seconds += part.model_seconds;

@@ -19,7 +19,7 @@
 //!   "tokens": 9876,                      // their tokens, [CLS] and [SEP] included
 //!   "content_tokens": 9000,
 //!   "sentences": 700,                    // sentences analysed
-//!   "sentences_left_out": 0,             // sentences too long for the model alone
+//!   "sentences_split": 0,                // sentences longer than a window, cut into pieces
 //!   "bytes": 123456,                     // size of the documents analysed
 //!   "elapsed_seconds": 12.5,             // merged: the shards' times added up
 //!   "model_seconds": 11.9,               // of which in the encoder and the analysis
@@ -27,7 +27,7 @@
 //!               {"path": "w.jsonl:7", "reason": "no \"text\" field (it has: title, body); ..."}],
 //!   "warnings": [{"path": "a/c.txt", "warning": "not UTF-8: read it as Latin-1 ..."}],
 //!   "documents": [{"id": "a/d.txt", "path": "a/d.txt", "bytes": 812, "sentences": 9,
-//!                  "windows": 1, "tokens": 190, "sentences_left_out": 0,
+//!                  "windows": 1, "tokens": 190, "sentences_split": 0,
 //!                  "complete": true},
 //!                 {"id": "enwiki-12", "path": "w.jsonl", ...}],   // in corpus order
 //!   "tokens_per_window": SUMMARY,
@@ -107,8 +107,10 @@ pub struct DocumentSummary {
     pub windows: usize,
     /// Tokens of its windows, [CLS] and [SEP] included.
     pub tokens: usize,
-    /// Sentences too long for the model on their own.
-    pub sentences_left_out: usize,
+    /// Sentences longer than a window, cut into pieces that were each
+    /// analysed as a sentence.
+    #[serde(default)]
+    pub sentences_split: usize,
     /// False when the run stopped (cancel, error) before its last sentence.
     pub complete: bool,
 }
@@ -129,8 +131,11 @@ pub struct CorpusReport {
     pub windows: usize,
     pub tokens: usize,
     pub content_tokens: usize,
+    /// Sentences analysed, each piece of a cut sentence counting as one.
     pub sentences: usize,
-    pub sentences_left_out: usize,
+    /// Sentences longer than a window, cut into pieces.
+    #[serde(default)]
+    pub sentences_split: usize,
     pub bytes: u64,
     pub elapsed_seconds: f64,
     /// Of which in the encoder and the analysis.

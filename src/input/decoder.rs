@@ -5,13 +5,13 @@
 //! character lies (a token of whitespace alone, to the sentence that
 //! follows); the separators are each sentence's last token. A window is
 //! the tokenizer's leading special tokens (a BOS) and a run of whole
-//! sentences; the trailing ones (an EOS) close it only when it reaches the
-//! end of the text. Whitespace after the last sentence belongs to no
+//! sentences (or pieces of one longer than a window); the trailing ones (an
+//! EOS) close it only when it reaches the end of the text. Whitespace after the last sentence belongs to no
 //! sentence and is left out: in a causal model nothing before it depends
 //! on it.
 
-use super::{special, tokenizer_error, BuiltInput, InputError, InputMode, TokenizedText};
-use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
+use super::{tokenizer_error, InputError, InputMode, TokenizedText};
+use crate::tokens::SpecialTokens;
 use tokenizers::Tokenizer;
 
 /// The text the decoder reads, and how its byte offsets map back to the
@@ -121,68 +121,6 @@ pub(super) fn tokenize(
         }
     }
     Ok(())
-}
-
-impl TokenizedText {
-    /// A decoder's window from sentence `first`: the leading special
-    /// tokens, then whole sentences while they fit in `max_tokens`.
-    pub(super) fn decoder_window(
-        &self,
-        max_tokens: usize,
-        first: usize,
-        specials: &SpecialTokens,
-    ) -> Result<BuiltInput, InputError> {
-        let mut tokens = TokenSequence {
-            cls_id: specials.start.id,
-            sep_id: specials.separator.id,
-            causal: true,
-            ..Default::default()
-        };
-        for (id, text) in &self.leading {
-            let token = SpecialToken {
-                id: *id,
-                text: text.clone(),
-            };
-            special(&mut tokens, &token, None);
-        }
-        let room = max_tokens.saturating_sub(tokens.len());
-        let begin = self.sentence_starts[first];
-        let mut next = first;
-        while next < self.spans.len() && self.sentence_starts[next + 1] - begin <= room {
-            next += 1;
-        }
-        if next == first {
-            return Err(InputError::SentenceTooLong {
-                sentence: first + 1,
-                tokens: self.sentence_tokens(first),
-                limit: max_tokens,
-            });
-        }
-        for index in begin..self.sentence_starts[next] {
-            self.push_token(
-                &mut tokens,
-                specials,
-                index,
-                self.sentence_of[index] - first,
-            );
-        }
-        if next == self.spans.len() && tokens.len() + self.trailing.len() <= max_tokens {
-            for (id, text) in &self.trailing {
-                let token = SpecialToken {
-                    id: *id,
-                    text: text.clone(),
-                };
-                special(&mut tokens, &token, None);
-            }
-        }
-        Ok(BuiltInput {
-            tokens,
-            sentences_analysed: next - first,
-            sentences_left_out: self.spans.len() - next,
-            tokens_left_out: self.ids.len() - self.sentence_starts[next],
-            ..Default::default()
-        })
-    }
 }
 
 #[cfg(test)]

@@ -341,7 +341,9 @@ impl Model {
 
     /// Runs the encoder and gathers every layer's P, O and S into plain
     /// buffers. Returns `ForwardError::Cancelled` as soon as `cancelled`
-    /// says so between two layers.
+    /// says so between two layers. Every pass polls `cancelled` exactly
+    /// once before each layer, in order: the pipeline tells a run's
+    /// progress from these polls (`tests/decoders.rs` checks it).
     pub fn capture(
         &self,
         input_ids: &[u32],

@@ -144,19 +144,25 @@ pub fn open_tab(harness: &mut AppHarness, view: headscope::app::views::CentralVi
 /// Types `mb` into the settings' Memory limit field.
 pub fn set_memory_limit(harness: &mut AppHarness, mb: u64) {
     use headscope::app::settings::MEMORY_LIMIT_LABEL;
+    type_number(harness, MEMORY_LIMIT_LABEL, &mb.to_string());
+    assert_eq!(harness.state().settings().capture_memory_mb, mb);
+}
+
+/// Replaces the number in the field labelled `label` (a drag value) with
+/// `number`, as a user types it.
+pub fn type_number(harness: &mut AppHarness, label: &str, number: &str) {
     let field = harness
-        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .query_all_by_label(label)
         .find(|n| n.accesskit_node().role() == egui::Role::SpinButton)
-        .expect("the memory limit field");
+        .unwrap_or_else(|| panic!("the field {label}"));
     field.click();
     harness.step();
     harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
     harness
-        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .query_all_by_label(label)
         .find(|n| n.accesskit_node().role() != egui::Role::Label)
-        .expect("the memory limit field")
-        .type_text(&mb.to_string());
+        .unwrap_or_else(|| panic!("the field {label}"))
+        .type_text(number);
     harness.key_press(egui::Key::Enter);
     harness.step();
-    assert_eq!(harness.state().settings().capture_memory_mb, mb);
 }

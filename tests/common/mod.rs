@@ -254,3 +254,37 @@ pub fn assert_json_close(path: &str, ours: &Value, reference: &Value, tolerance:
         }
     }
 }
+
+/// `count` words of running English without a full stop, from a fixed
+/// list, some of which WordPiece cuts into several tokens.
+pub fn run_on_words(count: usize) -> String {
+    const WORDS: [&str; 24] = [
+        "and",
+        "then",
+        "the",
+        "committee",
+        "discussed",
+        "whether",
+        "harbour",
+        "repairs",
+        "should",
+        "wait",
+        "until",
+        "spring",
+        "because",
+        "unpredictable",
+        "weather",
+        "had",
+        "delayed",
+        "every",
+        "shipment",
+        "so",
+        "everyone",
+        "kept",
+        "talking",
+        "about",
+    ];
+    let mut words: Vec<&str> = (0..count).map(|i| WORDS[(i * 7 + i / 24) % 24]).collect();
+    words[0] = "So";
+    words.join(" ")
+}

@@ -517,9 +517,10 @@ fn summary_ui(ui: &mut egui::Ui, report: &CorpusReport, folder: &str) {
         report.windows,
         report.tokens,
         report.sentences,
-        match report.sentences_left_out {
+        match report.sentences_split {
             0 => String::new(),
-            n => format!(" ({n} too long, left out)"),
+            1 => " (1 longer than a window, cut into pieces)".to_string(),
+            n => format!(" ({n} longer than a window, cut into pieces)"),
         },
         report.elapsed_seconds,
         report.model

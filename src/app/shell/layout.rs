@@ -1,8 +1,8 @@
 //! The window's layout: menu bar on top, status bar at the bottom, the
-//! text panel on the left, the central area, and the windows over them
-//! (Model, Corpus statistics).
+//! text panel on the left, the outline on the right when it is open, the
+//! central area, and the windows over them (Model, Corpus statistics).
 
-use super::status_bar::{self, StatusInfo};
+use super::status_bar::{self, StatusAction, StatusInfo};
 use crate::app::HeadscopeApp;
 
 impl HeadscopeApp {
@@ -12,19 +12,33 @@ impl HeadscopeApp {
         egui::Panel::top("menu bar").show(ui, |ui| self.menu_bar(ui));
         let status = StatusInfo {
             working: self.is_working(),
+            running: self.runs.in_flight(),
+            progress: self.runs.progress(),
             model: self.model.active(),
             load: self.model.load_state(),
             shown: self.runs.shown().map(|s| s.output.as_ref()),
             window: self.text.window_info(self.runs.shown()),
             autosave_error: self.text.autosave_error(),
         };
-        egui::Panel::bottom("status bar").show(ui, |ui| status_bar::status_bar_ui(ui, &status));
+        let action = egui::Panel::bottom("status bar")
+            .show(ui, |ui| status_bar::status_bar_ui(ui, &status))
+            .inner;
+        if action == Some(StatusAction::CancelRun) {
+            self.cancel_run();
+        }
         if self.settings.show_text_panel {
             egui::Panel::left("text panel")
                 .resizable(true)
                 .default_size(380.0)
                 .size_range(260.0..=760.0)
                 .show(ui, |ui| self.text_panel(ui));
+        }
+        if self.outline.open {
+            egui::Panel::right("outline panel")
+                .resizable(true)
+                .default_size(360.0)
+                .size_range(260.0..=640.0)
+                .show(ui, |ui| self.outline_panel_ui(ui));
         }
         egui::CentralPanel::default().show(ui, |ui| {
             let room = ui.available_rect_before_wrap();

@@ -2,6 +2,7 @@
 
 use crate::app::corpus;
 use crate::app::files::export_menu::ExportKind;
+use crate::app::panels::outline;
 use crate::app::settings::{CentralView, MatrixKind};
 use crate::app::views::heads::detail;
 use crate::app::HeadscopeApp;
@@ -24,6 +25,13 @@ impl HeadscopeApp {
                 );
                 ui.separator();
                 ui.checkbox(&mut self.settings.show_text_panel, "Text panel");
+                if ui
+                    .add(egui::Button::new(outline::MENU_LABEL).shortcut_text("Ctrl+F"))
+                    .clicked()
+                {
+                    self.outline.open_find();
+                    ui.close();
+                }
                 ui.checkbox(&mut self.settings.mark_pairs, "Outline selected pairs");
                 ui.checkbox(
                     &mut self.settings.shared_scale,
@@ -86,6 +94,10 @@ impl HeadscopeApp {
         let open = KeyboardShortcut::new(Modifiers::COMMAND, Key::O);
         if ctx.input_mut(|i| i.consume_shortcut(&open)) {
             self.dialogs.open_text(&self.wake);
+        }
+        let find = KeyboardShortcut::new(Modifiers::COMMAND, Key::F);
+        if ctx.input_mut(|i| i.consume_shortcut(&find)) {
+            self.outline.open_find();
         }
         let save_as = KeyboardShortcut::new(Modifiers::COMMAND | Modifiers::SHIFT, Key::S);
         if ctx.input_mut(|i| i.consume_shortcut(&save_as)) {

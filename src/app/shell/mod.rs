@@ -6,7 +6,8 @@
 //! - [`layout`]: the panels of one frame; [`central`]: the central area,
 //!   its banners, the tab row and what the views ask for; [`menus`]: the
 //!   menu bar, shortcuts and dropped files; [`text_panel`]: the editor and
-//!   the analysis settings on the left;
+//!   the analysis settings on the left; [`outline`]: the outline of the
+//!   document and find on the right;
 //! - [`status_bar`], [`notice`] (the message banner), [`chrome`] (the
 //!   window title and the trace for scripts);
 //! - [`startup`]: the first model and text, and what is left for the next
@@ -19,6 +20,7 @@ pub mod chrome;
 pub mod layout;
 pub mod menus;
 pub mod notice;
+pub mod outline;
 pub mod saving;
 pub mod startup;
 pub mod status_bar;

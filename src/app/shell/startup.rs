@@ -50,6 +50,7 @@ impl HeadscopeApp {
                 config.autosave_path.clone(),
             ),
             runs: Runs::default(),
+            outline: Default::default(),
             views: Views::default(),
             corpus: CorpusView::default(),
             dialogs: FileDialogs::default(),
@@ -80,7 +81,7 @@ impl HeadscopeApp {
         let mode = app.settings.input_mode;
         if let Some(file) = &config.start.file {
             app.text.show_fallback(mode);
-            app.text.set_first_sentence(0);
+            app.text.set_window_start(Default::default());
             app.open_file(file);
         } else if let Some(path) = autosave {
             app.text.restore_autosave(path.clone(), mode, &app.wake);

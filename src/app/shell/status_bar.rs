@@ -1,15 +1,20 @@
-//! The status bar: whether a run is in progress, the model the analyses
-//! run on (and one being loaded), and the size and timing of the result on
-//! screen.
+//! The status bar: whether a run is in progress (for a long one, layer k
+//! of L and the time left on a progress bar, and Cancel), the model the
+//! analyses run on (and one being loaded), and the size and timing of the
+//! result on screen.
 
 use crate::app::panels::model::LoadState;
 use crate::app::text::editor::WindowInfo;
-use crate::pipeline::RunOutput;
+use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::ModelInfo;
 
 /// What the status bar reports.
 pub struct StatusInfo<'a> {
     pub working: bool,
+    /// Whether a run is in flight on the worker (it can be cancelled).
+    pub running: bool,
+    /// Where that run stands, once it has said.
+    pub progress: Option<RunProgress>,
     /// The model in use (a failed load keeps it).
     pub model: Option<&'a ModelInfo>,
     pub load: &'a LoadState,
@@ -21,13 +26,42 @@ pub struct StatusInfo<'a> {
 /// The label shown while an analysis is pending or running.
 pub const WORKING_LABEL: &str = "Working…";
 
-pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
+/// The button that abandons the run in flight.
+pub const CANCEL_LABEL: &str = "Cancel";
+
+/// What the user asked of the status bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusAction {
+    /// Abandon the run in flight; the last result stays on screen.
+    CancelRun,
+}
+
+pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) -> Option<StatusAction> {
+    let mut action = None;
     ui.horizontal(|ui| {
-        if info.working {
-            ui.add(egui::Spinner::new().size(14.0));
-            ui.label(WORKING_LABEL);
-        } else {
-            ui.weak("Ready");
+        match (info.working, info.progress) {
+            (true, Some(progress)) => {
+                ui.add(
+                    egui::ProgressBar::new(progress.fraction())
+                        .desired_width(260.0)
+                        .text(progress.describe()),
+                );
+            }
+            (true, None) => {
+                ui.add(egui::Spinner::new().size(14.0));
+                ui.label(WORKING_LABEL);
+            }
+            (false, _) => {
+                ui.weak("Ready");
+            }
+        }
+        if info.working && info.running {
+            let cancel = ui
+                .small_button(CANCEL_LABEL)
+                .on_hover_text("Stop this analysis; the result on screen stays");
+            if cancel.clicked() {
+                action = Some(StatusAction::CancelRun);
+            }
         }
         ui.separator();
         if let Some(model) = info.model {
@@ -72,7 +106,7 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
                     .on_hover_text(crate::input::RECOMPUTED_NOTE);
             }
         }
-        if let Some(window) = info.window {
+        if let Some(window) = &info.window {
             ui.separator();
             ui.label(window.describe());
         }
@@ -81,4 +115,5 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) {
             ui.colored_label(ui.visuals().warn_fg_color, error);
         }
     });
+    action
 }

@@ -1,11 +1,12 @@
 //! What the app asks of the model thread, and what it does with the
 //! answers: the analysis owed once the text has rested, the comparison
 //! with model B whenever a new result of model A is on screen, model
-//! loads, and the events that come back.
+//! loads, the run the user cancels, and the events that come back.
 
 use super::notice::Notice;
 use crate::app::panels::model::ModelChange;
 use crate::app::HeadscopeApp;
+use crate::input::WindowStart;
 use crate::model::ModelSource;
 use crate::worker::WorkerEvent;
 
@@ -31,10 +32,12 @@ impl HeadscopeApp {
                     }
                 }
                 WorkerEvent::RunStarted { .. }
+                | WorkerEvent::RunProgress { .. }
                 | WorkerEvent::RunFinished { .. }
                 | WorkerEvent::RunAbandoned { .. }
                 | WorkerEvent::RunFailed { .. } => {
                     if let Some(output) = self.runs.on_event(event) {
+                        self.text.settle_window(self.runs.shown());
                         self.views.heads.keep_within(&output);
                         self.chrome.trace_result(self.runs.shown());
                     }
@@ -50,16 +53,30 @@ impl HeadscopeApp {
             return;
         }
         // (The request keeps the window within the text first.)
-        let Some((text, input_first)) = self.text.request() else {
+        let Some((text, input_start)) = self.text.request() else {
             return;
         };
-        let first = self.text.first_sentence();
+        let first = self.text.window_start();
         let total = self.text.document().map_or(0, |d| d.sentence_count());
-        let input = self.settings.input_options(input_first);
+        let input = self.settings.input_options(input_start);
         let generation = self
             .worker
             .analyse(text, input, self.settings.analysis_options());
         self.runs.sent(generation, first, total);
+    }
+
+    /// Abandons the run in flight (the status bar's Cancel): the worker
+    /// stops it between two layers, and the last result stays on screen.
+    pub(crate) fn cancel_run(&mut self) {
+        if !self.runs.in_flight() {
+            return;
+        }
+        self.worker.cancel_run();
+        self.runs.forget();
+        self.notice = Some(Notice::info(
+            "Analysis cancelled: the figures on screen are from the last finished run. \
+             Edit the text, change a setting or move the window to analyse again.",
+        ));
     }
 
     /// Loads another model on the worker; the current one stays in use
@@ -90,8 +107,11 @@ impl HeadscopeApp {
         let Some(document) = self.text.document() else {
             return;
         };
-        let (text, first_sentence) = document.request(shown.first_sentence);
-        let input = self.settings.input_options(first_sentence);
+        let (text, sentence) = document.request(shown.first.sentence);
+        let input = self.settings.input_options(WindowStart {
+            sentence,
+            piece: shown.output.input.first_piece,
+        });
         let generation = self.worker.compare(
             text,
             input,

@@ -15,6 +15,7 @@
 
 use crate::input::{split_sentences, InputMode};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Texts up to this size are edited whole; larger ones chunk by chunk.
 pub const WHOLE_TEXT_EDIT_LIMIT: usize = 32 * 1024;
@@ -53,6 +54,16 @@ pub struct Document {
     /// the cursor when a paste makes a small text large.
     edit_whole: bool,
     chunk: Option<Chunk>,
+    /// Unique to this text as it stands: new for every document and edit,
+    /// so what was computed from the text (an outline, a search) knows
+    /// when it is out of date.
+    version: u64,
+}
+
+/// The next [`Document::version`].
+fn next_version() -> u64 {
+    static VERSIONS: AtomicU64 = AtomicU64::new(1);
+    VERSIONS.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Document {
@@ -67,7 +78,18 @@ impl Document {
             mode,
             edit_whole,
             chunk: None,
+            version: next_version(),
         }
+    }
+
+    /// Changes with every edit (see the field).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The byte spans of every sentence.
+    pub fn sentence_spans(&self) -> &[(usize, usize)] {
+        &self.spans
     }
 
     pub fn text(&self) -> &str {
@@ -99,6 +121,7 @@ impl Document {
 
     /// Splits the text again after the editor changed it.
     pub fn whole_text_edited(&mut self) {
+        self.version = next_version();
         self.spans = split_sentences(&self.text, self.mode);
     }
 
@@ -178,6 +201,7 @@ impl Document {
         if !chunk.editable {
             return;
         }
+        self.version = next_version();
         let start = chunk.range.start;
         self.text.replace_range(chunk.range.clone(), &chunk.text);
         let new_end = start + chunk.text.len();

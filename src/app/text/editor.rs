@@ -1,40 +1,52 @@
 //! The text panel: the editor, and the window buttons for texts longer
-//! than the model's limit ("sentences a–b of n").
+//! than the model's limit ("sentences a–b of n"), with a note for each
+//! sentence longer than a window that the window holds pieces of.
 //!
 //! A small text is edited whole. A large one is edited one chunk of whole
 //! sentences at a time (see [`super::document`]), so the editor never holds
 //! megabytes and typing stays instant.
 
 use super::document::Document;
+use crate::input::WindowStart;
 
-/// What the analysis of the current window covered, once it is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the analysis of the current window covered, once it is known, in
+/// sentences of the whole text.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowInfo {
-    /// First sentence of the window (0-based).
-    pub first: usize,
-    /// Sentences the model saw.
-    pub analysed: usize,
+    /// Where the window starts: a sentence (0-based), and the piece of it
+    /// when it was cut.
+    pub first: WindowStart,
+    /// The last sentence of which the window holds something.
+    pub last: usize,
+    /// Where the next window starts, if one does.
+    pub next: Option<WindowStart>,
     /// Sentences in the whole text.
     pub total: usize,
     /// The limit the window was cut to (the model's, the user's, or the
     /// memory's).
     pub limit: crate::input::TokenLimit,
+    /// One note per sentence longer than a window that this window holds
+    /// pieces of.
+    pub split_notes: Vec<String>,
 }
 
 impl WindowInfo {
-    /// "sentences 3–9 of 40", or "all 7 sentences" when everything fits.
+    /// "sentences 3–9 of 40", "sentence 4 of 40", or "all 7 sentences"
+    /// when everything fits.
     pub fn describe(&self) -> String {
-        if self.first == 0 && self.analysed >= self.total {
+        if self.first == WindowStart::default() && self.next.is_none() {
             format!(
                 "all {} sentence{}",
                 self.total,
                 if self.total == 1 { "" } else { "s" }
             )
+        } else if self.first.sentence == self.last {
+            format!("sentence {} of {}", self.first.sentence + 1, self.total)
         } else {
             format!(
                 "sentences {}–{} of {}",
-                self.first + 1,
-                self.first + self.analysed,
+                self.first.sentence + 1,
+                self.last + 1,
                 self.total
             )
         }
@@ -42,7 +54,7 @@ impl WindowInfo {
 
     /// Whether a window follows this one.
     pub fn has_next(&self) -> bool {
-        self.first + self.analysed < self.total
+        self.next.is_some()
     }
 }
 
@@ -85,11 +97,19 @@ pub fn replaces_whole(before: &str, after: &str) -> bool {
 /// The label the text editor is known by (screen readers, UI tests).
 pub const EDITOR_LABEL: &str = "Text to analyse";
 
+/// `note` with its first letter in upper case.
+fn sentence_case(note: &str) -> String {
+    let mut chars = note.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
 pub fn editor_ui(
     ui: &mut egui::Ui,
     document: Option<&mut Document>,
-    first_sentence: usize,
-    window: Option<WindowInfo>,
+    first: WindowStart,
+    window: Option<&WindowInfo>,
     busy: Option<&str>,
     source: &str,
 ) -> EditorOutput {
@@ -110,12 +130,17 @@ pub fn editor_ui(
     };
 
     // The window row, when the text does not fit the model at once.
-    let window_known = window.filter(|w| w.first == first_sentence);
-    let needs_windows = first_sentence > 0 || window_known.is_some_and(|w| w.has_next());
+    let first_sentence = first.sentence;
+    let window_known = window.filter(|w| w.first == first);
+    let needs_windows =
+        first != WindowStart::default() || window_known.is_some_and(|w| w.has_next());
     if needs_windows {
         ui.horizontal(|ui| {
             if ui
-                .add_enabled(first_sentence > 0, egui::Button::new("◀ Previous window"))
+                .add_enabled(
+                    first != WindowStart::default(),
+                    egui::Button::new("◀ Previous window"),
+                )
                 .on_hover_text("Analyse the sentences before this window")
                 .clicked()
             {
@@ -145,6 +170,9 @@ pub fn editor_ui(
             if !matches!(w.limit.by, crate::input::LimitedBy::Model) {
                 ui.weak(why);
             }
+        }
+        for note in window_known.iter().flat_map(|w| &w.split_notes) {
+            ui.label(egui::RichText::new(sentence_case(note)).color(ui.visuals().warn_fg_color));
         }
     }
     if let Some(message) = busy {

@@ -5,15 +5,16 @@
 //! The text's autosave ([`Autosave`]) lives here too: every edit is written
 //! to the autosave file shortly after it is made. The editor ([`editor`])
 //! shows the text, or the chunk of a large one around the window
-//! ([`document`]).
+//! ([`document`]); [`find`] searches the whole of it.
 
 pub mod autosave;
 pub mod document;
 pub mod editor;
+pub mod find;
 
 use crate::app::jobs::spawn_job;
 use crate::app::runs::Shown;
-use crate::input::InputMode;
+use crate::input::{InputMode, WindowStart};
 use crate::textfile::read_text_file;
 use autosave::Autosave;
 use crossbeam_channel::Receiver;
@@ -66,10 +67,12 @@ pub struct TextState {
     /// Used when restoring the autosave fails.
     fallback: String,
     file: Option<PathBuf>,
-    /// The first sentence of the window sent to the model.
-    first_sentence: usize,
-    /// The window starts "Next window" came from, for "Previous window".
-    window_history: Vec<usize>,
+    /// Where the window sent to the model starts: a sentence, and the
+    /// piece of it when it is longer than a window and cut into pieces.
+    window: WindowStart,
+    /// The window starts "Next window" and the outline's jumps came from,
+    /// for "Previous window".
+    window_history: Vec<WindowStart>,
     autosave: Autosave,
 }
 
@@ -85,7 +88,7 @@ impl TextState {
             job: None,
             fallback,
             file,
-            first_sentence,
+            window: WindowStart::from(first_sentence),
             window_history: Vec::new(),
             autosave: Autosave::new(autosave_path),
         }
@@ -115,11 +118,26 @@ impl TextState {
     }
 
     pub fn first_sentence(&self) -> usize {
-        self.first_sentence
+        self.window.sentence
     }
 
-    pub fn set_first_sentence(&mut self, first: usize) {
-        self.first_sentence = first;
+    /// Where the window sent to the model starts.
+    pub fn window_start(&self) -> WindowStart {
+        self.window
+    }
+
+    /// Starts the window at `start`, forgetting where it came from.
+    pub fn set_window_start(&mut self, start: WindowStart) {
+        self.window = start;
+        self.window_history.clear();
+    }
+
+    /// Starts the window at `start`; "Previous window" comes back.
+    pub fn jump_to(&mut self, start: WindowStart) {
+        if start != self.window {
+            self.window_history.push(self.window);
+            self.window = start;
+        }
     }
 
     /// Whether a file is being read or the text split.
@@ -136,7 +154,7 @@ impl TextState {
     pub fn forget_persisted(&mut self) {
         self.fallback = SAMPLE_TEXT.to_string();
         self.file = None;
-        self.first_sentence = 0;
+        self.set_window_start(WindowStart::default());
     }
 
     /// Shows the persisted text (or the sample).
@@ -205,9 +223,9 @@ impl TextState {
         self.autosave.edited(ctx);
         if let Some(document) = &self.document {
             let count = document.sentence_count();
-            if count > 0 && self.first_sentence >= count {
-                self.first_sentence = count - 1;
-                self.window_history.retain(|&first| first < count);
+            if count > 0 && self.window.sentence >= count {
+                self.window = WindowStart::from(count - 1);
+                self.window_history.retain(|first| first.sentence < count);
             }
         }
     }
@@ -234,14 +252,37 @@ impl TextState {
         self.autosave.cancel();
     }
 
-    /// The text and first sentence of the request for the current window,
-    /// with the window kept within the text.
-    pub fn request(&mut self) -> Option<(String, usize)> {
+    /// The text of the request for the current window and where the
+    /// window starts in it, with the window kept within the text.
+    pub fn request(&mut self) -> Option<(String, WindowStart)> {
         let document = self.document.as_ref()?;
-        self.first_sentence = self
-            .first_sentence
-            .min(document.sentence_count().saturating_sub(1));
-        Some(document.request(self.first_sentence))
+        let last = document.sentence_count().saturating_sub(1);
+        if self.window.sentence > last {
+            self.window = WindowStart::from(last);
+        }
+        let (text, sentence) = document.request(self.window.sentence);
+        Some((
+            text,
+            WindowStart {
+                sentence,
+                piece: self.window.piece,
+            },
+        ))
+    }
+
+    /// Takes the piece the shown result's window really starts at when it
+    /// was asked for the current window: a piece past a sentence's last
+    /// (an edit shortened the sentence since) is analysed from its last,
+    /// and "Next window" must go on from there.
+    pub fn settle_window(&mut self, shown: Option<&Shown>) {
+        let Some(info) = self.window_info(shown) else {
+            return;
+        };
+        if shown.is_some_and(|s| s.first == self.window)
+            && info.first.sentence == self.window.sentence
+        {
+            self.window.piece = info.first.piece;
+        }
     }
 
     /// The window the shown result covers, in sentences of the text it was
@@ -249,30 +290,50 @@ impl TextState {
     pub fn window_info(&self, shown: Option<&Shown>) -> Option<WindowInfo> {
         let shown = shown?;
         self.document.as_ref()?;
+        let input = &shown.output.input;
+        // The input counts sentences from the start of the text sent, which
+        // for a large document begins at the window.
+        let offset = shown.sentence_offset();
+        let shift = |start: WindowStart| WindowStart {
+            sentence: start.sentence + offset,
+            ..start
+        };
         Some(WindowInfo {
-            first: shown.first_sentence,
-            analysed: shown.output.input.sentences_analysed,
+            first: shift(input.start()),
+            last: input.last_sentence() + offset,
+            next: input.next.map(shift),
             total: shown.total_sentences,
-            limit: shown.output.input.limit,
+            limit: input.limit,
+            split_notes: input
+                .sentences_split
+                .iter()
+                .map(|split| {
+                    let mut split = split.clone();
+                    split.sentence += offset;
+                    split.note(&input.limit)
+                })
+                .collect(),
         })
     }
 
     pub fn move_window(&mut self, step: WindowMove, info: Option<WindowInfo>) {
+        let current = self.window;
         match step {
             WindowMove::Next => {
-                if let Some(info) = info.filter(|w| w.first == self.first_sentence && w.has_next())
-                {
-                    self.window_history.push(self.first_sentence);
-                    self.first_sentence = info.first + info.analysed;
+                if let Some(next) = info.filter(|w| w.first == current).and_then(|w| w.next) {
+                    self.jump_to(next);
                 }
             }
             WindowMove::Previous => {
-                let fallback = info.map_or(1, |w| w.analysed.max(1));
-                self.first_sentence = self
+                self.window = self
                     .window_history
                     .pop()
-                    .filter(|&first| first < self.first_sentence)
-                    .unwrap_or_else(|| self.first_sentence.saturating_sub(fallback));
+                    .filter(|&first| first < current)
+                    .unwrap_or_else(|| {
+                        let fallback = info
+                            .map_or(1, |w| (w.last + 1).saturating_sub(w.first.sentence).max(1));
+                        WindowStart::from(current.sentence.saturating_sub(fallback))
+                    });
             }
         }
     }
@@ -333,8 +394,7 @@ impl TextState {
             (TextSource::File(path), Ok(prepared)) => {
                 self.document = Some(prepared.document);
                 self.file = Some(path);
-                self.first_sentence = 0;
-                self.window_history.clear();
+                self.set_window_start(WindowStart::default());
                 self.edited(ctx);
                 Prepared::Opened {
                     warning: prepared.warning,
@@ -366,8 +426,8 @@ impl TextState {
         editor::editor_ui(
             ui,
             self.document.as_mut(),
-            self.first_sentence,
-            window,
+            self.window,
+            window.as_ref(),
             busy.as_deref(),
             &source,
         )
