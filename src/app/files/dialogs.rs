@@ -315,12 +315,19 @@ impl FileDialogs {
         }
     }
 
-    /// File → Export → `kind` of `head`, suggesting `name`.
-    pub fn export(&mut self, wake: &Waker, kind: ExportKind, head: HeadId, name: String) {
+    /// File → Export → `kind` of `head` as a file of `extension`,
+    /// suggesting `name`.
+    pub fn export(
+        &mut self,
+        wake: &Waker,
+        kind: ExportKind,
+        head: HeadId,
+        name: String,
+        extension: &str,
+    ) {
         if self.export.is_some() {
             return;
         }
-        let extension = kind.extension();
         let request =
             DialogRequest::save("Export", name).filter(&extension.to_uppercase(), &[extension]);
         if let Some(dialog) = self.open(wake, request) {

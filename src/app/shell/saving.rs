@@ -63,11 +63,12 @@ impl HeadscopeApp {
         self.views.heads.detail.unwrap_or_default()
     }
 
-    /// Asks where to write an export of `kind` (File → Export).
-    pub(crate) fn pick_export_path(&mut self, kind: ExportKind) {
+    /// Asks where to write an export of `kind` as a file of `extension`
+    /// (File → Export).
+    pub(crate) fn pick_export_path(&mut self, kind: ExportKind, extension: &str) {
         let head = self.export_head();
-        let name = kind.suggested_name(head, &self.settings);
-        self.dialogs.export(&self.wake, kind, head, name);
+        let name = kind.suggested_name(head, &self.settings, extension);
+        self.dialogs.export(&self.wake, kind, head, name, extension);
     }
 
     /// Writes an export to `path` and reports the outcome in the banner.
