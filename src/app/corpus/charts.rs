@@ -84,7 +84,10 @@ pub fn layer_cell_label(layer: usize, figure: &str, summary: &Summary) -> String
 
 /// One small plot per per-layer figure, in a row.
 /// Returns the name of a plot whose save button was clicked.
-pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<String> {
+pub(super) fn layer_plots(
+    ui: &mut egui::Ui,
+    report: &CorpusReport,
+) -> Option<crate::app::widgets::plots::SaveRequest> {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new("Per layer").strong());
         ui.weak(

@@ -234,11 +234,11 @@ pub fn poll_dialog(ctx: &egui::Context, slot: &mut Option<Dialog>) -> Option<Pat
     answer
 }
 
-/// Asks where to save a plot's PNG, suggesting `name`.
-pub fn save_png(wake: &Waker, name: String) -> Dialog {
+/// Asks where to save a figure as `format`, suggesting `name`.
+pub fn save_figure(wake: &Waker, name: String, format: crate::export::FigureFormat) -> Dialog {
     Dialog::open(
         wake,
-        DialogRequest::save("Save plot", name).filter("PNG", &["png"]),
+        DialogRequest::save("Save figure", name).filter(format.name(), &[format.extension()]),
     )
 }
 
