@@ -287,15 +287,13 @@ fn heatmap_rect(scene: &Scene, tokens: u32) -> [f32; 4] {
 }
 
 /// Checks that the centre of every cell of the heatmap in `picture` (drawn
-/// at `dpi`) has the colour the map gives the cell's value.
+/// at `dpi`) has the colour `want(i, j)`, the map's for the cell's value.
 fn cells_follow_the_matrix(
     picture: &RgbImage,
     dpi: f32,
     rect: [f32; 4],
-    matrix: &[f32],
     tokens: usize,
-    map: ColorMap,
-    range: ValueRange,
+    want: impl Fn(usize, usize) -> [u8; 3],
     what: &str,
 ) {
     let px = dpi / 72.0;
@@ -306,10 +304,9 @@ fn cells_follow_the_matrix(
             let x = ((rect[0] + (j as f32 + 0.5) * cell) * px) as u32;
             let y = ((rect[1] + (i as f32 + 0.5) * cell) * px) as u32;
             let got = picture.get_pixel(x, y).0;
-            let want = map.color(matrix[i * tokens + j], range);
             let off = got
                 .iter()
-                .zip(want)
+                .zip(want(i, j))
                 .map(|(a, b)| a.abs_diff(b))
                 .max()
                 .unwrap();
@@ -353,7 +350,8 @@ fn labelled_figure_has_room_for_everything() {
         assert!(img.pixels().any(|p| p.0 == end), "colour {end:?} missing");
     }
     let rect = heatmap_rect(&scene, 65);
-    cells_follow_the_matrix(&img, PNG_DPI, rect, matrix, 65, map, range, "PNG");
+    let colour = |i: usize, j: usize| map.color(matrix[i * 65 + j], range);
+    cells_follow_the_matrix(&img, PNG_DPI, rect, 65, colour, "PNG");
     let to_px = |pt: f32| (pt * PNG_DPI / 72.0) as u32;
     assert!(
         has_dark(&img, 0, 0, img.width(), to_px(rect[1])),
@@ -625,10 +623,11 @@ fn the_pdf_renders_the_matrix_and_its_labels_are_text() {
             page.width()
         );
         let rect = heatmap_rect(&scene, 65);
-        cells_follow_the_matrix(&page, dpi, rect, matrix, 65, map, range, "PDF");
+        let colour = |i: usize, j: usize| map.color(matrix[i * 65 + j], range);
+        cells_follow_the_matrix(&page, dpi, rect, 65, colour, "PDF");
         // The PNG of the same scene agrees with it.
         let png = scene_png(&scene, dpi).unwrap();
-        cells_follow_the_matrix(&png, dpi, rect, matrix, 65, map, range, "PNG");
+        cells_follow_the_matrix(&png, dpi, rect, 65, colour, "PNG");
 
         let text = poppler("pdftotext", &[pdf.to_str().unwrap(), "-"]);
         let text = String::from_utf8_lossy(&text.stdout);
