@@ -5,7 +5,7 @@
 
 use super::scene::Scene;
 use crate::atomic_file::{write_atomically, WriteError};
-use image::{ImageEncoder, RgbImage};
+use image::RgbImage;
 use resvg::{tiny_skia, usvg};
 use std::io;
 use std::path::Path;
@@ -137,16 +137,7 @@ pub fn save_scene(scene: &Scene, format: FigureFormat, path: &Path) -> Result<()
         }
         FigureFormat::Png => {
             let img = scene_png(scene, PNG_DPI).map_err(failed)?;
-            write_atomically(path, |w| {
-                image::codecs::png::PngEncoder::new(w)
-                    .write_image(
-                        img.as_raw(),
-                        img.width(),
-                        img.height(),
-                        image::ExtendedColorType::Rgb8,
-                    )
-                    .map_err(io::Error::other)
-            })
+            super::formats::save_png(&img, path)
         }
     }
 }

@@ -1,7 +1,8 @@
 //! File → Export: the current head (bare matrix or labelled figure), the
 //! grid of every head, and the numbers of the current analysis (JSON, NPZ,
-//! CSV), through the same exporters as `headscope export`, so a PNG saved
-//! here looks exactly like the screen and like the command line's.
+//! CSV), through the same exporters as `headscope export`, so a figure
+//! saved here (PNG, SVG or PDF, at the size File → Export → Figure size
+//! sets) is the command line's.
 //!
 //! The save dialog runs off the UI thread (rfd); the platform dialog asks
 //! before overwriting. Writing is atomic (temp file, then rename) and every
