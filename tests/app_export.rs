@@ -107,6 +107,16 @@ fn every_export_kind_is_written_and_failures_are_shown() {
         harness.state().settings().figure_style.width,
         headscope::export::PaperWidth::Column
     );
+    // The open menu, to look at (HEADSCOPE_EXPORT_MENU_PNG).
+    if let Some(path) = std::env::var_os("HEADSCOPE_EXPORT_MENU_PNG") {
+        for entry in ["File", "Export", "Figure size"] {
+            harness.get_by_label(entry).click();
+            harness.step();
+            harness.step();
+        }
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(path).unwrap();
+    }
     let path = dir.path().join("column.svg");
     harness
         .state_mut()

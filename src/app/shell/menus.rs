@@ -188,6 +188,7 @@ pub(crate) fn figure_style_controls(ui: &mut egui::Ui, style: &mut FigureStyle) 
     ui.add(
         egui::Slider::new(&mut style.font_size, FigureStyle::FONT_SIZES)
             .step_by(0.5)
+            .fixed_decimals(1)
             .text("pt text"),
     );
 }
