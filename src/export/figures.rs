@@ -150,7 +150,6 @@ impl Layout {
 
     /// A vertical colour bar (high at the top) with five tick values on its
     /// right, at (x, y), `height` tall.
-    #[allow(clippy::too_many_arguments)]
     fn colour_bar(
         &self,
         scene: &mut Scene,
