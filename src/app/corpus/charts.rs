@@ -122,7 +122,8 @@ pub(super) fn layer_plots(
                     report.layers.iter().map(|l| l.figures()[index].1).collect();
                 let name = format!("corpus-{figure}");
                 let save = plots::figure(ui, &name, figure_title(figure), |ui| {
-                    ui.set_width(width);
+                    // (Narrower while it is laid out for a paper.)
+                    ui.set_width(width.min(ui.available_width()));
                     let baseline = match figure {
                         "same_sentence_fraction" => Some(report.baseline_same_sentence_fraction),
                         // The same in every layer: one window's separators.
