@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs, where missing, the Debian packages the tests need: Mesa's
 # software Vulkan for the headless egui_kittest renders, Xvfb and xdotool
-# for the real-window test, ImageMagick for scripts/screenshots.sh. Uses
+# for the real-window test, ImageMagick for scripts/screenshots.sh, poppler
+# (pdftoppm, pdftotext) to read the exported PDFs back. Uses
 # apt-get as root, or through sudo; otherwise says what to install.
 set -euo pipefail
 need=()
-for pkg in mesa-vulkan-drivers libvulkan1 xvfb xdotool imagemagick libxkbcommon-x11-0 libegl1 libgl1; do
+for pkg in mesa-vulkan-drivers libvulkan1 xvfb xdotool imagemagick libxkbcommon-x11-0 libegl1 libgl1 poppler-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 [ "${#need[@]}" -eq 0 ] && exit 0

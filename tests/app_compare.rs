@@ -189,6 +189,44 @@ fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
     assert!(notice.starts_with("Exported"), "{notice}");
     let picture = image::open(&png).expect("a PNG").to_rgb8();
     assert!(picture.width() > 400 && picture.height() > 200);
+    // Every Compare figure saves as PDF, its text as text.
+    let pdf_label =
+        headscope::app::widgets::plots::save_label(headscope::export::FigureFormat::Pdf);
+    let figures = harness.query_all_by_label(pdf_label).count();
+    assert_eq!(figures, 4);
+    // (Tall enough that every button is on screen to be clicked.)
+    harness.set_size(egui::vec2(1400.0, 3200.0));
+    harness.step();
+    for k in 0..figures {
+        let pdf = dir.path().join(format!("compare-{k}.pdf"));
+        harness
+            .state_mut()
+            .set_plot_export_target(Some(pdf.clone()));
+        harness
+            .query_all_by_label(pdf_label)
+            .nth(k)
+            .unwrap()
+            .click();
+        step_until(&mut harness, "the PDF export", |h| {
+            h.state().notice().is_some_and(|n| {
+                n.contains(&pdf.display().to_string()) || n.starts_with("Export failed")
+            })
+        });
+        let notice = harness.state().notice().unwrap().to_string();
+        assert!(notice.starts_with("Exported"), "figure {k}: {notice}");
+        let keep = std::env::temp_dir().join("headscope-exports");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&pdf, keep.join(format!("compare-{k}.pdf"))).unwrap();
+        let text = std::process::Command::new("pdftotext")
+            .args([pdf.to_str().unwrap(), "-"])
+            .output()
+            .expect("pdftotext (poppler-utils) runs");
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            text.contains("L0") || text.contains("A"),
+            "figure {k}: {text}"
+        );
+    }
 
     // A picture of the whole window, to look at (HEADSCOPE_COMPARE_PNG).
     if let Some(path) = std::env::var_os("HEADSCOPE_COMPARE_PNG") {

@@ -6,6 +6,7 @@
 mod common;
 
 use common::app::*;
+use egui_kittest::kittest::Queryable;
 use headscope::app::files::export_menu::ExportKind;
 use headscope::captures::HeadId;
 
@@ -58,6 +59,72 @@ fn every_export_kind_is_written_and_failures_are_shown() {
         (image.width(), image.height()),
         (t as u32 * scale, t as u32 * scale)
     );
+
+    // Each figure as SVG (XML, token labels as text) and PDF, a page wide
+    // by default.
+    for kind in ExportKind::ALL.into_iter().filter(|k| k.is_figure()) {
+        for extension in ["svg", "pdf"] {
+            let path = dir.path().join(format!("{kind:?}.{extension}"));
+            harness.state_mut().export_to(kind, head, &path);
+            let notice = harness.state().notice().unwrap_or_default().to_string();
+            assert!(
+                notice.starts_with("Exported"),
+                "{kind:?} {extension}: {notice}"
+            );
+            let bytes = std::fs::read(&path).unwrap();
+            if extension == "pdf" {
+                assert!(bytes.starts_with(b"%PDF"), "{kind:?}");
+                continue;
+            }
+            let svg = String::from_utf8(bytes).unwrap();
+            let doc = roxmltree::Document::parse(&svg).expect("the SVG is XML");
+            assert_eq!(doc.root_element().attribute("width"), Some("504pt"));
+            if kind == ExportKind::HeadFigure {
+                let texts: Vec<&str> = doc
+                    .descendants()
+                    .filter(|n| n.has_tag_name("text"))
+                    .filter_map(|n| n.text())
+                    .collect();
+                // Every token, or every k-th where rows are smaller than
+                // a line of text, on both axes.
+                let labels = &output.input.tokens.token_texts;
+                let shown = labels
+                    .iter()
+                    .filter(|l| texts.contains(&l.as_str()))
+                    .count();
+                assert!(shown * 3 >= labels.len(), "{shown} of {}", labels.len());
+                assert!(texts.contains(&labels[0].as_str()));
+            }
+        }
+    }
+    // File → Export → Figure size: a column, kept in the settings.
+    for entry in ["File", "Export", "Figure size", "column (3.3 in)"] {
+        harness.get_by_label(entry).click();
+        harness.step();
+        harness.step();
+    }
+    assert_eq!(
+        harness.state().settings().figure_style.width,
+        headscope::export::PaperWidth::Column
+    );
+    // The open menu, to look at (HEADSCOPE_EXPORT_MENU_PNG).
+    if let Some(path) = std::env::var_os("HEADSCOPE_EXPORT_MENU_PNG") {
+        for entry in ["File", "Export", "Figure size"] {
+            harness.get_by_label(entry).click();
+            harness.step();
+            harness.step();
+        }
+        let image = harness.render().expect("wgpu renders the window");
+        image.save(path).unwrap();
+    }
+    let path = dir.path().join("column.svg");
+    harness
+        .state_mut()
+        .export_to(ExportKind::HeadFigure, head, &path);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.contains("width=\"237.6pt\""), "{}", &svg[..200]);
+    harness.key_press(egui::Key::Escape);
+    harness.step();
 
     // A path that cannot be written: a clear message, the app goes on.
     harness.state_mut().export_to(

@@ -470,36 +470,49 @@ fn every_view_copes_with_a_one_word_text() {
 }
 
 #[test]
-fn a_plot_is_saved_as_the_png_on_screen() {
-    use headscope::app::widgets::plots::SAVE_LABEL;
+fn a_plot_is_saved_as_png_svg_and_pdf() {
+    use headscope::app::widgets::plots::{save_label, SAVE_LABEL};
+    use headscope::export::FigureFormat;
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_tab(&mut harness, CentralView::Layers);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mean-distance.png");
-    harness
-        .state_mut()
-        .set_plot_export_target(Some(path.clone()));
-
-    // Histograms, mean distance, fractions, correlation: one button each.
+    // Histograms, mean distance, fractions, correlation: buttons for each.
     assert_eq!(harness.query_all_by_label(SAVE_LABEL).count(), 4);
-    harness
-        .query_all_by_label(SAVE_LABEL)
-        .nth(1)
-        .expect("the mean distance plot's button")
-        .click();
-    step_until(&mut harness, "the plot export", |h| {
-        h.state().notice().is_some_and(|n| n.contains("xport"))
-    });
-    let notice = harness.state().notice().unwrap().to_string();
-    assert!(notice.starts_with("Exported"), "{notice}");
-    assert_eq!(harness.state().central_view(), CentralView::Layers);
+    let save = |harness: &mut AppHarness, format: FigureFormat| {
+        let path = dir
+            .path()
+            .join(format!("mean-distance.{}", format.extension()));
+        harness
+            .state_mut()
+            .set_plot_export_target(Some(path.clone()));
+        harness
+            .query_all_by_label(save_label(format))
+            .nth(1)
+            .expect("the mean distance plot's button")
+            .click();
+        step_until(harness, "the plot export", |h| {
+            h.state()
+                .notice()
+                .is_some_and(|n| n.contains(&path.display().to_string()))
+        });
+        let notice = harness.state().notice().unwrap().to_string();
+        assert!(notice.starts_with("Exported"), "{notice}");
+        // Kept for a person to look at.
+        let keep = std::env::temp_dir().join("headscope-exports");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&path, keep.join(path.file_name().unwrap())).unwrap();
+        path
+    };
 
-    // The picture: the plot's title, axes and curve, cut out of the window.
-    let png = image::open(&path).expect("a PNG").to_rgb8();
+    // The PNG: the plot's title, axes and curve at 300 dpi, at most a page
+    // (7 in) wide.
+    let png = image::open(save(&mut harness, FigureFormat::Png))
+        .expect("a PNG")
+        .to_rgb8();
     let (width, height) = png.dimensions();
     assert!(
-        (200..1600).contains(&width) && (150..1000).contains(&height),
+        (600..=2101).contains(&width) && (300..2000).contains(&height),
         "{width}×{height}"
     );
     // The curve's colour (layers_view's MEAN_DISTANCE) is drawn in it.
@@ -508,7 +521,74 @@ fn a_plot_is_saved_as_the_png_on_screen() {
         r.abs_diff(250) < 12 && g.abs_diff(220) < 12 && b.abs_diff(90) < 12
     });
     assert!(curve.count() > 20, "no curve in the exported plot");
-    // The save buttons are back after the screenshot.
+    // Paper: white, not the window's dark background.
+    assert_eq!(png.get_pixel(1, 1).0, [255; 3]);
+
+    // The SVG: the title and axis labels as text, the curve as a line.
+    let svg = std::fs::read_to_string(save(&mut harness, FigureFormat::Svg)).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG is XML");
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains("distance")), "{texts:?}");
+    assert!(
+        texts.contains(&"L0") && texts.contains(&"layer"),
+        "{texts:?}"
+    );
+    assert!(doc
+        .descendants()
+        .any(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some("#fadc5a")));
+
+    // The PDF: its text is text.
+    let pdf = save(&mut harness, FigureFormat::Pdf);
+    let text = std::process::Command::new("pdftotext")
+        .args([pdf.to_str().unwrap(), "-"])
+        .output()
+        .expect("pdftotext (poppler-utils) runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("layer") && text.contains("L0"), "{text}");
+    assert_eq!(harness.state().central_view(), CentralView::Layers);
+
+    // The text tinted by its attention to [SEP] (Separators): its tokens
+    // are text in the PDF.
+    open_tab(&mut harness, CentralView::Separators);
+    let path = dir.path().join("tinted.pdf");
+    harness
+        .state_mut()
+        .set_plot_export_target(Some(path.clone()));
+    harness
+        .query_all_by_label(save_label(FigureFormat::Pdf))
+        .next()
+        .expect("the tinted text's button")
+        .click();
+    step_until(&mut harness, "the text export", |h| {
+        h.state()
+            .notice()
+            .is_some_and(|n| n.contains(&path.display().to_string()))
+    });
+    let keep = std::env::temp_dir().join("headscope-exports");
+    std::fs::copy(&path, keep.join("separator-text.pdf")).unwrap();
+    let text = std::process::Command::new("pdftotext")
+        .args([path.to_str().unwrap(), "-"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let output = harness.state().shown_output().unwrap().clone();
+    let words: Vec<&String> = output
+        .input
+        .tokens
+        .token_texts
+        .iter()
+        .filter(|t| t.len() > 3 && t.chars().all(char::is_alphabetic))
+        .collect();
+    assert!(!words.is_empty());
+    for word in words {
+        assert!(text.contains(word.as_str()), "{word} not in {text}");
+    }
+    open_tab(&mut harness, CentralView::Layers);
+    // The save buttons are back after the export.
     harness.step();
     assert_eq!(harness.query_all_by_label(SAVE_LABEL).count(), 4);
 

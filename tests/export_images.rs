@@ -3,15 +3,22 @@
 //! back through the colour map, CSV is parsed again, and failed writes are
 //! checked for their message and for leaving the previous file intact.
 //!
-//! Also saves a labelled figure and a grid of the reference fixture under
+//! The figures for papers are checked in all three formats made from their
+//! one description: the PNG's pixels, the SVG parsed as XML (token labels
+//! as text, the heatmap as one image of the matrix's size), and the PDF
+//! rendered by poppler's `pdftoppm` (colours of every cell as the matrix's)
+//! and read by `pdftotext` (the labels are text).
+//!
+//! Also saves labelled figures and grids of the reference fixture under
 //! the system temp folder (`headscope-exports/`) for a person to look at.
 
 use std::path::{Path, PathBuf};
 
 use headscope::colormap::{ColorMap, ValueRange};
 use headscope::export::{
-    default_scale, grid_image, heatmap_image, labelled_heatmap, matrix_csv, save_png, save_text,
-    write_atomically, GridRange,
+    default_scale, grid_figure, heatmap_image, labelled_figure, matrix_csv, save_png, save_scene,
+    save_text, scene_pdf, scene_png, write_atomically, FigureFormat, FigureStyle, GridRange,
+    PaperWidth, Scene, PNG_DPI,
 };
 use image::RgbImage;
 
@@ -222,16 +229,29 @@ fn degenerate_inputs_do_not_panic() {
     let constant = vec![0.5; 9];
     let img = heatmap_image(&constant, 3, ColorMap::Greys, ValueRange::of(&constant), 0);
     assert_eq!(img.get_pixel(0, 0).0, ColorMap::Greys.rgb(0.5));
-    let _ = labelled_heatmap(&[], 0, &[], "", ColorMap::Viridis, ValueRange::default());
-    let _ = labelled_heatmap(
+    let style = FigureStyle::default();
+    let empty = labelled_figure(
+        &[],
+        0,
+        &[],
+        "",
+        ColorMap::Viridis,
+        ValueRange::default(),
+        style,
+    );
+    assert!(scene_png(&empty, 72.0).is_ok() && scene_pdf(&empty).is_ok());
+    let nan = labelled_figure(
         &[f32::NAN; 4],
         2,
         &[],
         "nan",
         ColorMap::Viridis,
         ValueRange::of(&[f32::NAN]),
+        style,
     );
-    let _ = grid_image(&[], 10, 0, ColorMap::Viridis, GridRange::PerPanel);
+    assert!(scene_png(&nan, 72.0).is_ok() && scene_pdf(&nan).is_ok());
+    let grid = grid_figure(&[], 10, 0, ColorMap::Viridis, GridRange::PerPanel, style);
+    assert!(scene_png(&grid, 72.0).is_ok());
     let dir = tempfile::tempdir().unwrap();
     assert!(save_png(&RgbImage::new(0, 0), &dir.path().join("empty.png")).is_err());
 }
@@ -248,77 +268,152 @@ fn has_dark(img: &RgbImage, x0: u32, y0: u32, x1: u32, y1: u32) -> bool {
         .any(|y| (x0..x1.min(img.width())).any(|x| img.get_pixel(x, y).0.iter().all(|&c| c < 100)))
 }
 
+/// The heatmap of a labelled figure: its rectangle in points.
+fn heatmap_rect(scene: &Scene, tokens: u32) -> [f32; 4] {
+    scene
+        .items
+        .iter()
+        .find_map(|item| match item {
+            headscope::export::scene::Item::Image {
+                x,
+                y,
+                width,
+                height,
+                image,
+            } if image.width() == tokens => Some([*x, *y, *width, *height]),
+            _ => None,
+        })
+        .expect("the heatmap is one image of the matrix's size")
+}
+
+/// Checks that the centre of every cell of the heatmap in `picture` (drawn
+/// at `dpi`) has the colour `want(i, j)`, the map's for the cell's value.
+fn cells_follow_the_matrix(
+    picture: &RgbImage,
+    dpi: f32,
+    rect: [f32; 4],
+    tokens: usize,
+    want: impl Fn(usize, usize) -> [u8; 3],
+    what: &str,
+) {
+    let px = dpi / 72.0;
+    let cell = rect[2] / tokens as f32;
+    let mut worst = 0;
+    for i in 0..tokens {
+        for j in 0..tokens {
+            let x = ((rect[0] + (j as f32 + 0.5) * cell) * px) as u32;
+            let y = ((rect[1] + (i as f32 + 0.5) * cell) * px) as u32;
+            let got = picture.get_pixel(x, y).0;
+            let off = got
+                .iter()
+                .zip(want(i, j))
+                .map(|(a, b)| a.abs_diff(b))
+                .max()
+                .unwrap();
+            worst = worst.max(off);
+        }
+    }
+    assert!(worst <= 3, "{what}: a cell is {worst} off its colour");
+}
+
 #[test]
 fn labelled_figure_has_room_for_everything() {
     let captures = fixture();
     let matrix = &*captures.similarity(headscope::captures::HeadId::new(3, 0));
     let labels = harbour_labels();
     let range = ValueRange::of(matrix);
-    let img = labelled_heatmap(
+    let map = ColorMap::Viridis;
+    let style = FigureStyle::default();
+    let scene = labelled_figure(
         matrix,
         65,
         &labels,
         "similarity, layer 3 head 0",
-        ColorMap::Viridis,
+        map,
         range,
+        style,
     );
-    let side = 65 * 15; // about 960 pixels of heatmap
+    // A page wide: 7 in, as tall as the heatmap and its labels need.
+    assert_eq!(scene.width, 7.0 * 72.0);
     assert!(
-        img.width() > side + 150 && img.width() < side + 600,
-        "width {}",
-        img.width()
-    );
-    assert!(
-        img.height() > side + 100 && img.height() < side + 400,
+        scene.height > scene.width * 0.8 && scene.height < scene.width * 1.3,
         "height {}",
-        img.height()
+        scene.height
     );
+    let img = scene_png(&scene, PNG_DPI).unwrap();
+    assert_eq!(img.width(), 2100);
     // White margins all round, the heatmap somewhere inside, text around it.
     assert_eq!(img.get_pixel(0, 0).0, [255; 3]);
     assert_eq!(img.get_pixel(img.width() - 1, img.height() - 1).0, [255; 3]);
     assert!(ink(&img) > 0.4, "ink {}", ink(&img));
-    let map = ColorMap::Viridis;
     for end in [map.lut()[0], map.lut()[255]] {
         assert!(img.pixels().any(|p| p.0 == end), "colour {end:?} missing");
     }
-    assert!(has_dark(&img, 0, 0, img.width(), 60), "no title");
+    let rect = heatmap_rect(&scene, 65);
+    let colour = |i: usize, j: usize| map.color(matrix[i * 65 + j], range);
+    cells_follow_the_matrix(&img, PNG_DPI, rect, 65, colour, "PNG");
+    let to_px = |pt: f32| (pt * PNG_DPI / 72.0) as u32;
     assert!(
-        has_dark(&img, 0, 100, 80, img.height() - 200),
+        has_dark(&img, 0, 0, img.width(), to_px(rect[1])),
+        "no title"
+    );
+    assert!(
+        has_dark(
+            &img,
+            0,
+            to_px(rect[1]),
+            to_px(rect[0]) - 12,
+            img.height() / 2
+        ),
         "no row labels"
     );
     assert!(
         has_dark(
             &img,
-            200,
-            img.height() - 60,
-            img.width() - 200,
+            to_px(rect[0]),
+            to_px(rect[1] + rect[3]) + 12,
+            to_px(rect[0] + rect[2]),
             img.height()
         ),
         "no column labels"
     );
     assert!(
-        has_dark(&img, img.width() - 80, 100, img.width(), img.height() - 200),
+        has_dark(
+            &img,
+            to_px(rect[0] + rect[2]) + 60,
+            to_px(rect[1]),
+            img.width(),
+            to_px(rect[1] + rect[3])
+        ),
         "no colour bar ticks"
     );
+    // Every token is labelled on a page; a column labels every other one.
+    let texts: Vec<&str> = scene.texts().collect();
+    assert!(texts.contains(&"fisherman") && texts.contains(&"##lls"));
+    assert_eq!(texts.iter().filter(|t| **t == "harbour").count(), 4);
+    let column = FigureStyle {
+        width: PaperWidth::Column,
+        font_size: 8.0,
+    };
+    let narrow = labelled_figure(matrix, 65, &labels, "L3 H0", map, range, column);
+    assert_eq!(narrow.width, 3.3 * 72.0);
+    let shown = narrow.texts().count();
+    assert!((2 * 65 / 4..2 * 65).contains(&shown), "{shown} labels");
 
-    // Many tokens: labels are thinned, the figure stays a sensible size.
+    // Many tokens: labels are thinned, the figure stays a page wide.
     let many: Vec<f32> = (0..300 * 300).map(|k| (k as f32).sqrt().sin()).collect();
-    let img = labelled_heatmap(
+    let scene = labelled_figure(
         &many,
         300,
         &[],
         "300 tokens",
         ColorMap::RdBu,
         ValueRange::symmetric(&many),
+        style,
     );
-    assert!(
-        img.width() >= 1200 && img.width() < 1800,
-        "width {}",
-        img.width()
-    );
-    assert!(ink(&img) > 0.4);
-
-    // 128 tokens with long labels, and 4 tokens under a long title.
+    assert_eq!(scene.width, 7.0 * 72.0);
+    assert!(scene.texts().count() < 2 * 150);
+    // 128 tokens with long labels are cut with an ellipsis.
     let tokens = 128;
     let wide: Vec<f32> = (0..tokens * tokens)
         .map(|k| {
@@ -337,19 +432,22 @@ fn labelled_figure_has_room_for_everything() {
             }
         })
         .collect();
-    let img = labelled_heatmap(
+    let scene = labelled_figure(
         &wide,
         tokens,
         &long,
         "128 tokens, long labels",
         ColorMap::Greys,
         ValueRange::of(&wide),
+        style,
     );
-    assert!(
-        img.width() > 128 * 12,
-        "every one of 128 tokens gets a row of 12 pixels"
-    );
-    save_png(&img, &exports_folder().join("labelled_128_tokens.png")).unwrap();
+    assert!(scene.texts().any(|t| t.ends_with('…')));
+    save_scene(
+        &scene,
+        FigureFormat::Png,
+        &exports_folder().join("labelled_128_tokens.png"),
+    )
+    .unwrap();
     let few = [
         0.9f32, 0.1, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.2, 0.3, 0.5, 0.0, 0.25, 0.25, 0.25, 0.25,
     ];
@@ -357,47 +455,192 @@ fn labelled_figure_has_room_for_everything() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let img = labelled_heatmap(
+    let scene = labelled_figure(
         &few,
         4,
         &labels4,
         "Attention of a four-token input, layer 0, head 0 (a long title)",
         ColorMap::Cividis,
         ValueRange::new(0.0, 1.0),
+        column,
     );
-    assert!(img.width() > 4 * 40 + 200);
-    save_png(&img, &exports_folder().join("labelled_4_tokens.png")).unwrap();
-
-    let path = exports_folder().join("labelled_L3H0_similarity.png");
-    let img = labelled_heatmap(
-        matrix,
-        65,
-        &labels,
-        "Similarity O·O^T, layer 3, head 0",
-        ColorMap::Viridis,
-        range,
-    );
-    save_png(&img, &path).unwrap();
+    save_scene(
+        &scene,
+        FigureFormat::Pdf,
+        &exports_folder().join("labelled_4_tokens.pdf"),
+    )
+    .unwrap();
+    for format in FigureFormat::ALL {
+        let path =
+            exports_folder().join(format!("labelled_L3H0_similarity.{}", format.extension()));
+        let scene = labelled_figure(
+            matrix,
+            65,
+            &labels,
+            "Similarity O·Oᵀ, layer 3, head 0",
+            map,
+            range,
+            style,
+        );
+        save_scene(&scene, format, &path).unwrap();
+    }
     let attention = &*captures.attention(headscope::captures::HeadId::new(2, 5));
-    let img = labelled_heatmap(
+    let scene = labelled_figure(
         attention,
         65,
         &labels,
         "Attention, layer 2, head 5",
         ColorMap::Magma,
         ValueRange::of(attention),
+        column,
     );
-    save_png(&img, &exports_folder().join("labelled_L2H5_attention.png")).unwrap();
-    let signed: Vec<f32> = matrix.iter().map(|v| v - 2.0).collect();
-    let img = labelled_heatmap(
-        &signed[..],
+    save_scene(
+        &scene,
+        FigureFormat::Pdf,
+        &exports_folder().join("labelled_L2H5_attention_column.pdf"),
+    )
+    .unwrap();
+}
+
+/// The labelled figure as SVG: well-formed XML whose text elements hold the
+/// token labels and whose heatmap is one image of 65 × 65 pixels, each the
+/// colour of its matrix entry.
+#[test]
+fn the_svg_holds_the_labels_as_text_and_the_matrix_as_one_image() {
+    use base64::Engine;
+    let captures = fixture();
+    let matrix = &*captures.attention(headscope::captures::HeadId::new(2, 5));
+    let range = ValueRange::of(matrix);
+    let map = ColorMap::Magma;
+    let scene = labelled_figure(
+        matrix,
         65,
-        &labels,
-        "Similarity − 2 (RdBu, symmetric)",
-        ColorMap::RdBu,
-        ValueRange::symmetric(&signed),
+        &harbour_labels(),
+        "Attention, layer 2, head 5",
+        map,
+        range,
+        FigureStyle::default(),
     );
-    save_png(&img, &exports_folder().join("labelled_signed_rdbu.png")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("figure.svg");
+    save_scene(&scene, FigureFormat::Svg, &path).unwrap();
+    std::fs::copy(&path, exports_folder().join("labelled_L2H5_attention.svg")).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the SVG is XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(root.attribute("width"), Some("504pt"));
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    // Each of the 65 labels on both axes, and the title.
+    for label in HARBOUR_TOKENS {
+        let count = texts.iter().filter(|t| **t == label).count();
+        let expected = 2 * HARBOUR_TOKENS.iter().filter(|t| **t == label).count();
+        assert_eq!(count, expected, "label {label}");
+    }
+    assert!(texts.contains(&"Attention, layer 2, head 5"));
+    // The heatmap: one embedded PNG of exactly the matrix.
+    let images: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("image"))
+        .filter_map(|n| n.attribute("href"))
+        .filter_map(|href| href.strip_prefix("data:image/png;base64,"))
+        .map(|data| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap();
+            image::load_from_memory(&bytes).unwrap().to_rgb8()
+        })
+        .collect();
+    let heatmap = images
+        .iter()
+        .find(|img| img.width() == 65)
+        .expect("the heatmap image");
+    assert_eq!(heatmap.dimensions(), (65, 65));
+    for (k, pixel) in heatmap.pixels().enumerate() {
+        assert_eq!(pixel.0, map.color(matrix[k], range), "cell {k}");
+    }
+    // Small: the cells are one image, not 4225 rectangles.
+    assert!(text.len() < 60_000, "{} bytes", text.len());
+}
+
+/// Runs a poppler tool, which the test step installs (scripts/test-deps.sh).
+fn poppler(tool: &str, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} (Debian's poppler-utils) did not run: {e}"));
+    assert!(
+        output.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The PDF, drawn by poppler, shows every cell in its matrix colour, as the
+/// PNG does; its labels and title are text that `pdftotext` reads; its page
+/// is the figure's size.
+#[test]
+fn the_pdf_renders_the_matrix_and_its_labels_are_text() {
+    let captures = fixture();
+    let matrix = &*captures.similarity(headscope::captures::HeadId::new(3, 0));
+    let range = ValueRange::of(matrix);
+    let map = ColorMap::Viridis;
+    let title = "Similarity of layer 3 head 0";
+    for style in [
+        FigureStyle::default(),
+        FigureStyle {
+            width: PaperWidth::Column,
+            font_size: 8.0,
+        },
+    ] {
+        let scene = labelled_figure(matrix, 65, &harbour_labels(), title, map, range, style);
+        let dir = tempfile::tempdir().unwrap();
+        let pdf = dir.path().join("figure.pdf");
+        save_scene(&scene, FigureFormat::Pdf, &pdf).unwrap();
+        let dpi = 288.0;
+        let stem = dir.path().join("page");
+        poppler(
+            "pdftoppm",
+            &[
+                "-r",
+                "288",
+                "-png",
+                "-singlefile",
+                pdf.to_str().unwrap(),
+                stem.to_str().unwrap(),
+            ],
+        );
+        let page = image::open(dir.path().join("page.png")).unwrap().to_rgb8();
+        let expected_width = (scene.width * dpi / 72.0).round() as i64;
+        assert!(
+            (i64::from(page.width()) - expected_width).abs() <= 1,
+            "page {} px, figure {expected_width} px",
+            page.width()
+        );
+        let rect = heatmap_rect(&scene, 65);
+        let colour = |i: usize, j: usize| map.color(matrix[i * 65 + j], range);
+        cells_follow_the_matrix(&page, dpi, rect, 65, colour, "PDF");
+        // The PNG of the same scene agrees with it.
+        let png = scene_png(&scene, dpi).unwrap();
+        cells_follow_the_matrix(&png, dpi, rect, 65, colour, "PNG");
+
+        let text = poppler("pdftotext", &[pdf.to_str().unwrap(), "-"]);
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(text.contains(title), "{text}");
+        let words: Vec<&str> = scene
+            .texts()
+            .filter(|t| t.len() > 2 && t.chars().all(char::is_alphabetic))
+            .collect();
+        assert!(words.len() > 10, "{words:?}");
+        for label in words.into_iter().chain(["[SEP]"]) {
+            assert!(text.contains(label), "{label} not found in {text}");
+        }
+    }
 }
 
 #[test]
@@ -412,20 +655,34 @@ fn grid_holds_every_head() {
             )
         })
         .collect();
-    let img = grid_image(&panels, 65, 12, ColorMap::Viridis, GridRange::PerPanel);
-    // 12 columns and 6 rows of 130-pixel panels plus labels and gaps.
-    assert!(
-        img.width() >= 12 * 130 && img.width() < 12 * 130 + 400,
-        "width {}",
-        img.width()
+    let style = FigureStyle::default();
+    let scene = grid_figure(
+        &panels,
+        65,
+        12,
+        ColorMap::Viridis,
+        GridRange::PerPanel,
+        style,
     );
-    assert!(
-        img.height() >= 6 * 130 + 6 * 14 && img.height() < 6 * 130 + 300,
-        "height {}",
-        img.height()
-    );
+    // 12 columns and 6 rows of panels a page wide, each with its label.
+    assert_eq!(scene.width, 504.0);
+    let images = scene
+        .items
+        .iter()
+        .filter(|i| matches!(i, headscope::export::scene::Item::Image { .. }))
+        .count();
+    assert_eq!(images, 72);
+    let texts: Vec<&str> = scene.texts().collect();
+    assert!(texts.contains(&"L0 H0") && texts.contains(&"L5 H11"));
+    assert!(scene.height > 6.0 * 30.0 && scene.height < 6.0 * 60.0);
+    let img = scene_png(&scene, PNG_DPI).unwrap();
     assert!(ink(&img) > 0.5);
-    save_png(&img, &exports_folder().join("grid_attention_per_panel.png")).unwrap();
+    save_scene(
+        &scene,
+        FigureFormat::Png,
+        &exports_folder().join("grid_attention_per_panel.png"),
+    )
+    .unwrap();
 
     let similarity: Vec<(String, Vec<f32>)> = captures
         .head_ids()
@@ -437,20 +694,35 @@ fn grid_holds_every_head() {
         })
         .collect();
     let shared = ValueRange::of(&captures.similarity);
-    let img = grid_image(
+    let with_bar = grid_figure(
         &similarity,
         65,
         12,
         ColorMap::Cividis,
         GridRange::Shared(shared),
+        style,
     );
-    let no_bar = grid_image(&similarity, 65, 12, ColorMap::Cividis, GridRange::PerPanel);
+    let no_bar = grid_figure(
+        &similarity,
+        65,
+        12,
+        ColorMap::Cividis,
+        GridRange::PerPanel,
+        style,
+    );
+    // The colour bar takes room from the panels: the same width, shorter.
+    assert_eq!(with_bar.width, no_bar.width);
     assert!(
-        img.width() > no_bar.width() + 40,
+        with_bar.height < no_bar.height,
         "shared range gets a colour bar"
     );
-    assert_eq!(img.height(), no_bar.height());
-    save_png(&img, &exports_folder().join("grid_similarity_shared.png")).unwrap();
+    assert!(with_bar.items.len() > no_bar.items.len() + 5);
+    save_scene(
+        &with_bar,
+        FigureFormat::Pdf,
+        &exports_folder().join("grid_similarity_shared.pdf"),
+    )
+    .unwrap();
 }
 
 /// RFC 4180 fields of one CSV text, row by row.

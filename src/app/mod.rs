@@ -18,7 +18,7 @@
 //!   [`files`] (dialogs, File → Export, plots saved as PNG) and the
 //!   [`runs`] (the analysis owed, in flight, on screen);
 //! - the [`widgets`] every view draws with: heatmaps, one head grid,
-//!   plots with "Save PNG…", tables, token text, the formatting of figures
+//!   plots with "Save PNG / SVG / PDF…", tables, token text, the formatting of figures
 //!   and categories;
 //! - at the bottom, the persisted [`settings`], the [`startup`] options and
 //!   the background [`jobs`].

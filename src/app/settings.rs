@@ -144,6 +144,8 @@ pub struct Settings {
     /// At most this much memory (MB) for one window's attentions and
     /// similarities; a longer text is cut to fit.
     pub capture_memory_mb: u64,
+    /// The printed size of exported figures (SVG, PDF, PNG).
+    pub figure_style: crate::export::FigureStyle,
 }
 
 impl Default for Settings {
@@ -166,6 +168,7 @@ impl Default for Settings {
             separator_overlay: false,
             max_tokens: 0,
             capture_memory_mb: crate::pipeline::DEFAULT_CAPTURE_MEMORY_MB,
+            figure_style: crate::export::FigureStyle::default(),
         }
     }
 }

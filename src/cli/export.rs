@@ -1,11 +1,22 @@
 //! `headscope export`: a head's heatmap (bare matrix or labelled figure),
-//! the grid of every head, or a head's matrix as CSV.
+//! the grid of every head, or a head's matrix as CSV. Figures are written
+//! as PNG, SVG and/or PDF from one description, sized for a paper
+//! (`--width column|page`, `--font-size`).
 
 use super::args::TextArgs;
 use super::running::check_writable;
 use anyhow::{anyhow, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+
+/// The printed width of a figure (`--width`).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum WidthArg {
+    /// One column of a two-column paper, 3.3 in.
+    Column,
+    /// A page's text width, 7 in.
+    Page,
+}
 
 #[derive(Args, Debug)]
 pub(crate) struct ExportArgs {
@@ -26,15 +37,27 @@ pub(crate) struct ExportArgs {
     /// Every head of every layer in one labelled image.
     #[arg(long)]
     pub(crate) grid: bool,
-    /// Pixels per cell of the bare matrix (default: enough for 512 pixels).
+    /// Pixels per cell of the bare matrix's PNG (default: enough for 512 pixels).
     #[arg(long)]
     pub(crate) scale: Option<u32>,
+    /// The printed width of a figure: a paper's column (3.3 in) or page (7 in).
+    #[arg(long, value_enum, default_value_t = WidthArg::Page)]
+    pub(crate) width: WidthArg,
+    /// The size of a figure's text in points (8 to 10).
+    #[arg(long, default_value_t = 9.0)]
+    pub(crate) font_size: f32,
     /// Colour map.
     #[arg(long, default_value = "viridis")]
     pub(crate) colormap: String,
-    /// Write the image here.
+    /// Write the image here (PNG; a figure at 300 dpi).
     #[arg(long)]
     pub(crate) png: Option<PathBuf>,
+    /// Write the figure here as SVG (text as text).
+    #[arg(long)]
+    pub(crate) svg: Option<PathBuf>,
+    /// Write the figure here as PDF (text as text, fonts embedded).
+    #[arg(long)]
+    pub(crate) pdf: Option<PathBuf>,
     /// Write the matrix with token headers here.
     #[arg(long)]
     pub(crate) csv: Option<PathBuf>,
@@ -44,9 +67,30 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     use crate::analysis::transformed_similarity;
     use crate::captures::HeadId;
     use crate::colormap::{ColorMap, ValueRange};
-    use crate::export::{self as exp, GridRange};
-    if args.png.is_none() && args.csv.is_none() {
-        bail!("nothing to write: give --png OUT and/or --csv OUT");
+    use crate::export::{self as exp, FigureFormat, FigureStyle, GridRange, PaperWidth};
+    let figures: Vec<(FigureFormat, &PathBuf)> = [
+        (FigureFormat::Png, &args.png),
+        (FigureFormat::Svg, &args.svg),
+        (FigureFormat::Pdf, &args.pdf),
+    ]
+    .into_iter()
+    .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))
+    .collect();
+    if figures.is_empty() && args.csv.is_none() {
+        bail!("nothing to write: give --png, --svg or --pdf OUT and/or --csv OUT");
+    }
+    let style = FigureStyle {
+        width: match args.width {
+            WidthArg::Column => PaperWidth::Column,
+            WidthArg::Page => PaperWidth::Page,
+        },
+        font_size: args.font_size,
+    };
+    if !FigureStyle::FONT_SIZES.contains(&args.font_size) {
+        bail!(
+            "--font-size {}: give 8 to 10 (points, as in a paper)",
+            args.font_size
+        );
     }
     if args.grid && args.csv.is_some() {
         bail!("--csv writes one head's matrix: give --layer and --head instead of --grid");
@@ -65,7 +109,10 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     if args.scale == Some(0) {
         bail!("--scale must be at least 1");
     }
-    for path in [&args.png, &args.csv].into_iter().flatten() {
+    for path in [&args.png, &args.svg, &args.pdf, &args.csv]
+        .into_iter()
+        .flatten()
+    {
         check_writable(path)?;
     }
     let (model, output) = args.text.run()?;
@@ -96,9 +143,16 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
                 (format!("L{} H{} {category}", id.layer, id.head), matrix(id))
             })
             .collect();
-        let image = exp::grid_image(&panels, tokens, captures.heads, map, GridRange::PerPanel);
-        if let Some(path) = &args.png {
-            exp::save_png(&image, path)?;
+        let scene = exp::grid_figure(
+            &panels,
+            tokens,
+            captures.heads,
+            map,
+            GridRange::PerPanel,
+            style,
+        );
+        for (format, path) in figures {
+            exp::save_scene(&scene, format, path)?;
         }
         return Ok(());
     }
@@ -119,15 +173,23 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     }
     let values = matrix(HeadId::new(layer, head));
     let range = ValueRange::auto(map, &values);
-    if let Some(path) = &args.png {
-        let image = if args.labels {
-            let title = format!("{} · layer {layer} head {head} · {what}", model.name);
-            exp::labelled_heatmap(&values, tokens, labels, &title, map, range)
-        } else {
+    let scene = if args.labels {
+        let title = format!("{} · layer {layer} head {head} · {what}", model.name);
+        exp::labelled_figure(&values, tokens, labels, &title, map, range, style)
+    } else {
+        exp::bare_figure(&values, tokens, map, range, style)
+    };
+    for (format, path) in figures {
+        if format == FigureFormat::Png && !args.labels {
+            // The bare matrix's PNG is exact: T × T cells of --scale pixels.
             let scale = args.scale.unwrap_or_else(|| exp::default_scale(tokens));
-            exp::heatmap_image(&values, tokens, map, range, scale)
-        };
-        exp::save_png(&image, path)?;
+            exp::save_png(
+                &exp::heatmap_image(&values, tokens, map, range, scale),
+                path,
+            )?;
+        } else {
+            exp::save_scene(&scene, format, path)?;
+        }
     }
     if let Some(path) = &args.csv {
         exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;

@@ -84,7 +84,10 @@ pub fn layer_cell_label(layer: usize, figure: &str, summary: &Summary) -> String
 
 /// One small plot per per-layer figure, in a row.
 /// Returns the name of a plot whose save button was clicked.
-pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<String> {
+pub(super) fn layer_plots(
+    ui: &mut egui::Ui,
+    report: &CorpusReport,
+) -> Option<crate::app::widgets::plots::SaveRequest> {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new("Per layer").strong());
         ui.weak(
@@ -119,7 +122,8 @@ pub(super) fn layer_plots(ui: &mut egui::Ui, report: &CorpusReport) -> Option<St
                     report.layers.iter().map(|l| l.figures()[index].1).collect();
                 let name = format!("corpus-{figure}");
                 let save = plots::figure(ui, &name, figure_title(figure), |ui| {
-                    ui.set_width(width);
+                    // (Narrower while it is laid out for a paper.)
+                    ui.set_width(width.min(ui.available_width()));
                     let baseline = match figure {
                         "same_sentence_fraction" => Some(report.baseline_same_sentence_fraction),
                         // The same in every layer: one window's separators.

@@ -80,12 +80,12 @@ pub struct CorpusView {
     /// Index into [`crate::corpus::HEAD_FIGURES`] of the figure the head grid shows.
     head_figure: usize,
     /// A plot whose save button was clicked, for the app to export.
-    plot_request: Option<String>,
+    plot_request: Option<crate::app::widgets::plots::SaveRequest>,
 }
 
 impl CorpusView {
     /// The plot the user asked to save as PNG, once.
-    pub fn take_plot_request(&mut self) -> Option<String> {
+    pub fn take_plot_request(&mut self) -> Option<crate::app::widgets::plots::SaveRequest> {
         self.plot_request.take()
     }
 

@@ -234,11 +234,11 @@ pub fn poll_dialog(ctx: &egui::Context, slot: &mut Option<Dialog>) -> Option<Pat
     answer
 }
 
-/// Asks where to save a plot's PNG, suggesting `name`.
-pub fn save_png(wake: &Waker, name: String) -> Dialog {
+/// Asks where to save a figure as `format`, suggesting `name`.
+pub fn save_figure(wake: &Waker, name: String, format: crate::export::FigureFormat) -> Dialog {
     Dialog::open(
         wake,
-        DialogRequest::save("Save plot", name).filter("PNG", &["png"]),
+        DialogRequest::save("Save figure", name).filter(format.name(), &[format.extension()]),
     )
 }
 
@@ -315,12 +315,19 @@ impl FileDialogs {
         }
     }
 
-    /// File → Export → `kind` of `head`, suggesting `name`.
-    pub fn export(&mut self, wake: &Waker, kind: ExportKind, head: HeadId, name: String) {
+    /// File → Export → `kind` of `head` as a file of `extension`,
+    /// suggesting `name`.
+    pub fn export(
+        &mut self,
+        wake: &Waker,
+        kind: ExportKind,
+        head: HeadId,
+        name: String,
+        extension: &str,
+    ) {
         if self.export.is_some() {
             return;
         }
-        let extension = kind.extension();
         let request =
             DialogRequest::save("Export", name).filter(&extension.to_uppercase(), &[extension]);
         if let Some(dialog) = self.open(wake, request) {

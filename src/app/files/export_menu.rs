@@ -1,7 +1,8 @@
 //! File → Export: the current head (bare matrix or labelled figure), the
 //! grid of every head, and the numbers of the current analysis (JSON, NPZ,
-//! CSV), through the same exporters as `headscope export`, so a PNG saved
-//! here looks exactly like the screen and like the command line's.
+//! CSV), through the same exporters as `headscope export`, so a figure
+//! saved here (PNG, SVG or PDF, at the size File → Export → Figure size
+//! sets) is the command line's.
 //!
 //! The save dialog runs off the UI thread (rfd); the platform dialog asks
 //! before overwriting. Writing is atomic (temp file, then rename) and every
@@ -11,7 +12,7 @@ use crate::analysis::transformed_similarity;
 use crate::app::settings::{MatrixKind, Settings};
 use crate::captures::HeadId;
 use crate::colormap::ValueRange;
-use crate::export::{self, GridRange};
+use crate::export::{self, FigureFormat, GridRange};
 use crate::pipeline::RunOutput;
 use std::path::Path;
 
@@ -45,15 +46,25 @@ impl ExportKind {
     /// The menu entry.
     pub fn label(self) -> &'static str {
         match self {
-            ExportKind::HeadImage => "Head heatmap (PNG, bare matrix)…",
-            ExportKind::HeadFigure => "Head figure (PNG, labelled)…",
-            ExportKind::GridImage => "Grid of all heads (PNG)…",
+            ExportKind::HeadImage => "Head heatmap (bare matrix)",
+            ExportKind::HeadFigure => "Head figure (labelled)",
+            ExportKind::GridImage => "Grid of all heads",
             ExportKind::HeadCsv => "Head matrix (CSV)…",
             ExportKind::AnalysisJson => "Analysis figures (JSON)…",
             ExportKind::CapturesNpz => "Attentions, head outputs, similarity (NPZ)…",
         }
     }
 
+    /// Whether this is a figure, saved as PNG, SVG or PDF (the menu offers
+    /// each; the file's extension chooses).
+    pub fn is_figure(self) -> bool {
+        matches!(
+            self,
+            ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage
+        )
+    }
+
+    /// The extension of the file (PNG for a figure; see [`Self::is_figure`]).
     pub fn extension(self) -> &'static str {
         match self {
             ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage => "png",
@@ -63,8 +74,8 @@ impl ExportKind {
         }
     }
 
-    /// A file name to offer in the save dialog.
-    pub fn suggested_name(self, head: HeadId, settings: &Settings) -> String {
+    /// A file name to offer in the save dialog, ending in `extension`.
+    pub fn suggested_name(self, head: HeadId, settings: &Settings, extension: &str) -> String {
         let what = match settings.matrix {
             MatrixKind::Similarity => "similarity",
             MatrixKind::Attention => "attention",
@@ -78,7 +89,7 @@ impl ExportKind {
             ExportKind::AnalysisJson => "analysis".into(),
             ExportKind::CapturesNpz => "captures".into(),
         };
-        format!("{stem}.{}", self.extension())
+        format!("{stem}.{extension}")
     }
 }
 
@@ -96,7 +107,8 @@ fn shown_matrix(output: &RunOutput, head: HeadId, settings: &Settings) -> Vec<f3
     }
 }
 
-/// Writes `kind` for the shown result to `path`; the error is a sentence.
+/// Writes `kind` for the shown result to `path`, a figure in the format
+/// its extension names (PNG when it names none); the error is a sentence.
 pub fn write_export(
     kind: ExportKind,
     output: &RunOutput,
@@ -113,13 +125,22 @@ pub fn write_export(
         MatrixKind::Similarity => "similarity",
         MatrixKind::Attention => "attention",
     };
+    let format = FigureFormat::of_path(path).unwrap_or(FigureFormat::Png);
+    let style = settings.figure_style;
+    let save =
+        |scene: &export::Scene| export::save_scene(scene, format, path).map_err(|e| e.to_string());
     match kind {
         ExportKind::HeadImage => {
             let values = shown_matrix(output, head, settings);
             let range = ValueRange::auto(map, &values);
-            let image =
-                export::heatmap_image(&values, tokens, map, range, export::default_scale(tokens));
-            export::save_png(&image, path).map_err(|e| e.to_string())
+            if format == FigureFormat::Png {
+                // Exactly T × T cells.
+                let scale = export::default_scale(tokens);
+                let image = export::heatmap_image(&values, tokens, map, range, scale);
+                export::save_png(&image, path).map_err(|e| e.to_string())
+            } else {
+                save(&export::bare_figure(&values, tokens, map, range, style))
+            }
         }
         ExportKind::HeadFigure => {
             let values = shown_matrix(output, head, settings);
@@ -128,8 +149,9 @@ pub fn write_export(
                 "{model_name} · layer {} head {} · {what}",
                 head.layer, head.head
             );
-            let image = export::labelled_heatmap(&values, tokens, labels, &title, map, range);
-            export::save_png(&image, path).map_err(|e| e.to_string())
+            save(&export::labelled_figure(
+                &values, tokens, labels, &title, map, range, style,
+            ))
         }
         ExportKind::GridImage => {
             let panels: Vec<(String, Vec<f32>)> = captures
@@ -154,8 +176,14 @@ pub fn write_export(
             } else {
                 GridRange::PerPanel
             };
-            let image = export::grid_image(&panels, tokens, captures.heads, map, ranges);
-            export::save_png(&image, path).map_err(|e| e.to_string())
+            save(&export::grid_figure(
+                &panels,
+                tokens,
+                captures.heads,
+                map,
+                ranges,
+                style,
+            ))
         }
         ExportKind::HeadCsv => {
             let values = shown_matrix(output, head, settings);

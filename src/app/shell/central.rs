@@ -84,7 +84,7 @@ impl HeadscopeApp {
     /// Does what one of the views asked for.
     fn view_action(&mut self, ctx: &egui::Context, action: ViewAction) {
         match action {
-            ViewAction::SavePlot(name) => self.save_plot(ctx, &name),
+            ViewAction::SavePlot(request) => self.save_plot(ctx, request),
             ViewAction::PickComparisonFolder => self.dialogs.comparison_folder(&self.wake),
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
             ViewAction::OpenHead(head) => {

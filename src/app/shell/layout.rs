@@ -50,8 +50,8 @@ impl HeadscopeApp {
         let model = self.model.active().map(|m| m.name.as_str());
         self.corpus
             .show(&ctx, &self.worker, &self.settings, model, &self.wake);
-        if let Some(name) = self.corpus.take_plot_request() {
-            self.save_plot(&ctx, &name);
+        if let Some(request) = self.corpus.take_plot_request() {
+            self.save_plot(&ctx, request);
         }
         self.update_plot_export(&ctx);
 

@@ -6,6 +6,7 @@ use crate::app::panels::outline;
 use crate::app::settings::{CentralView, MatrixKind};
 use crate::app::views::heads::detail;
 use crate::app::HeadscopeApp;
+use crate::export::{FigureFormat, FigureStyle, PaperWidth};
 use egui::{Key, KeyboardShortcut, Modifiers};
 
 impl HeadscopeApp {
@@ -74,14 +75,30 @@ impl HeadscopeApp {
         ui.menu_button("Export", |ui| {
             let ready = self.runs.shown().is_some();
             for kind in ExportKind::ALL {
-                if ui
+                if kind.is_figure() {
+                    // One entry per format: the figure as PNG, SVG or PDF.
+                    ui.add_enabled_ui(ready, |ui| {
+                        ui.menu_button(kind.label(), |ui| {
+                            for format in FigureFormat::ALL {
+                                if ui.button(format!("{}…", format.name())).clicked() {
+                                    self.pick_export_path(kind, format.extension());
+                                    ui.close();
+                                }
+                            }
+                        });
+                    });
+                } else if ui
                     .add_enabled(ready, egui::Button::new(kind.label()))
                     .clicked()
                 {
-                    self.pick_export_path(kind);
+                    self.pick_export_path(kind, kind.extension());
                     ui.close();
                 }
             }
+            ui.separator();
+            ui.menu_button("Figure size", |ui| {
+                figure_style_controls(ui, &mut self.settings.figure_style);
+            });
         });
         ui.separator();
         if ui.button("Quit").clicked() {
@@ -171,4 +188,19 @@ impl HeadscopeApp {
             egui::Color32::WHITE,
         );
     }
+}
+
+/// The printed size of exported figures: a paper's column or page, and the
+/// size of their text.
+pub(crate) fn figure_style_controls(ui: &mut egui::Ui, style: &mut FigureStyle) {
+    ui.label("Width in the paper");
+    for width in PaperWidth::ALL {
+        ui.radio_value(&mut style.width, width, width.label());
+    }
+    ui.add(
+        egui::Slider::new(&mut style.font_size, FigureStyle::FONT_SIZES)
+            .step_by(0.5)
+            .fixed_decimals(1)
+            .text("pt text"),
+    );
 }

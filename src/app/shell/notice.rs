@@ -26,7 +26,7 @@ impl Notice {
         }
     }
 
-    /// The banner after an export (File → Export, or a plot's Save PNG…).
+    /// The banner after an export (File → Export, or a figure's Save PNG / SVG / PDF…).
     pub fn export(result: Result<&Path, String>) -> Self {
         match result {
             Ok(path) => Notice::info(format!("Exported {}", path.display())),

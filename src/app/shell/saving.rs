@@ -1,6 +1,6 @@
 //! What the app does with the files the user picks: the dialogs' answers
 //! (open a text, load a model folder, save the text, an export), File →
-//! Export of the result on screen, a plot's Save PNG…, and File → Save
+//! Export of the result on screen, a plot's Save PNG / SVG / PDF…, and File → Save
 //! text as…. Each outcome is reported in the notice banner; every file is
 //! written atomically.
 
@@ -8,6 +8,7 @@ use super::notice::Notice;
 use crate::app::files::dialogs::{self, Picked};
 use crate::app::files::export_menu::{self, ExportKind};
 use crate::app::files::plot_export::{self, PlotExport};
+use crate::app::widgets::plots::SaveRequest;
 use crate::app::HeadscopeApp;
 use crate::captures::HeadId;
 use crate::model::ModelSource;
@@ -63,11 +64,12 @@ impl HeadscopeApp {
         self.views.heads.detail.unwrap_or_default()
     }
 
-    /// Asks where to write an export of `kind` (File → Export).
-    pub(crate) fn pick_export_path(&mut self, kind: ExportKind) {
+    /// Asks where to write an export of `kind` as a file of `extension`
+    /// (File → Export).
+    pub(crate) fn pick_export_path(&mut self, kind: ExportKind, extension: &str) {
         let head = self.export_head();
-        let name = kind.suggested_name(head, &self.settings);
-        self.dialogs.export(&self.wake, kind, head, name);
+        let name = kind.suggested_name(head, &self.settings, extension);
+        self.dialogs.export(&self.wake, kind, head, name, extension);
     }
 
     /// Writes an export to `path` and reports the outcome in the banner.
@@ -84,11 +86,12 @@ impl HeadscopeApp {
         self.notice = Some(Notice::export(result.map(|()| path)));
     }
 
-    /// Starts saving the figure `name` (one at a time).
-    pub(crate) fn save_plot(&mut self, ctx: &egui::Context, name: &str) {
+    /// Starts saving a figure (one at a time).
+    pub(crate) fn save_plot(&mut self, ctx: &egui::Context, request: SaveRequest) {
         if self.plots.export.is_none() {
             let target = self.plots.target.clone();
-            self.plots.export = Some(PlotExport::start(ctx, name, target));
+            let style = self.settings.figure_style;
+            self.plots.export = Some(PlotExport::start(ctx, request, style, target));
         }
     }
 
@@ -104,7 +107,9 @@ impl HeadscopeApp {
             return;
         };
         let wake = self.wake.clone();
-        let Some(outcome) = export.update(ctx, |name| dialogs::save_png(&wake, name)) else {
+        let Some(outcome) = export.update(ctx, |name, format| {
+            dialogs::save_figure(&wake, name, format)
+        }) else {
             return;
         };
         self.plots.export = None;

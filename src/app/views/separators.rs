@@ -19,11 +19,13 @@
 use crate::analysis::SeparatorChoice;
 use crate::app::settings::Settings;
 use crate::app::views::shared::{
-    layer_picker, picked_colour, token_tooltip, with_pick, Shared, View, ViewAction, ViewContext,
+    layer_picker, picked_colour, save_plot, token_tooltip, with_pick, Shared, View, ViewAction,
+    ViewContext,
 };
 use crate::app::widgets::format::figure;
 use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap;
+use crate::app::widgets::plots;
 use crate::app::widgets::token_text::{text_on, ChipStyle, TokenFlow};
 use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
@@ -143,7 +145,14 @@ fn separators_ui(
             let layer = views.layer;
             let clicked = ui
                 .columns(2, |columns| {
-                    let a = separator_text(&mut columns[0], output, views, settings, layer);
+                    let mut a = None;
+                    let save = plots::figure(
+                        &mut columns[0],
+                        &format!("separator-attention-text-L{layer}"),
+                        &format!("Attention to {}, L{layer}", separators_name(output)),
+                        |ui| a = separator_text(ui, output, views, settings, layer),
+                    );
+                    save_plot(&mut action, save);
                     let b = if causal {
                         sentences_text(&mut columns[1], output, views)
                     } else {
@@ -319,7 +328,17 @@ fn accuracy_strip(ui: &mut egui::Ui, output: &RunOutput, chosen: &mut usize) {
     });
 }
 
-/// The text tinted by its attention to the separators in `layer`.
+/// What the separators are called in a title.
+fn separators_name(output: &RunOutput) -> &'static str {
+    if output.input.tokens.causal {
+        "the separators (sentence-final tokens)"
+    } else {
+        "[SEP]"
+    }
+}
+
+/// The text tinted by its attention to the separators in `layer` (its
+/// title is the figure's).
 fn separator_text(
     ui: &mut egui::Ui,
     output: &RunOutput,
@@ -327,12 +346,6 @@ fn separator_text(
     settings: &Settings,
     layer: usize,
 ) -> Option<(usize, bool)> {
-    let separators = if output.input.tokens.causal {
-        "the separators (sentence-final tokens)"
-    } else {
-        "[SEP]"
-    };
-    ui.strong(format!("Attention to {separators}, L{layer}"));
     ui.weak("each token's attention to the separators, mean over the layer's heads");
     let Some(tokens) = views.derived.as_ref().and_then(|d| d.layer(layer)) else {
         ui.weak("—");

@@ -13,10 +13,12 @@
 
 use crate::app::settings::Settings;
 use crate::app::views::shared::{
-    layer_picker, picked_colour, token_tooltip, with_pick, Shared, View, ViewAction, ViewContext,
+    layer_picker, picked_colour, save_plot, token_tooltip, with_pick, Shared, View, ViewAction,
+    ViewContext,
 };
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap;
+use crate::app::widgets::plots;
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
 use crate::app::widgets::token_text::{self, ChipStyle, TokenFlow};
 use crate::captures::HeadId;
@@ -125,7 +127,17 @@ fn focus_ui(
                 let clicked = text_chips(ui, output, views, layer);
                 views.click_token(output, clicked);
                 ui.add_space(8.0);
-                picked_rows(ui, output, views, settings, layer, centred);
+                if !views.selection.is_empty() {
+                    let save = plots::figure(
+                        ui,
+                        &format!("token-focus-rows-L{layer}"),
+                        &format!("Similarity rows of the picked tokens, L{layer}"),
+                        |ui| picked_rows(ui, output, views, settings, layer, centred),
+                    );
+                    save_plot(&mut action, save);
+                } else {
+                    picked_rows(ui, output, views, settings, layer, centred);
+                }
             });
     });
     action

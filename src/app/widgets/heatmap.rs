@@ -18,6 +18,7 @@ use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
 use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Thumbnails are at most this many pixels a side (larger inputs are
 /// averaged down), which keeps the grid of a 12×12 model at 512 tokens
@@ -222,10 +223,29 @@ pub fn upload(
         mipmap_mode: Some(egui::TextureFilter::Linear),
         ..TextureOptions::NEAREST
     };
+    let pixels = Arc::new(image.clone());
     match slot {
         Some(texture) => texture.set(image, options),
         None => *slot = Some(ctx.load_texture(name, image, options)),
     }
+    if let Some(texture) = slot {
+        remember_pixels(ctx, texture.id(), pixels);
+    }
+}
+
+fn pixels_id(texture: egui::TextureId) -> egui::Id {
+    egui::Id::unique(("headscope texture pixels", texture))
+}
+
+/// Keeps a texture's pixels where a figure's export finds them (egui keeps
+/// them only on the GPU): a saved plot holds the heatmaps it shows.
+pub fn remember_pixels(ctx: &egui::Context, texture: egui::TextureId, pixels: Arc<ColorImage>) {
+    ctx.data_mut(|d| d.insert_temp(pixels_id(texture), pixels));
+}
+
+/// The pixels of a texture made through [`upload`] or [`remember_pixels`].
+pub fn texture_pixels(ctx: &egui::Context, texture: egui::TextureId) -> Option<Arc<ColorImage>> {
+    ctx.data(|d| d.get_temp(pixels_id(texture)))
 }
 
 /// A one-line legend: min, the colour bar, max, and what the colours mean.

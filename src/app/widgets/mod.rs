@@ -5,7 +5,7 @@
 //!   colour bar), the same colour maps as the exported PNGs;
 //! - [`head_grid`]: one grid of a model's heads (layers × heads), used by
 //!   the Heads tab, the Separators view, the corpus window and Compare;
-//! - [`plots`]: titled figures with "Save PNG…", per-layer curves and
+//! - [`plots`]: titled figures with "Save PNG / SVG / PDF…", per-layer curves and
 //!   their legends;
 //! - [`table`]: fixed-column tables with sortable headers and readable
 //!   rows;

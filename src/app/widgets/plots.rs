@@ -1,56 +1,121 @@
-//! Plots: each figure titled with a "Save PNG…" button beside its title
-//! ([`figure`], saved by [`crate::app::files::plot_export`] exactly as it
-//! is on screen), per-layer curves that break where a figure is undefined,
-//! and the legend drawn under a plot.
+//! Plots: each figure titled with buttons that save it as PNG, SVG or PDF
+//! beside its title ([`figure`], saved by
+//! [`crate::app::files::plot_export`] from the shapes it drew on screen),
+//! per-layer curves that break where a figure is undefined, and the legend
+//! drawn under a plot.
 
-use egui::{Color32, FontId, Id, Pos2, Sense, Stroke, Vec2};
+use crate::export::FigureFormat;
+use egui::{Color32, FontId, Id, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{Line, MarkerShape, Plot, PlotPoints, Points};
 
-/// The accessible name of every figure's save button.
+/// The accessible name of every figure's PNG save button.
 pub const SAVE_LABEL: &str = "Save PNG…";
 
-pub(crate) fn hidden_id() -> Id {
+/// The button that saves a figure as `format`.
+pub fn save_label(format: FigureFormat) -> &'static str {
+    match format {
+        FigureFormat::Png => SAVE_LABEL,
+        FigureFormat::Svg => "Save SVG…",
+        FigureFormat::Pdf => "Save PDF…",
+    }
+}
+
+/// A click on a figure's save button: which figure, in which format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaveRequest {
+    pub name: String,
+    pub format: FigureFormat,
+}
+
+/// The figure being saved, and the width (points on screen) it is laid
+/// out in while it is: its save buttons are hidden meanwhile.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Saving {
+    pub name: String,
+    pub width: f32,
+}
+
+pub(crate) fn saving_id() -> Id {
     Id::unique("headscope plot export hides buttons")
 }
 
-pub(crate) fn rect_id(name: &str) -> Id {
-    Id::unique(("headscope plot rect", name))
+pub(crate) fn drawn_id(name: &str) -> Id {
+    Id::unique(("headscope plot drawn", name))
 }
 
-/// Draws one figure: `title` and a save button, then `content`. Returns
-/// `name` when the save button was clicked. `name` names the file offered
-/// in the save dialog and must be unique among the figures on screen.
+/// Where a figure was drawn in a pass: its rectangle, its layer and the
+/// range of shapes it added there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Drawn {
+    pub pass: u64,
+    pub rect: Rect,
+    pub layer: egui::LayerId,
+    pub shapes: (usize, usize),
+}
+
+fn next_shape(ui: &egui::Ui) -> usize {
+    let layer = ui.layer_id();
+    ui.ctx()
+        .graphics(|g| g.get(layer).map_or(0, |list| list.next_idx().0))
+}
+
+/// Draws one figure: `title` and save buttons (PNG, SVG, PDF), then
+/// `content`. Returns the request when a save button was clicked. `name`
+/// names the file offered in the save dialog and must be unique among the
+/// figures on screen.
 pub fn figure(
     ui: &mut egui::Ui,
     name: &str,
     title: &str,
     content: impl FnOnce(&mut egui::Ui),
-) -> Option<String> {
-    let hidden = ui
-        .ctx()
-        .data(|d| d.get_temp::<bool>(hidden_id()).unwrap_or(false));
-    let mut clicked = false;
+) -> Option<SaveRequest> {
+    let saving = ui.ctx().data(|d| d.get_temp::<Saving>(saving_id()));
+    let hidden = saving.is_some();
+    let mut clicked = None;
+    let first = next_shape(ui);
     let response = ui
         .vertical(|ui| {
+            if let Some(saving) = saving.as_ref().filter(|s| s.name == name) {
+                // Laid out for the paper while it is saved, and drawn whole
+                // even where it is scrolled out of view (egui leaves out
+                // what is not visible), for that one frame.
+                ui.set_max_width(saving.width);
+                ui.set_clip_rect(Rect::EVERYTHING);
+            }
             ui.horizontal(|ui| {
                 ui.strong(title);
-                // While a screenshot is taken the button is drawn invisible,
-                // so the layout, and the cut-out, stay the same.
-                clicked = ui
-                    .add_visible(!hidden, egui::Button::new(SAVE_LABEL).small())
-                    .on_hover_text("Save this plot as a PNG image, as it is on screen")
-                    .clicked();
+                // While a figure is saved the buttons are drawn invisible,
+                // so the layout stays the same.
+                for format in FigureFormat::ALL {
+                    let button = egui::Button::new(save_label(format)).small();
+                    if ui
+                        .add_visible(!hidden, button)
+                        .on_hover_text(format!(
+                            "Save this figure as {}, sized for a paper (File → Export → Figure size)",
+                            format.name()
+                        ))
+                        .clicked()
+                    {
+                        clicked = Some(format);
+                    }
+                }
             });
             content(ui);
         })
         .response;
-    let rect = response.rect.intersect(ui.clip_rect());
-    // (The pass number is read first: egui's context is locked inside
-    // `data_mut`.)
-    let pass = ui.ctx().cumulative_pass_nr();
-    ui.ctx()
-        .data_mut(|d| d.insert_temp(rect_id(name), (pass, rect)));
-    clicked.then(|| name.to_owned())
+    let drawn = Drawn {
+        // (The pass number is read first: egui's context is locked inside
+        // `data_mut`.)
+        pass: ui.ctx().cumulative_pass_nr(),
+        rect: response.rect,
+        layer: ui.layer_id(),
+        shapes: (first, next_shape(ui)),
+    };
+    ui.ctx().data_mut(|d| d.insert_temp(drawn_id(name), drawn));
+    clicked.map(|format| SaveRequest {
+        name: name.to_owned(),
+        format,
+    })
 }
 
 /// The points of a figure against layer, split where it is undefined so a

@@ -309,7 +309,9 @@ impl CkaTexture {
             .flat_map(|row| row.iter().map(|&v| cka_colour(v)))
             .collect();
         let image = ColorImage::new([columns, rows], pixels);
+        let kept = std::sync::Arc::new(image.clone());
         let texture = ctx.load_texture("compare cka", image, egui::TextureOptions::NEAREST);
+        crate::app::widgets::heatmap::remember_pixels(ctx, texture.id(), kept);
         self.built = Some((key, texture.clone()));
         texture
     }

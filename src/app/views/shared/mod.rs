@@ -14,6 +14,7 @@ pub mod selection;
 
 use crate::analysis::Category;
 use crate::app::settings::Settings;
+use crate::app::widgets::plots::SaveRequest;
 use crate::app::widgets::token_text::ChipStyle;
 use crate::captures::HeadId;
 use crate::model::ModelSource;
@@ -58,9 +59,9 @@ pub enum ViewAction {
     ShowLayer(usize),
     /// Show the Heads grid with the separator attention overlay on.
     ShowSeparatorOverlay,
-    /// Save the figure of this name as a PNG (see
+    /// Save a figure as PNG, SVG or PDF (see
     /// [`crate::app::files::plot_export`]).
-    SavePlot(String),
+    SavePlot(SaveRequest),
     /// Ask for a folder to load as the second model (Compare).
     PickComparisonFolder,
     /// Load this model as the second model (Compare).
@@ -69,9 +70,9 @@ pub enum ViewAction {
 
 /// A click on a figure's save button (see
 /// [`crate::app::widgets::plots::figure`]) becomes the view's action.
-pub fn save_plot(action: &mut Option<ViewAction>, clicked: Option<String>) {
-    if let Some(name) = clicked {
-        *action = Some(ViewAction::SavePlot(name));
+pub fn save_plot(action: &mut Option<ViewAction>, clicked: Option<SaveRequest>) {
+    if let Some(request) = clicked {
+        *action = Some(ViewAction::SavePlot(request));
     }
 }
 
