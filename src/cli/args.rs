@@ -174,3 +174,24 @@ impl AnalysisArgs {
         })
     }
 }
+
+/// The input and analysis options as `headscope analyze` reads them from
+/// its flags (`--one-sentence-per-line`, `--q 0.02`, `--max-tokens 256`,
+/// …), with the same defaults and checks: for callers outside the command
+/// line (the Python package) that must analyse exactly as it does.
+pub fn options_from_flags(flags: &[String]) -> anyhow::Result<(InputOptions, AnalysisOptions)> {
+    #[derive(clap::Parser)]
+    #[command(name = "headscope analyze", no_binary_name = true)]
+    struct Flags {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+    let flags = <Flags as clap::Parser>::try_parse_from(flags)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    Ok((
+        flags.limits.input_options(&flags.input)?,
+        flags.input.analysis.options()?,
+    ))
+}

@@ -500,7 +500,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
     match &f.attention_stats {
         Some(s) => attention_stats_grid(ui, s, output, causal),
         None => {
-            ui.label(NO_ATTENTION);
+            ui.label(format!("— {}", crate::capture_file::NO_ATTENTION));
         }
     }
 
@@ -583,10 +583,6 @@ fn row(ui: &mut egui::Ui, name: &str, value: String) {
     ui.label(value);
     ui.end_row();
 }
-
-/// Why a head has no attention statistics: its capture came without P.
-pub const NO_ATTENTION: &str =
-    "— this capture holds the head outputs O without the attention P: the figures made from P are empty";
 
 fn attention_stats_grid(
     ui: &mut egui::Ui,
