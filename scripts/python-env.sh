@@ -7,7 +7,7 @@
 # another folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-env="${HEADSCOPE_PYENV:-${HEADSCOPE_CACHE:-$HOME/.cache/headscope}/pyenv}"
+env="${HEADSCOPE_PYENV:-${HEADSCOPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/headscope}/pyenv}"
 requirements=python/requirements-test.txt
 want=$(sha256sum "$requirements" | cut -d' ' -f1)
 if [ ! -x "$env/bin/python" ] || [ "$(cat "$env/.requirements.sha256" 2>/dev/null)" != "$want" ]; then

@@ -361,6 +361,12 @@ enum Slot {
     Compared,
 }
 
+/// What a load gives: a model, or a capture file in its place.
+enum Loaded {
+    Model(Model),
+    Capture(CaptureFile),
+}
+
 /// Unwinds out of a model download when the handle is dropped (the loader
 /// has no cancel hook of its own); caught by the job's `catch_unwind`.
 struct ShutdownRequested;
@@ -480,17 +486,7 @@ impl WorkerThread {
                     max_tokens: model.max_tokens(),
                     capture_text: None,
                 };
-                let (model_slot, info_slot, capture_slot) = match slot {
-                    Slot::Analysed => (&mut self.model, &mut self.model_info, &mut self.capture),
-                    Slot::Compared => (
-                        &mut self.comparison_model,
-                        &mut self.comparison_info,
-                        &mut self.comparison_capture,
-                    ),
-                };
-                *capture_slot = None;
-                *model_slot = Some(Arc::new(model));
-                *info_slot = Some(info.clone());
+                self.install(slot, Loaded::Model(model), info.clone());
                 self.emit(wrap(WorkerEvent::ModelReady(info)));
             }
             // A failed load leaves the model in use as it was.
@@ -550,6 +546,12 @@ impl WorkerThread {
             max_tokens: capture.tokens.len(),
             capture_text: Some(capture.header.text.clone()),
         };
+        self.install(slot, Loaded::Capture(capture), info.clone());
+        self.emit(wrap(WorkerEvent::ModelReady(info)));
+    }
+
+    /// Puts what was loaded in `slot`, replacing the model or capture there.
+    fn install(&mut self, slot: Slot, loaded: Loaded, info: ModelInfo) {
         let (model_slot, info_slot, capture_slot) = match slot {
             Slot::Analysed => (&mut self.model, &mut self.model_info, &mut self.capture),
             Slot::Compared => (
@@ -558,10 +560,11 @@ impl WorkerThread {
                 &mut self.comparison_capture,
             ),
         };
-        *model_slot = None;
-        *capture_slot = Some(Arc::new(capture));
-        *info_slot = Some(info.clone());
-        self.emit(wrap(WorkerEvent::ModelReady(info)));
+        (*model_slot, *capture_slot) = match loaded {
+            Loaded::Model(model) => (Some(Arc::new(model)), None),
+            Loaded::Capture(capture) => (None, Some(Arc::new(capture))),
+        };
+        *info_slot = Some(info);
     }
 
     fn start_corpus(&mut self, job: CorpusJob) {

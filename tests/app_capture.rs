@@ -35,15 +35,20 @@ fn write_harbour_capture(dir: &Path, name: &str, with_attention: bool) -> (PathB
     (path, text)
 }
 
-fn start_on_capture(path: &Path) -> AppHarness {
-    let mut harness = start_config(AppConfig {
+/// The app as `headscope view FILE` starts it, with no persisted state.
+fn open_capture(path: &Path) -> AppHarness {
+    start_config(AppConfig {
         start: StartOptions {
             model: Some(path.display().to_string()),
             file: None,
         },
         autosave_path: None,
         restore_text: false,
-    });
+    })
+}
+
+fn start_on_capture(path: &Path) -> AppHarness {
+    let mut harness = open_capture(path);
     wait_for_result(&mut harness);
     harness
 }
@@ -130,14 +135,7 @@ fn a_damaged_capture_is_refused_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("damaged.safetensors");
     std::fs::write(&path, b"not a capture at all").unwrap();
-    let mut harness = start_config(AppConfig {
-        start: StartOptions {
-            model: Some(path.display().to_string()),
-            file: None,
-        },
-        autosave_path: None,
-        restore_text: false,
-    });
+    let mut harness = open_capture(&path);
     step_until(&mut harness, "the refusal", |h| {
         shows(h, "is not a safetensors file")
     });

@@ -42,13 +42,19 @@ fn source<'a>(text: &'a str, output: &'a RunOutput, with_attention: bool) -> Cap
     }
 }
 
-#[test]
-fn a_capture_reads_back_as_the_run_and_gives_its_figures() {
+/// The harbour run, and what reading it back from a capture file gives.
+fn harbour_read_back(with_attention: bool) -> (RunOutput, CaptureFile) {
     let (text, output) = harbour_run();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("harbour.safetensors");
-    save(&path, &text, &output, true);
+    save(&path, &text, &output, with_attention);
     let capture = CaptureFile::read(&path).unwrap();
+    (output, capture)
+}
+
+#[test]
+fn a_capture_reads_back_as_the_run_and_gives_its_figures() {
+    let (output, capture) = harbour_read_back(true);
     assert!(capture.has_attention());
     assert_eq!(capture.tokens, output.input.tokens);
     assert_eq!(capture.captures.head_outputs, output.captures.head_outputs);
@@ -72,11 +78,7 @@ fn a_capture_reads_back_as_the_run_and_gives_its_figures() {
 
 #[test]
 fn without_attention_the_figures_made_from_it_are_null() {
-    let (text, output) = harbour_run();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("no-p.safetensors");
-    save(&path, &text, &output, false);
-    let capture = CaptureFile::read(&path).unwrap();
+    let (output, capture) = harbour_read_back(false);
     assert!(!capture.has_attention());
     assert!(capture.captures.attentions.is_empty());
     let without = capture.analyze(&AnalysisOptions::default());

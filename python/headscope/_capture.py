@@ -149,8 +149,6 @@ def _input_header(
             "tokenizer must be a transformers fast tokenizer, a tokenizers.Tokenizer "
             "or the path of a tokenizer.json"
         )
-    if pad_id is None:
-        pad_id = getattr(tokenizer, "pad_token_id", None)
     return json.loads(
         _native.input_header(tokenizer_json, text, flags(settings), causal, pad_id, max_tokens)
     )
@@ -342,33 +340,41 @@ def capture_transformer_lens(
     text: str,
     one_sentence_per_line: bool = False,
     *,
+    tokenizer: Any = None,
     attentions: bool = True,
     name: str | None = None,
 ) -> Capture:
-    """Captures a TransformerLens ``HookedTransformer`` run on ``text``:
-    O from each block's ``attn.hook_z`` and P from ``attn.hook_pattern``.
+    """Captures a TransformerLens run on ``text``: O from each block's
+    ``attn.hook_z`` and P from ``attn.hook_pattern``.
 
-    The input is built from ``model.tokenizer`` as for a decoder (or an
-    encoder where ``model.cfg.attention_dir`` is ``"bidirectional"``).
-    Note that TransformerLens's default weight processing folds the value
-    biases into the output bias: load with
-    ``HookedTransformer.from_pretrained_no_processing`` for the O the
-    Hugging Face model computes.
+    ``model``: a ``HookedTransformer`` (TransformerLens 2–3) or a
+    ``TransformerBridge`` (TransformerLens 4, e.g.
+    ``TransformerBridge.boot_transformers(folder)``), with its tokenizer.
+    The input is built from ``tokenizer`` (default ``model.tokenizer``,
+    which TransformerLens sets to add a BOS; pass the model's own to get
+    the input headscope builds for it) as for a decoder (or an encoder
+    where ``model.cfg.attention_dir`` is ``"bidirectional"``).
+    A ``HookedTransformer`` loaded with the default weight processing has
+    its value biases folded into the output bias, so its O differs from the
+    Hugging Face model's by that bias; ``from_pretrained_no_processing``
+    (or a bridge without compatibility mode) gives the O transformers
+    computes.
     """
+    import torch
+
     cfg = model.cfg
     causal = getattr(cfg, "attention_dir", "causal") != "bidirectional"
     header = _input_header(
-        model.tokenizer,
+        model.tokenizer if tokenizer is None else tokenizer,
         text,
         causal,
         {"one_sentence_per_line": one_sentence_per_line},
         None,
-        cfg.n_ctx,
+        getattr(cfg, "n_ctx", None),
     )
-    import torch
-
-    ids = torch.tensor([header["tokens"]["ids"]], dtype=torch.long, device=cfg.device)
-    wanted = ("hook_z", "hook_pattern") if attentions else ("hook_z",)
+    device = next(iter(model.parameters())).device
+    ids = torch.tensor([header["tokens"]["ids"]], dtype=torch.long, device=device)
+    wanted = ("attn.hook_z", "attn.hook_pattern") if attentions else ("attn.hook_z",)
     with torch.no_grad():
         _, cache = model.run_with_cache(ids, names_filter=lambda n: n.endswith(wanted))
     layers = range(cfg.n_layers)
@@ -382,6 +388,7 @@ def capture_transformer_lens(
         if attentions
         else None
     )
-    header["model"] = {"name": name or cfg.model_name, "type": "transformer_lens"}
+    model_name = name or os.path.basename(str(getattr(cfg, "model_name", "")).rstrip("/"))
+    header["model"] = {"name": model_name or type(model).__name__, "type": "transformer_lens"}
     header["producer"] = _producer()
     return Capture(header, outputs, patterns)

@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("HEADSCOPE_CACHE", Path.home() / ".cache" / "headscope"))
+CACHE = Path(
+    os.environ.get("HEADSCOPE_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "headscope"
+)
 sys.path.insert(0, str(REPO / "reference"))
 
 

@@ -1,6 +1,7 @@
-"""capture_transformer_lens against TransformerLens itself: a
-HookedTransformer (random weights, the test model's tokenizer; no hub here)
-captured from hook_z and hook_pattern, saved and analysed."""
+"""capture_transformer_lens against TransformerLens itself: SmolLM2 booted
+as a TransformerLens 4 TransformerBridge (raw Hugging Face weights, no hub:
+the local folder), captured from hook_z and hook_pattern; the capture
+analyses to what `headscope analyze --model` gives on the same text."""
 
 from __future__ import annotations
 
@@ -10,45 +11,29 @@ import numpy as np
 import torch
 
 import headscope
-from conftest import fixture_text, run_headscope
+from conftest import fixture_text
+from test_capture import capture_against_model
 
 
-def test_capture_transformer_lens_reads_hook_z_and_hook_pattern(smollm2: Path, tmp_path: Path) -> None:
-    # Not skipped where the package is missing: CI installs it (scripts/python-env.sh).
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
+def test_capture_transformer_lens_equals_the_model_run(smollm2: Path, tmp_path: Path) -> None:
+    # Never skipped: CI installs TransformerLens (python/requirements-test.txt).
+    from transformer_lens.model_bridge import TransformerBridge
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2)
-    torch.manual_seed(0)
-    config = HookedTransformerConfig(
-        n_layers=2, d_model=64, n_ctx=256, d_head=16, n_heads=4, d_mlp=128,
-        d_vocab=len(tokenizer), act_fn="gelu", normalization_type="LN",
-        positional_embedding_type="rotary", model_name="toy-lens",
-    )
-    model = HookedTransformer(config)
-    model.set_tokenizer(tokenizer, default_padding_side="right")
+    bridge = TransformerBridge.boot_transformers(str(smollm2), tokenizer=tokenizer, device="cpu")
     text = fixture_text("smollm2.txt")
-    capture = headscope.capture_transformer_lens(model, text, one_sentence_per_line=True)
-    assert capture.causal and capture.header["model"] == {"name": "toy-lens", "type": "transformer_lens"}
-    ids = torch.tensor([capture.tokens["ids"]])
-    _, cache = model.run_with_cache(ids)
-    for layer in range(2):
+    # TransformerLens's own tokenizer adds a BOS: the first token differs.
+    with_bos = headscope.capture_transformer_lens(bridge, text, one_sentence_per_line=True)
+    assert with_bos.tokens["ids"][0] == tokenizer.bos_token_id
+    capture = headscope.capture_transformer_lens(bridge, text, one_sentence_per_line=True, tokenizer=tokenizer)
+    assert capture.tokens["ids"] == with_bos.tokens["ids"][1:]
+    assert capture.causal
+    assert capture.header["model"] == {"name": "SmolLM2-135M-Instruct", "type": "transformer_lens"}
+    _, cache = bridge.run_with_cache(torch.tensor([capture.tokens["ids"]]))
+    for layer in (0, 29):
         z = cache[f"blocks.{layer}.attn.hook_z"][0].permute(1, 0, 2).numpy()
         np.testing.assert_array_equal(capture.head_outputs[layer], z)
         pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0].numpy()
         np.testing.assert_array_equal(capture.attentions[layer], pattern)
-        # O is P·V, head by head.
-        v = cache[f"blocks.{layer}.attn.hook_v"][0].permute(1, 0, 2).numpy()
-        np.testing.assert_allclose(capture.head_outputs[layer], pattern @ v, atol=1e-5)
-    # The same tokens as headscope builds for the model itself.
-    run_headscope(
-        "analyze", "--model", smollm2, "--one-sentence-per-line", "--json", tmp_path / "model.json",
-        Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "smollm2.txt",
-    )
-    import json
-
-    assert json.loads((tmp_path / "model.json").read_text())["input_ids"] == capture.tokens["ids"]
-    figures = capture.figures()
-    assert len(figures["layers"]) == 2
-    assert all(layer["segmentation_accuracy"] is None for layer in figures["layers"])
-    assert all(layer["separator_attention"] is not None for layer in figures["layers"])
+    capture_against_model(smollm2, capture, "smollm2.txt", tmp_path)
