@@ -363,8 +363,8 @@ enum Slot {
 
 /// What a load gives: a model, or a capture file in its place.
 enum Loaded {
-    Model(Model),
-    Capture(CaptureFile),
+    Model(Box<Model>),
+    Capture(Box<CaptureFile>),
 }
 
 /// Unwinds out of a model download when the handle is dropped (the loader
@@ -486,7 +486,7 @@ impl WorkerThread {
                     max_tokens: model.max_tokens(),
                     capture_text: None,
                 };
-                self.install(slot, Loaded::Model(model), info.clone());
+                self.install(slot, Loaded::Model(Box::new(model)), info.clone());
                 self.emit(wrap(WorkerEvent::ModelReady(info)));
             }
             // A failed load leaves the model in use as it was.
@@ -546,7 +546,7 @@ impl WorkerThread {
             max_tokens: capture.tokens.len(),
             capture_text: Some(capture.header.text.clone()),
         };
-        self.install(slot, Loaded::Capture(capture), info.clone());
+        self.install(slot, Loaded::Capture(Box::new(capture)), info.clone());
         self.emit(wrap(WorkerEvent::ModelReady(info)));
     }
 
@@ -561,8 +561,8 @@ impl WorkerThread {
             ),
         };
         (*model_slot, *capture_slot) = match loaded {
-            Loaded::Model(model) => (Some(Arc::new(model)), None),
-            Loaded::Capture(capture) => (None, Some(Arc::new(capture))),
+            Loaded::Model(model) => (Some(Arc::from(model)), None),
+            Loaded::Capture(capture) => (None, Some(Arc::from(capture))),
         };
         *info_slot = Some(info);
     }

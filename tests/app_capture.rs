@@ -47,6 +47,15 @@ fn open_capture(path: &Path) -> AppHarness {
     })
 }
 
+/// Renders the window (a real wgpu render) into $HEADSCOPE_SCREENSHOT_DIR
+/// when set, to look at.
+fn screenshot(harness: &mut AppHarness, name: &str) {
+    let image = harness.render().expect("wgpu renders the window");
+    if let Ok(out) = std::env::var("HEADSCOPE_SCREENSHOT_DIR") {
+        image.save(Path::new(&out).join(name)).unwrap();
+    }
+}
+
 fn start_on_capture(path: &Path) -> AppHarness {
     let mut harness = open_capture(path);
     wait_for_result(&mut harness);
@@ -79,13 +88,7 @@ fn a_capture_opens_with_its_text_and_every_view_shows_its_figures() {
         harness.step();
     }
     assert!(harness.state().notice().is_none());
-    let image = harness.render().expect("wgpu renders the window");
-    image
-        .save(dir.path().join("capture.png"))
-        .expect("save the screenshot");
-    if let Ok(out) = std::env::var("HEADSCOPE_SCREENSHOT_DIR") {
-        image.save(Path::new(&out).join("capture.png")).unwrap();
-    }
+    screenshot(&mut harness, "capture.png");
 
     // A second capture beside it in Compare: every head matches itself.
     let (other, _) = write_harbour_capture(dir.path(), "again.safetensors", true);
@@ -124,6 +127,7 @@ fn a_capture_without_attention_says_why_its_views_are_empty() {
     assert!(shown.analysis.layers[0].separator_attention.is_none());
     open_tab(&mut harness, CentralView::Separators);
     assert!(shows(&harness, "without the attention P"));
+    screenshot(&mut harness, "capture-no-p-separators.png");
     open_tab(&mut harness, CentralView::Specialisation);
     open_tab(&mut harness, CentralView::Layers);
     open_tab(&mut harness, CentralView::Heads);
