@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cached_property
 from typing import Any
 
@@ -81,6 +82,4 @@ def analyze(model: str, text: str, **settings: Any) -> Analysis:
     >>> run = headscope.analyze("~/models/all-MiniLM-L6-v2", "The cat sat. It slept.")
     >>> run.figures["layers"][0]["mean_distance"], run.attentions.shape
     """
-    import os
-
     return Analysis(_native.analyze(os.path.expanduser(str(model)), text, flags(settings)))

@@ -6,8 +6,8 @@ clearly."""
 
 from __future__ import annotations
 
-import json
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from conftest import (
     assert_tensors_close,
     edges,
     fixture_text,
+    headscope_bin,
     read_json,
     run_headscope,
 )
@@ -201,9 +202,8 @@ def test_a_damaged_capture_fails_clearly(minilm: Path, tmp_path: Path) -> None:
     run.save(str(path))
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    result = __import__("subprocess").run(
-        [str(REPO / "target" / "debug" / "headscope"), "analyze", "--capture", str(path)],
-        capture_output=True, text=True,
+    result = subprocess.run(
+        [str(headscope_bin()), "analyze", "--capture", str(path)], capture_output=True, text=True
     )
     assert result.returncode != 0
     assert "is not a safetensors file" in result.stderr and "cut.safetensors" in result.stderr
@@ -212,7 +212,8 @@ def test_a_damaged_capture_fails_clearly(minilm: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not a safetensors file"):
         _native.analyze_capture(str(path), [])
     # A newer version is named as such.
-    newer = headscope.Capture.load(run.save(str(tmp_path / "ok.safetensors")) or tmp_path / "ok.safetensors")
+    run.save(str(tmp_path / "ok.safetensors"))
+    newer = headscope.Capture.load(tmp_path / "ok.safetensors")
     newer.header["version"] = 2
     with pytest.raises(ValueError, match="version 2"):
         newer.figures()
@@ -223,7 +224,6 @@ def test_show_opens_the_viewer_on_a_capture(minilm: Path, tmp_path: Path) -> Non
     xvfb, xdotool; scripts/test-deps.sh installs them)."""
     import os
     import shutil
-    import subprocess
     import time
 
     assert shutil.which("Xvfb") and shutil.which("xdotool"), "install xvfb and xdotool (scripts/test-deps.sh)"

@@ -59,14 +59,14 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     };
     let (name, output) = match (&text, &args.capture) {
         (Some(text), None) => {
-            let (model, output) = text.run()?;
+            let (model, text, output) = text.run_with_text()?;
             if let Some(path) = &args.save_capture {
                 let source = CaptureSource {
                     model: ModelDescription {
                         name: model.name.clone(),
                         kind: model.config.family.model_type().to_string(),
                     },
-                    text: &super::running::read_text(&text.file)?,
+                    text: &text,
                     tokens: &output.input.tokens,
                     captures: &output.captures,
                     with_attention: true,
