@@ -545,8 +545,14 @@ mod tests {
         assert_eq!(cells[5].text, "—");
         assert_eq!(cells[9].text, "—", "no content token, no sink attention");
         assert_eq!(
-            cells[FIRST_STATISTIC].text, "0.000",
-            "attention statistics are always defined"
+            cells[FIRST_STATISTIC].text, "—",
+            "no attention P (a capture of O alone), no statistics"
         );
+        let with_attention = HeadFigures {
+            attention_stats: Some(Default::default()),
+            ..HeadFigures::default()
+        };
+        let cells = head_cells(HeadId::new(0, 1), &with_attention);
+        assert_eq!(cells[FIRST_STATISTIC].text, "0.000");
     }
 }
