@@ -12,7 +12,8 @@
 //!   the widgets every view draws with, and the persisted settings.
 //! - [`worker`]: the background thread the app talks to through channels.
 //! - [`corpus`]: a corpus's documents, shards and report, run through the
-//!   pipeline.
+//!   pipeline; [`capture_file`]: a run stored as a file (from Python, say)
+//!   and analysed without the model.
 //! - [`pipeline`]: text → tokens → captures → figures, the one path shared by
 //!   the CLI, the worker and the tests.
 //! - [`model`]: loads a checkpoint and runs our own encoder or decoder,
@@ -34,6 +35,7 @@
 pub mod analysis;
 pub mod app;
 pub mod atomic_file;
+pub mod capture_file;
 pub mod captures;
 pub mod cli;
 pub mod colormap;

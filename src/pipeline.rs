@@ -503,14 +503,23 @@ pub fn run_comparison(
     if watch.cancelled() {
         return Err(RunError::Cancelled);
     }
+    let mut output = compare_runs(a, b, model_b.name.clone());
+    output.total_ms = ms_since(start);
+    Ok(output)
+}
+
+/// Compares two runs on the same text (B named `b_name`; either may come
+/// from a capture file).
+pub fn compare_runs(a: Arc<RunOutput>, b: RunOutput, b_name: String) -> ComparisonOutput {
+    let start = Instant::now();
     let comparison = comparison::compare(side(&a), side(&b));
-    Ok(ComparisonOutput {
+    ComparisonOutput {
         a,
         b,
-        b_name: model_b.name.clone(),
+        b_name,
         comparison,
         total_ms: ms_since(start),
-    })
+    }
 }
 
 fn ms_since(start: Instant) -> f64 {

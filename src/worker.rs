@@ -29,8 +29,14 @@
 //! events wrapped in [`WorkerEvent::ComparisonModel`]); a comparison runs
 //! it on a text whose result from the first model the app already has,
 //! newest request first like the analyses (see [`comparison`]).
+//!
+//! Either model may be a capture file instead (docs/CAPTURE.md; a
+//! [`ModelSource::Folder`] naming a `.safetensors` file): an analysis then
+//! re-analyses the stored run of the capture's own text under the
+//! request's options, without any model.
 
 use crate::analysis::AnalysisOptions;
+use crate::capture_file::{is_capture_path, CaptureFile};
 use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
 use crate::input::WindowBounds;
 use crate::model::{LoadProgress, Model, ModelSource};
@@ -67,11 +73,15 @@ pub struct AnalyseRequest {
 pub struct ModelInfo {
     pub source: ModelSource,
     pub name: String,
-    pub family: crate::model::Family,
+    /// The model family's name, or the model type a capture names.
+    pub family: String,
     pub layers: usize,
     pub heads: usize,
     /// The longest input the model takes, in tokens.
     pub max_tokens: usize,
+    /// For a capture file: the text it was taken of, which is the only
+    /// text it can show.
+    pub capture_text: Option<String>,
 }
 
 /// Why a run gave no result.
@@ -244,6 +254,8 @@ impl AnalysisWorker {
         let mut thread = WorkerThread {
             model: None,
             model_info: None,
+            capture: None,
+            comparison_capture: None,
             comparison_model: None,
             comparison_info: None,
             latest_comparison: latest_comparison.clone(),
@@ -400,6 +412,12 @@ enum Slot {
     Compared,
 }
 
+/// What a load gives: a model, or a capture file in its place.
+enum Loaded {
+    Model(Box<Model>),
+    Capture(Box<CaptureFile>),
+}
+
 /// Unwinds out of a model download when the handle is dropped (the loader
 /// has no cancel hook of its own); caught by the job's `catch_unwind`.
 struct ShutdownRequested;
@@ -409,6 +427,10 @@ struct WorkerThread {
     model: Option<Arc<Model>>,
     /// What `model` is, as reported when it loaded.
     model_info: Option<ModelInfo>,
+    /// A capture file analysed in place of `model` (which is then `None`),
+    /// and one compared in place of `comparison_model`.
+    capture: Option<Arc<CaptureFile>>,
+    comparison_capture: Option<Arc<CaptureFile>>,
     /// The second model, which comparisons run, and what it is.
     comparison_model: Option<Arc<Model>>,
     comparison_info: Option<ModelInfo>,
@@ -484,6 +506,11 @@ impl WorkerThread {
         self.emit(wrap(WorkerEvent::ModelLoading {
             source: source.clone(),
         }));
+        if let ModelSource::Folder(path) = &source {
+            if is_capture_path(path) {
+                return self.load_capture(source.clone(), path.clone(), slot, kept);
+            }
+        }
         let shutdown = self.shutdown.clone();
         let events = self.events.clone();
         let wake = self.wake.clone();
@@ -508,17 +535,13 @@ impl WorkerThread {
                 let info = ModelInfo {
                     source,
                     name: model.name.clone(),
-                    family: model.config.family,
+                    family: model.config.family.to_string(),
                     layers: model.layers(),
                     heads: model.heads(),
                     max_tokens: model.max_tokens(),
+                    capture_text: None,
                 };
-                let (model_slot, info_slot) = match slot {
-                    Slot::Analysed => (&mut self.model, &mut self.model_info),
-                    Slot::Compared => (&mut self.comparison_model, &mut self.comparison_info),
-                };
-                *model_slot = Some(Arc::new(model));
-                *info_slot = Some(info.clone());
+                self.install(slot, Loaded::Model(Box::new(model)), info.clone());
                 self.emit(wrap(WorkerEvent::ModelReady(info)));
             }
             // A failed load leaves the model in use as it was.
@@ -542,6 +565,61 @@ impl WorkerThread {
                 }));
             }
         }
+    }
+
+    /// Reads a capture file into `slot`, in place of its model.
+    fn load_capture(
+        &mut self,
+        source: ModelSource,
+        path: PathBuf,
+        slot: Slot,
+        kept: Option<ModelInfo>,
+    ) {
+        let wrap = move |event: WorkerEvent| match slot {
+            Slot::Analysed => event,
+            Slot::Compared => WorkerEvent::ComparisonModel(Box::new(event)),
+        };
+        self.emit(wrap(WorkerEvent::ModelProgress(LoadProgress::Reading(
+            path.clone(),
+        ))));
+        let capture = match CaptureFile::read(&path) {
+            Ok(capture) => capture,
+            Err(error) => {
+                return self.emit(wrap(WorkerEvent::ModelFailed {
+                    source,
+                    message: error.to_string(),
+                    kept,
+                }))
+            }
+        };
+        let info = ModelInfo {
+            source,
+            name: capture.name(),
+            family: capture.header.model.kind.clone(),
+            layers: capture.captures.layers,
+            heads: capture.captures.heads,
+            max_tokens: capture.tokens.len(),
+            capture_text: Some(capture.header.text.clone()),
+        };
+        self.install(slot, Loaded::Capture(Box::new(capture)), info.clone());
+        self.emit(wrap(WorkerEvent::ModelReady(info)));
+    }
+
+    /// Puts what was loaded in `slot`, replacing the model or capture there.
+    fn install(&mut self, slot: Slot, loaded: Loaded, info: ModelInfo) {
+        let (model_slot, info_slot, capture_slot) = match slot {
+            Slot::Analysed => (&mut self.model, &mut self.model_info, &mut self.capture),
+            Slot::Compared => (
+                &mut self.comparison_model,
+                &mut self.comparison_info,
+                &mut self.comparison_capture,
+            ),
+        };
+        (*model_slot, *capture_slot) = match loaded {
+            Loaded::Model(model) => (Some(Arc::from(model)), None),
+            Loaded::Capture(capture) => (None, Some(Arc::from(capture))),
+        };
+        *info_slot = Some(info);
     }
 
     fn start_corpus(&mut self, job: CorpusJob) {
@@ -611,6 +689,9 @@ impl WorkerThread {
         let generation = request.generation;
         let panic_now = std::mem::take(&mut self.panic_next_run);
         self.emit(WorkerEvent::RunStarted { generation });
+        if let Some(capture) = self.capture.clone() {
+            return self.emit(capture_run(&capture, &request));
+        }
         let Some(model) = &self.model else {
             self.emit(WorkerEvent::RunFailed {
                 generation,
@@ -680,6 +761,33 @@ impl WorkerThread {
             },
         };
         self.emit(event);
+    }
+}
+
+/// A capture's stored run under the request's options; a capture shows
+/// only the text it was taken of.
+fn capture_run(capture: &CaptureFile, request: &AnalyseRequest) -> WorkerEvent {
+    let generation = request.generation;
+    if request.text != capture.header.text {
+        return WorkerEvent::RunFailed {
+            generation,
+            failure: RunFailure::Input,
+            message: format!(
+                "{} holds a run on its own text; an edited text needs the model itself",
+                capture.path.display()
+            ),
+        };
+    }
+    match catch_unwind(AssertUnwindSafe(|| capture.run_output(&request.options))) {
+        Ok(output) => WorkerEvent::RunFinished {
+            generation,
+            output: Arc::new(output),
+        },
+        Err(payload) => WorkerEvent::RunFailed {
+            generation,
+            failure: RunFailure::Panic,
+            message: panic_report(payload.as_ref()),
+        },
     }
 }
 

@@ -126,7 +126,7 @@ fn assert_no_nan(a: &Analysis) {
         .iter()
         .all(finite));
         for h in &layer.heads {
-            let s = h.attention_stats;
+            let s = h.attention_stats.expect("P was given");
             assert!([
                 h.mean_distance,
                 h.same_sentence_fraction,
@@ -367,7 +367,7 @@ fn no_content_token_has_no_figures_at_all() {
             vec![vec![None, None], vec![None, None]]
         );
         // The classic statistics cover every row, special ones included.
-        close(Some(layer.heads[0].attention_stats.sep), 0.5);
+        close(Some(layer.heads[0].attention_stats.expect("P").sep), 0.5);
         assert_no_nan(&a);
     }
 
@@ -385,7 +385,7 @@ fn no_content_token_has_no_figures_at_all() {
     assert_eq!(a.tokens, 0);
     assert_eq!(
         a.layers[0].heads[0].attention_stats,
-        AttentionStats::default()
+        Some(AttentionStats::default())
     );
     assert!(a.layers[0].distance_histogram.is_empty());
     assert_no_nan(&a);
@@ -577,7 +577,7 @@ fn segmentation_and_separator_attention() {
     close(layer.heads[0].sink_attention, 0.5);
     close_f32(layer.heads[1].sink_attention, 1.0 / 9.0);
     close_f32(layer.sink_attention, (0.5 + 1.0 / 9.0) / 2.0);
-    let stats = layer.heads[0].attention_stats;
+    let stats = layer.heads[0].attention_stats.expect("P");
     assert!((stats.cls - (6.0 * 0.5 + 3.0 / 9.0) / 9.0).abs() < 1e-7);
     assert!((stats.sep - (6.0 * 0.5 + 3.0 * 2.0 / 9.0) / 9.0).abs() < 1e-7);
 }
@@ -777,7 +777,7 @@ fn attention_stats_on_known_matrices() {
     let c = captures(1, 2, 4, vec![(uniform(4), uniform(4)), (uniform(4), shift)]);
     let a = analyze(&tokens, &c, &AnalysisOptions::default());
 
-    let u = a.layers[0].heads[0].attention_stats;
+    let u = a.layers[0].heads[0].attention_stats.expect("P");
     assert!((u.entropy - 4f64.ln()).abs() < 1e-6, "{}", u.entropy);
     for x in [
         u.cls,
@@ -793,7 +793,7 @@ fn attention_stats_on_known_matrices() {
     // Row 0 on itself, every other row on its predecessor.
     let s = a.layers[0].heads[1].attention_stats;
     assert_eq!(
-        s,
+        s.expect("P"),
         AttentionStats {
             entropy: 0.0,
             cls: 0.5,

@@ -160,7 +160,9 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let output = harness.state().shown_output().expect("a result").clone();
     let columns = specialisation::ShownColumns::of(&output.input.tokens);
     assert_eq!(row, specialisation::row_name(&columns, l3h5, f));
-    let s = &f.attention_stats;
+    let s = f
+        .attention_stats
+        .expect("a run with P has attention statistics");
     for expected in [
         format!("category {}", f.category.expect("a category")),
         format!("mean dist. {}", figure(f.mean_distance, 2)),

@@ -482,6 +482,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("cli", 20),
     ("worker", 6),
     ("corpus", 5),
+    ("capture_file", 5),
     ("pipeline", 4),
     ("report", 3),
     ("model", 3),

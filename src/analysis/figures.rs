@@ -78,7 +78,9 @@ pub struct HeadFigures {
     /// position (`[CLS]`): the "attention sink".
     pub sink_attention: Option<f64>,
     pub category: Option<Category>,
-    pub attention_stats: AttentionStats,
+    /// `None` when the input came without its attention P (a capture file
+    /// may hold the head outputs O alone).
+    pub attention_stats: Option<AttentionStats>,
     /// The strongest selected pairs as positions `(i, j)`, `i < j`: the k
     /// best in rank order (largest S first) for the top-fraction rule, every
     /// selected pair in rank order for above-mean, each row's k best in pair

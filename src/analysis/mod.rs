@@ -57,16 +57,18 @@ pub use similarity::transformed_similarity;
 /// Computes every figure of ANALYSIS.md §3–§5 for one input whose
 /// captures keep every P and S ([`Captures::stores_squares`]); a pass that
 /// does not keep them analyses each layer as it goes ([`LayerAnalyser`]).
+/// Captures without P (empty `attentions`: a capture file of head outputs
+/// alone) give `None` for every figure made from P.
 ///
 /// Panics if the token sequence and the captures disagree on T or the
 /// capture buffers do not have their documented shapes (a programming error).
 pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOptions) -> Analysis {
     let t = captures.tokens;
     let (layers, heads) = (captures.layers, captures.heads);
-    assert_eq!(
-        captures.attentions.len(),
-        layers * heads * t * t,
-        "attentions must be L×H×T×T"
+    let has_attention = captures.attentions.len() == layers * heads * t * t;
+    assert!(
+        has_attention || captures.attentions.is_empty(),
+        "attentions must be L×H×T×T or absent"
     );
     assert_eq!(
         captures.similarity.len(),
@@ -78,7 +80,11 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     let doc = &analyser.doc;
     let square = heads * t * t;
     let layer_squares = |l: usize| LayerSquares {
-        attention: &captures.attentions[l * square..(l + 1) * square],
+        attention: if has_attention {
+            &captures.attentions[l * square..(l + 1) * square]
+        } else {
+            &[]
+        },
         similarity: &captures.similarity[l * square..(l + 1) * square],
         heads,
     };
@@ -92,7 +98,8 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     analyser.finish()
 }
 
-/// One layer's P and S, each H×T×T row-major.
+/// One layer's P and S, each H×T×T row-major; `attention` is empty when
+/// the input has no P.
 #[derive(Clone, Copy)]
 pub struct LayerSquares<'a> {
     pub attention: &'a [f32],
@@ -106,9 +113,14 @@ impl<'a> LayerSquares<'a> {
         &values[h * size..(h + 1) * size]
     }
 
-    /// Head `h`'s T×T attention.
+    /// Head `h`'s T×T attention (empty without P).
     pub fn head_attention(&self, h: usize) -> &'a [f32] {
         Self::head(self.attention, self.heads, h)
+    }
+
+    /// Whether the layer came with its attention P.
+    pub fn has_attention(&self) -> bool {
+        self.attention.len() == self.similarity.len()
     }
 
     /// Head `h`'s T×T similarity.
@@ -163,13 +175,12 @@ impl<'a> LayerAnalyser<'a> {
         }
     }
 
-    /// Analyses layer `layer` from its P and S.
+    /// Analyses layer `layer` from its P (or none) and S.
     pub fn add_layer(&mut self, layer: usize, squares: LayerSquares) {
         let t = self.doc.t;
-        assert_eq!(
-            squares.attention.len(),
-            squares.heads * t * t,
-            "attentions must be H×T×T"
+        assert!(
+            squares.has_attention() || squares.attention.is_empty(),
+            "attentions must be H×T×T or absent"
         );
         assert_eq!(
             squares.similarity.len(),
@@ -321,7 +332,7 @@ fn analyse_layer(
         let id = HeadId::new(layer, h);
         let figures = analyse_head(
             doc,
-            squares.head_attention(h),
+            squares.has_attention().then(|| squares.head_attention(h)),
             squares.head_similarity(h),
             id,
             scratch,
@@ -337,7 +348,7 @@ fn analyse_layer(
 
     // Means over every head of a per-head attention figure.
     let head_mean = |figure: fn(&HeadFigures) -> Option<f64>| {
-        if doc.content.is_empty() || heads.is_empty() {
+        if doc.content.is_empty() || heads.is_empty() || !squares.has_attention() {
             return None;
         }
         let sum: f64 = heads.iter().filter_map(figure).sum();
@@ -349,7 +360,10 @@ fn analyse_layer(
     // selects at least one pair per head, as the default always does).
     let (distinct_focus, with_focus) = focus_counts(&heads);
 
-    let segmentation = segmentation(doc, &separator_sums, squares.heads);
+    let segmentation = squares
+        .has_attention()
+        .then(|| segmentation(doc, &separator_sums, squares.heads))
+        .flatten();
 
     let figures = LayerFigures {
         mean_distance: ratio(pooled.distance, pooled.weight),
@@ -387,7 +401,7 @@ struct PooledPairs {
 #[allow(clippy::too_many_arguments)]
 fn analyse_head(
     doc: &Document,
-    attention: &[f32],
+    attention: Option<&[f32]>,
     similarity: &[f32],
     id: HeadId,
     scratch: &mut Scratch,
@@ -471,11 +485,13 @@ fn analyse_head(
     let mut figures = pairs.finish(totals.pooled);
     scratch.values = values;
     figures.ties = ties;
-    let first_head = id.head == 0;
-    let pass = attention_pass(doc, attention, separator_sums, first_head);
-    figures.attention_stats = pass.stats;
-    figures.separator_attention = pass.separator_attention;
-    figures.sink_attention = pass.sink_attention;
+    if let Some(attention) = attention {
+        let first_head = id.head == 0;
+        let pass = attention_pass(doc, attention, separator_sums, first_head);
+        figures.attention_stats = Some(pass.stats);
+        figures.separator_attention = pass.separator_attention;
+        figures.sink_attention = pass.sink_attention;
+    }
     figures.selected_pairs = selected
         .into_iter()
         .map(|(i, j)| (i as usize, j as usize))

@@ -214,10 +214,14 @@ impl HeadscopeApp {
         self.notice.as_ref().map(|n| n.text.as_str())
     }
 
-    /// Opens a text file: what File → Open, Ctrl+O, drag and drop and the
-    /// command line all end in. The file is read off the UI thread; a file
+    /// Opens a text file (or a capture file, as the model): what File →
+    /// Open, Ctrl+O, drag and drop and the command line all end in. The file is read off the UI thread; a file
     /// that cannot be used leaves the current text as it is.
     pub fn open_file(&mut self, path: &Path) {
+        // A capture file (docs/CAPTURE.md) replaces the model, with its text.
+        if crate::capture_file::is_capture_path(path) {
+            return self.load_model(crate::model::ModelSource::Folder(path.to_path_buf()));
+        }
         self.text
             .open_file(path, self.settings.input_mode, &self.wake);
     }

@@ -1,18 +1,35 @@
 //! `headscope analyze`: the figures of every layer and head of one text, as
-//! a table on stdout, or JSON and NPZ files (ANALYSIS.md §6).
+//! a table on stdout, or JSON and NPZ files (ANALYSIS.md §6); of a model
+//! run on a text, or of a capture file (`--capture`, docs/CAPTURE.md).
 
-use super::args::TextArgs;
+use super::args::{InputArgs, LimitArgs, ModelInputArgs, TextArgs};
 use super::running::check_writable;
-use crate::model::Model;
+use crate::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
 use crate::pipeline::RunOutput;
+use anyhow::bail;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub(crate) struct AnalyzeArgs {
+    /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
+    #[arg(long, required_unless_present = "capture")]
+    pub(crate) model: Option<String>,
     #[command(flatten)]
-    pub(crate) text: TextArgs,
+    pub(crate) input: InputArgs,
+    #[command(flatten)]
+    pub(crate) limits: LimitArgs,
+    /// Text file, or - for standard input.
+    #[arg(required_unless_present = "capture", conflicts_with = "capture")]
+    pub(crate) file: Option<PathBuf>,
+    /// Analyse a capture file (docs/CAPTURE.md) instead of running a model
+    /// on a text; the analysis options apply, the input options do not.
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub(crate) capture: Option<PathBuf>,
+    /// Also store the run as a capture file (head outputs and attentions).
+    #[arg(long, value_name = "FILE", conflicts_with = "capture")]
+    pub(crate) save_capture: Option<PathBuf>,
     /// Write the figures as JSON (ANALYSIS.md §6) to this file, - for stdout.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
@@ -23,10 +40,56 @@ pub(crate) struct AnalyzeArgs {
 
 pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     // Check output paths before the model runs, so a typo costs nothing.
-    for path in [&args.json, &args.npz].into_iter().flatten() {
+    for path in [&args.json, &args.npz, &args.save_capture]
+        .into_iter()
+        .flatten()
+    {
         check_writable(path)?;
     }
-    let (model, output) = args.text.run()?;
+    let text = match (&args.model, &args.file) {
+        (Some(model), Some(file)) => Some(TextArgs {
+            input: ModelInputArgs {
+                model: model.clone(),
+                input: args.input.clone(),
+            },
+            limits: args.limits.clone(),
+            file: file.clone(),
+        }),
+        _ => None,
+    };
+    let (name, output) = match (&text, &args.capture) {
+        (Some(text), None) => {
+            let (model, text, output) = text.run_with_text()?;
+            if let Some(path) = &args.save_capture {
+                let source = CaptureSource {
+                    model: ModelDescription {
+                        name: model.name.clone(),
+                        kind: model.config.family.model_type().to_string(),
+                    },
+                    text: &text,
+                    tokens: &output.input.tokens,
+                    captures: &output.captures,
+                    with_attention: true,
+                    sentences_left_out: output.input.sentences_left_out,
+                    tokens_left_out: output.input.tokens_left_out,
+                };
+                write_capture(path, &source)?;
+            }
+            (model.name.clone(), output)
+        }
+        (None, Some(path)) => {
+            let options = args.input.analysis.options()?;
+            let capture = CaptureFile::read(path)?;
+            if !capture.has_attention() {
+                eprintln!(
+                    "headscope: note: {} holds no attention P: the figures made from P are null",
+                    path.display()
+                );
+            }
+            (capture.name(), capture.run_output(&options))
+        }
+        _ => bail!("analyze needs --model M FILE, or --capture FILE"),
+    };
     if let Some(path) = &args.npz {
         crate::npz::write_captures_npz(path, &output.input.tokens.input_ids, &output.captures)?;
     }
@@ -39,7 +102,7 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
                 crate::export::save_text(&json, path)?;
             }
         }
-        None => print_table(&model, &output),
+        None => print_table(&name, &output),
     }
     Ok(())
 }
@@ -49,13 +112,13 @@ pub(crate) fn fmt(value: Option<f64>, digits: usize) -> String {
 }
 
 /// The readable per-layer table printed when no --json is given.
-pub(crate) fn print_table(model: &Model, output: &RunOutput) {
+pub(crate) fn print_table(name: &str, output: &RunOutput) {
     let a = &output.analysis;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
         "{} · {} tokens ({} content, {} sentences) · {} pairs, {} selected per head · {:.0} ms",
-        model.name,
+        name,
         a.tokens,
         a.content_tokens,
         a.sentences_analysed,

@@ -101,12 +101,18 @@ impl TextArgs {
     /// Reads the text, loads the model and runs the whole analysis,
     /// warning on stderr about Latin-1 input and anything left out.
     pub(crate) fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
+        let (model, _, output) = self.run_with_text()?;
+        Ok((model, output))
+    }
+
+    /// [`TextArgs::run`], which also hands back the text it read.
+    pub(crate) fn run_with_text(&self) -> anyhow::Result<(Model, String, RunOutput)> {
         let options = self.input.analysis.options()?;
         let input = self.limits.input_options(&self.input)?;
         let text = read_text(&self.file)?;
         let model = load_model(&self.input.model)?;
         let output = run_on_text(&model, &text, &self.file, &input, &options)?;
-        Ok((model, output))
+        Ok((model, text, output))
     }
 }
 
@@ -173,4 +179,25 @@ impl AnalysisArgs {
             local_window: self.window,
         })
     }
+}
+
+/// The input and analysis options as `headscope analyze` reads them from
+/// its flags (`--one-sentence-per-line`, `--q 0.02`, `--max-tokens 256`,
+/// …), with the same defaults and checks: for callers outside the command
+/// line (the Python package) that must analyse exactly as it does.
+pub fn options_from_flags(flags: &[String]) -> anyhow::Result<(InputOptions, AnalysisOptions)> {
+    #[derive(clap::Parser)]
+    #[command(name = "headscope analyze", no_binary_name = true)]
+    struct Flags {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+    let flags = <Flags as clap::Parser>::try_parse_from(flags)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    Ok((
+        flags.limits.input_options(&flags.input)?,
+        flags.input.analysis.options()?,
+    ))
 }

@@ -17,6 +17,7 @@ mod export;
 mod random_model;
 mod running;
 
+pub use args::options_from_flags;
 pub use running::check_writable;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,14 @@ enum Command {
     Merge(corpus::MergeArgs),
     /// Run two models on one text and match their heads (--model A --model B).
     Compare(compare::CompareArgs),
+    /// Open the app on a capture file (docs/CAPTURE.md), or on a text file.
+    View {
+        /// A capture file (.safetensors) or a text file.
+        file: PathBuf,
+        /// With a text file: the model to run on it.
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 /// Entry point of the binary: runs the command and returns the exit code.
@@ -77,10 +86,8 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        None => crate::app::run(crate::app::StartOptions {
-            model: cli.model,
-            file: cli.file,
-        }),
+        None => open_app(cli.model, cli.file),
+        Some(Command::View { file, model }) => open_app(model, Some(file)),
         Some(Command::Analyze(args)) => analyze::analyze(args),
         Some(Command::Export(args)) => export::export(args),
         Some(Command::Bench(args)) => bench::bench(args),
@@ -89,4 +96,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Merge(args)) => corpus::merge(args),
         Some(Command::Compare(args)) => compare::compare(args),
     }
+}
+
+/// The app on a text file, or on a capture file, which takes the model's
+/// place (and brings its text).
+pub fn open_app(model: Option<String>, file: Option<PathBuf>) -> anyhow::Result<()> {
+    let start = match file {
+        Some(file) if crate::capture_file::is_capture_path(&file) => {
+            if model.is_some() {
+                anyhow::bail!("{} is a capture file: it needs no --model", file.display());
+            }
+            crate::app::StartOptions {
+                model: Some(file.display().to_string()),
+                file: None,
+            }
+        }
+        file => crate::app::StartOptions { model, file },
+    };
+    crate::app::run(start)
 }

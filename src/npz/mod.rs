@@ -232,7 +232,8 @@ pub fn write_npz(path: &Path, arrays: &[(&str, NpyView<'_>)]) -> Result<(), NpzE
 
 /// Writes the captures with exactly the keys of ANALYSIS.md §6:
 /// `input_ids` (int64, T), `attentions` (float32, L×H×T×T), `heads`
-/// (float32, L×H×T×d) and `similarity` (float32, L×H×T×T).
+/// (float32, L×H×T×d) and `similarity` (float32, L×H×T×T); without P
+/// (a capture file of head outputs alone) no `attentions`.
 pub fn write_captures_npz(
     path: &Path,
     input_ids: &[u32],
@@ -255,27 +256,29 @@ pub fn write_captures_npz(
     let attention = |index: usize| captures.attention(heads[index]);
     let similarity = |index: usize| captures.similarity(heads[index]);
     let squares = |data, part| squares_view(captures, data, part);
-    write_npz(
-        path,
-        &[
-            (
-                "input_ids",
-                NpyView::I64 {
-                    shape: vec![t],
-                    data: &ids,
-                },
-            ),
-            ("attentions", squares(&captures.attentions, &attention)),
-            (
-                "heads",
-                NpyView::F32 {
-                    shape: vec![l, h, t, d],
-                    data: &captures.head_outputs,
-                },
-            ),
-            ("similarity", squares(&captures.similarity, &similarity)),
-        ],
-    )
+    let mut arrays = vec![
+        (
+            "input_ids",
+            NpyView::I64 {
+                shape: vec![t],
+                data: &ids,
+            },
+        ),
+        ("attentions", squares(&captures.attentions, &attention)),
+        (
+            "heads",
+            NpyView::F32 {
+                shape: vec![l, h, t, d],
+                data: &captures.head_outputs,
+            },
+        ),
+        ("similarity", squares(&captures.similarity, &similarity)),
+    ];
+    // Captures read from a file of head outputs alone have no P to write.
+    if captures.stores_squares() && captures.attentions.len() != l * h * t * t {
+        arrays.remove(1);
+    }
+    write_npz(path, &arrays)
 }
 
 /// The L×H×T×T array of P or S: the kept buffer, or (when the captures

@@ -75,6 +75,22 @@ impl WorkerThread {
         let generation = request.generation;
         let emit = |this: &Self, event| this.emit(WorkerEvent::Comparison { generation, event });
         emit(self, ComparisonEvent::Started);
+        if let Some(capture) = self.comparison_capture.clone() {
+            let event = if request.text != capture.header.text {
+                ComparisonEvent::Failed(format!(
+                    "{} holds a run on another text; compare it with a run on its own text",
+                    capture.path.display()
+                ))
+            } else {
+                let b = capture.run_output(&request.options);
+                ComparisonEvent::Finished(Arc::new(pipeline::compare_runs(
+                    request.a.clone(),
+                    b,
+                    capture.name(),
+                )))
+            };
+            return emit(self, event);
+        }
         let Some(model) = &self.comparison_model else {
             emit(
                 self,

@@ -118,6 +118,17 @@ pub fn write_export(
     path: &Path,
 ) -> Result<(), String> {
     let captures = &output.captures;
+    let attention_asked = settings.matrix == MatrixKind::Attention
+        && matches!(
+            kind,
+            ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage
+        );
+    if attention_asked && !crate::capture_file::has_attention(captures) {
+        return Err(format!(
+            "No attention to export: {}",
+            crate::capture_file::NO_ATTENTION
+        ));
+    }
     let tokens = captures.tokens;
     let labels = &output.input.tokens.token_texts;
     let map = settings.colormap;

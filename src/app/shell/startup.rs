@@ -74,10 +74,13 @@ impl HeadscopeApp {
             None => {}
         }
 
+        // A capture brings its own text, which no restored text may replace.
+        let capture = (config.start.model.as_deref())
+            .is_some_and(|m| crate::capture_file::is_capture_path(std::path::Path::new(m)));
         let autosave = config
             .autosave_path
             .as_ref()
-            .filter(|path| config.restore_text && path.is_file());
+            .filter(|path| config.restore_text && !capture && path.is_file());
         let mode = app.settings.input_mode;
         if let Some(file) = &config.start.file {
             app.text.show_fallback(mode);

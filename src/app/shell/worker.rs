@@ -8,7 +8,7 @@ use crate::app::panels::model::ModelChange;
 use crate::app::HeadscopeApp;
 use crate::input::WindowStart;
 use crate::model::ModelSource;
-use crate::worker::WorkerEvent;
+use crate::worker::{ModelInfo, WorkerEvent};
 
 impl HeadscopeApp {
     /// Takes what the worker reported since the last frame.
@@ -18,13 +18,17 @@ impl HeadscopeApp {
                 WorkerEvent::ModelLoading { .. }
                 | WorkerEvent::ModelProgress(_)
                 | WorkerEvent::ModelReady(_)
-                | WorkerEvent::ModelFailed { .. } => match self.model.on_event(event) {
-                    Some(ModelChange::Ready) => self.runs.schedule_now(ctx),
-                    Some(ModelChange::LoadFailed(message)) => {
-                        self.notice = Some(Notice::error(message));
+                | WorkerEvent::ModelFailed { .. } => {
+                    // A capture shows the text it was taken of.
+                    if let WorkerEvent::ModelReady(ModelInfo {
+                        capture_text: Some(text),
+                        ..
+                    }) = &event
+                    {
+                        self.text.show_text(text.clone(), self.settings.input_mode);
                     }
-                    None => {}
-                },
+                    self.on_model_event(ctx, event);
+                }
                 WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
                 WorkerEvent::Comparison { generation, event } => {
                     if self.views.compare.on_comparison_event(generation, event) {
@@ -43,6 +47,16 @@ impl HeadscopeApp {
                     }
                 }
             }
+        }
+    }
+
+    fn on_model_event(&mut self, ctx: &egui::Context, event: WorkerEvent) {
+        match self.model.on_event(event) {
+            Some(ModelChange::Ready) => self.runs.schedule_now(ctx),
+            Some(ModelChange::LoadFailed(message)) => {
+                self.notice = Some(Notice::error(message));
+            }
+            None => {}
         }
     }
 

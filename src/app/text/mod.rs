@@ -162,6 +162,15 @@ impl TextState {
         self.document = Some(Document::new(self.fallback.clone(), mode));
     }
 
+    /// Shows `text`, from no file, from its first sentence (the text a
+    /// capture file was taken of).
+    pub fn show_text(&mut self, text: String, mode: InputMode) {
+        self.document = Some(Document::new(text, mode));
+        self.file = None;
+        self.first_sentence = 0;
+        self.window_history.clear();
+    }
+
     /// Starts reading `path` off the UI thread.
     pub fn open_file(&mut self, path: &Path, mode: InputMode, wake: &crate::worker::Waker) {
         self.start_job(TextSource::File(path.to_path_buf()), path, mode, wake);

@@ -81,6 +81,14 @@ fn separators_ui(
         ui.label("This result has no layers.");
         return None;
     }
+    if !crate::capture_file::has_attention(&output.captures) {
+        ui.heading("Separators");
+        ui.label(format!(
+            "Nothing to show: {}. Capture with attentions to see the separator attention and the segmentation.",
+            crate::capture_file::NO_ATTENTION
+        ));
+        return None;
+    }
     let mut action = None;
     egui::ScrollArea::vertical()
         .auto_shrink([false, false])

@@ -153,7 +153,7 @@ enum SortValue {
 
 fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue> {
     let number = |v: Option<f64>| v.filter(|v| v.is_finite()).map(SortValue::Number);
-    let s = &f.attention_stats;
+    let s = f.attention_stats;
     match column {
         0 => Some(SortValue::Number((head.layer * 100_000 + head.head) as f64)),
         1 => f.category.map(|c| SortValue::Text(c.as_str().to_string())),
@@ -165,13 +165,13 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
         7 => number(f.local_fraction),
         8 => number(f.separator_attention),
         9 => number(f.sink_attention),
-        10 => number(Some(s.entropy)),
-        11 => number(Some(s.cls)),
-        12 => number(Some(s.sep)),
-        13 => number(Some(s.punctuation)),
-        14 => number(Some(s.self_attention)),
-        15 => number(Some(s.previous)),
-        16 => number(Some(s.next)),
+        10 => number(s.map(|s| s.entropy)),
+        11 => number(s.map(|s| s.cls)),
+        12 => number(s.map(|s| s.sep)),
+        13 => number(s.map(|s| s.punctuation)),
+        14 => number(s.map(|s| s.self_attention)),
+        15 => number(s.map(|s| s.previous)),
+        16 => number(s.map(|s| s.next)),
         _ => None,
     }
 }
@@ -219,13 +219,13 @@ pub fn sorted_heads(
 
 /// The cells of one head's row, as displayed.
 pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
-    let s = &f.attention_stats;
+    let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
     let focus = match &f.focus_token {
         Some(text) => format!("“{text}”"),
         None => "—".into(),
     };
-    let stat = |v: f64| figure(Some(v), 3);
+    let stat = |v: Option<f64>| figure(v, 3);
     vec![
         Cell::new(format!("L{} H{}", head.layer, head.head)),
         Cell::coloured(name, colour),
@@ -237,13 +237,13 @@ pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
         Cell::new(figure(f.local_fraction, 3)),
         Cell::new(figure(f.separator_attention, 3)),
         Cell::new(figure(f.sink_attention, 3)),
-        Cell::new(stat(s.entropy)),
-        Cell::new(stat(s.cls)),
-        Cell::new(stat(s.sep)),
-        Cell::new(stat(s.punctuation)),
-        Cell::new(stat(s.self_attention)),
-        Cell::new(stat(s.previous)),
-        Cell::new(stat(s.next)),
+        Cell::new(stat(s.map(|s| s.entropy))),
+        Cell::new(stat(s.map(|s| s.cls))),
+        Cell::new(stat(s.map(|s| s.sep))),
+        Cell::new(stat(s.map(|s| s.punctuation))),
+        Cell::new(stat(s.map(|s| s.self_attention))),
+        Cell::new(stat(s.map(|s| s.previous))),
+        Cell::new(stat(s.map(|s| s.next))),
     ]
 }
 
@@ -545,8 +545,14 @@ mod tests {
         assert_eq!(cells[5].text, "—");
         assert_eq!(cells[9].text, "—", "no content token, no sink attention");
         assert_eq!(
-            cells[FIRST_STATISTIC].text, "0.000",
-            "attention statistics are always defined"
+            cells[FIRST_STATISTIC].text, "—",
+            "no attention P (a capture of O alone), no statistics"
         );
+        let with_attention = HeadFigures {
+            attention_stats: Some(Default::default()),
+            ..HeadFigures::default()
+        };
+        let cells = head_cells(HeadId::new(0, 1), &with_attention);
+        assert_eq!(cells[FIRST_STATISTIC].text, "0.000");
     }
 }

@@ -87,6 +87,10 @@ fn unmasked_matrix(
 ) -> Cow<'_, [f32]> {
     let captures = &output.captures;
     match kind {
+        // A capture without P: every cell blank (drawn as no value).
+        MatrixKind::Attention if !crate::capture_file::has_attention(captures) => {
+            Cow::Owned(vec![f32::NAN; captures.tokens * captures.tokens])
+        }
         MatrixKind::Attention => captures.attention(head),
         MatrixKind::Similarity => match variant {
             SimilarityVariant::Raw => captures.similarity(head),

@@ -497,35 +497,12 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
 
     ui.add_space(8.0);
     ui.strong("Attention statistics");
-    let s = &f.attention_stats;
-    egui::Grid::new("attention stats grid")
-        .num_columns(2)
-        .striped(true)
-        .spacing([12.0, 4.0])
-        .show(ui, |ui| {
-            row(ui, "entropy (nats)", format!("{:.3}", s.entropy));
-            // The model's own start and separator tokens: a decoder's BOS
-            // if its tokenizer adds one (else no row) and its
-            // sentence-final tokens (ANALYSIS.md §8).
-            let tokens = &output.input.tokens;
-            let start = tokens
-                .cls_positions()
-                .first()
-                .and_then(|&i| tokens.token_texts.get(i));
-            if let Some(start) = start {
-                row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
-            }
-            let separators = if causal {
-                "to sentence ends".to_string()
-            } else {
-                format!("to {}", tokens.text_of(tokens.sep_id).unwrap_or("[SEP]"))
-            };
-            row(ui, &separators, format!("{:.3}", s.sep));
-            row(ui, "to punctuation", format!("{:.3}", s.punctuation));
-            row(ui, "to itself", format!("{:.3}", s.self_attention));
-            row(ui, "to previous token", format!("{:.3}", s.previous));
-            row(ui, "to next token", format!("{:.3}", s.next));
-        });
+    match &f.attention_stats {
+        Some(s) => attention_stats_grid(ui, s, output, causal),
+        None => {
+            ui.label(format!("— {}", crate::capture_file::NO_ATTENTION));
+        }
+    }
 
     if let Some(layer) = analysis.layers.get(head.layer) {
         ui.add_space(8.0);
@@ -605,6 +582,42 @@ fn row(ui: &mut egui::Ui, name: &str, value: String) {
     ui.label(name);
     ui.label(value);
     ui.end_row();
+}
+
+fn attention_stats_grid(
+    ui: &mut egui::Ui,
+    s: &crate::analysis::AttentionStats,
+    output: &crate::pipeline::RunOutput,
+    causal: bool,
+) {
+    egui::Grid::new("attention stats grid")
+        .num_columns(2)
+        .striped(true)
+        .spacing([12.0, 4.0])
+        .show(ui, |ui| {
+            row(ui, "entropy (nats)", format!("{:.3}", s.entropy));
+            // The model's own start and separator tokens: a decoder's BOS
+            // if its tokenizer adds one (else no row) and its
+            // sentence-final tokens (ANALYSIS.md §8).
+            let tokens = &output.input.tokens;
+            let start = tokens
+                .cls_positions()
+                .first()
+                .and_then(|&i| tokens.token_texts.get(i));
+            if let Some(start) = start {
+                row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
+            }
+            let separators = if causal {
+                "to sentence ends".to_string()
+            } else {
+                format!("to {}", tokens.text_of(tokens.sep_id).unwrap_or("[SEP]"))
+            };
+            row(ui, &separators, format!("{:.3}", s.sep));
+            row(ui, "to punctuation", format!("{:.3}", s.punctuation));
+            row(ui, "to itself", format!("{:.3}", s.self_attention));
+            row(ui, "to previous token", format!("{:.3}", s.previous));
+            row(ui, "to next token", format!("{:.3}", s.next));
+        });
 }
 
 #[cfg(test)]

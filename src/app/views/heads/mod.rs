@@ -73,6 +73,7 @@ impl HeadsView {
                 head.layer, head.head
             ),
         };
+        let caption = without_attention(output, settings.matrix, caption);
         let range = self.head_view.range();
         let caption = if heatmap::clips_first_key(output, settings.matrix) {
             format!("{caption}, {}", heatmap::FIRST_KEY_CLIPPED)
@@ -106,6 +107,7 @@ impl HeadsView {
         } else {
             caption.to_string()
         };
+        let caption = without_attention(cx.output, cx.settings.matrix, caption);
         view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
         ui.separator();
@@ -246,4 +248,12 @@ fn view_controls(
             ui.weak("updating…");
         }
     });
+}
+/// A caption of P that says when the result has none (a capture of O alone).
+fn without_attention(output: &RunOutput, kind: MatrixKind, caption: String) -> String {
+    if kind == MatrixKind::Attention && !crate::capture_file::has_attention(&output.captures) {
+        format!("{caption}: empty, {}", crate::capture_file::NO_ATTENTION)
+    } else {
+        caption
+    }
 }
