@@ -20,7 +20,7 @@
 use headscope::capture_file::ModelDescription;
 use headscope::capture_file::{header_of, write_capture, CaptureFile, CaptureSource};
 use headscope::captures::{Captures, HeadId};
-use headscope::model::{EncoderConfig, Model, ModelSource};
+use headscope::model::{ModelConfig, Model, ModelSource};
 use headscope::pipeline::{self, RunOutput};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -166,7 +166,7 @@ fn input_header(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     // The tokenizer is read by the model loader's own code, which wants a
     // file and a config: a config of the right kind that takes any id.
-    let mut config = EncoderConfig::like(if causal {
+    let mut config = ModelConfig::like(if causal {
         "smollm2-135m"
     } else {
         "all-minilm-l6-v2"

@@ -167,7 +167,7 @@ impl TextState {
     pub fn show_text(&mut self, text: String, mode: InputMode) {
         self.document = Some(Document::new(text, mode));
         self.file = None;
-        self.first_sentence = 0;
+        self.window = WindowStart::default();
         self.window_history.clear();
     }
 
