@@ -21,6 +21,7 @@ pub mod config;
 pub mod decoder;
 pub mod encoder;
 pub mod family;
+pub mod gguf;
 pub mod hub;
 pub mod random;
 pub mod team;
@@ -45,6 +46,8 @@ use weight::WeightBuilder;
 pub enum ModelSource {
     /// A folder holding config.json, model.safetensors and tokenizer.json.
     Folder(PathBuf),
+    /// A llama.cpp GGUF file ([`gguf`]).
+    Gguf(PathBuf),
     /// A Hugging Face model id such as `bert-base-uncased`.
     Hub(String),
 }
@@ -58,6 +61,9 @@ impl ModelSource {
             bail!("no model given: pass a model folder or a Hugging Face model id");
         }
         let path = Path::new(text);
+        if path.is_file() && gguf::is_gguf_path(path) {
+            return Ok(Self::Gguf(path.to_path_buf()));
+        }
         if path.exists() {
             return Ok(Self::Folder(path.to_path_buf()));
         }
@@ -81,7 +87,7 @@ impl ModelSource {
 impl std::fmt::Display for ModelSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Folder(path) => write!(f, "{}", path.display()),
+            Self::Folder(path) | Self::Gguf(path) => write!(f, "{}", path.display()),
             Self::Hub(id) => write!(f, "{id}"),
         }
     }
@@ -161,6 +167,10 @@ impl Model {
         progress: &mut dyn FnMut(LoadProgress),
     ) -> anyhow::Result<Self> {
         let (folder, name) = match source {
+            ModelSource::Gguf(path) => {
+                progress(LoadProgress::Reading(path.clone()));
+                return gguf::load(path, &default_device()?);
+            }
             ModelSource::Folder(folder) => (
                 folder.clone(),
                 folder
@@ -178,6 +188,9 @@ impl Model {
 
     /// Loads the three files of a local folder onto `device`.
     pub fn load_folder(folder: &Path, device: &Device) -> anyhow::Result<Self> {
+        if folder.is_file() && gguf::is_gguf_path(folder) {
+            return gguf::load(folder, device);
+        }
         if !folder.is_dir() {
             bail!(
                 "model folder {} does not exist or is not a folder",

@@ -1,0 +1,74 @@
+//! A matrix kept as llama.cpp's quantized blocks (Q8_0, Q4_0, Q4_1, Q4_K,
+//! Q5_K, Q6_K), dequantized to float32 by candle only where the forward
+//! pass reaches it — a projection just before its product, an embedding
+//! table's rows of the input's tokens — and dropped after, so memory holds
+//! the file's 4.5–8.5 bits a weight, not 32. Dequantizing is the same
+//! float32 arithmetic as gguf-py's `dequantize`, which transformers' GGUF
+//! loader calls: the figures are those of transformers on the dequantized
+//! model.
+
+use candle_core::quantized::{QStorage, QTensor};
+use candle_core::{Device, Result, Tensor};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Quantized blocks, rows × columns, each row a whole number of blocks.
+#[derive(Clone)]
+pub struct QuantizedWeight {
+    blocks: Arc<QTensor>,
+    device: Device,
+}
+
+impl std::fmt::Debug for QuantizedWeight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "QuantizedWeight({:?}, {:?})",
+            self.blocks.dtype(),
+            self.shape()
+        )
+    }
+}
+
+impl QuantizedWeight {
+    pub fn new(blocks: QTensor) -> Self {
+        Self {
+            device: blocks.device(),
+            blocks: Arc::new(blocks),
+        }
+    }
+
+    pub fn shape(&self) -> &candle_core::Shape {
+        self.blocks.shape()
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Every value, in float32.
+    pub fn dequantize(&self) -> Result<Tensor> {
+        self.blocks.dequantize(&self.device)
+    }
+
+    /// Rows `ids` (any shape) in float32, only those rows dequantized; the
+    /// result has one more dimension, the width.
+    pub fn rows(&self, ids: &Tensor) -> Result<Tensor> {
+        self.blocks.embedding(ids)
+    }
+}
+
+/// `blocks` with its rows reordered: row `r` of the result is row
+/// `order[r]` of `blocks`. Rows are whole blocks, so this moves bytes and
+/// changes no value.
+pub fn reorder_rows(blocks: &QTensor, order: &[usize]) -> Result<QTensor> {
+    let rows = blocks.shape().dims()[0];
+    let data = blocks.data()?;
+    let row_bytes = data.len() / rows;
+    let mut out = Vec::with_capacity(data.len());
+    for &row in order {
+        out.extend_from_slice(&data[row * row_bytes..(row + 1) * row_bytes]);
+    }
+    let storage = QStorage::from_data(Cow::Owned(out), &blocks.device(), blocks.dtype())?;
+    QTensor::new(storage, blocks.shape().clone())
+}
