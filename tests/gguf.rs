@@ -245,3 +245,61 @@ fn other_tensor_types_are_refused_by_name() {
         "{message}"
     );
 }
+
+/// Tiny random GGUF files made by `reference/make_gguf_fixtures.py`, with
+/// transformers' loading of each as the reference: `llama.gguf` holds
+/// every tensor type headscope reads and a SentencePiece-style vocabulary
+/// (merges recovered from scores, BOS added), `qwen2.gguf` a byte-level
+/// vocabulary with Qwen2's split regex and q/k/v biases.
+fn check_tiny_fixture(name: &str) {
+    let path = fixture(&format!("gguf/{name}.gguf"));
+    let model = Model::load(&ModelSource::Gguf(path), &mut |_| {})
+        .unwrap_or_else(|e| panic!("load {name}.gguf: {e:#}"));
+    let cases: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture(&format!("gguf/{name}.tokens.json"))).unwrap(),
+    )
+    .unwrap();
+    for case in cases.as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<u32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap() as u32)
+            .collect();
+        let ids = model.tokenizer.encode(text, true).unwrap();
+        assert_eq!(ids.get_ids(), expected, "{name}: {text:?}");
+    }
+    let output = analyse_fixture_lines(&model, "gguf/text.txt");
+    let agreement = assert_matches_reference(
+        &output,
+        &fixture(&format!("gguf/{name}.npz")),
+        &fixture(&format!("gguf/{name}.json")),
+    );
+    eprintln!("{name}.gguf: {agreement:?}");
+}
+
+#[test]
+fn every_tensor_type_and_a_sentencepiece_vocabulary_match_transformers() {
+    let file = GgufFile::open(&fixture("gguf/llama.gguf")).unwrap();
+    let mut types: Vec<GgmlDType> = file
+        .content
+        .tensor_infos
+        .values()
+        .map(|info| info.ggml_dtype)
+        .collect();
+    types.sort_by_key(|t| format!("{t:?}"));
+    types.dedup();
+    let mut supported = headscope::model::gguf::file::SUPPORTED_TYPES.to_vec();
+    supported.sort_by_key(|t| format!("{t:?}"));
+    assert_eq!(
+        types, supported,
+        "the fixture holds every type headscope reads"
+    );
+    check_tiny_fixture("llama");
+}
+
+#[test]
+fn a_qwen2_file_with_a_byte_level_vocabulary_matches_transformers() {
+    check_tiny_fixture("qwen2");
+}
