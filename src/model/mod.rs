@@ -19,6 +19,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod decoder;
+pub mod discovery;
 pub mod encoder;
 pub mod family;
 pub mod gguf;
@@ -61,7 +62,7 @@ impl ModelSource {
             bail!("no model given: pass a model folder or a Hugging Face model id");
         }
         let path = Path::new(text);
-        if path.is_file() && gguf::is_gguf_path(path) {
+        if gguf::is_gguf_file(path) {
             return Ok(Self::Gguf(path.to_path_buf()));
         }
         if path.exists() {
@@ -188,7 +189,7 @@ impl Model {
 
     /// Loads the three files of a local folder onto `device`.
     pub fn load_folder(folder: &Path, device: &Device) -> anyhow::Result<Self> {
-        if folder.is_file() && gguf::is_gguf_path(folder) {
+        if gguf::is_gguf_file(folder) {
             return gguf::load(folder, device);
         }
         if !folder.is_dir() {

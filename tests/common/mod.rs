@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod parity;
+pub mod stores;
 
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;

@@ -25,10 +25,22 @@ use candle_core::Device;
 use file::GgufFile;
 use std::path::Path;
 
-/// Whether `path` names a GGUF file (by its extension).
-pub fn is_gguf_path(path: &Path) -> bool {
-    path.extension()
+/// Whether `path` is a GGUF file: by its extension, or (Ollama's blobs
+/// have none) by its first bytes.
+pub fn is_gguf_file(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    if path
+        .extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
+    {
+        return true;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| &magic == b"GGUF")
 }
 
 /// Loads a GGUF file onto `device`.
