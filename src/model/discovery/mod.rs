@@ -71,18 +71,24 @@ impl FoundModel {
     }
 }
 
-/// 135M, 7.2B, 22.7M, 5.1K.
+/// Three significant digits: 135M, 22.7M, 7.24B, 5.12K.
 pub fn parameters_text(count: u64) -> String {
     let c = count as f64;
-    if c >= 1e9 {
-        format!("{:.1}B", c / 1e9)
-    } else if c >= 1e6 {
-        format!("{:.0}M", c / 1e6)
-    } else if c >= 1e3 {
-        format!("{:.0}K", c / 1e3)
+    let Some((value, unit)) = [(1e9, "B"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|(scale, _)| c >= *scale)
+        .map(|(scale, unit)| (c / scale, unit))
+    else {
+        return count.to_string();
+    };
+    let decimals = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
     } else {
-        count.to_string()
-    }
+        2
+    };
+    format!("{value:.decimals$}{unit}")
 }
 
 /// Every model in `roots`, and the `recent` folders and files (as the user
@@ -93,7 +99,10 @@ pub fn scan(roots: &Roots, recent: &[String]) -> Vec<FoundModel> {
         .iter()
         .filter_map(|text| match ModelSource::parse(text).ok()? {
             ModelSource::Folder(path) | ModelSource::Gguf(path) => Some(Candidate {
-                name: path.display().to_string(),
+                name: path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
                 place: Place::Recent,
                 path,
             }),

@@ -43,6 +43,24 @@ pub fn is_gguf_file(path: &Path) -> bool {
         .is_ok_and(|()| &magic == b"GGUF")
 }
 
+/// The file's name; for a file without the `.gguf` extension (an Ollama
+/// blob, `sha256-…`), the model's own name from its metadata.
+fn display_name(file: &GgufFile) -> String {
+    let file_name = file
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.path.display().to_string());
+    let has_extension = file
+        .path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"));
+    match file.string("general.name") {
+        Ok(name) if !has_extension => format!("{name} ({file_name})"),
+        _ => file_name,
+    }
+}
+
 /// Loads a GGUF file onto `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
     let mut file = GgufFile::open(path)?;
@@ -62,10 +80,7 @@ pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
         )
     })?;
     Ok(Model {
-        name: path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string()),
+        name: display_name(&file),
         folder: path.to_path_buf(),
         config,
         tokenizer,
