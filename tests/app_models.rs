@@ -18,11 +18,24 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
     stores::build(home.path());
     std::env::set_var("HEADSCOPE_CACHE", &cache);
     std::env::set_var("HOME", home.path());
+    std::env::set_var("HEADSCOPE_FILE_DIALOG", "in-app");
     for var in ["HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"] {
         std::env::remove_var(var);
     }
 
-    let mut harness = start_with(Some(model), None, None);
+    // (egui_file's icons are emoji that egui's fonts lack: drawn as boxes.)
+    let config = headscope::app::AppConfig {
+        start: headscope::app::StartOptions {
+            model: Some(model),
+            file: None,
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let mut harness = egui_kittest::Harness::builder()
+        .with_size(WINDOW)
+        .allow_missing_glyphs()
+        .build_eframe(move |cc| headscope::app::HeadscopeApp::new(cc, config).expect("the app"));
     wait_for_result(&mut harness);
     harness.get_by_label("File").click();
     harness.step();
@@ -66,4 +79,17 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
     wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap();
     assert_eq!((output.captures.layers, output.captures.heads), (30, 9));
+
+    // File → Open GGUF file… asks for a file (the window's own dialog here).
+    harness.get_by_label("File").click();
+    step_until(&mut harness, "the File menu", |h| {
+        h.query_by_label("Open GGUF file…").is_some()
+    });
+    harness.get_by_label("Open GGUF file…").click();
+    step_until(&mut harness, "the GGUF dialog", |h| {
+        shows(h, "Open a model: a GGUF file")
+    });
+    let image = harness.render().expect("wgpu renders the window");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-dialog.png");
+    image.save(&path).expect("save the picture");
 }

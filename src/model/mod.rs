@@ -85,6 +85,17 @@ impl ModelSource {
     }
 }
 
+impl ModelSource {
+    /// A local path: a GGUF file, or else a folder.
+    pub fn local(path: PathBuf) -> Self {
+        if gguf::is_gguf_file(&path) {
+            Self::Gguf(path)
+        } else {
+            Self::Folder(path)
+        }
+    }
+}
+
 impl std::fmt::Display for ModelSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -47,6 +47,7 @@ pub enum ModelChange {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelAction {
     PickFolder,
+    PickGguf,
     Load(ModelSource),
 }
 
@@ -273,13 +274,24 @@ impl ModelPanel {
         }
         ui.add_space(8.0);
         ui.add_enabled_ui(!loading, |ui| {
-            if ui
-                .button("Open model folder…")
-                .on_hover_text("A folder with config.json, model.safetensors and tokenizer.json")
-                .clicked()
-            {
-                action = Some(ModelAction::PickFolder);
-            }
+            ui.horizontal(|ui| {
+                if ui
+                    .button("Open model folder…")
+                    .on_hover_text(
+                        "A folder with config.json, model.safetensors and tokenizer.json",
+                    )
+                    .clicked()
+                {
+                    action = Some(ModelAction::PickFolder);
+                }
+                if ui
+                    .button("Open GGUF file…")
+                    .on_hover_text("A llama.cpp GGUF file (architecture llama or qwen2)")
+                    .clicked()
+                {
+                    action = Some(ModelAction::PickGguf);
+                }
+            });
             ui.add_space(4.0);
             let label = ui.label("or a Hugging Face model id (downloaded once, then cached):");
             ui.horizontal(|ui| {

@@ -44,7 +44,7 @@ pub fn is_gguf_file(path: &Path) -> bool {
 }
 
 /// The file's name; for a file without the `.gguf` extension (an Ollama
-/// blob, `sha256-…`), the model's own name from its metadata.
+/// blob, `sha256-…`), the model's own name from its metadata instead.
 fn display_name(file: &GgufFile) -> String {
     let file_name = file
         .path
@@ -56,7 +56,7 @@ fn display_name(file: &GgufFile) -> String {
         .extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"));
     match file.string("general.name") {
-        Ok(name) if !has_extension => format!("{name} ({file_name})"),
+        Ok(name) if !has_extension => name.to_string(),
         _ => file_name,
     }
 }

@@ -61,8 +61,9 @@ pub enum ViewAction {
     /// Save the figure of this name as a PNG (see
     /// [`crate::app::files::plot_export`]).
     SavePlot(String),
-    /// Ask for a folder to load as the second model (Compare).
-    PickComparisonFolder,
+    /// Ask for a folder (or with `file`, a GGUF file) to load as the
+    /// second model (Compare).
+    PickComparisonModel { file: bool },
     /// Load this model as the second model (Compare).
     LoadComparisonModel(ModelSource),
 }
