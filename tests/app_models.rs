@@ -57,6 +57,7 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
         assert!(shows(&harness, text), "the list lacks {text}");
     }
     // The model headscope cannot open is listed, greyed (disabled).
+    save_picture(&mut harness, "model-window.png");
     let mamba = harness.get_by_label("state-spaces/mamba-130m-hf");
     assert!(mamba.accesskit_node().is_disabled());
     mamba.hover();
@@ -65,10 +66,7 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
     });
     assert!(label_containing(&harness, "headscope cannot open").contains("mamba"));
 
-    let image = harness.render().expect("wgpu renders the window");
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("model-window.png");
-    image.save(&path).expect("save the picture");
-    eprintln!("picture: {}", path.display());
+    save_picture(&mut harness, "model-window-reason.png");
 
     harness.get_by_label("smollm2:135m").click();
     step_until(&mut harness, "the GGUF model from Ollama's store", |h| {
@@ -89,7 +87,13 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
     step_until(&mut harness, "the GGUF dialog", |h| {
         shows(h, "Open a model: a GGUF file")
     });
+    save_picture(&mut harness, "gguf-dialog.png");
+}
+
+/// Saves the window as `name` in the tests' target folder.
+fn save_picture(harness: &mut AppHarness, name: &str) {
     let image = harness.render().expect("wgpu renders the window");
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-dialog.png");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     image.save(&path).expect("save the picture");
+    eprintln!("picture: {}", path.display());
 }
