@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Makes the decoder parity fixtures in tests/fixtures/families/.
 
-For each decoder family (gpt2, llama, qwen2, mistral) it trains a small
-tokenizer with the `tokenizers` package as the family's real tokenizers are
-built (byte-level BPE for GPT-2 and Qwen2; SentencePiece-style BPE with byte
-fallback and a BOS for Llama and Mistral), builds a tiny random-weight model
+For each decoder family (gpt2, llama, qwen2, mistral, and the families of
+today's interpretability papers: gpt_neox (Pythia), gemma, gemma2,
+gemma3_text, qwen3, phi3, olmo2) it trains a small tokenizer with the
+`tokenizers` package as the family's real tokenizers are built (byte-level
+BPE for GPT-2, GPT-NeoX, OLMo-2, Qwen2 and Qwen3; SentencePiece-style BPE
+with byte fallback and a BOS for Llama, Mistral, Phi-3 and Gemma, Gemma's
+special tokens at its own ids), builds a tiny random-weight model
 with transformers from a config (no hub), and runs the reference of
 ANALYSIS.md §8 on the family's text (one sentence per line):
 
@@ -35,7 +38,7 @@ from ref_analysis import analyse
 from torch_ref import load
 
 # The input of the attention's output projection: every query head's P·V.
-OUTPUT_PROJECTION = ("attn.c_proj", "self_attn.o_proj")
+OUTPUT_PROJECTION = ("attn.c_proj", "self_attn.o_proj", "attention.dense")
 
 
 def byte_level_bpe(specials, qwen_style=False):
@@ -58,30 +61,38 @@ def byte_level_bpe(specials, qwen_style=False):
     return tok
 
 
-def llama_style(missing="éï"):
-    """Llama 2's tokenizer.json: BPE with byte fallback over text whose
-    spaces become ▁ (and one ▁ before it), `<unk>`, `<s>`, `</s>` at 0, 1, 2,
-    the 256 byte tokens after them, and a template that adds `<s>` before the
-    text. Trained without the characters `missing`, which the byte tokens
-    then spell."""
+def sentencepiece_bpe(specials, start, missing="éï", prepend_space=True):
+    """SentencePiece-style BPE with byte fallback (Llama 2, Gemma): spaces
+    become ▁ (Llama also puts one ▁ before the text, Gemma does not),
+    `specials` take the first ids and the 256 byte tokens follow them, and a
+    template adds `start` before the text. Trained without the characters
+    `missing`, which the byte tokens then spell."""
     lines = ["".join(c for c in line if c not in missing) for line in corpus()]
     trained = Tokenizer(models.BPE())
-    trained.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
-    trained.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=VOCAB - 259))
+    trained.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁",
+                                                     prepend_scheme="first" if prepend_space else "never")
+    trained.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=VOCAB - len(specials) - 256))
     model = json.loads(trained.to_str())["model"]
-    specials = ["<unk>", "<s>", "</s>"]
-    vocab = {t: i for i, t in enumerate(specials + [f"<0x{b:02X}>" for b in range(256)])}
+    vocab = {t: i for i, t in enumerate(list(specials) + [f"<0x{b:02X}>" for b in range(256)])}
     for token, _ in sorted(model["vocab"].items(), key=lambda item: item[1]):
         vocab.setdefault(token, len(vocab))
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    tok = Tokenizer(models.BPE(vocab, merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
-    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                     decoders.Strip(" ", 1, 0)])
-    tok.add_special_tokens(specials)
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
-                                                       special_tokens=[("<s>", 1)])
+    unk = "<unk>"
+    tok = Tokenizer(models.BPE(vocab, merges, unk_token=unk, byte_fallback=True, fuse_unk=True))
+    spaces = [normalizers.Replace(" ", "▁")]
+    tok.normalizer = normalizers.Sequence(([normalizers.Prepend("▁")] if prepend_space else []) + spaces)
+    steps = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    tok.decoder = decoders.Sequence(steps + ([decoders.Strip(" ", 1, 0)] if prepend_space else []))
+    tok.add_special_tokens(list(specials))
+    tok.post_processor = processors.TemplateProcessing(single=f"{start} $A", pair=f"{start} $A {start} $B",
+                                                       special_tokens=[(start, vocab[start])])
     return tok
+
+
+def llama_style(missing="éï"):
+    """Llama 2's tokenizer.json: `<unk>`, `<s>`, `</s>` at 0, 1, 2, one ▁
+    before the text, `<s>` added before it."""
+    return sentencepiece_bpe(["<unk>", "<s>", "</s>"], "<s>", missing)
 
 
 def shape(tok, **extra):
@@ -133,7 +144,97 @@ def make_mistral():
     return tok, transformers.MistralForCausalLM(config)
 
 
-FAMILIES = {"gpt2": make_gpt2, "llama": make_llama, "qwen2": make_qwen2, "mistral": make_mistral}
+def make_gpt_neox():
+    # Pythia: byte-level BPE with no start token, a fused query_key_value
+    # laid out per head, rotary on a quarter of each head's dimensions, the
+    # parallel residual, LayerNorms with biases.
+    tok = byte_level_bpe(["<|endoftext|>", "<|padding|>"])
+    config = transformers.GPTNeoXConfig(**shape(tok, bos_token_id=0, eos_token_id=0, hidden_act="gelu",
+                                                use_parallel_residual=True, attention_bias=True,
+                                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                                 "partial_rotary_factor": 0.25},
+                                                tie_word_embeddings=False))
+    return tok, transformers.GPTNeoXForCausalLM(config)
+
+
+GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
+
+
+def make_gemma():
+    # RMSNorm scaled by (1 + w), embeddings scaled by √hidden, GeGLU, one
+    # key/value head, and a head_dim (16) that is not hidden / heads (8).
+    tok = sentencepiece_bpe(GEMMA_SPECIALS, "<bos>", prepend_space=False)
+    config = transformers.GemmaConfig(**shape(tok, num_key_value_heads=1, head_dim=16, pad_token_id=0,
+                                              eos_token_id=1, bos_token_id=2, hidden_act="gelu_pytorch_tanh",
+                                              tie_word_embeddings=True))
+    return tok, transformers.GemmaForCausalLM(config)
+
+
+def make_gemma2():
+    # As Gemma, plus attention-logit soft-capping (low enough to bite on
+    # these weights), a sliding window of 6 on every other layer, the
+    # query scaled by query_pre_attn_scalar, norms after attention and
+    # feed-forward.
+    tok = sentencepiece_bpe(GEMMA_SPECIALS, "<bos>", prepend_space=False)
+    config = transformers.Gemma2Config(**shape(tok, num_key_value_heads=2, head_dim=8, pad_token_id=0,
+                                               eos_token_id=1, bos_token_id=2, query_pre_attn_scalar=12,
+                                               attn_logit_softcapping=4.0, final_logit_softcapping=30.0,
+                                               sliding_window=6, num_hidden_layers=3,
+                                               layer_types=["sliding_attention", "full_attention",
+                                                            "sliding_attention"],
+                                               tie_word_embeddings=True))
+    return tok, transformers.Gemma2ForCausalLM(config)
+
+
+def make_gemma3_text():
+    # q/k RMSNorm, local layers with their own rope base, the global one
+    # with linear rope scaling (as Gemma 3 4B), the pattern local, local,
+    # global.
+    tok = sentencepiece_bpe(GEMMA_SPECIALS, "<bos>", prepend_space=False)
+    rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 8.0}}
+    config = transformers.Gemma3TextConfig(**shape(tok, num_key_value_heads=2, head_dim=8, pad_token_id=0,
+                                                   eos_token_id=1, bos_token_id=2, query_pre_attn_scalar=8,
+                                                   sliding_window=6, num_hidden_layers=3,
+                                                   layer_types=["sliding_attention", "sliding_attention",
+                                                                "full_attention"],
+                                                   rope_parameters=rope, tie_word_embeddings=True))
+    return tok, transformers.Gemma3ForCausalLM(config)
+
+
+def make_qwen3():
+    # q/k RMSNorm per head, a head_dim (16) that is not hidden / heads.
+    tok = byte_level_bpe(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], qwen_style=True)
+    config = transformers.Qwen3Config(**shape(tok, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+                                              rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                                              tie_word_embeddings=True))
+    return tok, transformers.Qwen3ForCausalLM(config)
+
+
+def make_phi3():
+    # Fused qkv_proj (grouped: 2 key/value heads) and gate_up_proj, rotary
+    # on three quarters of each head (Phi-4-mini's partial rotary).
+    tok = llama_style()
+    config = transformers.Phi3Config(**shape(tok, num_key_value_heads=2, bos_token_id=1, eos_token_id=2,
+                                             pad_token_id=0, original_max_position_embeddings=128,
+                                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                              "partial_rotary_factor": 0.75},
+                                             tie_word_embeddings=False))
+    return tok, transformers.Phi3ForCausalLM(config)
+
+
+def make_olmo2():
+    # q/k RMSNorm over all heads together, norms after attention and
+    # feed-forward (none before).
+    tok = byte_level_bpe(["<|endoftext|>", "<|pad|>"])
+    config = transformers.Olmo2Config(**shape(tok, num_key_value_heads=4, pad_token_id=1, bos_token_id=None,
+                                              eos_token_id=0, tie_word_embeddings=False))
+    return tok, transformers.Olmo2ForCausalLM(config)
+
+
+FAMILIES = {"gpt2": make_gpt2, "llama": make_llama, "qwen2": make_qwen2, "mistral": make_mistral,
+            "gpt_neox": make_gpt_neox, "gemma": make_gemma, "gemma2": make_gemma2,
+            "gemma3_text": make_gemma3_text, "qwen3": make_qwen3, "phi3": make_phi3, "olmo2": make_olmo2}
 
 
 def randomise(model, seed):
@@ -145,7 +246,7 @@ def randomise(model, seed):
             if p.dim() == 1:
                 is_norm_weight = name.endswith("weight")
                 p.copy_((1.0 if is_norm_weight else 0.0) + 0.1 * normal(p.shape))
-            elif any(table in name for table in ("wte", "wpe", "embed_tokens")):
+            elif any(table in name for table in ("wte", "wpe", "embed_tokens", "embed_in")):
                 p.copy_(normal(p.shape))
             else:
                 # GPT-2's Conv1D stores inputs × outputs, Linear outputs × inputs.
