@@ -303,3 +303,30 @@ fn every_tensor_type_and_a_sentencepiece_vocabulary_match_transformers() {
 fn a_qwen2_file_with_a_byte_level_vocabulary_matches_transformers() {
     check_tiny_fixture("qwen2");
 }
+
+/// A corpus shard run on a GGUF file records the file's digest, so that
+/// merging refuses parts of another model.
+#[test]
+fn a_corpus_part_of_a_gguf_model_has_its_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = dir.path().join("part.json");
+    let output = run_ok(
+        headscope_command()
+            .args(["corpus", "--model"])
+            .arg(fixture("gguf/qwen2.gguf"))
+            .args(["--shard", "0/1", "--part"])
+            .arg(&part)
+            .arg(fixture("gguf/text.txt")),
+        "headscope corpus on a GGUF file",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("digest"), "{stderr}");
+    let part: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&part).unwrap()).unwrap();
+    assert!(
+        part["model_fingerprint"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty()),
+        "{part}"
+    );
+}
