@@ -59,7 +59,7 @@ impl ModelSource {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let text = text.trim();
         if text.is_empty() {
-            bail!("no model given: pass a model folder or a Hugging Face model id");
+            bail!("no model given: pass a model folder, a GGUF file or a Hugging Face model id");
         }
         let path = Path::new(text);
         if gguf::is_gguf_file(path) {
@@ -78,14 +78,12 @@ impl ModelSource {
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
         if looks_like_path || !valid_id {
             bail!(
-                "model folder {text} does not exist (pass a folder holding config.json, model.safetensors and tokenizer.json, or a Hugging Face model id)"
+                "model folder {text} does not exist (pass a folder holding config.json, model.safetensors and tokenizer.json, a GGUF file, or a Hugging Face model id)"
             );
         }
         Ok(Self::Hub(text.to_string()))
     }
-}
 
-impl ModelSource {
     /// A local path: a GGUF file, or else a folder.
     pub fn local(path: PathBuf) -> Self {
         if gguf::is_gguf_file(&path) {

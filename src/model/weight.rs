@@ -83,7 +83,7 @@ impl Weight {
     }
 
     /// The same weight rearranged by `f` (a transpose, a slice: exact in
-    /// any precision), still as stored.
+    /// any precision), still as stored (quantized blocks dequantized).
     pub fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Self> {
         match self.stored() {
             Some(tensor) => Self::new(f(tensor)?),
