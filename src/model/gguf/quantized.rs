@@ -58,6 +58,15 @@ impl QuantizedWeight {
     }
 }
 
+/// `blocks` (read on the CPU) on `device`.
+pub fn onto(blocks: QTensor, device: &Device) -> Result<QTensor> {
+    if device.is_cpu() {
+        return Ok(blocks);
+    }
+    let storage = QStorage::from_data(blocks.data()?, device, blocks.dtype())?;
+    QTensor::new(storage, blocks.shape().clone())
+}
+
 /// `blocks` with its rows reordered: row `r` of the result is row
 /// `order[r]` of `blocks`. Rows are whole blocks, so this moves bytes and
 /// changes no value.

@@ -12,7 +12,7 @@
 //! skips tensors it has no name for.
 
 use super::file::GgufFile;
-use super::quantized::{reorder_rows, QuantizedWeight};
+use super::quantized::{onto, reorder_rows, QuantizedWeight};
 use crate::model::config::EncoderConfig;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
@@ -53,7 +53,8 @@ pub struct ReadTensors {
     pub quantized: HashMap<String, QuantizedWeight>,
 }
 
-/// Reads every tensor the decoder needs, in the file's own precision.
+/// Reads every tensor the decoder needs, in the file's own precision,
+/// onto `device` (each is read and rearranged on the CPU first).
 pub fn read(
     file: &mut GgufFile,
     config: &EncoderConfig,
@@ -71,7 +72,7 @@ pub fn read(
         let Some(name) = hf_name(&gguf) else {
             continue;
         };
-        let mut blocks = file.read_tensor(&gguf, device)?;
+        let mut blocks = file.read_tensor(&gguf, &Device::Cpu)?;
         let groups = if gguf.contains(".attn_q.") {
             Some(heads)
         } else if gguf.contains(".attn_k.") {
@@ -97,7 +98,8 @@ pub fn read(
                 out.floats.insert(name, tensor);
             }
             _ => {
-                out.quantized.insert(name, QuantizedWeight::new(blocks));
+                out.quantized
+                    .insert(name, QuantizedWeight::new(onto(blocks, device)?));
             }
         }
     }
