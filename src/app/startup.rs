@@ -44,6 +44,8 @@ pub struct Persisted {
     pub first_sentence: usize,
     /// The last model that loaded, as the user would type it.
     pub model: Option<String>,
+    /// The models loaded lately, newest first.
+    pub recent_models: Vec<String>,
 }
 
 impl Persisted {

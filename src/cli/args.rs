@@ -14,7 +14,7 @@ use std::path::PathBuf;
 /// that runs the model on texts (`analyze`, `export`, `corpus`).
 #[derive(Args, Debug, Clone)]
 pub(crate) struct ModelInputArgs {
-    /// Model folder (config.json, model.safetensors, tokenizer.json) or Hugging Face id.
+    /// Model folder (config.json, model.safetensors, tokenizer.json), GGUF file or Hugging Face id.
     #[arg(long)]
     pub(crate) model: String,
     #[command(flatten)]

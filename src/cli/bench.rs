@@ -25,7 +25,7 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub(crate) struct BenchArgs {
-    /// Model folder or Hugging Face id.
+    /// Model folder, GGUF file or Hugging Face id.
     #[arg(long)]
     pub(crate) model: String,
     /// Input length in tokens, [CLS] and [SEP] included.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub(super) struct CompareArgs {
-    /// The two models, A then B: --model A --model B (folders or Hugging Face ids).
+    /// The two models, A then B: --model A --model B (folders, GGUF files or Hugging Face ids).
     #[arg(long = "model", required = true)]
     models: Vec<String>,
     #[command(flatten)]

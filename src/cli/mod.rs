@@ -1,7 +1,8 @@
 //! The command line: `headscope [--model M] [FILE]` opens the app;
-//! `analyze`, `export`, `compare`, `corpus`, `merge`, `bench` and
-//! `make-random-model` serve scripts, a file each ([`analyze`], [`export`],
-//! [`compare`], [`corpus`] with `merge`, [`bench`], [`random_model`]); the
+//! `analyze`, `export`, `compare`, `corpus`, `merge`, `bench`,
+//! `make-random-model` and `models` serve scripts, a file each ([`analyze`],
+//! [`export`], [`compare`], [`corpus`] with `merge`, [`bench`],
+//! [`random_model`], [`models`]); the
 //! arguments they share are [`args`], and loading the model and running it
 //! on a file is [`running`].
 //!
@@ -14,6 +15,7 @@ mod bench;
 mod compare;
 mod corpus;
 mod export;
+mod models;
 mod random_model;
 mod running;
 
@@ -33,7 +35,7 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Model folder or Hugging Face id for the app (default: the first model found).
+    /// Model folder, GGUF file or Hugging Face id for the app (default: the first model found).
     #[arg(long)]
     model: Option<String>,
     /// Text file to open in the app.
@@ -64,6 +66,8 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
     },
+    /// List the models on this computer (Hugging Face cache, Ollama, LM Studio) and whether each opens.
+    Models(models::ModelsArgs),
 }
 
 /// Entry point of the binary: runs the command and returns the exit code.
@@ -95,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Corpus(args)) => corpus::corpus(args),
         Some(Command::Merge(args)) => corpus::merge(args),
         Some(Command::Compare(args)) => compare::compare(args),
+        Some(Command::Models(args)) => models::models(args),
     }
 }
 

@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The value of a part's `format` field.
 pub const PART_FORMAT: &str = "headscope-corpus-part/1";
@@ -375,12 +375,20 @@ fn difference(a: &CorpusPart, b: &CorpusPart) -> Option<String> {
 }
 
 /// A digest of the files that make a model folder what it is: config.json,
-/// tokenizer.json and model.safetensors, read whole.
+/// tokenizer.json and model.safetensors, read whole; of a GGUF file, the
+/// file.
 pub fn model_fingerprint(folder: &Path) -> std::io::Result<String> {
     let mut hash = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
-    for name in ["config.json", "tokenizer.json", "model.safetensors"] {
-        let mut file = std::fs::File::open(folder.join(name))?;
+    let files: Vec<(&str, PathBuf)> = if folder.is_file() {
+        vec![("", folder.to_path_buf())]
+    } else {
+        ["config.json", "tokenizer.json", "model.safetensors"]
+            .map(|name| (name, folder.join(name)))
+            .into()
+    };
+    for (name, path) in files {
+        let mut file = std::fs::File::open(path)?;
         hash.update(name.as_bytes());
         loop {
             let read = file.read(&mut buffer)?;

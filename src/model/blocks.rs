@@ -15,12 +15,25 @@ use candle_nn::{LayerNorm, RmsNorm};
 /// ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ, shape panels ×
 /// inputs × 64), in the checkpoint's precision; elsewhere it is kept
 /// transposed (inputs × outputs, contiguous), which candle's matmul takes
-/// without a per-call transpose, and widened for each product.
+/// without a per-call transpose, and widened for each product. Quantized
+/// blocks are kept as the file has them (outputs × inputs) and dequantized
+/// for each product: they go through candle's ops, not the packed kernels.
 pub(in crate::model) struct Dense {
     weight: Weight,
     bias: Option<Tensor>,
     outputs: usize,
-    packed: bool,
+    layout: DenseLayout,
+}
+
+/// How a [`Dense`] keeps its weight.
+#[derive(Clone, Copy, PartialEq)]
+enum DenseLayout {
+    /// Packed for the CPU kernels.
+    Packed,
+    /// Wᵀ, inputs × outputs.
+    Transposed,
+    /// W as stored, outputs × inputs (quantized blocks).
+    AsStored,
 }
 
 /// A contiguous `inputs × outputs` matrix packed by [`kernels::pack_weight`],
@@ -52,13 +65,21 @@ impl Dense {
     /// From a checkpoint's `outputs × inputs` weight.
     pub(in crate::model) fn new(weight: &Weight, bias: Option<&Tensor>) -> Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
+        if matches!(weight, Weight::Quantized(_)) {
+            return Ok(Self {
+                weight: weight.clone(),
+                bias: bias.cloned(),
+                outputs,
+                layout: DenseLayout::AsStored,
+            });
+        }
         let weight_t = weight.map(|w| w.t()?.contiguous())?;
         if !weight.device().is_cpu() {
             return Ok(Self {
                 weight: weight_t,
                 bias: bias.cloned(),
                 outputs,
-                packed: false,
+                layout: DenseLayout::Transposed,
             });
         }
         let packed = weight_t.map(|w| match w.dtype() {
@@ -70,23 +91,26 @@ impl Dense {
             weight: packed,
             bias: bias.cloned(),
             outputs,
-            packed: true,
+            layout: DenseLayout::Packed,
         })
     }
 
     pub(in crate::model) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weight_t = if self.packed {
+        let weight_t = match self.layout {
             // Panels side by side again: inputs × (panels·64), padding cut off.
-            self.weight.map(|w| {
-                let (panels, inputs, width) = w.dims3()?;
-                w.transpose(0, 1)?
-                    .reshape((inputs, panels * width))?
-                    .narrow(1, 0, self.outputs)
-            })?
-        } else {
-            self.weight.clone()
+            DenseLayout::Packed => self
+                .weight
+                .map(|w| {
+                    let (panels, inputs, width) = w.dims3()?;
+                    w.transpose(0, 1)?
+                        .reshape((inputs, panels * width))?
+                        .narrow(1, 0, self.outputs)
+                })?
+                .widen()?,
+            DenseLayout::Transposed => self.weight.widen()?,
+            DenseLayout::AsStored => self.weight.widen()?.t()?,
         };
-        let product = x.matmul(&weight_t.widen()?)?;
+        let product = x.matmul(&weight_t)?;
         match &self.bias {
             Some(bias) => product.broadcast_add(bias),
             None => Ok(product),
@@ -94,7 +118,7 @@ impl Dense {
     }
 
     pub(in crate::model) fn cpu(&self) -> Result<DenseCpu<'_>> {
-        if !self.packed {
+        if self.layout != DenseLayout::Packed {
             return Err(candle_core::Error::Msg(
                 "dense weight not packed for the CPU".into(),
             ));

@@ -24,8 +24,10 @@ pub mod checkpoint;
 pub mod config;
 mod cpu_pass;
 pub mod decoder;
+pub mod discovery;
 pub mod encoder;
 pub mod family;
+pub mod gguf;
 pub mod hub;
 pub mod random;
 pub mod stack;
@@ -52,6 +54,8 @@ use weight::WeightBuilder;
 pub enum ModelSource {
     /// A folder holding config.json, model.safetensors and tokenizer.json.
     Folder(PathBuf),
+    /// A llama.cpp GGUF file ([`gguf`]).
+    Gguf(PathBuf),
     /// A Hugging Face model id such as `bert-base-uncased`.
     Hub(String),
 }
@@ -62,9 +66,12 @@ impl ModelSource {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let text = text.trim();
         if text.is_empty() {
-            bail!("no model given: pass a model folder or a Hugging Face model id");
+            bail!("no model given: pass a model folder, a GGUF file or a Hugging Face model id");
         }
         let path = Path::new(text);
+        if gguf::is_gguf_file(path) {
+            return Ok(Self::Gguf(path.to_path_buf()));
+        }
         if path.exists() {
             return Ok(Self::Folder(path.to_path_buf()));
         }
@@ -78,17 +85,26 @@ impl ModelSource {
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
         if looks_like_path || !valid_id {
             bail!(
-                "model folder {text} does not exist (pass a folder holding config.json, model.safetensors and tokenizer.json, or a Hugging Face model id)"
+                "model folder {text} does not exist (pass a folder holding config.json, model.safetensors and tokenizer.json, a GGUF file, or a Hugging Face model id)"
             );
         }
         Ok(Self::Hub(text.to_string()))
+    }
+
+    /// A local path: a GGUF file, or else a folder.
+    pub fn local(path: PathBuf) -> Self {
+        if gguf::is_gguf_file(&path) {
+            Self::Gguf(path)
+        } else {
+            Self::Folder(path)
+        }
     }
 }
 
 impl std::fmt::Display for ModelSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Folder(path) => write!(f, "{}", path.display()),
+            Self::Folder(path) | Self::Gguf(path) => write!(f, "{}", path.display()),
             Self::Hub(id) => write!(f, "{id}"),
         }
     }
@@ -156,6 +172,10 @@ impl Model {
         progress: &mut dyn FnMut(LoadProgress),
     ) -> anyhow::Result<Self> {
         let (folder, name) = match source {
+            ModelSource::Gguf(path) => {
+                progress(LoadProgress::Reading(path.clone()));
+                return gguf::load(path, &default_device()?);
+            }
             ModelSource::Folder(folder) => (
                 folder.clone(),
                 folder
@@ -173,6 +193,9 @@ impl Model {
 
     /// Loads the three files of a local folder onto `device`.
     pub fn load_folder(folder: &Path, device: &Device) -> anyhow::Result<Self> {
+        if gguf::is_gguf_file(folder) {
+            return gguf::load(folder, device);
+        }
         if !folder.is_dir() {
             bail!(
                 "model folder {} does not exist or is not a folder",

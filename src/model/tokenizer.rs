@@ -24,8 +24,18 @@ pub fn load_tokenizer(
     path: &Path,
     config: &ModelConfig,
 ) -> anyhow::Result<(Tokenizer, SpecialTokens)> {
-    let mut tokenizer = Tokenizer::from_file(path)
+    let tokenizer = Tokenizer::from_file(path)
         .map_err(|e| anyhow!("{} is not a valid tokenizer.json: {e}", path.display()))?;
+    prepare_tokenizer(tokenizer, path, config)
+}
+
+/// [`load_tokenizer`] for a tokenizer built elsewhere (a GGUF file's);
+/// `path` names its origin in messages.
+pub fn prepare_tokenizer(
+    mut tokenizer: Tokenizer,
+    path: &Path,
+    config: &ModelConfig,
+) -> anyhow::Result<(Tokenizer, SpecialTokens)> {
     // The padding token is the tokenizer's when it pads, else the model's.
     let pad = tokenizer
         .get_padding()

@@ -8,9 +8,9 @@
 //! tile of a packed matrix inside the CPU kernels — and dropped after. The
 //! widening is exact and the math stays float32, so the figures are those
 //! of the same checkpoint widened at load, bit for bit, in half the memory:
-//! a Llama-3-8B-shaped bfloat16 checkpoint takes 15 GB, not 30. Quantized
-//! blocks (GGUF) are meant to become one more variant, dequantized by the
-//! same `widen`.
+//! a Llama-3-8B-shaped bfloat16 checkpoint takes 15 GB, not 30. A GGUF
+//! file's quantized blocks are one more variant, dequantized by the same
+//! `widen` ([`super::gguf::quantized`]).
 //!
 //! [`WeightBuilder`] is the loaders' view of a checkpoint's tensors (as
 //! candle's `VarBuilder`, a path into them): `get` gives a small tensor —
@@ -19,6 +19,7 @@
 //! packs a matrix for the CPU kernels never holds the checkpoint's copy
 //! beside its own (the model's size at the peak of a load, not twice it).
 
+use super::gguf::quantized::QuantizedWeight;
 use crate::kernels::StoredValues;
 use candle_core::{CpuStorage, DType, Device, Result, Shape, Storage, StorageRef, Tensor};
 use std::collections::HashMap;
@@ -32,6 +33,8 @@ pub enum Weight {
     F32(Tensor),
     /// bfloat16 or float16, widened exactly to float32 when used.
     Half(Tensor),
+    /// GGUF blocks, dequantized to float32 when used.
+    Quantized(QuantizedWeight),
 }
 
 impl Weight {
@@ -45,10 +48,11 @@ impl Weight {
         })
     }
 
-    /// The tensor as stored.
-    pub fn stored(&self) -> &Tensor {
+    /// The tensor as stored; `None` for quantized blocks.
+    pub fn stored(&self) -> Option<&Tensor> {
         match self {
-            Self::F32(tensor) | Self::Half(tensor) => tensor,
+            Self::F32(tensor) | Self::Half(tensor) => Some(tensor),
+            Self::Quantized(_) => None,
         }
     }
 
@@ -61,6 +65,7 @@ impl Weight {
                 Ok(host) => host.widen(tensor.shape()),
                 Err(_) => tensor.to_dtype(DType::F32),
             },
+            Self::Quantized(blocks) => blocks.dequantize(),
         }
     }
 
@@ -68,25 +73,47 @@ impl Weight {
     /// widened. `ids` may have any shape; the result has one more dimension,
     /// the table's width (as candle's `Embedding`).
     pub fn rows(&self, ids: &Tensor) -> Result<Tensor> {
-        let width = self.stored().dim(1)?;
+        let table = match self {
+            Self::F32(tensor) | Self::Half(tensor) => tensor,
+            Self::Quantized(blocks) => return blocks.rows(ids),
+        };
+        let width = table.dim(1)?;
         let mut dims = ids.dims().to_vec();
         dims.push(width);
-        let rows = self.stored().index_select(&ids.flatten_all()?, 0)?;
+        let rows = table.index_select(&ids.flatten_all()?, 0)?;
         Self::new(rows)?.widen()?.reshape(dims)
     }
 
     /// The same weight rearranged by `f` (a transpose, a slice: exact in
-    /// any precision), still as stored.
+    /// any precision), still as stored (quantized blocks dequantized).
     pub fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Self> {
-        Self::new(f(self.stored())?)
+        match self.stored() {
+            Some(tensor) => Self::new(f(tensor)?),
+            None => Self::new(f(&self.widen()?)?),
+        }
     }
 
     /// Weights of the same width stacked along their first dimension, in
-    /// their common precision (float32 when they differ).
+    /// their common precision (float32 when they differ); quantized blocks
+    /// stay quantized, each part in its own block type.
     pub fn cat(weights: &[&Weight]) -> Result<Self> {
-        let dtype = weights[0].stored().dtype();
-        let tensors = if weights.iter().all(|w| w.stored().dtype() == dtype) {
-            weights.iter().map(|w| w.stored().clone()).collect()
+        let quantized: Vec<&QuantizedWeight> = weights
+            .iter()
+            .filter_map(|w| match w {
+                Self::Quantized(blocks) => Some(blocks),
+                _ => None,
+            })
+            .collect();
+        if quantized.len() == weights.len() {
+            return Ok(Self::Quantized(QuantizedWeight::stack(&quantized)?));
+        }
+        let dtype = weights[0].stored().map(Tensor::dtype);
+        let same = dtype.is_some()
+            && weights
+                .iter()
+                .all(|w| w.stored().map(Tensor::dtype) == dtype);
+        let tensors = if same {
+            weights.iter().filter_map(|w| w.stored().cloned()).collect()
         } else {
             weights
                 .iter()
@@ -97,11 +124,17 @@ impl Weight {
     }
 
     pub fn dims2(&self) -> Result<(usize, usize)> {
-        self.stored().dims2()
+        match self {
+            Self::F32(tensor) | Self::Half(tensor) => tensor.dims2(),
+            Self::Quantized(blocks) => blocks.shape().dims2(),
+        }
     }
 
     pub fn device(&self) -> &Device {
-        self.stored().device()
+        match self {
+            Self::F32(tensor) | Self::Half(tensor) => tensor.device(),
+            Self::Quantized(blocks) => blocks.device(),
+        }
     }
 }
 
@@ -115,7 +148,10 @@ pub struct HostWeight<'a> {
 impl<'a> HostWeight<'a> {
     /// An error unless the weight is contiguous on the CPU.
     pub fn of(weight: &'a Weight) -> Result<Self> {
-        let (storage, layout) = weight.stored().storage_and_layout();
+        let tensor = weight.stored().ok_or_else(|| {
+            candle_core::Error::Msg("the CPU forward pass takes no quantized weights".into())
+        })?;
+        let (storage, layout) = tensor.storage_and_layout();
         let (start, end) = layout
             .contiguous_offsets()
             .ok_or_else(|| candle_core::Error::Msg("weight is not contiguous".into()))?;
@@ -167,6 +203,8 @@ impl<'a> HostWeight<'a> {
 #[derive(Clone)]
 pub struct WeightBuilder {
     tensors: Arc<Mutex<HashMap<String, Tensor>>>,
+    /// A GGUF file's quantized matrices, by the same names.
+    quantized: Arc<Mutex<HashMap<String, QuantizedWeight>>>,
     path: Vec<String>,
     device: Device,
 }
@@ -174,8 +212,18 @@ pub struct WeightBuilder {
 impl WeightBuilder {
     /// The tensors as read (any precision), by name, on `device`.
     pub fn new(tensors: HashMap<String, Tensor>, device: &Device) -> Self {
+        Self::with_quantized(tensors, HashMap::new(), device)
+    }
+
+    /// As [`WeightBuilder::new`], with quantized matrices besides.
+    pub fn with_quantized(
+        tensors: HashMap<String, Tensor>,
+        quantized: HashMap<String, QuantizedWeight>,
+        device: &Device,
+    ) -> Self {
         Self {
             tensors: Arc::new(Mutex::new(tensors)),
+            quantized: Arc::new(Mutex::new(quantized)),
             path: Vec::new(),
             device: device.clone(),
         }
@@ -202,49 +250,72 @@ impl WeightBuilder {
     }
 
     pub fn contains_tensor(&self, tensor: &str) -> bool {
-        self.lock().contains_key(&self.name(tensor))
-    }
-
-    /// The tensors, whatever a thread that panicked holding them left.
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tensor>> {
-        self.tensors.lock().unwrap_or_else(|e| e.into_inner())
+        let name = self.name(tensor);
+        lock(&self.tensors).contains_key(&name) || lock(&self.quantized).contains_key(&name)
     }
 
     /// The tensor `name` below this path, checked against `shape`, as
-    /// stored, and with `take` no longer held by the builder.
-    fn stored(&self, shape: impl Into<Shape>, name: &str, take: bool) -> Result<Tensor> {
+    /// stored, and with `take` no longer held by the builder; with candle's
+    /// errors for a missing tensor or another shape.
+    fn stored(&self, shape: impl Into<Shape>, name: &str, take: bool) -> Result<Weight> {
         let (path, shape) = (self.name(name), shape.into());
-        let mut tensors = self.lock();
-        let tensor = tensors
-            .get(&path)
-            .ok_or_else(|| candle_core::Error::CannotFindTensor { path: path.clone() }.bt())?;
-        if tensor.shape() != &shape {
+        let mut quantized = lock(&self.quantized);
+        let mut tensors = lock(&self.tensors);
+        let stored_shape = if let Some(blocks) = quantized.get(&path) {
+            blocks.shape().clone()
+        } else {
+            tensors
+                .get(&path)
+                .ok_or_else(|| candle_core::Error::CannotFindTensor { path: path.clone() }.bt())?
+                .shape()
+                .clone()
+        };
+        if stored_shape != shape {
             Err(candle_core::Error::UnexpectedShape {
                 msg: format!("shape mismatch for {path}"),
                 expected: shape,
-                got: tensor.shape().clone(),
+                got: stored_shape,
             }
             .bt())?
+        }
+        if let Some(blocks) = quantized.get(&path) {
+            let blocks = if take {
+                quantized.remove(&path).expect("found just above")
+            } else {
+                blocks.clone()
+            };
+            return Ok(Weight::Quantized(blocks));
         }
         let tensor = if take {
             tensors.remove(&path).expect("found just above")
         } else {
-            tensor.clone()
+            tensors[&path].clone()
         };
         drop(tensors);
-        tensor.to_device(&self.device)
+        Weight::new(tensor.to_device(&self.device)?)
     }
 
     /// A small tensor (a norm, a bias, a position table) in float32.
     pub fn get(&self, shape: impl Into<Shape>, name: &str) -> Result<Tensor> {
-        self.stored(shape, name, false)?.to_dtype(DType::F32)
+        self.stored(shape, name, false)?.widen()
+    }
+
+    /// Whether the checkpoint keeps quantized blocks (a GGUF file's), which
+    /// the CPU pass's packed kernels do not take.
+    pub fn holds_quantized(&self) -> bool {
+        !lock(&self.quantized).is_empty()
     }
 
     /// A weight matrix or embedding table in its stored precision, handed
     /// over (a second call for it finds none).
     pub fn weight(&self, shape: impl Into<Shape>, name: &str) -> Result<Weight> {
-        Weight::new(self.stored(shape, name, true)?)
+        self.stored(shape, name, true)
     }
+}
+
+/// A builder's map, whatever a thread that panicked holding it left.
+fn lock<T>(map: &Mutex<HashMap<String, T>>) -> std::sync::MutexGuard<'_, HashMap<String, T>> {
+    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -333,7 +404,12 @@ mod tests {
             "{wrong}"
         );
         assert_eq!(
-            layer.weight((2, 3), "weight").unwrap().stored().dtype(),
+            layer
+                .weight((2, 3), "weight")
+                .unwrap()
+                .stored()
+                .unwrap()
+                .dtype(),
             DType::BF16
         );
         // A matrix is handed over: the builder holds it no longer.

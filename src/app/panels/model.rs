@@ -1,6 +1,7 @@
 //! The model: the one in use, the load in progress, and the panel to pick
-//! another, by folder (native dialog) or by Hugging Face model id, with the
-//! encoder families that load.
+//! another — from the models on this computer ([`super::found_models`]),
+//! by folder or GGUF file (native dialog) or by Hugging Face model id — with
+//! the families that load.
 //!
 //! The app says what the worker does. A load replaces the model only once
 //! the new one is ready; a load that fails (a hub id offline, a broken
@@ -8,6 +9,7 @@
 //! naming that model, keeps analysing with it, and shows the error as a
 //! notice that says what to do in the window.
 
+use super::found_models::FoundModels;
 use crate::model::family::Family;
 use crate::model::{LoadProgress, ModelSource};
 use crate::worker::{ModelInfo, WorkerEvent};
@@ -45,6 +47,7 @@ pub enum ModelChange {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelAction {
     PickFolder,
+    PickGguf,
     Load(ModelSource),
 }
 
@@ -58,11 +61,16 @@ pub struct ModelState {
     window_open: bool,
     /// The last model that loaded, as the user would type it (persisted).
     remembered: Option<String>,
+    /// The models loaded lately, newest first (persisted).
+    recent: Vec<String>,
 }
+
+/// How many recent models are remembered.
+const RECENT_MODELS: usize = 8;
 
 impl ModelState {
     /// The model in use: the panel says when there is none.
-    pub fn new(remembered: Option<String>) -> Self {
+    pub fn new(remembered: Option<String>, recent: Vec<String>) -> Self {
         Self {
             active: None,
             load: LoadState::Idle,
@@ -72,6 +80,7 @@ impl ModelState {
             },
             window_open: false,
             remembered,
+            recent,
         }
     }
 
@@ -79,7 +88,7 @@ impl ModelState {
     pub fn second() -> Self {
         Self {
             panel: ModelPanel::default(),
-            ..Self::new(None)
+            ..Self::new(None, Vec::new())
         }
     }
 
@@ -95,6 +104,11 @@ impl ModelState {
     /// The last model that loaded, as the user would type it.
     pub fn remembered(&self) -> Option<&str> {
         self.remembered.as_deref()
+    }
+
+    /// The models loaded lately, newest first.
+    pub fn recent(&self) -> &[String] {
+        &self.recent
     }
 
     /// A load of `source` was sent to the worker.
@@ -127,7 +141,11 @@ impl ModelState {
                 }
             }
             WorkerEvent::ModelReady(info) => {
-                self.remembered = Some(info.source.to_string());
+                let typed = info.source.to_string();
+                self.recent.retain(|recent| *recent != typed);
+                self.recent.insert(0, typed.clone());
+                self.recent.truncate(RECENT_MODELS);
+                self.remembered = Some(typed);
                 self.active = Some(info);
                 self.load = LoadState::Idle;
                 self.window_open = false;
@@ -163,7 +181,8 @@ impl ModelState {
     /// The panel inside the central area (no model yet) or the Model
     /// window.
     pub fn panel_ui(&mut self, ui: &mut egui::Ui) -> Option<ModelAction> {
-        self.panel.ui(ui, self.active.as_ref(), &self.load)
+        self.panel
+            .ui(ui, self.active.as_ref(), &self.load, &self.recent)
     }
 
     /// The Model window, while it is open and a model is in use (without
@@ -176,7 +195,7 @@ impl ModelState {
         let action = egui::Window::new("Model")
             .open(&mut open)
             .collapsible(false)
-            .default_width(460.0)
+            .default_width(640.0)
             .show(ctx, |ui| self.panel_ui(ui))
             .and_then(|r| r.inner.flatten());
         self.window_open &= open;
@@ -197,6 +216,7 @@ pub struct ModelPanel {
     hub_id: String,
     /// Why the typed id could not be used.
     input_error: Option<String>,
+    found: FoundModels,
 }
 
 impl ModelPanel {
@@ -205,6 +225,7 @@ impl ModelPanel {
         ui: &mut egui::Ui,
         active: Option<&ModelInfo>,
         load: &LoadState,
+        recent: &[String],
     ) -> Option<ModelAction> {
         let mut action = None;
         match active {
@@ -248,14 +269,29 @@ impl ModelPanel {
         ui.weak(families_line());
         let loading = matches!(load, LoadState::Loading { .. });
         ui.add_space(8.0);
+        if let Some(source) = self.found.ui(ui, recent, !loading) {
+            action = Some(ModelAction::Load(source));
+        }
+        ui.add_space(8.0);
         ui.add_enabled_ui(!loading, |ui| {
-            if ui
-                .button("Open model folder…")
-                .on_hover_text("A folder with config.json, model.safetensors and tokenizer.json")
-                .clicked()
-            {
-                action = Some(ModelAction::PickFolder);
-            }
+            ui.horizontal(|ui| {
+                if ui
+                    .button("Open model folder…")
+                    .on_hover_text(
+                        "A folder with config.json, model.safetensors and tokenizer.json",
+                    )
+                    .clicked()
+                {
+                    action = Some(ModelAction::PickFolder);
+                }
+                if ui
+                    .button("Open GGUF file…")
+                    .on_hover_text("A llama.cpp GGUF file (architecture llama or qwen2)")
+                    .clicked()
+                {
+                    action = Some(ModelAction::PickGguf);
+                }
+            });
             ui.add_space(4.0);
             let label = ui.label("or a Hugging Face model id (downloaded once, then cached):");
             ui.horizontal(|ui| {
@@ -318,7 +354,8 @@ pub fn families_line() -> String {
         format!("{} and {last}", rest.join(", "))
     };
     format!(
-        "Loads {} encoders and {} decoders (model_type in config.json).",
+        "Loads {} encoders and {} decoders (model_type in config.json), and GGUF files of \
+         the llama and qwen2 architectures.",
         prose(&Family::ENCODERS),
         prose(&Family::DECODERS)
     )

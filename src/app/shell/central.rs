@@ -85,7 +85,9 @@ impl HeadscopeApp {
     fn view_action(&mut self, ctx: &egui::Context, action: ViewAction) {
         match action {
             ViewAction::SavePlot(request) => self.save_plot(ctx, request),
-            ViewAction::PickComparisonFolder => self.dialogs.comparison_folder(&self.wake),
+            ViewAction::PickComparisonModel { file } => {
+                self.dialogs.comparison_model(&self.wake, file)
+            }
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
             ViewAction::OpenHead(head) => {
                 self.settings.view = CentralView::Heads;
@@ -112,7 +114,8 @@ impl HeadscopeApp {
 
     pub(super) fn model_action(&mut self, action: Option<ModelAction>) {
         match action {
-            Some(ModelAction::PickFolder) => self.dialogs.model_folder(&self.wake),
+            Some(ModelAction::PickFolder) => self.dialogs.model(&self.wake, false),
+            Some(ModelAction::PickGguf) => self.dialogs.model(&self.wake, true),
             Some(ModelAction::Load(source)) => self.load_model(source),
             None => {}
         }

@@ -61,7 +61,11 @@ impl HeadscopeApp {
             ui.close();
         }
         if ui.button("Open model folder…").clicked() {
-            self.dialogs.model_folder(&self.wake);
+            self.dialogs.model(&self.wake, false);
+            ui.close();
+        }
+        if ui.button("Open GGUF file…").clicked() {
+            self.dialogs.model(&self.wake, true);
             ui.close();
         }
         if ui.button("Choose model…").clicked() {

@@ -24,9 +24,9 @@ impl HeadscopeApp {
                 Picked::Export(kind, head, path) => self.export_to(kind, head, &path),
                 Picked::SaveText(path) => self.save_text_to(&path),
                 Picked::OpenText(path) => self.open_file(&path),
-                Picked::ModelFolder(path) => self.load_model(ModelSource::Folder(path)),
-                Picked::ComparisonFolder(path) => {
-                    self.load_comparison_model(ModelSource::Folder(path));
+                Picked::Model(path) => self.load_model(ModelSource::local(path)),
+                Picked::ComparisonModel(path) => {
+                    self.load_comparison_model(ModelSource::local(path));
                 }
             }
         }

@@ -42,7 +42,7 @@ impl HeadscopeApp {
             settings: persisted.settings.clone(),
             worker,
             wake,
-            model: ModelState::new(persisted.model.clone()),
+            model: ModelState::new(persisted.model.clone(), persisted.recent_models.clone()),
             text: TextState::new(
                 fallback_text,
                 persisted.file.clone(),
@@ -112,6 +112,7 @@ impl HeadscopeApp {
             file: self.text.file().map(PathBuf::from),
             first_sentence: self.text.first_sentence(),
             model: self.model.remembered().map(str::to_string),
+            recent_models: self.model.recent().to_vec(),
         }
     }
 

@@ -10,7 +10,7 @@
 //! limited to a sliding window). The families differ only where [`blocks`]
 //! says. On the CPU it runs the tuned CPU pass the encoder runs
 //! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
-//! device, candle's ops, each layer's heads through the attention core on
+//! device, or with a GGUF file's quantized blocks, candle's ops, each layer's heads through the attention core on
 //! the host ([`super::stack::attend_layer`]).
 
 mod blocks;
@@ -42,6 +42,9 @@ pub struct Decoder {
     activation: Activation,
     config: ModelConfig,
     device: Device,
+    /// On the CPU, with weights the packed kernels take (a GGUF file's
+    /// quantized blocks go through candle's ops, dequantized per product).
+    cpu_pass: bool,
 }
 
 impl Decoder {
@@ -52,6 +55,7 @@ impl Decoder {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
+        let cpu_pass = vb.device().is_cpu() && !vb.holds_quantized();
         let hidden = config.hidden_size;
         let words = vb
             .pp(config.family.word_embeddings())
@@ -86,6 +90,7 @@ impl Decoder {
             activation,
             config: config.clone(),
             device: vb.device().clone(),
+            cpu_pass,
         })
     }
 
@@ -98,7 +103,7 @@ impl Decoder {
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
     ) -> std::result::Result<(), ForwardError> {
-        if self.device.is_cpu() {
+        if self.cpu_pass {
             let mut sink = |index: usize, layer: LayerCaptures| sink(index, layer);
             let sink: &mut LayerSink = &mut sink;
             return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
@@ -243,7 +248,7 @@ impl AttentionStack for Decoder {
             self.config.head_dim(),
         );
         out.check(self.layers.len(), heads, tokens, head_dim)?;
-        if self.device.is_cpu() {
+        if self.cpu_pass {
             return self.forward_cpu(input_ids, cancelled, Capture::Kept(out));
         }
         let mut out = out;

@@ -207,7 +207,8 @@ impl View for CompareView {
                 action = self.body(ui, cx.model_name, cx.output);
             });
         match model_action {
-            Some(ModelAction::PickFolder) => Some(ViewAction::PickComparisonFolder),
+            Some(ModelAction::PickFolder) => Some(ViewAction::PickComparisonModel { file: false }),
+            Some(ModelAction::PickGguf) => Some(ViewAction::PickComparisonModel { file: true }),
             Some(ModelAction::Load(source)) => Some(ViewAction::LoadComparisonModel(source)),
             None => action,
         }

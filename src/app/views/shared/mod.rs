@@ -62,8 +62,9 @@ pub enum ViewAction {
     /// Save a figure as PNG, SVG or PDF (see
     /// [`crate::app::files::plot_export`]).
     SavePlot(SaveRequest),
-    /// Ask for a folder to load as the second model (Compare).
-    PickComparisonFolder,
+    /// Ask for a folder (or with `file`, a GGUF file) to load as the
+    /// second model (Compare).
+    PickComparisonModel { file: bool },
     /// Load this model as the second model (Compare).
     LoadComparisonModel(ModelSource),
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Writes a GGUF file of Meta's Llama 3 8B shape (32 layers, 32 query and 8
+key/value heads, hidden 4096, feed-forward 14336, vocabulary 128,256) with
+random weights in Q4_0 or Q8_0 blocks (norms in F32), for `headscope bench`
+on a quantized 8B model. The blocks are random bytes with sane scales (no
+float weights are made, so it takes seconds and little memory); the
+tokenizer is SmolLM2's (fewer tokens than the embedding table has rows,
+which is allowed), copied from its GGUF file.
+
+    .venv-ref/bin/python reference/make_llama8b_gguf.py SMOLLM2.gguf OUT.gguf [Q4_0|Q8_0]
+
+Needs numpy and gguf.
+"""
+import sys
+
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+from gguf import GGUFReader, GGUFWriter
+
+LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, VOCAB = 32, 4096, 14336, 32, 8, 128256
+HEAD_DIM = HIDDEN // HEADS
+# bytes per block of 32 values, and the scale of its f16 factor
+BLOCKS = {"Q4_0": (Q.Q4_0, 18, 2e-3), "Q8_0": (Q.Q8_0, 34, 1e-4)}
+
+
+def main():
+    source, out = sys.argv[1], sys.argv[2]
+    qtype, block_bytes, scale = BLOCKS[sys.argv[3] if len(sys.argv) > 3 else "Q4_0"]
+    rng = np.random.default_rng(0)
+    tok = GGUFReader(source)
+    w = GGUFWriter(out, "llama")
+    w.add_name("random llama-3-8b shape")
+    w.add_block_count(LAYERS)
+    w.add_context_length(8192)
+    w.add_embedding_length(HIDDEN)
+    w.add_feed_forward_length(FFN)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_rope_dimension_count(HEAD_DIM)
+    w.add_rope_freq_base(500000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(VOCAB)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(tok.fields["tokenizer.ggml.tokens"].contents())
+    w.add_token_types(tok.fields["tokenizer.ggml.token_type"].contents())
+    w.add_token_merges(tok.fields["tokenizer.ggml.merges"].contents())
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(False)
+
+    def blocks(rows, cols):
+        data = rng.integers(0, 256, size=(rows, cols // 32, block_bytes), dtype=np.uint8)
+        factor = (rng.uniform(0.5, 1.5, size=(rows, cols // 32)) * scale).astype(np.float16)
+        data[:, :, 0:2] = factor.view(np.uint8).reshape(rows, cols // 32, 2)
+        return data.reshape(rows, -1)
+
+    shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (KV_HEADS * HEAD_DIM, HIDDEN),
+              "attn_v": (KV_HEADS * HEAD_DIM, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
+              "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
+    # (name, (rows, cols) of blocks, or None for a norm), in the file's order
+    tensors = [("token_embd.weight", (VOCAB, HIDDEN))]
+    for layer in range(LAYERS):
+        tensors += [(f"blk.{layer}.{norm}.weight", None) for norm in ("attn_norm", "ffn_norm")]
+        tensors += [(f"blk.{layer}.{kind}.weight", shape) for kind, shape in shapes.items()]
+    tensors.append(("output_norm.weight", None))
+    # Described first and written one at a time: the file never sits in memory.
+    for name, shape in tensors:
+        if shape is None:
+            w.add_tensor_info(name, (HIDDEN,), np.dtype(np.float32), HIDDEN * 4)
+        else:
+            rows, cols = shape
+            byte_shape = (rows, cols // 32 * block_bytes)
+            w.add_tensor_info(name, byte_shape, np.dtype(np.uint8), rows * byte_shape[1], raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for name, shape in tensors:
+        w.write_tensor_data(np.ones(HIDDEN, dtype=np.float32) if shape is None else blocks(*shape))
+    w.close()
+
+
+if __name__ == "__main__":
+    main()

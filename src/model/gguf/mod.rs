@@ -1,0 +1,90 @@
+//! Opening a llama.cpp GGUF file as it is — `--model FILE.gguf` — with no
+//! conversion: the config from its metadata ([`config`]), the tokenizer
+//! from its vocabulary ([`tokenizer`]), its tensors read once in their own
+//! precision, quantized blocks staying quantized in memory and dequantized
+//! where the pass reaches them ([`quantized`], [`tensors`]).
+//!
+//! headscope opens the architectures `llama` (Llama, Mistral, SmolLM, …)
+//! and `qwen2`, with tensors in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
+//! Q5_K or Q6_K, and computes what transformers computes on its own GGUF
+//! loading of the same file (`from_pretrained(dir, gguf_file=NAME)`): the
+//! same config, token ids and dequantized weights. Other architectures,
+//! tensor types and damaged files are refused with a message naming the
+//! file and the problem.
+
+pub mod config;
+pub mod file;
+pub mod quantized;
+pub mod tensors;
+pub mod tokenizer;
+
+use super::weight::WeightBuilder;
+use super::{without_backtrace, Model, Network};
+use anyhow::anyhow;
+use candle_core::Device;
+use file::GgufFile;
+use std::path::Path;
+
+/// Whether `path` is a GGUF file: by its extension, or (Ollama's blobs
+/// have none) by its first bytes.
+pub fn is_gguf_file(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    if path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
+    {
+        return true;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| &magic == b"GGUF")
+}
+
+/// The file's name; for a file without the `.gguf` extension (an Ollama
+/// blob, `sha256-…`), the model's own name from its metadata instead.
+fn display_name(file: &GgufFile) -> String {
+    let file_name = file
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.path.display().to_string());
+    let has_extension = file
+        .path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"));
+    match file.string("general.name") {
+        Ok(name) if !has_extension => name.to_string(),
+        _ => file_name,
+    }
+}
+
+/// Loads a GGUF file onto `device`.
+pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
+    let mut file = GgufFile::open(path)?;
+    let config = config::encoder_config(&file)?;
+    file.check_tensor_types()?;
+    let tokenizer = tokenizer::build(&file)?;
+    let (tokenizer, specials) = super::tokenizer::prepare_tokenizer(tokenizer, path, &config)?;
+    let read = tensors::read(&mut file, &config, device)?;
+    let vb = WeightBuilder::with_quantized(read.floats, read.quantized, device);
+    let network = Network::load(vb, &config).map_err(|e| {
+        anyhow!(
+            "{}'s tensors do not fit its metadata ({} layers of {}): {}",
+            path.display(),
+            config.num_hidden_layers,
+            config.family,
+            without_backtrace(&e)
+        )
+    })?;
+    Ok(Model {
+        name: display_name(&file),
+        folder: path.to_path_buf(),
+        config,
+        tokenizer,
+        network,
+        specials,
+    })
+}

