@@ -20,7 +20,7 @@
 use headscope::capture_file::ModelDescription;
 use headscope::capture_file::{header_of, write_capture, CaptureFile, CaptureSource};
 use headscope::captures::{Captures, HeadId};
-use headscope::model::{ModelConfig, Model, ModelSource};
+use headscope::model::{Model, ModelConfig, ModelSource};
 use headscope::pipeline::{self, RunOutput};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;

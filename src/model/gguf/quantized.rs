@@ -55,7 +55,10 @@ impl QuantizedWeight {
             }
         })?;
         Ok(Self {
-            parts: weights.iter().flat_map(|w| w.parts.iter().cloned()).collect(),
+            parts: weights
+                .iter()
+                .flat_map(|w| w.parts.iter().cloned())
+                .collect(),
             shape: (rows, columns.unwrap_or(0)).into(),
             device: weights[0].device.clone(),
         })
