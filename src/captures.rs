@@ -53,6 +53,28 @@ pub struct AttentionInputs {
     pub kv_heads: usize,
     /// One per layer.
     pub masks: Vec<AttentionMask>,
+    /// How Q·Kᵀ becomes the scores (the same in every layer).
+    pub scores: ScoreRule,
+}
+
+/// How a model turns Q·Kᵀ into the scores its mask and softmax read:
+/// multiplied by `scale` (head_dim^−½; Gemma 2 and 3:
+/// `query_pre_attn_scalar`^−½), then, where `softcap` is set (Gemma 2),
+/// cap · tanh(scores / cap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreRule {
+    pub scale: f64,
+    pub softcap: Option<f64>,
+}
+
+impl Default for ScoreRule {
+    /// Unscaled, uncapped (a placeholder for empty captures).
+    fn default() -> Self {
+        Self {
+            scale: 1.0,
+            softcap: None,
+        }
+    }
 }
 
 /// Which keys a query sees in one layer.
@@ -200,14 +222,18 @@ impl Captures {
         let queries = MatRef::new(&inputs.queries[query_start..query_start + vectors], t, d);
         let keys = MatRef::new(&inputs.keys[key_start..key_start + vectors], t, d);
         let mut scores = vec![0.0f32; t * t];
-        let scale = 1.0 / (d as f32).sqrt();
+        let rule = inputs.scores;
         matmul(
             MatMut::new(&mut scores, t, t),
             queries,
             keys.t(),
             false,
-            scale,
+            rule.scale as f32,
         );
+        if let Some(cap) = rule.softcap {
+            let cap = cap as f32;
+            scores.iter_mut().for_each(|x| *x = (*x / cap).tanh() * cap);
+        }
         let mask = inputs.masks[id.layer];
         for (i, row) in scores.chunks_exact_mut(t.max(1)).enumerate() {
             let seen = mask.visible_keys(i, t);

@@ -103,6 +103,30 @@ impl Fields<'_> {
         }
     }
 
+    /// A number that `null` turns off: absent means `default`.
+    pub(in crate::model) fn float_or_null(
+        &self,
+        key: &str,
+        default: Option<f64>,
+    ) -> Result<Option<f64>, String> {
+        match self.0.get(key) {
+            None => Ok(default),
+            Some(Value::Null) => Ok(None),
+            Some(value) => value
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| format!("{key} is {value}, not a number")),
+        }
+    }
+
+    /// A flag where `null` means `default`, as absent does.
+    pub(in crate::model) fn bool_or_null(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.0.get(key) {
+            Some(Value::Null) => Ok(default),
+            _ => self.bool_or(key, default),
+        }
+    }
+
     pub(in crate::model) fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
         match self.0.get(key) {
             None => Ok(default),
@@ -534,7 +558,7 @@ impl EncoderConfig {
     }
 
     /// The names [`EncoderConfig::like`] knows, for help and error messages.
-    pub const KNOWN_SHAPES: [&'static str; 13] = [
+    pub const KNOWN_SHAPES: [&'static str; 20] = [
         "bert-base-uncased",
         "all-minilm-l6-v2",
         "roberta-base",
@@ -548,6 +572,13 @@ impl EncoderConfig {
         "smollm2-135m",
         "qwen2-0.5b",
         "llama-3-8b",
+        "pythia-160m",
+        "gemma-2b",
+        "gemma-2-2b",
+        "gemma-3-1b",
+        "qwen3-0.6b",
+        "phi-3-mini",
+        "olmo-2-1b",
     ];
 }
 
@@ -640,9 +671,9 @@ mod tests {
 
     #[test]
     fn unsupported_model_types_name_the_supported_ones() {
-        let error = EncoderConfig::from_json(r#"{"model_type": "gpt_neox", "hidden_size": 8}"#)
-            .unwrap_err();
-        assert!(error.contains("\"gpt_neox\" is not supported"), "{error}");
+        let error =
+            EncoderConfig::from_json(r#"{"model_type": "falcon", "hidden_size": 8}"#).unwrap_err();
+        assert!(error.contains("\"falcon\" is not supported"), "{error}");
         assert!(
             error.contains("roberta") && error.contains("albert"),
             "{error}"

@@ -35,6 +35,13 @@ pub enum Family {
     Llama,
     Mistral,
     Qwen2,
+    GptNeoX,
+    Gemma,
+    Gemma2,
+    Gemma3Text,
+    Qwen3,
+    Phi3,
+    Olmo2,
 }
 
 /// Tensor names of the embeddings, below the checkpoint's root.
@@ -102,7 +109,7 @@ const ALBERT_LAYER: LayerNames = LayerNames {
 };
 
 impl Family {
-    pub const ALL: [Family; 12] = [
+    pub const ALL: [Family; 19] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
@@ -115,6 +122,13 @@ impl Family {
         Family::Llama,
         Family::Mistral,
         Family::Qwen2,
+        Family::GptNeoX,
+        Family::Gemma,
+        Family::Gemma2,
+        Family::Gemma3Text,
+        Family::Qwen3,
+        Family::Phi3,
+        Family::Olmo2,
     ];
 
     /// The bidirectional encoders.
@@ -130,7 +144,19 @@ impl Family {
     ];
 
     /// The causal decoders.
-    pub const DECODERS: [Family; 4] = [Family::Gpt2, Family::Llama, Family::Mistral, Family::Qwen2];
+    pub const DECODERS: [Family; 11] = [
+        Family::Gpt2,
+        Family::Llama,
+        Family::Mistral,
+        Family::Qwen2,
+        Family::GptNeoX,
+        Family::Gemma,
+        Family::Gemma2,
+        Family::Gemma3Text,
+        Family::Qwen3,
+        Family::Phi3,
+        Family::Olmo2,
+    ];
 
     /// Whether the family is a causal decoder: a token attends only to
     /// itself and the tokens before it (ANALYSIS.md §8).
@@ -155,8 +181,9 @@ impl Family {
     pub fn word_embeddings(self) -> &'static str {
         match self {
             Family::Gpt2 => "wte",
-            Family::Llama | Family::Mistral | Family::Qwen2 => "embed_tokens",
+            Family::GptNeoX => "embed_in",
             Family::ModernBert => "embeddings.tok_embeddings",
+            _ if self.is_causal() => "embed_tokens",
             _ => self.embedding_names().words,
         }
     }
@@ -184,6 +211,17 @@ impl Family {
             ("Llama", Family::Llama),
             ("Mistral", Family::Mistral),
             ("Qwen2", Family::Qwen2),
+            ("GPTNeoX", Family::GptNeoX),
+            // Gemma 3's own text model; `Gemma3ForConditionalGeneration`
+            // is the multimodal one, which headscope does not run.
+            ("Gemma3Text", Family::Gemma3Text),
+            ("Gemma3ForCausalLM", Family::Gemma3Text),
+            ("Gemma2", Family::Gemma2),
+            ("GemmaModel", Family::Gemma),
+            ("GemmaFor", Family::Gemma),
+            ("Qwen3", Family::Qwen3),
+            ("Phi3", Family::Phi3),
+            ("Olmo2", Family::Olmo2),
         ]
         .into_iter()
         .find(|(stem, _)| architecture.starts_with(stem))
@@ -204,6 +242,13 @@ impl Family {
             Family::Llama => "llama",
             Family::Mistral => "mistral",
             Family::Qwen2 => "qwen2",
+            Family::GptNeoX => "gpt_neox",
+            Family::Gemma => "gemma",
+            Family::Gemma2 => "gemma2",
+            Family::Gemma3Text => "gemma3_text",
+            Family::Qwen3 => "qwen3",
+            Family::Phi3 => "phi3",
+            Family::Olmo2 => "olmo2",
         }
     }
 
@@ -222,6 +267,13 @@ impl Family {
             Family::Llama => "Llama",
             Family::Mistral => "Mistral",
             Family::Qwen2 => "Qwen2",
+            Family::GptNeoX => "GPT-NeoX",
+            Family::Gemma => "Gemma",
+            Family::Gemma2 => "Gemma 2",
+            Family::Gemma3Text => "Gemma 3",
+            Family::Qwen3 => "Qwen3",
+            Family::Phi3 => "Phi-3",
+            Family::Olmo2 => "OLMo 2",
         }
     }
 
@@ -240,6 +292,13 @@ impl Family {
             Family::Llama => "LlamaModel",
             Family::Mistral => "MistralModel",
             Family::Qwen2 => "Qwen2Model",
+            Family::GptNeoX => "GPTNeoXModel",
+            Family::Gemma => "GemmaModel",
+            Family::Gemma2 => "Gemma2Model",
+            Family::Gemma3Text => "Gemma3TextModel",
+            Family::Qwen3 => "Qwen3Model",
+            Family::Phi3 => "Phi3Model",
+            Family::Olmo2 => "Olmo2Model",
         }
     }
 
@@ -253,7 +312,8 @@ impl Family {
             Family::Electra => "electra.",
             Family::Albert => "albert.",
             Family::Gpt2 => "transformer.",
-            Family::Llama | Family::Mistral | Family::Qwen2 | Family::ModernBert => "model.",
+            Family::GptNeoX => "gpt_neox.",
+            _ => "model.",
         }
     }
 

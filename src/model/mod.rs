@@ -339,6 +339,7 @@ impl Model {
                 keys,
                 kv_heads,
                 masks: decoder.attention_masks(),
+                scores: decoder.score_rule(),
             })),
             ..Captures::default()
         })

@@ -12,6 +12,7 @@
 //! held in memory.
 
 use super::config::EncoderConfig;
+use super::decoder::config::NormKind;
 use super::decoder::weights as decoder_weights;
 use super::family::Family;
 use anyhow::{anyhow, Context};
@@ -116,7 +117,14 @@ enum Fill {
 
 impl Fill {
     fn of(config: &EncoderConfig, name: &str) -> Self {
-        if is_norm_weight(config, name) {
+        // Gemma's norms scale by 1 + w: their identity is w = 0.
+        let plus_one = config
+            .decoder
+            .as_ref()
+            .is_some_and(|shape| shape.variant.norm == NormKind::RmsPlusOne);
+        if is_norm_weight(config, name) && plus_one {
+            Self::Zeros
+        } else if is_norm_weight(config, name) {
             Self::Ones
         } else if name.ends_with(".bias") {
             Self::Zeros

@@ -9,17 +9,20 @@
 //! Projection matrices stay in the checkpoint's precision and are widened
 //! to float32 one at a time, for their product ([`Projection`]).
 
-use super::config::{DecoderActivation, DecoderShape};
-use crate::captures::AttentionMask;
+use super::config::{
+    DecoderActivation, DecoderShape, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout,
+};
+use crate::captures::{AttentionMask, ScoreRule};
 use crate::model::config::EncoderConfig;
 use crate::model::family::Family;
 use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Module, Result, Tensor, D};
 use candle_nn::{LayerNorm, Linear, RmsNorm};
 
-/// A pre-norm: GPT-2's LayerNorm, ModernBERT's (without bias unless its
-/// config says), the Llama family's RMSNorm; or none (ModernBERT's first
-/// layer, whose input is the normalised embeddings).
+/// A norm: GPT-2's, GPT-NeoX's and ModernBERT's LayerNorm (without bias
+/// unless the shape says), the Llama family's RMSNorm, Gemma's RMSNorm by
+/// (1 + w); or none (ModernBERT's first layer, whose input is the
+/// normalised embeddings; the norms a layer layout has not).
 pub(super) enum Norm {
     Layer(LayerNorm),
     Rms(RmsNorm),
@@ -27,23 +30,48 @@ pub(super) enum Norm {
 }
 
 impl Norm {
+    /// A norm over the hidden size.
     pub(super) fn load(
         vb: WeightBuilder,
         config: &EncoderConfig,
         shape: &DecoderShape,
     ) -> Result<Self> {
-        let (size, eps) = (config.hidden_size, config.layer_norm_eps);
-        Ok(match config.family {
-            Family::Gpt2 | Family::ModernBert => {
-                let weight = vb.get(size, "weight")?;
-                Self::Layer(if shape.norm_bias {
-                    LayerNorm::new(weight, vb.get(size, "bias")?, eps)
-                } else {
-                    LayerNorm::new_no_bias(weight, eps)
-                })
-            }
-            _ => Self::Rms(RmsNorm::new(vb.get(size, "weight")?, eps)),
+        Self::load_sized(vb, config.hidden_size, config, shape)
+    }
+
+    /// A norm of the model's kind over `size` values (the q/k norms').
+    fn load_sized(
+        vb: WeightBuilder,
+        size: usize,
+        config: &EncoderConfig,
+        shape: &DecoderShape,
+    ) -> Result<Self> {
+        let eps = config.layer_norm_eps;
+        let weight = vb.get(size, "weight")?;
+        Ok(match shape.variant.norm {
+            NormKind::LayerNorm => Self::Layer(if shape.norm_bias {
+                LayerNorm::new(weight, vb.get(size, "bias")?, eps)
+            } else {
+                LayerNorm::new_no_bias(weight, eps)
+            }),
+            NormKind::Rms => Self::Rms(RmsNorm::new(weight, eps)),
+            // Gemma stores w and scales by 1 + w, added in float32 as
+            // transformers does: the sum is exact to compute once.
+            NormKind::RmsPlusOne => Self::Rms(RmsNorm::new((weight + 1.0)?, eps)),
         })
+    }
+
+    /// The norm `name` below `vb`, or none when `name` is `None`.
+    fn load_optional(
+        vb: &WeightBuilder,
+        name: Option<&str>,
+        config: &EncoderConfig,
+        shape: &DecoderShape,
+    ) -> Result<Self> {
+        match name {
+            Some(name) => Self::load(vb.pp(name), config, shape),
+            None => Ok(Self::Identity),
+        }
     }
 
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -122,9 +150,17 @@ impl RotaryTables {
         })
     }
 
-    /// x·cos + rotate_half(x)·sin for heads × T × d.
+    /// x·cos + rotate_half(x)·sin for heads × T × d. With partial rotary
+    /// (tables narrower than d) only each head's first dimensions turn,
+    /// `rotate_half` within them, and the rest pass unchanged.
     fn apply(&self, x: &Tensor) -> Result<Tensor> {
-        let half = x.dim(D::Minus1)? / 2;
+        let (width, rotary) = (x.dim(D::Minus1)?, self.cos.dim(D::Minus1)?);
+        if rotary < width {
+            let turned = self.apply(&x.narrow(D::Minus1, 0, rotary)?)?;
+            let kept = x.narrow(D::Minus1, rotary, width - rotary)?;
+            return Tensor::cat(&[&turned, &kept], D::Minus1);
+        }
+        let half = width / 2;
         let first = x.narrow(D::Minus1, 0, half)?;
         let second = x.narrow(D::Minus1, half, half)?;
         let rotated = Tensor::cat(&[&second.neg()?, &first], D::Minus1)?;
@@ -133,20 +169,42 @@ impl RotaryTables {
     }
 }
 
-/// Queries, keys and values of one fused `hidden → 3·hidden` projection
-/// (GPT-2's `c_attn`, ModernBERT's `Wqkv`), as three projections.
-fn split_fused(fused: &Projection, hidden: usize) -> Result<[Projection; 3]> {
+/// Queries, keys and values of one fused projection whose outputs are all
+/// queries, then all keys, then all values (`sizes` of each): GPT-2's
+/// `c_attn`, ModernBERT's `Wqkv`, Phi-3's `qkv_proj`.
+fn split_concatenated(fused: &Projection, sizes: [usize; 3]) -> Result<[Projection; 3]> {
     let part = |i: usize| -> Result<Projection> {
-        let bias = fused
-            .bias
-            .as_ref()
-            .map(|bias| bias.narrow(0, i * hidden, hidden)?.contiguous())
-            .transpose()?;
+        let start: usize = sizes[..i].iter().sum();
+        let rows = |t: &Tensor| t.narrow(0, start, sizes[i])?.contiguous();
         Ok(Projection {
-            weight: fused
-                .weight
-                .map(|w| w.narrow(0, i * hidden, hidden)?.contiguous())?,
-            bias,
+            weight: fused.weight.map(rows)?,
+            bias: fused.bias.as_ref().map(rows).transpose()?,
+        })
+    };
+    Ok([part(0)?, part(1)?, part(2)?])
+}
+
+/// Queries, keys and values of GPT-NeoX's `query_key_value`, whose outputs
+/// go head by head, each head's query, key and value side by side
+/// (transformers views them as heads × 3·head_dim).
+fn split_interleaved(fused: &Projection, heads: usize, head_dim: usize) -> Result<[Projection; 3]> {
+    let part = |i: usize| -> Result<Projection> {
+        let rows = |t: &Tensor| -> Result<Tensor> {
+            let mut dims = t.dims().to_vec();
+            let rest = dims.split_off(1);
+            let grouped: Vec<usize> = [heads, 3, head_dim]
+                .into_iter()
+                .chain(rest.clone())
+                .collect();
+            let flat: Vec<usize> = [heads * head_dim].into_iter().chain(rest).collect();
+            t.reshape(grouped)?
+                .narrow(1, i, 1)?
+                .contiguous()?
+                .reshape(flat)
+        };
+        Ok(Projection {
+            weight: fused.weight.map(rows)?,
+            bias: fused.bias.as_ref().map(rows).transpose()?,
         })
     };
     Ok([part(0)?, part(1)?, part(2)?])
@@ -159,12 +217,53 @@ pub(super) struct Attention {
     key: Projection,
     value: Projection,
     output: Projection,
+    /// Qwen3's, Gemma 3's and OLMo 2's RMSNorm of queries and keys.
+    query_norm: Norm,
+    key_norm: Norm,
+    qk_norm: QkNorm,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
     /// See [`DecoderShape::sliding_windows`].
     window: Option<usize>,
     causal: bool,
+    scores: ScoreRule,
+}
+
+/// Each family's names of its attention's tensors: (the attention's
+/// prefix, its fused q/k/v projection (or "": `q_proj`, `k_proj`,
+/// `v_proj`), its output projection).
+pub(super) fn attention_names(family: Family) -> (&'static str, &'static str, &'static str) {
+    match family {
+        Family::Gpt2 => ("attn", "c_attn", "c_proj"),
+        Family::ModernBert => ("attn", "Wqkv", "Wo"),
+        Family::GptNeoX => ("attention", "query_key_value", "dense"),
+        Family::Phi3 => ("self_attn", "qkv_proj", "o_proj"),
+        _ => ("self_attn", "", "o_proj"),
+    }
+}
+
+/// Each family's names of its feed-forward's projections below `mlp`:
+/// [up, down] (plain), [gate, up, down] (gated: gate and up fused in the
+/// first for the fused layout, whose second name is then "").
+pub(super) fn feed_forward_names(family: Family, layout: FeedForwardLayout) -> [&'static str; 3] {
+    match (family, layout) {
+        (Family::Gpt2, _) => ["c_fc", "c_proj", ""],
+        (_, FeedForwardLayout::Plain) => ["dense_h_to_4h", "dense_4h_to_h", ""],
+        (Family::ModernBert, _) => ["Wi", "", "Wo"],
+        (_, FeedForwardLayout::FusedGated) => ["gate_up_proj", "", "down_proj"],
+        (_, FeedForwardLayout::Gated) => ["gate_proj", "up_proj", "down_proj"],
+    }
+}
+
+/// The scores of Q·Kᵀ under `rule` (scaled, and soft-capped where the
+/// family caps them), as transformers' eager attention makes them.
+fn scores(rule: ScoreRule, products: &Tensor) -> Result<Tensor> {
+    let scores = (products * rule.scale)?;
+    match rule.softcap {
+        Some(cap) => (scores / cap)?.tanh()? * cap,
+        None => Ok(scores),
+    }
 }
 
 impl Attention {
@@ -181,40 +280,59 @@ impl Attention {
             shape.num_key_value_heads,
             shape.head_dim,
         );
-        let (query, key, value, output) = if config.family == Family::Gpt2 {
-            let fused = conv1d(vb.pp("attn.c_attn"), hidden, 3 * hidden)?;
-            let [q, k, v] = split_fused(&fused, hidden)?;
-            (q, k, v, conv1d(vb.pp("attn.c_proj"), hidden, hidden)?)
-        } else if config.family == Family::ModernBert {
-            let vb = vb.pp("attn");
-            let fused = linear(vb.pp("Wqkv"), hidden, 3 * hidden, shape.qkv_bias)?;
-            let [q, k, v] = split_fused(&fused, hidden)?;
-            (
-                q,
-                k,
-                v,
-                linear(vb.pp("Wo"), hidden, hidden, shape.output_bias)?,
-            )
+        let (q, kv) = (heads * head_dim, kv_heads * head_dim);
+        let (prefix, fused, output) = attention_names(config.family);
+        let vb = vb.pp(prefix);
+        let bias = shape.qkv_bias;
+        let [query, key, value] = match shape.variant.qkv_layout {
+            QkvLayout::Separate => [
+                linear(vb.pp("q_proj"), hidden, q, bias)?,
+                linear(vb.pp("k_proj"), hidden, kv, bias)?,
+                linear(vb.pp("v_proj"), hidden, kv, bias)?,
+            ],
+            QkvLayout::Concatenated if config.family == Family::Gpt2 => {
+                split_concatenated(&conv1d(vb.pp(fused), hidden, 3 * hidden)?, [hidden; 3])?
+            }
+            QkvLayout::Concatenated => {
+                let all = linear(vb.pp(fused), hidden, q + 2 * kv, bias)?;
+                split_concatenated(&all, [q, kv, kv])?
+            }
+            QkvLayout::InterleavedPerHead => {
+                let all = linear(vb.pp(fused), hidden, 3 * q, bias)?;
+                split_interleaved(&all, heads, head_dim)?
+            }
+        };
+        let output = if config.family == Family::Gpt2 {
+            conv1d(vb.pp(output), hidden, hidden)?
         } else {
-            let vb = vb.pp("self_attn");
-            let kv = kv_heads * head_dim;
-            (
-                linear(vb.pp("q_proj"), hidden, heads * head_dim, shape.qkv_bias)?,
-                linear(vb.pp("k_proj"), hidden, kv, shape.qkv_bias)?,
-                linear(vb.pp("v_proj"), hidden, kv, shape.qkv_bias)?,
-                linear(vb.pp("o_proj"), heads * head_dim, hidden, shape.output_bias)?,
-            )
+            linear(vb.pp(output), q, hidden, shape.output_bias)?
+        };
+        let qk_norm = shape.variant.qk_norm;
+        let (query_norm, key_norm) = match qk_norm {
+            QkNorm::None => (Norm::Identity, Norm::Identity),
+            QkNorm::PerHead => (
+                Norm::load_sized(vb.pp("q_norm"), head_dim, config, shape)?,
+                Norm::load_sized(vb.pp("k_norm"), head_dim, config, shape)?,
+            ),
+            QkNorm::AcrossHeads => (
+                Norm::load_sized(vb.pp("q_norm"), q, config, shape)?,
+                Norm::load_sized(vb.pp("k_norm"), kv, config, shape)?,
+            ),
         };
         Ok(Self {
             query,
             key,
             value,
             output,
+            query_norm,
+            key_norm,
+            qk_norm,
             heads,
             kv_heads,
             head_dim,
             window: shape.sliding_windows[layer],
             causal: config.is_causal(),
+            scores: shape.score_rule(),
         })
     }
 
@@ -239,8 +357,23 @@ impl Attention {
                 .transpose(0, 1)?
                 .contiguous()
         };
-        let mut query = split(self.query.forward(x)?, self.heads)?;
-        let mut key = split(self.key.forward(x)?, self.kv_heads)?;
+        // The q/k norms come before rotary: over all heads on the
+        // projection (OLMo 2), or over each head once split (Qwen3, Gemma 3).
+        let across = self.qk_norm == QkNorm::AcrossHeads;
+        let project = |projection: &Projection, norm: &Norm, heads: usize| -> Result<Tensor> {
+            let mut projected = projection.forward(x)?;
+            if across {
+                projected = norm.forward(&projected)?;
+            }
+            let split = split(projected, heads)?;
+            if across {
+                Ok(split)
+            } else {
+                norm.forward(&split)
+            }
+        };
+        let mut query = project(&self.query, &self.query_norm, self.heads)?;
+        let mut key = project(&self.key, &self.key_norm, self.kv_heads)?;
         let value = split(self.value.forward(x)?, self.kv_heads)?;
         if let Some(rotary) = rotary {
             query = rotary.apply(&query)?;
@@ -259,8 +392,7 @@ impl Attention {
         };
         let (keys, queries) = (key.clone(), query.clone());
         let (key, value) = (repeat(key)?, repeat(value)?);
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (query.matmul(&key.t()?)? * scale)?;
+        let scores = scores(self.scores, &query.matmul(&key.t()?)?)?;
         let mask = attention_mask(tokens, self.mask(), x.device())?;
         let attention = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
         let head_outputs = attention.matmul(&value)?;
@@ -315,9 +447,10 @@ pub(super) struct AttentionCapture {
     pub keys: Tensor,
 }
 
-/// GPT-2's feed-forward (`c_fc`, activation, `c_proj`), the Llama
-/// family's gated one: `down(act(gate(x)) · up(x))`, or ModernBERT's, whose
-/// `Wi` yields the input and the gate side by side: `Wo(act(input) · gate)`.
+/// GPT-2's and GPT-NeoX's feed-forward (up, activation, down), the Llama
+/// family's gated one: `down(act(gate(x)) · up(x))`, or ModernBERT's and
+/// Phi-3's, whose one projection (`Wi`, `gate_up_proj`) yields the
+/// activated half and the other side by side: `down(act(first) · second)`.
 pub(super) enum FeedForward {
     Plain {
         up: Projection,
@@ -341,24 +474,28 @@ impl FeedForward {
         shape: &DecoderShape,
     ) -> Result<Self> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
-        Ok(if config.family == Family::Gpt2 {
-            Self::Plain {
-                up: conv1d(vb.pp("mlp.c_fc"), hidden, inner)?,
-                down: conv1d(vb.pp("mlp.c_proj"), inner, hidden)?,
-            }
-        } else if config.family == Family::ModernBert {
-            let vb = vb.pp("mlp");
-            Self::FusedGated {
-                input_and_gate: linear(vb.pp("Wi"), hidden, 2 * inner, shape.mlp_bias)?,
-                down: linear(vb.pp("Wo"), inner, hidden, shape.mlp_bias)?,
-            }
-        } else {
-            let vb = vb.pp("mlp");
-            Self::Gated {
-                gate: linear(vb.pp("gate_proj"), hidden, inner, shape.mlp_bias)?,
-                up: linear(vb.pp("up_proj"), hidden, inner, shape.mlp_bias)?,
-                down: linear(vb.pp("down_proj"), inner, hidden, shape.mlp_bias)?,
-            }
+        let bias = shape.mlp_bias;
+        let vb = vb.pp("mlp");
+        let layout = shape.variant.feed_forward;
+        let [first, second, third] = feed_forward_names(config.family, layout);
+        Ok(match layout {
+            FeedForwardLayout::Plain if config.family == Family::Gpt2 => Self::Plain {
+                up: conv1d(vb.pp(first), hidden, inner)?,
+                down: conv1d(vb.pp(second), inner, hidden)?,
+            },
+            FeedForwardLayout::Plain => Self::Plain {
+                up: linear(vb.pp(first), hidden, inner, bias)?,
+                down: linear(vb.pp(second), inner, hidden, bias)?,
+            },
+            FeedForwardLayout::FusedGated => Self::FusedGated {
+                input_and_gate: linear(vb.pp(first), hidden, 2 * inner, bias)?,
+                down: linear(vb.pp(third), inner, hidden, bias)?,
+            },
+            FeedForwardLayout::Gated => Self::Gated {
+                gate: linear(vb.pp(first), hidden, inner, bias)?,
+                up: linear(vb.pp(second), hidden, inner, bias)?,
+                down: linear(vb.pp(third), inner, hidden, bias)?,
+            },
         })
     }
 
@@ -392,15 +529,20 @@ impl FeedForward {
     }
 }
 
-/// One pre-norm decoder layer: x + attention(norm(x)), then
-/// x + feed-forward(norm(x)).
+/// One decoder layer, its norms placed and its residual summed as its
+/// [`LayerLayout`] says.
 pub(super) struct DecoderLayer {
-    pub(super) input_norm: Norm,
+    /// Before and after the attention, before and after the feed-forward;
+    /// [`Norm::Identity`] where the layout has none.
+    pub(super) attention_input_norm: Norm,
     pub(super) attention: Attention,
-    pub(super) post_attention_norm: Norm,
+    pub(super) attention_output_norm: Norm,
+    pub(super) feed_forward_input_norm: Norm,
     pub(super) feed_forward: FeedForward,
-    /// A sliding-window layer (ModernBERT's local layers rotate by their
-    /// own theta).
+    pub(super) feed_forward_output_norm: Norm,
+    layout: LayerLayout,
+    /// A sliding-window layer (ModernBERT's and Gemma 3's local layers
+    /// rotate by their own theta).
     pub(super) local: bool,
 }
 
@@ -412,27 +554,24 @@ impl DecoderLayer {
         shape: &DecoderShape,
         index: usize,
     ) -> Result<Self> {
-        let gpt2 = config.family == Family::Gpt2;
-        let vb = vb.pp(if gpt2 {
+        let family = config.family;
+        let vb = vb.pp(if family == Family::Gpt2 {
             format!("h.{index}")
         } else {
             format!("layers.{index}")
         });
-        let (first, second) = match config.family {
-            Family::Gpt2 => ("ln_1", "ln_2"),
-            Family::ModernBert => ("attn_norm", "mlp_norm"),
-            _ => ("input_layernorm", "post_attention_layernorm"),
-        };
-        let input_norm = if config.family == Family::ModernBert && index == 0 {
-            Norm::Identity
-        } else {
-            Norm::load(vb.pp(first), config, shape)?
-        };
+        let layout = shape.variant.layout;
+        let [before_attention, after_attention, before_feed_forward, after_feed_forward] =
+            norm_names(family, layout, index);
+        let norm = |name| Norm::load_optional(&vb, name, config, shape);
         Ok(Self {
-            input_norm,
+            attention_input_norm: norm(before_attention)?,
             attention: Attention::load(&vb, config, shape, index)?,
-            post_attention_norm: Norm::load(vb.pp(second), config, shape)?,
+            attention_output_norm: norm(after_attention)?,
+            feed_forward_input_norm: norm(before_feed_forward)?,
             feed_forward: FeedForward::load(vb.clone(), config, shape)?,
+            feed_forward_output_norm: norm(after_feed_forward)?,
+            layout,
             local: shape.sliding_windows[index].is_some(),
         })
     }
@@ -448,14 +587,61 @@ impl DecoderLayer {
     ) -> Result<(Option<Tensor>, AttentionCapture)> {
         let (attended, capture) = self
             .attention
-            .forward(&self.input_norm.forward(x)?, rotary)?;
+            .forward(&self.attention_input_norm.forward(x)?, rotary)?;
         if last {
             return Ok((None, capture));
         }
-        let x = x.add(&attended)?;
-        let fed = self
-            .feed_forward
-            .forward(&self.post_attention_norm.forward(&x)?, activation)?;
-        Ok((Some(x.add(&fed)?), capture))
+        let attended = self.attention_output_norm.forward(&attended)?;
+        let feed = |input: &Tensor| -> Result<Tensor> {
+            let fed = self
+                .feed_forward
+                .forward(&self.feed_forward_input_norm.forward(input)?, activation)?;
+            self.feed_forward_output_norm.forward(&fed)
+        };
+        let output = if self.layout == LayerLayout::ParallelResidual {
+            // Both read x; transformers sums (ff + attention) + x.
+            feed(x)?.add(&attended)?.add(x)?
+        } else {
+            let x = x.add(&attended)?;
+            x.add(&feed(&x)?)?
+        };
+        Ok((Some(output), capture))
+    }
+}
+
+/// Each family's names of a layer's norms before and after its attention
+/// and its feed-forward, `None` where its layout has none.
+pub(super) fn norm_names(
+    family: Family,
+    layout: LayerLayout,
+    index: usize,
+) -> [Option<&'static str>; 4] {
+    match (family, layout) {
+        (Family::Gpt2, _) => [Some("ln_1"), None, Some("ln_2"), None],
+        // ModernBERT's first layer reads the normalised embeddings as they are.
+        (Family::ModernBert, _) => [
+            (index > 0).then_some("attn_norm"),
+            None,
+            Some("mlp_norm"),
+            None,
+        ],
+        (_, LayerLayout::PreNorm | LayerLayout::ParallelResidual) => [
+            Some("input_layernorm"),
+            None,
+            Some("post_attention_layernorm"),
+            None,
+        ],
+        (_, LayerLayout::Sandwich) => [
+            Some("input_layernorm"),
+            Some("post_attention_layernorm"),
+            Some("pre_feedforward_layernorm"),
+            Some("post_feedforward_layernorm"),
+        ],
+        (_, LayerLayout::PostNorm) => [
+            None,
+            Some("post_attention_layernorm"),
+            None,
+            Some("post_feedforward_layernorm"),
+        ],
     }
 }

@@ -7,6 +7,7 @@
 //! older `rope_theta` and `rope_scaling`), biases and sliding windows.
 //! RoPE scalings other than `linear` and `llama3` are refused by name.
 
+use crate::captures::ScoreRule;
 use crate::model::config::{EncoderConfig, Fields};
 use crate::model::family::Family;
 use serde_json::{json, Map, Value};
@@ -36,6 +37,131 @@ pub struct DecoderShape {
     pub output_bias: bool,
     /// Biases of the feed-forward projections (Llama's `mlp_bias`).
     pub mlp_bias: bool,
+    /// Where the family's layers differ from Llama's beyond their sizes.
+    pub variant: Variant,
+}
+
+/// The few places where the decoder families differ (ANALYSIS.md §8), as
+/// data the stack reads: [`Variant::llama`] is the plain pre-norm Llama
+/// layer, every other family changes a few of these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub norm: NormKind,
+    /// RMSNorm of the queries and keys before rotary (Qwen3, Gemma 3, OLMo 2).
+    pub qk_norm: QkNorm,
+    pub layout: LayerLayout,
+    pub qkv_layout: QkvLayout,
+    pub feed_forward: FeedForwardLayout,
+    /// The share of each head's dimensions that rotate: its first
+    /// ⌊head_dim · factor⌋ (GPT-NeoX 0.25, Phi-3's Phi-4-mini 0.75).
+    pub partial_rotary_factor: f64,
+    /// Gemma 2: scores become cap · tanh(scores / cap), before the mask.
+    pub attn_logit_softcapping: Option<f64>,
+    /// Gemma 2 and 3 scale the scores by `query_pre_attn_scalar`^−½
+    /// instead of head_dim^−½.
+    pub query_pre_attn_scalar: Option<f64>,
+    /// Gemma multiplies the token embeddings by √hidden (in their precision).
+    pub embedding_scale: Option<f64>,
+}
+
+impl Variant {
+    /// Llama's layer: RMSNorm before attention and before the SwiGLU
+    /// feed-forward, separate q/k/v projections, every dimension rotated.
+    pub fn llama() -> Self {
+        Self {
+            norm: NormKind::Rms,
+            qk_norm: QkNorm::None,
+            layout: LayerLayout::PreNorm,
+            qkv_layout: QkvLayout::Separate,
+            feed_forward: FeedForwardLayout::Gated,
+            partial_rotary_factor: 1.0,
+            attn_logit_softcapping: None,
+            query_pre_attn_scalar: None,
+            embedding_scale: None,
+        }
+    }
+}
+
+/// How a norm normalises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormKind {
+    /// GPT-2, GPT-NeoX, ModernBERT (with a bias where the shape says).
+    LayerNorm,
+    /// x / rms(x) · w.
+    Rms,
+    /// Gemma: x / rms(x) · (1 + w), in float32.
+    RmsPlusOne,
+}
+
+/// Where the queries and keys are RMS-normalised (with the model's
+/// [`NormKind`]), after their projection and before rotary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkNorm {
+    None,
+    /// Over each head's `head_dim` values (Qwen3, Gemma 3).
+    PerHead,
+    /// Over all heads together, before the split into heads (OLMo 2).
+    AcrossHeads,
+}
+
+/// Where a layer's norms sit and how its residual adds up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerLayout {
+    /// x + attn(norm(x)), then x + ff(norm(x)).
+    PreNorm,
+    /// GPT-NeoX's `use_parallel_residual`: x + attn(norm₁(x)) + ff(norm₂(x)).
+    ParallelResidual,
+    /// Gemma 2 and 3: x + norm(attn(norm(x))), then x + norm(ff(norm(x))).
+    Sandwich,
+    /// OLMo 2: x + norm(attn(x)), then x + norm(ff(x)).
+    PostNorm,
+}
+
+/// How the query, key and value projections are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkvLayout {
+    /// `q_proj`, `k_proj`, `v_proj`.
+    Separate,
+    /// One projection, all queries then all keys then all values (GPT-2's
+    /// `c_attn`, ModernBERT's `Wqkv`, Phi-3's `qkv_proj` with grouped keys).
+    Concatenated,
+    /// GPT-NeoX's `query_key_value`: head by head, each head's query, key
+    /// and value side by side.
+    InterleavedPerHead,
+}
+
+/// How the feed-forward is stored and computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedForwardLayout {
+    /// down(act(up(x))): GPT-2, GPT-NeoX.
+    Plain,
+    /// down(act(gate(x)) · up(x)) from `gate_proj` and `up_proj`.
+    Gated,
+    /// The same from one fused projection, gate half first: ModernBERT's
+    /// `Wi`, Phi-3's `gate_up_proj`.
+    FusedGated,
+}
+
+impl DecoderShape {
+    /// How many of each head's first dimensions rotate: ⌊head_dim ·
+    /// `partial_rotary_factor`⌋, as transformers truncates it.
+    pub fn rotary_dims(&self) -> usize {
+        (self.head_dim as f64 * self.variant.partial_rotary_factor) as usize
+    }
+
+    /// How Q·Kᵀ becomes the scores: multiplied by
+    /// `query_pre_attn_scalar`^−½ (Gemma 2 and 3), else head_dim^−½, then
+    /// soft-capped where the family caps.
+    pub fn score_rule(&self) -> ScoreRule {
+        let scalar = self
+            .variant
+            .query_pre_attn_scalar
+            .unwrap_or(self.head_dim as f64);
+        ScoreRule {
+            scale: 1.0 / scalar.sqrt(),
+            softcap: self.variant.attn_logit_softcapping,
+        }
+    }
 }
 
 /// Rotary position embedding.
@@ -162,6 +288,12 @@ pub(in crate::model) fn read(
                 qkv_bias: true,
                 output_bias: true,
                 mlp_bias: true,
+                variant: Variant {
+                    norm: NormKind::LayerNorm,
+                    qkv_layout: QkvLayout::Concatenated,
+                    feed_forward: FeedForwardLayout::Plain,
+                    ..Variant::llama()
+                },
             }),
             ..base
         });
@@ -169,19 +301,155 @@ pub(in crate::model) fn read(
     if family == Family::ModernBert {
         return read_modernbert(fields, base);
     }
+    if family == Family::GptNeoX {
+        return read_gpt_neox(fields, base);
+    }
     let hidden = fields.required("hidden_size")?;
     let heads = fields.required("num_attention_heads")?;
     let layers = fields.required("num_hidden_layers")?;
+    let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
+    // The config classes' defaults where a config leaves the field out.
     let head_dim = match fields.0.get("head_dim") {
-        None | Some(Value::Null) => hidden / heads.max(1),
+        None | Some(Value::Null) => match family {
+            _ if gemma => 256,
+            Family::Qwen3 => 128,
+            _ => hidden / heads.max(1),
+        },
         Some(_) => fields.required("head_dim")?,
     };
     let max_positions = match family {
-        Family::Llama => 2048,
+        Family::Llama | Family::Olmo2 => 2048,
+        Family::Phi3 => 4096,
+        Family::Gemma | Family::Gemma2 => 8192,
+        Family::Gemma3Text => 131072,
         Family::Mistral => 131072,
         _ => 32768,
     };
+    let eps = match family {
+        Family::Phi3 | Family::Olmo2 => 1e-5,
+        _ => 1e-6,
+    };
+    if gemma && fields.bool_or_null("use_bidirectional_attention", false)? {
+        return Err(format!(
+            "use_bidirectional_attention true (an embedding model) is not supported for {family}"
+        ));
+    }
     let attention_bias = fields.bool_or("attention_bias", false)?;
+    let (rope, partial_rotary_factor, local_rope) = match family {
+        Family::Gemma3Text => gemma3_ropes(fields)?,
+        _ => {
+            let (rope, partial) = rope(fields, RopeNames::DEFAULT)?;
+            (rope, partial, None)
+        }
+    };
+    if partial_rotary_factor != 1.0 && family != Family::Phi3 {
+        return Err(format!(
+            "partial_rotary_factor other than 1 is not supported for {family}"
+        ));
+    }
+    let variant = Variant {
+        norm: if gemma {
+            NormKind::RmsPlusOne
+        } else {
+            NormKind::Rms
+        },
+        qk_norm: match family {
+            Family::Qwen3 | Family::Gemma3Text => QkNorm::PerHead,
+            Family::Olmo2 => QkNorm::AcrossHeads,
+            _ => QkNorm::None,
+        },
+        layout: match family {
+            Family::Gemma2 | Family::Gemma3Text => LayerLayout::Sandwich,
+            Family::Olmo2 => LayerLayout::PostNorm,
+            _ => LayerLayout::PreNorm,
+        },
+        qkv_layout: if family == Family::Phi3 {
+            QkvLayout::Concatenated
+        } else {
+            QkvLayout::Separate
+        },
+        feed_forward: if family == Family::Phi3 {
+            FeedForwardLayout::FusedGated
+        } else {
+            FeedForwardLayout::Gated
+        },
+        partial_rotary_factor,
+        // Gemma 3's config has the field too, but transformers' Gemma 3
+        // attention never applies it.
+        attn_logit_softcapping: if family == Family::Gemma2 {
+            fields.float_or_null("attn_logit_softcapping", Some(50.0))?
+        } else {
+            None
+        },
+        query_pre_attn_scalar: match family {
+            Family::Gemma2 | Family::Gemma3Text => {
+                Some(fields.float_or("query_pre_attn_scalar", 256.0)?)
+            }
+            _ => None,
+        },
+        embedding_scale: gemma.then(|| (hidden as f64).sqrt()),
+    };
+    let hidden_act = match family {
+        // Gemma's official configs say "gelu" meaning the tanh
+        // approximation; transformers' GemmaConfig swaps it.
+        Family::Gemma => match fields.string("hidden_act")?.as_deref() {
+            None | Some("gelu") => "gelu_pytorch_tanh".to_string(),
+            Some(other) => other.to_string(),
+        },
+        Family::Gemma2 | Family::Gemma3Text => fields
+            .string("hidden_activation")?
+            .unwrap_or_else(|| "gelu_pytorch_tanh".into()),
+        _ => fields
+            .string("hidden_act")?
+            .unwrap_or_else(|| "silu".into()),
+    };
+    let legacy_families = matches!(family, Family::Llama | Family::Mistral | Family::Qwen2);
+    Ok(EncoderConfig {
+        vocab_size: fields.required("vocab_size")?,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: fields.required("intermediate_size")?,
+        hidden_act,
+        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
+        layer_norm_eps: fields.float_or("rms_norm_eps", eps)?,
+        decoder: Some(DecoderShape {
+            num_key_value_heads: match fields.0.get("num_key_value_heads") {
+                None | Some(Value::Null) => heads,
+                Some(_) => fields.required("num_key_value_heads")?,
+            },
+            head_dim,
+            rope: Some(rope),
+            local_rope,
+            sliding_windows: sliding_windows(family, fields, layers)?,
+            norm_bias: false,
+            qkv_bias: family == Family::Qwen2 || (family != Family::Phi3 && attention_bias),
+            output_bias: family != Family::Phi3 && attention_bias,
+            mlp_bias: legacy_families && fields.bool_or("mlp_bias", false)?,
+            variant,
+        }),
+        ..base
+    })
+}
+
+/// GPT-NeoX (Pythia): LayerNorms with biases, the fused `query_key_value`
+/// laid out head by head, rotary on a share of each head
+/// (`partial_rotary_factor`, or the older `rotary_pct`, default 0.25; base
+/// `rope_theta` or `rotary_emb_base`), the parallel residual unless
+/// `use_parallel_residual` is false, biased projections.
+fn read_gpt_neox(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
+    let hidden = fields.required("hidden_size")?;
+    let heads = fields.required("num_attention_heads")?;
+    let layers = fields.required("num_hidden_layers")?;
+    let attention_bias = fields.bool_or("attention_bias", true)?;
+    let (rope, partial_rotary_factor) = rope(
+        fields,
+        RopeNames {
+            theta: "rotary_emb_base",
+            partial: "rotary_pct",
+            partial_default: 0.25,
+        },
+    )?;
     Ok(EncoderConfig {
         vocab_size: fields.required("vocab_size")?,
         hidden_size: hidden,
@@ -190,22 +458,84 @@ pub(in crate::model) fn read(
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act: fields
             .string("hidden_act")?
-            .unwrap_or_else(|| "silu".into()),
-        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
-        layer_norm_eps: fields.float_or("rms_norm_eps", 1e-6)?,
+            .unwrap_or_else(|| "gelu".into()),
+        max_position_embeddings: fields.or("max_position_embeddings", 2048)?,
+        layer_norm_eps: fields.float_or("layer_norm_eps", 1e-5)?,
         decoder: Some(DecoderShape {
-            num_key_value_heads: fields.or("num_key_value_heads", heads)?,
-            head_dim,
-            rope: Some(rope(fields)?),
+            num_key_value_heads: heads,
+            head_dim: hidden / heads.max(1),
+            rope: Some(rope),
             local_rope: None,
-            sliding_windows: sliding_windows(family, fields, layers)?,
-            norm_bias: false,
-            qkv_bias: family == Family::Qwen2 || attention_bias,
+            sliding_windows: vec![None; layers],
+            norm_bias: true,
+            qkv_bias: attention_bias,
             output_bias: attention_bias,
-            mlp_bias: fields.bool_or("mlp_bias", false)?,
+            mlp_bias: true,
+            variant: Variant {
+                norm: NormKind::LayerNorm,
+                layout: if fields.bool_or("use_parallel_residual", true)? {
+                    LayerLayout::ParallelResidual
+                } else {
+                    LayerLayout::PreNorm
+                },
+                qkv_layout: QkvLayout::InterleavedPerHead,
+                feed_forward: FeedForwardLayout::Plain,
+                partial_rotary_factor,
+                ..Variant::llama()
+            },
         }),
         ..base
     })
+}
+
+/// Gemma 3's two rotary embeddings: the global layers' (`rope_parameters`'
+/// `full_attention`, or the older `rope_theta`, default 10⁶, and
+/// `rope_scaling`) and the local layers' (`sliding_attention`, or
+/// `rope_local_base_freq`, default 10⁴, never scaled).
+fn gemma3_ropes(fields: &Fields) -> Result<(Rope, f64, Option<Rope>), String> {
+    let parameters = fields.0.get("rope_parameters");
+    let per_kind = parameters.is_some_and(|p| p.get("full_attention").is_some());
+    let kind = |name: &str| -> Result<Map<String, Value>, String> {
+        match parameters.and_then(|p| p.get(name)) {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(map)) => Ok(map.clone()),
+            Some(other) => Err(format!("rope_parameters.{name} is {other}, not an object")),
+        }
+    };
+    let (global, local) = if per_kind {
+        (kind("full_attention")?, kind("sliding_attention")?)
+    } else {
+        (Map::new(), Map::new())
+    };
+    let global_fields = legacy_rope_fields(fields, &global, "rope_theta", 1e6, true);
+    let local_fields = legacy_rope_fields(fields, &local, "rope_local_base_freq", 1e4, false);
+    let (global, partial) = rope(&Fields(&global_fields), RopeNames::DEFAULT)?;
+    let (local, _) = rope(&Fields(&local_fields), RopeNames::DEFAULT)?;
+    Ok((global, partial, Some(local)))
+}
+
+/// The fields one of Gemma 3's rotary embeddings reads: `parameters` (its
+/// part of `rope_parameters`), else the older top-level `theta_key` (default
+/// `theta`) and, if `scaled`, `rope_scaling`.
+fn legacy_rope_fields(
+    fields: &Fields,
+    parameters: &Map<String, Value>,
+    theta_key: &str,
+    theta: f64,
+    scaled: bool,
+) -> Map<String, Value> {
+    let mut map = Map::new();
+    if !parameters.is_empty() {
+        map.insert("rope_parameters".into(), Value::Object(parameters.clone()));
+    }
+    if scaled {
+        if let Some(scaling) = fields.0.get("rope_scaling") {
+            map.insert("rope_scaling".into(), scaling.clone());
+        }
+    }
+    let theta = fields.0.get(theta_key).cloned().unwrap_or(json!(theta));
+    map.insert("rope_theta".into(), theta);
+    map
 }
 
 /// ModernBERT: bidirectional, its layers global (every
@@ -284,13 +614,38 @@ fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig
             qkv_bias: attention_bias,
             output_bias: attention_bias,
             mlp_bias: fields.bool_or("mlp_bias", false)?,
+            variant: Variant {
+                norm: NormKind::LayerNorm,
+                qkv_layout: QkvLayout::Concatenated,
+                feed_forward: FeedForwardLayout::FusedGated,
+                ..Variant::llama()
+            },
         }),
         ..base
     })
 }
 
-/// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`.
-fn rope(fields: &Fields) -> Result<Rope, String> {
+/// The older top-level names of the rotary base and share (GPT-NeoX's
+/// `rotary_emb_base` and `rotary_pct`), and the share's default.
+#[derive(Clone, Copy)]
+struct RopeNames {
+    theta: &'static str,
+    partial: &'static str,
+    partial_default: f64,
+}
+
+impl RopeNames {
+    const DEFAULT: Self = Self {
+        theta: "rope_theta",
+        partial: "partial_rotary_factor",
+        partial_default: 1.0,
+    };
+}
+
+/// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`
+/// (or the family's older names): the rotary embedding and the share of
+/// each head it turns.
+fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
     let empty = Map::new();
     let object = |key: &str| -> Result<&Map<String, Value>, String> {
         match fields.0.get(key) {
@@ -300,11 +655,12 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
         }
     };
     let (parameters, scaling) = (object("rope_parameters")?, object("rope_scaling")?);
-    let number = |key: &str, default: Option<f64>| -> Result<f64, String> {
+    let number = |key: &str, legacy: &str, default: Option<f64>| -> Result<f64, String> {
         let value = parameters
             .get(key)
             .or_else(|| scaling.get(key))
-            .or_else(|| fields.0.get(key));
+            .or_else(|| fields.0.get(key))
+            .or_else(|| fields.0.get(legacy));
         match value {
             Some(value) => value
                 .as_f64()
@@ -312,6 +668,7 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
             None => default.ok_or_else(|| format!("RoPE parameter {key} is missing")),
         }
     };
+    let required = |key: &str| number(key, key, None);
     let kind = [parameters, scaling]
         .iter()
         .find_map(|map| {
@@ -323,13 +680,13 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
     let scaling = match kind {
         "default" => RopeScaling::Default,
         "linear" => RopeScaling::Linear {
-            factor: number("factor", None)?,
+            factor: required("factor")?,
         },
         "llama3" => RopeScaling::Llama3 {
-            factor: number("factor", None)?,
-            low_freq_factor: number("low_freq_factor", None)?,
-            high_freq_factor: number("high_freq_factor", None)?,
-            original_max_position_embeddings: number("original_max_position_embeddings", None)?,
+            factor: required("factor")?,
+            low_freq_factor: required("low_freq_factor")?,
+            high_freq_factor: required("high_freq_factor")?,
+            original_max_position_embeddings: required("original_max_position_embeddings")?,
         },
         other => {
             return Err(format!(
@@ -337,18 +694,29 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
             ))
         }
     };
-    if number("partial_rotary_factor", Some(1.0))? != 1.0 {
-        return Err("partial_rotary_factor other than 1 is not supported".into());
+    let partial = number(
+        "partial_rotary_factor",
+        names.partial,
+        Some(names.partial_default),
+    )?;
+    if !(partial > 0.0 && partial <= 1.0) {
+        return Err(format!("partial_rotary_factor {partial} is not in (0, 1]"));
     }
-    Ok(Rope {
-        theta: number("rope_theta", Some(10000.0))?,
-        scaling,
-    })
+    Ok((
+        Rope {
+            theta: number("rope_theta", names.theta, Some(10000.0))?,
+            scaling,
+        },
+        partial,
+    ))
 }
 
-/// Mistral: `sliding_window` on every layer (class default 4096). Qwen2:
-/// `layer_types` when written, else the layers from `max_window_layers` on
-/// when `use_sliding_window`. Llama: none.
+/// Mistral: `sliding_window` on every layer (class default 4096); Phi-3
+/// too, when its config sets one. Qwen2 and Qwen3: `layer_types` when
+/// written, else the layers from `max_window_layers` on when
+/// `use_sliding_window`. Gemma 2 and 3: the layers `layer_types` calls
+/// `sliding_attention`, else every other layer (Gemma 2) or all but every
+/// `sliding_window_pattern`-th (Gemma 3, default 6). The others: none.
 fn sliding_windows(
     family: Family,
     fields: &Fields,
@@ -361,29 +729,58 @@ fn sliding_windows(
             Some(_) => fields.required("sliding_window").map(Some),
         }
     };
+    let layer_types = || -> Result<Option<Vec<bool>>, String> {
+        match fields.0.get("layer_types") {
+            Some(Value::Array(types)) if types.len() == layers => Ok(Some(
+                types
+                    .iter()
+                    .map(|kind| kind.as_str() == Some("sliding_attention"))
+                    .collect(),
+            )),
+            Some(Value::Array(types)) => Err(format!(
+                "layer_types has {} entries for {layers} layers",
+                types.len()
+            )),
+            _ => Ok(None),
+        }
+    };
     match family {
         Family::Mistral => Ok(vec![window(Some(4096))?; layers]),
-        Family::Qwen2 => {
+        Family::Phi3 => Ok(vec![window(None)?; layers]),
+        Family::Gemma2 | Family::Gemma3Text => {
+            let window = window(Some(4096))?;
+            let sliding = match layer_types()? {
+                Some(sliding) => sliding,
+                None => {
+                    let every = if family == Family::Gemma2 {
+                        2
+                    } else {
+                        fields.or("sliding_window_pattern", 6)?.max(1)
+                    };
+                    (0..layers).map(|layer| (layer + 1) % every != 0).collect()
+                }
+            };
+            Ok(sliding
+                .into_iter()
+                .map(|sliding| window.filter(|_| sliding))
+                .collect())
+        }
+        Family::Qwen2 | Family::Qwen3 => {
             let window = if fields.bool_or("use_sliding_window", false)? {
                 window(Some(4096))?
             } else {
                 None
             };
-            if let Some(Value::Array(types)) = fields.0.get("layer_types") {
-                if types.len() != layers {
-                    return Err(format!(
-                        "layer_types has {} entries for {layers} layers",
-                        types.len()
-                    ));
+            let sliding = match layer_types()? {
+                Some(sliding) => sliding,
+                None => {
+                    let first = fields.or("max_window_layers", 28)?;
+                    (0..layers).map(|layer| layer >= first).collect()
                 }
-                return Ok(types
-                    .iter()
-                    .map(|kind| window.filter(|_| kind.as_str() == Some("sliding_attention")))
-                    .collect());
-            }
-            let first = fields.or("max_window_layers", 28)?;
-            Ok((0..layers)
-                .map(|layer| window.filter(|_| layer >= first))
+            };
+            Ok(sliding
+                .into_iter()
+                .map(|sliding| window.filter(|_| sliding))
                 .collect())
         }
         _ => Ok(vec![None; layers]),
@@ -424,12 +821,23 @@ pub(in crate::model) fn validate(
             shape.head_dim
         ));
     }
-    if matches!(config.family, Family::Gpt2 | Family::ModernBert)
-        && config.hidden_size != config.num_attention_heads * shape.head_dim
+    if matches!(
+        config.family,
+        Family::Gpt2 | Family::GptNeoX | Family::ModernBert
+    ) && config.hidden_size != config.num_attention_heads * shape.head_dim
     {
         return Err(format!(
             "n_embd {} is not a multiple of n_head {}",
             config.hidden_size, config.num_attention_heads
+        ));
+    }
+    if shape.rope.is_some() && (!shape.rotary_dims().is_multiple_of(2) || shape.rotary_dims() == 0)
+    {
+        return Err(format!(
+            "partial_rotary_factor {} turns {} of each head's {} dimensions: RoPE needs pairs",
+            shape.variant.partial_rotary_factor,
+            shape.rotary_dims(),
+            shape.head_dim
         ));
     }
     if shape.sliding_windows.contains(&Some(0)) {
@@ -528,26 +936,26 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
         theta: 10000.0,
         scaling: RopeScaling::Default,
     });
-    let mut parameters = json!({"rope_theta": rope.theta, "rope_type": "default"});
-    match rope.scaling {
-        RopeScaling::Default => {}
-        RopeScaling::Linear { factor } => {
-            parameters["rope_type"] = json!("linear");
-            parameters["factor"] = json!(factor);
-        }
-        RopeScaling::Llama3 {
-            factor,
-            low_freq_factor,
-            high_freq_factor,
-            original_max_position_embeddings,
-        } => {
-            parameters["rope_type"] = json!("llama3");
-            parameters["factor"] = json!(factor);
-            parameters["low_freq_factor"] = json!(low_freq_factor);
-            parameters["high_freq_factor"] = json!(high_freq_factor);
-            parameters["original_max_position_embeddings"] =
-                json!(original_max_position_embeddings as u64);
-        }
+    let mut parameters = rope_json(&rope);
+    if shape.variant.partial_rotary_factor != 1.0 {
+        parameters["partial_rotary_factor"] = json!(shape.variant.partial_rotary_factor);
+    }
+    if family == Family::GptNeoX {
+        return json!({
+            "model_type": family.model_type(),
+            "architectures": architectures,
+            "vocab_size": config.vocab_size,
+            "hidden_size": config.hidden_size,
+            "num_hidden_layers": config.num_hidden_layers,
+            "num_attention_heads": config.num_attention_heads,
+            "intermediate_size": config.intermediate_size,
+            "hidden_act": config.hidden_act,
+            "max_position_embeddings": config.max_position_embeddings,
+            "layer_norm_eps": config.layer_norm_eps,
+            "use_parallel_residual": shape.variant.layout == LayerLayout::ParallelResidual,
+            "attention_bias": shape.qkv_bias,
+            "rope_parameters": parameters,
+        });
     }
     let mut object = json!({
         "model_type": family.model_type(),
@@ -570,16 +978,71 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
             fields.insert("attention_bias".into(), json!(shape.output_bias));
             fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
         }
-        Family::Mistral => {
+        Family::Mistral | Family::Phi3 => {
             fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
         }
-        _ => {
+        Family::Qwen2 | Family::Qwen3 => {
             fields.insert("use_sliding_window".into(), json!(window.is_some()));
             fields.insert("sliding_window".into(), json!(window));
             fields.insert("layer_types".into(), json!(types));
+            if family == Family::Qwen3 {
+                fields.insert("attention_bias".into(), json!(shape.output_bias));
+            }
+        }
+        Family::Gemma2 | Family::Gemma3Text => {
+            let activation = fields.remove("hidden_act").expect("written above");
+            fields.insert("hidden_activation".into(), activation);
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
+            fields.insert(
+                "query_pre_attn_scalar".into(),
+                json!(shape.variant.query_pre_attn_scalar),
+            );
+            fields.insert("sliding_window".into(), json!(window));
+            fields.insert("layer_types".into(), json!(types));
+            if family == Family::Gemma2 {
+                fields.insert(
+                    "attn_logit_softcapping".into(),
+                    json!(shape.variant.attn_logit_softcapping),
+                );
+            } else {
+                let local = shape.local_rope.as_ref().unwrap_or(&rope);
+                fields.insert(
+                    "rope_parameters".into(),
+                    json!({"full_attention": rope_json(&rope), "sliding_attention": rope_json(local)}),
+                );
+            }
+        }
+        _ => {
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
         }
     }
     object
+}
+
+/// One rotary embedding as `rope_parameters` writes it.
+fn rope_json(rope: &Rope) -> Value {
+    let mut parameters = json!({"rope_theta": rope.theta, "rope_type": "default"});
+    match rope.scaling {
+        RopeScaling::Default => {}
+        RopeScaling::Linear { factor } => {
+            parameters["rope_type"] = json!("linear");
+            parameters["factor"] = json!(factor);
+        }
+        RopeScaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_max_position_embeddings,
+        } => {
+            parameters["rope_type"] = json!("llama3");
+            parameters["factor"] = json!(factor);
+            parameters["low_freq_factor"] = json!(low_freq_factor);
+            parameters["high_freq_factor"] = json!(high_freq_factor);
+            parameters["original_max_position_embeddings"] =
+                json!(original_max_position_embeddings as u64);
+        }
+    }
+    parameters
 }
 
 #[cfg(test)]

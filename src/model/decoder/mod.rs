@@ -22,7 +22,7 @@ use super::config::EncoderConfig;
 use super::encoder::{CaptureBuffers, ForwardError};
 use super::family::Family;
 use super::weight::{Weight, WeightBuilder};
-use crate::captures::AttentionMask;
+use crate::captures::{AttentionMask, ScoreRule};
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
@@ -36,8 +36,12 @@ pub struct Decoder {
     embedding_norm: Option<Norm>,
     layers: Vec<DecoderLayer>,
     inverse_frequencies: Option<Vec<f32>>,
-    /// ModernBERT's local layers' frequencies.
+    /// ModernBERT's and Gemma 3's local layers' frequencies.
     local_inverse_frequencies: Option<Vec<f32>>,
+    /// Gemma's √hidden, in float32 (transformers casts it to the
+    /// embeddings' precision before the product).
+    embedding_scale: Option<f32>,
+    scores: ScoreRule,
     activation: DecoderActivation,
     config: EncoderConfig,
     device: Device,
@@ -77,11 +81,13 @@ impl Decoder {
             inverse_frequencies: shape
                 .rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.head_dim)),
+                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
             local_inverse_frequencies: shape
                 .local_rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.head_dim)),
+                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
+            embedding_scale: shape.variant.embedding_scale.map(|scale| scale as f32),
+            scores: shape.score_rule(),
             activation,
             config: config.clone(),
             device: vb.device().clone(),
@@ -127,6 +133,9 @@ impl Decoder {
         let count = self.layers.len();
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.words.rows(&ids)?;
+        if let Some(scale) = self.embedding_scale {
+            x = (x * f64::from(scale))?;
+        }
         if let Some(table) = &self.positions {
             let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
             x = x.add(&table.forward(&positions)?)?;
@@ -182,6 +191,11 @@ impl Decoder {
     /// What each layer's attention masks (the same for every input).
     pub fn attention_masks(&self) -> Vec<AttentionMask> {
         self.layers.iter().map(|l| l.attention.mask()).collect()
+    }
+
+    /// How every layer turns Q·Kᵀ into scores.
+    pub fn score_rule(&self) -> ScoreRule {
+        self.scores
     }
 }
 

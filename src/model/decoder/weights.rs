@@ -9,7 +9,8 @@
 //! the study does not read, are written too, as a real checkpoint has them.
 //! And the shapes of a few well-known decoders, for `--like`.
 
-use super::config::DecoderShape;
+use super::blocks::{attention_names, feed_forward_names, norm_names};
+use super::config::{DecoderShape, FeedForwardLayout, QkNorm, QkvLayout};
 use crate::model::config::EncoderConfig;
 use crate::model::family::Family;
 
@@ -79,28 +80,72 @@ pub fn tensor_shapes(config: &EncoderConfig, shape: &DecoderShape) -> Vec<(Strin
         config.num_attention_heads * shape.head_dim,
         shape.num_key_value_heads * shape.head_dim,
     );
-    add("embed_tokens.weight".into(), vec![v, h]);
+    let variant = &shape.variant;
+    let norm = |name: String, size: usize, add: &mut dyn FnMut(String, Vec<usize>)| {
+        add(format!("{name}.weight"), vec![size]);
+        if shape.norm_bias {
+            add(format!("{name}.bias"), vec![size]);
+        }
+    };
+    add(
+        format!("{}.weight", config.family.word_embeddings()),
+        vec![v, h],
+    );
     for layer in 0..config.num_hidden_layers {
         let p = format!("layers.{layer}");
-        for norm in ["input_layernorm", "post_attention_layernorm"] {
-            add(format!("{p}.{norm}.weight"), vec![h]);
+        for name in norm_names(config.family, variant.layout, layer)
+            .into_iter()
+            .flatten()
+        {
+            norm(format!("{p}.{name}"), h, &mut add);
         }
-        for (name, inputs, outputs, bias) in [
-            ("self_attn.q_proj", h, q, shape.qkv_bias),
-            ("self_attn.k_proj", h, kv, shape.qkv_bias),
-            ("self_attn.v_proj", h, kv, shape.qkv_bias),
-            ("self_attn.o_proj", q, h, shape.output_bias),
-            ("mlp.gate_proj", h, i, shape.mlp_bias),
-            ("mlp.up_proj", h, i, shape.mlp_bias),
-            ("mlp.down_proj", i, h, shape.mlp_bias),
-        ] {
-            add(format!("{p}.{name}.weight"), vec![outputs, inputs]);
+        let (attention, fused, output) = attention_names(config.family);
+        let mut projections = match variant.qkv_layout {
+            QkvLayout::Separate => vec![
+                ("q_proj", h, q, shape.qkv_bias),
+                ("k_proj", h, kv, shape.qkv_bias),
+                ("v_proj", h, kv, shape.qkv_bias),
+            ],
+            _ => vec![(fused, h, q + 2 * kv, shape.qkv_bias)],
+        };
+        projections.push((output, q, h, shape.output_bias));
+        for (name, inputs, outputs, bias) in projections {
+            add(
+                format!("{p}.{attention}.{name}.weight"),
+                vec![outputs, inputs],
+            );
             if bias {
-                add(format!("{p}.{name}.bias"), vec![outputs]);
+                add(format!("{p}.{attention}.{name}.bias"), vec![outputs]);
+            }
+        }
+        let qk_sizes = match variant.qk_norm {
+            QkNorm::None => None,
+            QkNorm::PerHead => Some((shape.head_dim, shape.head_dim)),
+            QkNorm::AcrossHeads => Some((q, kv)),
+        };
+        if let Some((query, key)) = qk_sizes {
+            norm(format!("{p}.{attention}.q_norm"), query, &mut add);
+            norm(format!("{p}.{attention}.k_norm"), key, &mut add);
+        }
+        let [first, second, third] = feed_forward_names(config.family, variant.feed_forward);
+        let feed_forward = match variant.feed_forward {
+            FeedForwardLayout::Plain => vec![(first, h, i), (second, i, h)],
+            FeedForwardLayout::Gated => vec![(first, h, i), (second, h, i), (third, i, h)],
+            FeedForwardLayout::FusedGated => vec![(first, h, 2 * i), (third, i, h)],
+        };
+        for (name, inputs, outputs) in feed_forward {
+            add(format!("{p}.mlp.{name}.weight"), vec![outputs, inputs]);
+            if shape.mlp_bias {
+                add(format!("{p}.mlp.{name}.bias"), vec![outputs]);
             }
         }
     }
-    add("norm.weight".into(), vec![h]);
+    let final_norm = if config.family == Family::GptNeoX {
+        "final_layer_norm"
+    } else {
+        "norm"
+    };
+    norm(final_norm.into(), h, &mut add);
     shapes
 }
 
@@ -113,6 +158,7 @@ pub fn is_norm_weight(name: &str) -> bool {
         "ln_f.weight",
         "layernorm.weight",
         "norm.weight",
+        "layer_norm.weight",
     ]
     .iter()
     .any(|end| name.ends_with(end))
@@ -123,7 +169,10 @@ pub fn is_norm_weight(name: &str) -> bool {
 /// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`),
 /// `llama-3-8b` (Meta's Llama 3 8B: grouped-query attention with 8
 /// key/value heads, the vocabulary of 128,256, the `llama3` RoPE scaling
-/// of Meta's Llama 3.1 config, 8,192 positions).
+/// of Meta's Llama 3.1 config, 8,192 positions); and one of each newer
+/// family, as its hub config has it: `pythia-160m`, `gemma-2b`,
+/// `gemma-2-2b`, `gemma-3-1b`, `qwen3-0.6b`, `phi-3-mini` (the 4k
+/// Instruct, window 2,047), `olmo-2-1b` (OLMo-2-0425-1B).
 pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
     let text = match name.to_ascii_lowercase().as_str() {
         "gpt2" | "openai-community/gpt2" => {
@@ -152,6 +201,59 @@ pub(in crate::model) fn like(name: &str) -> Option<EncoderConfig> {
                 "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
                     "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                     "original_max_position_embeddings": 8192}}"#
+        }
+        "pythia-160m" | "eleutherai/pythia-160m" => {
+            r#"{"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"], "vocab_size": 50304,
+                "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                "intermediate_size": 3072, "hidden_act": "gelu", "max_position_embeddings": 2048,
+                "layer_norm_eps": 1e-5, "rotary_pct": 0.25, "rotary_emb_base": 10000,
+                "use_parallel_residual": true}"#
+        }
+        "gemma-2b" | "google/gemma-2b" => {
+            r#"{"model_type": "gemma", "architectures": ["GemmaForCausalLM"], "vocab_size": 256000,
+                "hidden_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 8,
+                "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
+                "hidden_act": "gelu", "max_position_embeddings": 8192, "rms_norm_eps": 1e-6,
+                "rope_theta": 10000.0}"#
+        }
+        "gemma-2-2b" | "google/gemma-2-2b" => {
+            r#"{"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "vocab_size": 256000,
+                "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
+                "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
+                "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192,
+                "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 256,
+                "sliding_window": 4096, "attn_logit_softcapping": 50.0,
+                "final_logit_softcapping": 30.0}"#
+        }
+        "gemma-3-1b" | "google/gemma-3-1b-pt" | "google/gemma-3-1b-it" => {
+            r#"{"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
+                "vocab_size": 262144, "hidden_size": 1152, "num_hidden_layers": 26,
+                "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+                "intermediate_size": 6912, "hidden_activation": "gelu_pytorch_tanh",
+                "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256,
+                "sliding_window": 512, "sliding_window_pattern": 6}"#
+        }
+        "qwen3-0.6b" | "qwen/qwen3-0.6b" => {
+            r#"{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936,
+                "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+                "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                "use_sliding_window": false, "sliding_window": null, "max_window_layers": 28}"#
+        }
+        "phi-3-mini" | "microsoft/phi-3-mini-4k-instruct" => {
+            r#"{"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "vocab_size": 32064,
+                "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 32, "intermediate_size": 8192, "hidden_act": "silu",
+                "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+                "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": null,
+                "sliding_window": 2047}"#
+        }
+        "olmo-2-1b" | "allenai/olmo-2-0425-1b" => {
+            r#"{"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], "vocab_size": 100352,
+                "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+                "num_key_value_heads": 16, "intermediate_size": 8192, "hidden_act": "silu",
+                "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 500000.0}"#
         }
         _ => return None,
     };
