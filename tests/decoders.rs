@@ -323,6 +323,59 @@ fn random_decoders_load_under_either_naming() {
     }
 }
 
+/// The `--like` shape of each newer family, shrunk to a tiny width but
+/// keeping what sets it apart (its norms, q/k norms, fused weights, partial
+/// rotary, soft-cap, windows, rope bases), writes as a random model that
+/// loads and runs; full-size they would take gigabytes.
+#[test]
+fn every_family_shape_of_make_random_model_loads_when_shrunk() {
+    use headscope::model::random::{self, NameStyle};
+    use headscope::model::{EncoderConfig, Family};
+    let tokenizer = family_fixture("gemma").join("tokenizer.json");
+    for (name, family) in [
+        ("pythia-160m", Family::GptNeoX),
+        ("gemma-2b", Family::Gemma),
+        ("gemma-2-2b", Family::Gemma2),
+        ("gemma-3-1b", Family::Gemma3Text),
+        ("qwen3-0.6b", Family::Qwen3),
+        ("phi-3-mini", Family::Phi3),
+        ("olmo-2-1b", Family::Olmo2),
+    ] {
+        let full = EncoderConfig::like(name).unwrap();
+        assert_eq!(full.family, family, "{name}");
+        let mut config = full.clone();
+        // Seven layers keep one of Gemma 3's global layers (every sixth).
+        let layers = full.num_hidden_layers.min(7);
+        config.num_hidden_layers = layers;
+        config.hidden_size = 32;
+        config.intermediate_size = 64;
+        config.num_attention_heads = 4;
+        config.vocab_size = 1500;
+        let shape = config.decoder.as_mut().unwrap();
+        let full_shape = full.decoder.as_ref().unwrap();
+        shape.num_key_value_heads = match full_shape.num_key_value_heads {
+            1 => 1,
+            kv if kv == full.num_attention_heads => 4,
+            _ => 2,
+        };
+        shape.head_dim = 8;
+        shape.sliding_windows.truncate(layers);
+        config.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let dir = tempfile::tempdir().unwrap();
+        random::write_random_model(&config, &tokenizer, dir.path(), 3, NameStyle::default())
+            .unwrap();
+        let model = load(dir.path());
+        assert_eq!(model.config.family, family, "{name}");
+        assert_eq!(model.config.decoder, config.decoder, "{name}: read back");
+        let captures = model.capture(&[2, 20, 21, 22, 23, 24], &|| false).unwrap();
+        assert_eq!(captures.layers, layers, "{name}");
+        for row in captures.attentions.chunks(6) {
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "{name}: a row sums to {sum}");
+        }
+    }
+}
+
 /// `headscope bench` runs on a decoder whose vocabulary is far below the
 /// reference's random-id range (ids are drawn within the vocabulary).
 #[test]

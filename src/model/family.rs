@@ -9,14 +9,14 @@
 //! projection, residual and LayerNorm, then the feed-forward, residual and
 //! LayerNorm — so one encoder runs them all, reading these descriptions.
 //!
-//! The decoders (GPT-2, and the Llama family: Llama, Mistral, Qwen2) are
-//! causal and pre-norm; one pre-norm stack ([`super::decoder`]) runs them
-//! all, and ModernBERT too (bidirectionally), and the family says which of
-//! its variants a layer takes: learned positions with LayerNorm and GPT-2's
-//! fused Conv1D projections; rotary positions with RMSNorm, grouped-query
-//! attention and a gated (SwiGLU) feed-forward; or ModernBERT's rotary
-//! positions (a global and a local theta), bias-free LayerNorm, fused
-//! `Wqkv` and gated (GeGLU) `Wi`.
+//! The decoders (GPT-2; the Llama family: Llama, Mistral, Qwen2; and
+//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2) are causal; one stack
+//! ([`super::decoder`]) runs them all, and ModernBERT too
+//! (bidirectionally). What sets a family apart is data its config is read
+//! into ([`super::decoder::config::Variant`]): the norm's kind, q/k norms,
+//! where the norms sit and how the residual sums, fused weight layouts,
+//! partial rotary, soft-capped and rescaled scores, scaled embeddings;
+//! the family itself names the tensors.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,11 +1,16 @@
 //! The decoder's blocks, each with `load(vb, …)` and a tensor `forward`,
-//! in the variants the families take (ANALYSIS.md §8): LayerNorm or
-//! RMSNorm; learned or rotary positions; GPT-2's Conv1D projections (stored
-//! inputs × outputs, queries, keys and values fused in `c_attn`) or the
-//! Llama family's separate `q_proj`, `k_proj`, `v_proj` with grouped-query
-//! key/value heads; ModernBERT's fused `Wqkv` without biases, bidirectional
-//! and, in its local layers, limited to a window either side; a plain or a
-//! gated (SwiGLU, or ModernBERT's GeGLU from one fused `Wi`) feed-forward.
+//! in the variants the families take ([`super::config::Variant`],
+//! ANALYSIS.md §8): LayerNorm, RMSNorm or Gemma's RMSNorm by (1 + w);
+//! learned or rotary positions, rotary on all or the first share of each
+//! head; GPT-2's Conv1D projections (stored inputs × outputs, queries, keys
+//! and values fused in `c_attn`), separate `q_proj`, `k_proj`, `v_proj`
+//! with grouped-query key/value heads, or one fused projection (ModernBERT's
+//! `Wqkv`, Phi-3's `qkv_proj`, GPT-NeoX's `query_key_value` laid out head by
+//! head); q/k RMSNorm per head or across heads; scores scaled by head_dim^−½
+//! or `query_pre_attn_scalar`^−½ and optionally soft-capped; bidirectional
+//! or causal, optionally within a window; a plain or a gated feed-forward
+//! (separate, or fused gate-first); norms before and/or after each
+//! sublayer, and a sequential or parallel residual.
 //! Projection matrices stay in the checkpoint's precision and are widened
 //! to float32 one at a time, for their product ([`Projection`]).
 

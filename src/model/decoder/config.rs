@@ -4,7 +4,10 @@
 //! config classes name them and default them: GPT-2's `n_embd`, `n_layer`,
 //! `n_head`, `n_positions`; the Llama family's `num_key_value_heads`,
 //! `head_dim`, RoPE parameters (transformers 5's `rope_parameters` or the
-//! older `rope_theta` and `rope_scaling`), biases and sliding windows.
+//! older `rope_theta` and `rope_scaling`), biases and sliding windows; and
+//! what sets each newer family apart ([`Variant`]), with the older names
+//! of its fields (Pythia's `rotary_pct` and `rotary_emb_base`, Gemma 3's
+//! `rope_local_base_freq` and `sliding_window_pattern`).
 //! RoPE scalings other than `linear` and `llama3` are refused by name.
 
 use crate::captures::ScoreRule;
@@ -60,8 +63,25 @@ pub struct Variant {
     /// Gemma 2 and 3 scale the scores by `query_pre_attn_scalar`^−½
     /// instead of head_dim^−½.
     pub query_pre_attn_scalar: Option<f64>,
-    /// Gemma multiplies the token embeddings by √hidden (in their precision).
-    pub embedding_scale: Option<f64>,
+    pub embedding_scale: EmbeddingScale,
+}
+
+/// What the token embeddings are multiplied by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingScale {
+    None,
+    /// Gemma: √hidden, rounded to the embeddings' precision (float32) before
+    /// the product, as transformers casts its normalizer.
+    SqrtHidden,
+}
+
+impl EmbeddingScale {
+    pub fn factor(self, hidden: usize) -> Option<f32> {
+        match self {
+            Self::None => None,
+            Self::SqrtHidden => Some((hidden as f64).sqrt() as f32),
+        }
+    }
 }
 
 impl Variant {
@@ -77,7 +97,7 @@ impl Variant {
             partial_rotary_factor: 1.0,
             attn_logit_softcapping: None,
             query_pre_attn_scalar: None,
-            embedding_scale: None,
+            embedding_scale: EmbeddingScale::None,
         }
     }
 }
@@ -387,7 +407,11 @@ pub(in crate::model) fn read(
             }
             _ => None,
         },
-        embedding_scale: gemma.then(|| (hidden as f64).sqrt()),
+        embedding_scale: if gemma {
+            EmbeddingScale::SqrtHidden
+        } else {
+            EmbeddingScale::None
+        },
     };
     let hidden_act = match family {
         // Gemma's official configs say "gelu" meaning the tanh
@@ -1106,6 +1130,136 @@ mod tests {
         assert!(yarn.contains("\"yarn\" is not supported"), "{yarn}");
     }
 
+    /// The older config fields of each newer family read as transformers
+    /// 5 reads them: Pythia's `rotary_pct` and `rotary_emb_base`, Gemma 3's
+    /// `rope_local_base_freq`, `rope_scaling` and `sliding_window_pattern`,
+    /// Gemma's legacy `hidden_act` "gelu"; the class defaults where a
+    /// field is left out; rope scalings not done refused by name.
+    #[test]
+    fn newer_families_read_their_older_fields_and_defaults() {
+        let shape = |text: &str| config(text).unwrap().decoder.unwrap();
+        let pythia = shape(
+            r#"{"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 32, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "rotary_pct": 0.5, "rotary_emb_base": 500}"#,
+        );
+        assert_eq!(pythia.rotary_dims(), 8);
+        assert_eq!(pythia.rope.as_ref().unwrap().theta, 500.0);
+        assert_eq!(pythia.variant.layout, LayerLayout::ParallelResidual);
+        assert_eq!(pythia.variant.qkv_layout, QkvLayout::InterleavedPerHead);
+        assert!(pythia.norm_bias && pythia.qkv_bias && pythia.mlp_bias);
+        let sequential = shape(
+            r#"{"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 32, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "use_parallel_residual": false}"#,
+        );
+        // Pythia's default share is a quarter of each head.
+        assert_eq!(sequential.rotary_dims(), 4);
+        assert_eq!(sequential.variant.layout, LayerLayout::PreNorm);
+
+        let gemma3 = |extra: &str| {
+            shape(&format!(
+                r#"{{"model_type": "gemma3_text", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+                "num_key_value_heads": 1, "head_dim": 4, "num_hidden_layers": 7, "intermediate_size": 16,
+                "sliding_window": 3 {extra}}}"#
+            ))
+        };
+        let old = gemma3(
+            r#", "rope_theta": 1000000.0, "rope_local_base_freq": 20000.0,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "sliding_window_pattern": 3"#,
+        );
+        let new = gemma3(
+            r#", "layer_types": ["sliding_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+            "rope_parameters": {"full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 8.0},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}}"#,
+        );
+        assert_eq!(old, new);
+        let w = Some(3);
+        assert_eq!(old.sliding_windows, [w, w, None, w, w, None, w]);
+        assert_eq!(old.local_rope.as_ref().unwrap().theta, 20000.0);
+        assert_eq!(old.local_rope.unwrap().scaling, RopeScaling::Default);
+        assert_eq!(
+            old.rope.unwrap().scaling,
+            RopeScaling::Linear { factor: 8.0 }
+        );
+        // Transformers' Gemma 3 attention never soft-caps.
+        assert_eq!(old.variant.attn_logit_softcapping, None);
+        assert_eq!(old.variant.qk_norm, QkNorm::PerHead);
+        // Default pattern: every sixth layer global; default scalar 256.
+        let default = gemma3("");
+        assert_eq!(default.sliding_windows[5], None);
+        assert_eq!(default.sliding_windows.iter().flatten().count(), 6);
+        assert_eq!(default.score_rule().scale, 1.0 / 16.0);
+        assert!(config(
+            r#"{"model_type": "gemma3_text", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "use_bidirectional_attention": true}"#
+        )
+        .unwrap_err()
+        .contains("use_bidirectional_attention"));
+
+        let gemma = config(
+            r#"{"model_type": "gemma", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "hidden_act": "gelu"}"#,
+        )
+        .unwrap();
+        assert_eq!(gemma.hidden_act, "gelu_pytorch_tanh");
+        let gemma_shape = gemma.decoder.unwrap();
+        assert_eq!(gemma_shape.head_dim, 256);
+        assert_eq!(gemma_shape.variant.norm, NormKind::RmsPlusOne);
+        assert_eq!(
+            gemma_shape.variant.embedding_scale.factor(8),
+            Some(8f32.sqrt())
+        );
+        let gemma2 = shape(
+            r#"{"model_type": "gemma2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 3, "intermediate_size": 16, "head_dim": 4}"#,
+        );
+        assert_eq!(gemma2.variant.attn_logit_softcapping, Some(50.0));
+        assert_eq!(gemma2.variant.layout, LayerLayout::Sandwich);
+        assert_eq!(gemma2.sliding_windows, [Some(4096), None, Some(4096)]);
+        let qwen3 = shape(
+            r#"{"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16}"#,
+        );
+        assert_eq!((qwen3.head_dim, qwen3.qkv_bias), (128, false));
+
+        let phi3 = |rope: &str| {
+            config(&format!(
+                r#"{{"model_type": "phi3", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+                "num_hidden_layers": 2, "intermediate_size": 16, "sliding_window": 5, {rope}}}"#
+            ))
+        };
+        let partial = phi3(r#""partial_rotary_factor": 0.5"#)
+            .unwrap()
+            .decoder
+            .unwrap();
+        assert_eq!(partial.rotary_dims(), 2);
+        assert_eq!(partial.sliding_windows, [Some(5), Some(5)]);
+        assert_eq!(partial.variant.feed_forward, FeedForwardLayout::FusedGated);
+        for kind in ["longrope", "su", "yarn"] {
+            let error = phi3(&format!(
+                r#""rope_scaling": {{"type": "{kind}", "short_factor": [1.0], "long_factor": [1.0]}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                error.contains(&format!("{kind:?} is not supported")),
+                "{error}"
+            );
+        }
+        let error = config(
+            r#"{"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "partial_rotary_factor": 0.5}"#,
+        )
+        .unwrap_err();
+        assert!(error.contains("partial_rotary_factor"), "{error}");
+
+        let olmo2 = shape(
+            r#"{"model_type": "olmo2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16}"#,
+        );
+        assert_eq!(olmo2.variant.qk_norm, QkNorm::AcrossHeads);
+        assert_eq!(olmo2.variant.layout, LayerLayout::PostNorm);
+    }
+
     #[test]
     fn decoder_configs_round_trip_through_their_json() {
         let texts = [
@@ -1118,6 +1272,19 @@ mod tests {
             r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
                "num_hidden_layers": 4, "intermediate_size": 32, "local_attention": 8,
                "global_attn_every_n_layers": 3, "global_rope_theta": 1000.0}"#,
+            r#"{"model_type": "gpt_neox", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 2,
+               "num_hidden_layers": 2, "intermediate_size": 32, "rotary_pct": 0.5, "use_parallel_residual": false}"#,
+            r#"{"model_type": "gemma2", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 8, "num_hidden_layers": 3, "intermediate_size": 32,
+               "sliding_window": 6, "query_pre_attn_scalar": 12, "attn_logit_softcapping": null}"#,
+            r#"{"model_type": "gemma3_text", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 3, "intermediate_size": 32, "head_dim": 8, "sliding_window_pattern": 2,
+               "rope_local_base_freq": 500.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}"#,
+            r#"{"model_type": "phi3", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 32,
+               "partial_rotary_factor": 0.5, "sliding_window": 7}"#,
+            r#"{"model_type": "olmo2", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 2, "intermediate_size": 32, "attention_bias": true}"#,
         ];
         for text in texts {
             let config = config(text).unwrap();

@@ -1,14 +1,15 @@
-//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2), and
+//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2;
+//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2), and
 //! the pre-norm stack ModernBERT runs on too (bidirectionally), returning,
 //! like [`super::encoder`], every layer's attention
 //! probabilities P, every query head's output O = P·V (with grouped-query
 //! attention, V of the head's key/value group) and S = O·Oᵀ.
 //!
 //! One forward pass on candle's ops, on any device: embeddings (GPT-2 adds
-//! its learned position table; the Llama family rotates queries and keys
-//! instead), then pre-norm layers whose attention is causal (and, where the
-//! config says, limited to a sliding window). The families differ only where
-//! [`blocks`] says. Unlike the encoder there is no CPU kernel path yet: on
+//! its learned position table, Gemma scales them by √hidden; the others
+//! rotate queries and keys instead), then layers whose attention is causal
+//! (and, where the config says, limited to a sliding window). The families
+//! differ only where [`config::Variant`] says and [`blocks`] reads it. Unlike the encoder there is no CPU kernel path yet: on
 //! the CPU this runs candle's own matrix products.
 
 mod blocks;
@@ -86,7 +87,7 @@ impl Decoder {
                 .local_rope
                 .as_ref()
                 .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
-            embedding_scale: shape.variant.embedding_scale.map(|scale| scale as f32),
+            embedding_scale: shape.variant.embedding_scale.factor(hidden),
             scores: shape.score_rule(),
             activation,
             config: config.clone(),

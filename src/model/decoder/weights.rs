@@ -5,7 +5,11 @@
 //! `layers.N.*`, with grouped-query key/value projections and the biases
 //! the config asks for; ModernBERT's `embeddings.*` and `layers.N.attn.Wqkv`,
 //! `mlp.Wi` (input and gate side by side), its first layer without
-//! `attn_norm`. The final norm and the language-model head, which
+//! `attn_norm`; the newer families' own (GPT-NeoX's `embed_in`,
+//! `attention.query_key_value`, `mlp.dense_h_to_4h`, `final_layer_norm`;
+//! Phi-3's `qkv_proj` and `gate_up_proj`; the q/k norms; Gemma's and
+//! OLMo's norms after the sublayers), named as [`super::blocks`] reads
+//! them. The final norm and the language-model head, which
 //! the study does not read, are written too, as a real checkpoint has them.
 //! And the shapes of a few well-known decoders, for `--like`.
 
