@@ -210,21 +210,8 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     }
 
     // The model panel names the family.
-    harness.get_by_label("File").click();
-    harness.step();
-    harness.step();
-    harness.get_by_label("Choose model…").click();
-    harness.step();
-    harness.step();
     let config = EncoderConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
-    let loaded = format!("({})", config.family.display_name());
-    assert!(
-        harness
-            .query_all_by_label_contains(&loaded)
-            .next()
-            .is_some(),
-        "{name}: the model panel lacks {loaded}"
-    );
+    common::app::assert_model_panel_names(&mut harness, config.family);
     if let Some(picture) = picture {
         let image = harness.render().expect("wgpu renders the window");
         save_picture(&image, picture, "-model-panel");
@@ -247,15 +234,7 @@ fn the_app_opens_every_decoder() {
 /// Phi-3, OLMo 2.
 #[test]
 fn the_app_opens_the_newer_decoder_families() {
-    for name in [
-        "gpt_neox",
-        "gemma",
-        "gemma2",
-        "gemma3_text",
-        "qwen3",
-        "phi3",
-        "olmo2",
-    ] {
+    for name in &DECODER_FIXTURES[4..] {
         check_decoder(name, None);
     }
 }

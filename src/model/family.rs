@@ -109,27 +109,21 @@ const ALBERT_LAYER: LayerNames = LayerNames {
 };
 
 impl Family {
-    pub const ALL: [Family; 19] = [
-        Family::Bert,
-        Family::Roberta,
-        Family::XlmRoberta,
-        Family::Camembert,
-        Family::DistilBert,
-        Family::Electra,
-        Family::Albert,
-        Family::ModernBert,
-        Family::Gpt2,
-        Family::Llama,
-        Family::Mistral,
-        Family::Qwen2,
-        Family::GptNeoX,
-        Family::Gemma,
-        Family::Gemma2,
-        Family::Gemma3Text,
-        Family::Qwen3,
-        Family::Phi3,
-        Family::Olmo2,
-    ];
+    /// The encoders, then the decoders.
+    pub const ALL: [Family; 19] = {
+        let (encoders, decoders) = (Self::ENCODERS.len(), Self::DECODERS.len());
+        let mut all = [Family::Bert; 19];
+        let mut i = 0;
+        while i < encoders + decoders {
+            all[i] = if i < encoders {
+                Self::ENCODERS[i]
+            } else {
+                Self::DECODERS[i - encoders]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The bidirectional encoders.
     pub const ENCODERS: [Family; 8] = [

@@ -1,6 +1,7 @@
 //! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
 //! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
-//! Llama, Mistral, Qwen2): [`family`] — and running it with every head
+//! Llama, Mistral, Qwen2, GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2):
+//! [`family`] — and running it with every head
 //! captured, by [`encoder`] or [`decoder`].
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors` or

@@ -159,7 +159,8 @@ pub const FAMILY_FIXTURES: [&str; 8] = [
 ];
 
 /// The decoder fixtures of `reference/make_decoder_fixtures.py`, laid out
-/// as the encoders' are.
+/// as the encoders' are: GPT-2 and the Llama family, then (from index 4)
+/// the newer families.
 pub const DECODER_FIXTURES: [&str; 11] = [
     "gpt2",
     "llama",

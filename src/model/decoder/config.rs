@@ -324,9 +324,7 @@ pub(in crate::model) fn read(
     if family == Family::GptNeoX {
         return read_gpt_neox(fields, base);
     }
-    let hidden = fields.required("hidden_size")?;
-    let heads = fields.required("num_attention_heads")?;
-    let layers = fields.required("num_hidden_layers")?;
+    let (hidden, heads, layers) = sizes(fields)?;
     let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
     // The config classes' defaults where a config leaves the field out.
     let head_dim = match fields.0.get("head_dim") {
@@ -430,9 +428,6 @@ pub(in crate::model) fn read(
     let legacy_families = matches!(family, Family::Llama | Family::Mistral | Family::Qwen2);
     Ok(EncoderConfig {
         vocab_size: fields.required("vocab_size")?,
-        hidden_size: hidden,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act,
         max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
@@ -452,6 +447,9 @@ pub(in crate::model) fn read(
             mlp_bias: legacy_families && fields.bool_or("mlp_bias", false)?,
             variant,
         }),
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
         ..base
     })
 }
@@ -462,9 +460,7 @@ pub(in crate::model) fn read(
 /// `rope_theta` or `rotary_emb_base`), the parallel residual unless
 /// `use_parallel_residual` is false, biased projections.
 fn read_gpt_neox(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
-    let hidden = fields.required("hidden_size")?;
-    let heads = fields.required("num_attention_heads")?;
-    let layers = fields.required("num_hidden_layers")?;
+    let (hidden, heads, layers) = sizes(fields)?;
     let attention_bias = fields.bool_or("attention_bias", true)?;
     let (rope, partial_rotary_factor) = rope(
         fields,
@@ -476,9 +472,6 @@ fn read_gpt_neox(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, 
     )?;
     Ok(EncoderConfig {
         vocab_size: fields.required("vocab_size")?,
-        hidden_size: hidden,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act: fields
             .string("hidden_act")?
@@ -508,6 +501,9 @@ fn read_gpt_neox(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, 
                 ..Variant::llama()
             },
         }),
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
         ..base
     })
 }
@@ -562,14 +558,22 @@ fn legacy_rope_fields(
     map
 }
 
+/// `hidden_size`, `num_attention_heads` and `num_hidden_layers`, which the
+/// families other than GPT-2 name alike.
+fn sizes(fields: &Fields) -> Result<(usize, usize, usize), String> {
+    Ok((
+        fields.required("hidden_size")?,
+        fields.required("num_attention_heads")?,
+        fields.required("num_hidden_layers")?,
+    ))
+}
+
 /// ModernBERT: bidirectional, its layers global (every
 /// `global_attn_every_n_layers`-th, from layer 0, or as `layer_types` says)
 /// or local (tokens at most `local_attention / 2` away), each kind with its
 /// own RoPE theta; LayerNorms without bias unless `norm_bias`.
 fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig, String> {
-    let hidden = fields.required("hidden_size")?;
-    let heads = fields.required("num_attention_heads")?;
-    let layers = fields.required("num_hidden_layers")?;
+    let (hidden, heads, layers) = sizes(fields)?;
     let every = fields.or("global_attn_every_n_layers", 3)?.max(1);
     let half_window = fields.or("local_attention", 128)? / 2;
     let local: Vec<bool> = match fields.0.get("layer_types") {
@@ -615,9 +619,6 @@ fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig
     let attention_bias = fields.bool_or("attention_bias", false)?;
     Ok(EncoderConfig {
         vocab_size: fields.required("vocab_size")?,
-        hidden_size: hidden,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act: fields
             .string("hidden_activation")?
@@ -645,6 +646,9 @@ fn read_modernbert(fields: &Fields, base: EncoderConfig) -> Result<EncoderConfig
                 ..Variant::llama()
             },
         }),
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
         ..base
     })
 }
@@ -964,23 +968,6 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
     if shape.variant.partial_rotary_factor != 1.0 {
         parameters["partial_rotary_factor"] = json!(shape.variant.partial_rotary_factor);
     }
-    if family == Family::GptNeoX {
-        return json!({
-            "model_type": family.model_type(),
-            "architectures": architectures,
-            "vocab_size": config.vocab_size,
-            "hidden_size": config.hidden_size,
-            "num_hidden_layers": config.num_hidden_layers,
-            "num_attention_heads": config.num_attention_heads,
-            "intermediate_size": config.intermediate_size,
-            "hidden_act": config.hidden_act,
-            "max_position_embeddings": config.max_position_embeddings,
-            "layer_norm_eps": config.layer_norm_eps,
-            "use_parallel_residual": shape.variant.layout == LayerLayout::ParallelResidual,
-            "attention_bias": shape.qkv_bias,
-            "rope_parameters": parameters,
-        });
-    }
     let mut object = json!({
         "model_type": family.model_type(),
         "architectures": architectures,
@@ -998,6 +985,18 @@ pub(in crate::model) fn to_json(config: &EncoderConfig, shape: &DecoderShape) ->
     });
     let fields = object.as_object_mut().expect("an object");
     match family {
+        Family::GptNeoX => {
+            // Every head its own keys, head_dim from the sizes, LayerNorms.
+            for key in ["num_key_value_heads", "head_dim", "rms_norm_eps"] {
+                fields.remove(key);
+            }
+            fields.insert("layer_norm_eps".into(), json!(config.layer_norm_eps));
+            fields.insert(
+                "use_parallel_residual".into(),
+                json!(shape.variant.layout == LayerLayout::ParallelResidual),
+            );
+            fields.insert("attention_bias".into(), json!(shape.qkv_bias));
+        }
         Family::Llama => {
             fields.insert("attention_bias".into(), json!(shape.output_bias));
             fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
