@@ -42,8 +42,9 @@ pub enum CaptureMode {
     Recomputed,
 }
 
-/// What P is made from: softmax(scale · Q·Kᵀ + mask) per head, with the
-/// queries and keys as the scores read them (rotated, not yet scaled).
+/// What P is made from: softmax(scores(Q·Kᵀ) + mask) per head, the scores
+/// as [`ScoreRule`] says, with the queries and keys as the scores read them
+/// (normalised where the family does, rotated, not yet scaled).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttentionInputs {
     /// L×H×T×d.

@@ -9,8 +9,9 @@
 //! its learned position table, Gemma scales them by √hidden; the others
 //! rotate queries and keys instead), then layers whose attention is causal
 //! (and, where the config says, limited to a sliding window). The families
-//! differ only where [`config::Variant`] says and [`blocks`] reads it. Unlike the encoder there is no CPU kernel path yet: on
-//! the CPU this runs candle's own matrix products.
+//! differ only where [`config::Variant`] says and [`blocks`] reads it.
+//! Unlike the encoder there is no CPU kernel path yet: on the CPU this runs
+//! candle's own matrix products.
 
 mod blocks;
 pub mod config;
