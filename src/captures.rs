@@ -44,7 +44,7 @@ pub enum CaptureMode {
 }
 
 /// What P is made from: each head's queries and keys as the scores read
-/// them (rotated, not yet scaled) and each layer's [`ScoreRule`], which the
+/// them (normalised where the family does, rotated, not yet scaled) and each layer's [`ScoreRule`], which the
 /// attention core ([`crate::kernels::attention`]) applies as in the pass.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttentionInputs {

@@ -1,5 +1,6 @@
 //! The app on the causal decoders: each decoder fixture of
-//! `tests/fixtures/families` (GPT-2, Llama, Qwen2, Mistral) opened with its
+//! `tests/fixtures/families` (GPT-2, Llama, Qwen2, Mistral, GPT-NeoX,
+//! Gemma 1–3, Qwen3, Phi-3, OLMo 2) opened with its
 //! text and driven by its labels like `tests/app_families.rs`. The grid
 //! shows every head, the heatmaps draw the cells above the diagonal as
 //! masked (hatched grey, not the colour map's low end), the Separators view
@@ -207,6 +208,14 @@ fn check_decoder(name: &str, picture: Option<&str>) {
     if let Some(start) = &start {
         assert!(header(start), "{name}: a column for {start}");
     }
+
+    // The model panel names the family.
+    let config = ModelConfig::from_file(&family_fixture(name).join("config.json")).unwrap();
+    common::app::assert_model_panel_names(&mut harness, config.family);
+    if let Some(picture) = picture {
+        let image = harness.render().expect("wgpu renders the window");
+        save_picture(&image, picture, "-model-panel");
+    }
 }
 
 #[test]
@@ -217,6 +226,15 @@ fn the_app_shows_gpt2_with_masked_heatmaps() {
 #[test]
 fn the_app_opens_every_decoder() {
     for name in ["llama", "qwen2", "mistral"] {
+        check_decoder(name, None);
+    }
+}
+
+/// The newer families: Pythia's GPT-NeoX, Gemma 1–3 (with `<bos>`), Qwen3,
+/// Phi-3, OLMo 2.
+#[test]
+fn the_app_opens_the_newer_decoder_families() {
+    for name in &DECODER_FIXTURES[4..] {
         check_decoder(name, None);
     }
 }

@@ -94,20 +94,7 @@ fn check_family(name: &str) {
         .is_some());
 
     // The model panel names the family and the families that load.
-    harness.get_by_label("File").click();
-    harness.step();
-    harness.step();
-    harness.get_by_label("Choose model…").click();
-    harness.step();
-    harness.step();
-    let loaded = format!("({})", config.family.display_name());
-    assert!(
-        harness
-            .query_all_by_label_contains(&loaded)
-            .next()
-            .is_some(),
-        "{name}: the model panel lacks {loaded}"
-    );
+    common::app::assert_model_panel_names(&mut harness, config.family);
     assert!(harness
         .query_all_by_label_contains("Loads BERT, RoBERTa")
         .next()

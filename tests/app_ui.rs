@@ -445,12 +445,7 @@ fn a_failed_load_keeps_the_working_model_named_and_analysing() {
     std::fs::write(broken.join("model.safetensors"), b"not a safetensors file").unwrap();
 
     // File → Choose model…, the folder typed where a model id goes, Load.
-    harness.get_by_label("File").click();
-    harness.step();
-    harness.step();
-    harness.get_by_label("Choose model…").click();
-    harness.step();
-    harness.step();
+    common::app::open_model_panel(&mut harness);
     assert!(shows(&harness, &format!("Using {name}")));
     let field = "or a Hugging Face model id (downloaded once, then cached):";
     harness.get_by_label(field).focus();

@@ -1,9 +1,11 @@
-//! The causal decoders (GPT-2, Llama, Qwen2, Mistral) against Hugging Face
-//! transformers, on the fixtures `reference/make_decoder_fixtures.py` made:
-//! tiny random-weight models (Llama with 2 key/value heads for 4 query
-//! heads and Llama 3's RoPE scaling, Mistral with one key/value head, a
-//! sliding window of 5 and linear RoPE scaling, Qwen2 with its q/k/v
-//! biases, GPT-2 cut at its 64 positions) with tokenizers trained for them.
+//! The causal decoders (GPT-2, Llama, Qwen2, Mistral; GPT-NeoX, Gemma 1–3,
+//! Qwen3, Phi-3, OLMo 2) against Hugging Face transformers, on the
+//! fixtures `reference/make_decoder_fixtures.py` made: tiny random-weight
+//! models (Llama with 2 key/value heads for 4 query heads and Llama 3's
+//! RoPE scaling, Mistral with one key/value head, a sliding window of 5 and
+//! linear RoPE scaling, Qwen2 with its q/k/v biases, GPT-2 cut at its 64
+//! positions; each newer family with what sets it apart, as
+//! tests/fixtures/README.md lists) with tokenizers trained for them.
 //! `headscope analyze --one-sentence-per-line --json --npz` must give the
 //! reference's input ids; attentions, head outputs and similarity within
 //! 1e-4; every figure within 1e-3, the causal ones as ANALYSIS.md §8 says
@@ -65,11 +67,66 @@ fn mistral_matches_hugging_face() {
     assert_decoder_matches_hugging_face("mistral");
 }
 
-/// Above the diagonal (and, for Mistral, behind the sliding window) the
+/// GPT-NeoX (Pythia): the fused `query_key_value` laid out per head,
+/// rotary on a quarter of each head, the parallel residual.
+#[test]
+fn gpt_neox_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("gpt_neox");
+}
+
+/// Gemma: RMSNorm by (1 + w), embeddings scaled by √hidden, GeGLU, one
+/// key/value head of 16 dimensions (not hidden / heads); `<bos>` first.
+#[test]
+fn gemma_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("gemma");
+}
+
+/// Gemma 2: soft-capped scores, sliding windows on layers 0 and 2,
+/// `query_pre_attn_scalar`, norms before and after both sublayers.
+#[test]
+fn gemma2_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("gemma2");
+}
+
+/// Gemma 3: q/k norms, local layers with their own rope base, the global
+/// one with linear scaling.
+#[test]
+fn gemma3_text_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("gemma3_text");
+}
+
+/// Qwen3: q/k RMSNorm per head, head_dim 16.
+#[test]
+fn qwen3_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("qwen3");
+}
+
+/// Phi-3: fused `qkv_proj` (grouped keys) and `gate_up_proj`, rotary on
+/// three quarters of each head.
+#[test]
+fn phi3_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("phi3");
+}
+
+/// OLMo 2: q/k RMSNorm over all heads, norms after the sublayers only.
+#[test]
+fn olmo2_matches_hugging_face() {
+    assert_decoder_matches_hugging_face("olmo2");
+}
+
+/// Above the diagonal (and behind the sliding window of Mistral's layers,
+/// Gemma 2's layers 0 and 2, Gemma 3's local layers 0 and 1) the
 /// attention is exactly 0: the query cannot see those keys.
 #[test]
 fn masked_attention_is_exactly_zero() {
-    for (name, window) in [("gpt2", None), ("llama", None), ("mistral", Some(5))] {
+    let cases: [(&str, &[Option<usize>]); 5] = [
+        ("gpt2", &[None, None]),
+        ("llama", &[None, None]),
+        ("mistral", &[Some(5), Some(5)]),
+        ("gemma2", &[Some(6), None, Some(6)]),
+        ("gemma3_text", &[Some(6), Some(6), None]),
+    ];
+    for (name, windows) in cases {
         let model = load(&family_fixture(name));
         let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
         let built = build_input(
@@ -82,17 +139,27 @@ fn masked_attention_is_exactly_zero() {
         )
         .unwrap();
         let captures = model.capture(&built.tokens.input_ids, &|| false).unwrap();
+        assert_eq!(captures.layers, windows.len(), "{name}");
         let t = captures.tokens;
+        let mut outside_windows = 0;
         for (row_index, row) in captures.attentions.chunks(t).enumerate() {
-            let i = row_index % t;
+            let (i, layer) = (row_index % t, row_index / (t * captures.heads));
+            let window = windows[layer];
             for (j, &p) in row.iter().enumerate() {
                 let visible = j <= i && window.is_none_or(|w: usize| i - j < w);
                 if !visible {
-                    assert_eq!(p, 0.0, "{name}: P[{i}, {j}]");
+                    assert_eq!(p, 0.0, "{name}: L{layer} P[{i}, {j}]");
+                    outside_windows += usize::from(j < i);
+                } else {
+                    assert!(p > 0.0, "{name}: L{layer} P[{i}, {j}] is visible");
                 }
             }
-            assert!(row[i] > 0.0, "{name}: the diagonal");
         }
+        assert_eq!(
+            outside_windows > 0,
+            windows.iter().any(Option::is_some),
+            "{name}"
+        );
     }
 }
 
@@ -108,6 +175,13 @@ fn decoder_inputs_follow_analysis_section_8() {
         ("llama", Some("<s>")),
         ("qwen2", None),
         ("mistral", Some("<s>")),
+        ("gpt_neox", None),
+        ("gemma", Some("<bos>")),
+        ("gemma2", Some("<bos>")),
+        ("gemma3_text", Some("<bos>")),
+        ("qwen3", None),
+        ("phi3", Some("<s>")),
+        ("olmo2", None),
     ] {
         let model = load(&family_fixture(name));
         assert!(model.specials.causal, "{name}");
@@ -246,6 +320,59 @@ fn random_decoders_load_under_either_naming() {
                 .arg(fixture(&format!("families/{name}.txt"))),
             name,
         );
+    }
+}
+
+/// The `--like` shape of each newer family, shrunk to a tiny width but
+/// keeping what sets it apart (its norms, q/k norms, fused weights, partial
+/// rotary, soft-cap, windows, rope bases), writes as a random model that
+/// loads and runs; full-size they would take gigabytes.
+#[test]
+fn every_family_shape_of_make_random_model_loads_when_shrunk() {
+    use headscope::model::random::{self, NameStyle};
+    use headscope::model::{Family, ModelConfig};
+    let tokenizer = family_fixture("gemma").join("tokenizer.json");
+    for (name, family) in [
+        ("pythia-160m", Family::GptNeoX),
+        ("gemma-2b", Family::Gemma),
+        ("gemma-2-2b", Family::Gemma2),
+        ("gemma-3-1b", Family::Gemma3Text),
+        ("qwen3-0.6b", Family::Qwen3),
+        ("phi-3-mini", Family::Phi3),
+        ("olmo-2-1b", Family::Olmo2),
+    ] {
+        let full = ModelConfig::like(name).unwrap();
+        assert_eq!(full.family, family, "{name}");
+        let mut config = full.clone();
+        // Seven layers keep one of Gemma 3's global layers (every sixth).
+        let layers = full.num_hidden_layers.min(7);
+        config.num_hidden_layers = layers;
+        config.hidden_size = 32;
+        config.intermediate_size = 64;
+        config.num_attention_heads = 4;
+        config.vocab_size = 1500;
+        let shape = config.pre_norm.as_mut().unwrap();
+        let full_shape = full.pre_norm.as_ref().unwrap();
+        shape.num_key_value_heads = match full_shape.num_key_value_heads {
+            1 => 1,
+            kv if kv == full.num_attention_heads => 4,
+            _ => 2,
+        };
+        shape.head_dim = 8;
+        shape.sliding_windows.truncate(layers);
+        config.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let dir = tempfile::tempdir().unwrap();
+        random::write_random_model(&config, &tokenizer, dir.path(), 3, NameStyle::default())
+            .unwrap();
+        let model = load(dir.path());
+        assert_eq!(model.config.family, family, "{name}");
+        assert_eq!(model.config.pre_norm, config.pre_norm, "{name}: read back");
+        let captures = model.capture(&[2, 20, 21, 22, 23, 24], &|| false).unwrap();
+        assert_eq!(captures.layers, layers, "{name}");
+        for row in captures.attentions.chunks(6) {
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "{name}: a row sums to {sum}");
+        }
     }
 }
 

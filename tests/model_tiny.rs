@@ -177,10 +177,10 @@ fn broken_model_folders_are_refused_with_the_file_named() {
     write_tiny_model(dir.path(), &config, NameStyle::default());
     let config_path = dir.path().join("config.json");
     let text = std::fs::read_to_string(&config_path).unwrap();
-    std::fs::write(&config_path, text.replace("\"bert\"", "\"gpt_neox\"")).unwrap();
+    std::fs::write(&config_path, text.replace("\"bert\"", "\"falcon\"")).unwrap();
     let message = err(dir.path());
     assert!(
-        message.contains("config.json") && message.contains("\"gpt_neox\" is not supported"),
+        message.contains("config.json") && message.contains("\"falcon\" is not supported"),
         "{message}"
     );
 

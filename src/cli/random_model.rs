@@ -10,8 +10,9 @@ pub(crate) struct RandomModelArgs {
     /// Shape to copy: bert-base-uncased, all-minilm-l6-v2, roberta-base,
     /// xlm-roberta-base, camembert-base, distilbert-base-uncased,
     /// electra-base-discriminator, electra-small-discriminator, albert-base-v2,
-    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, llama-3-8b, or a
-    /// config.json / model folder.
+    /// gpt2, smollm2-135m (a Llama), qwen2-0.5b, llama-3-8b, pythia-160m,
+    /// gemma-2b, gemma-2-2b, gemma-3-1b, qwen3-0.6b, phi-3-mini, olmo-2-1b,
+    /// or a config.json / model folder.
     #[arg(long)]
     pub(crate) like: String,
     /// tokenizer.json to put in the folder.

@@ -181,6 +181,14 @@ impl Norm {
         Ok(Self::Rms(RmsNorm::new(vb.get(size, "weight")?, eps)))
     }
 
+    /// Gemma's RMSNorm, which scales by 1 + w: the sum made once at load.
+    pub(in crate::model) fn rms_plus_one(vb: WeightBuilder, size: usize, eps: f64) -> Result<Self> {
+        Ok(Self::Rms(RmsNorm::new(
+            (vb.get(size, "weight")? + 1.0)?,
+            eps,
+        )))
+    }
+
     pub(in crate::model) fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
             Self::Layer(norm) => norm.forward(x),

@@ -9,14 +9,14 @@
 //! projection, residual and LayerNorm, then the feed-forward, residual and
 //! LayerNorm — so one encoder runs them all, reading these descriptions.
 //!
-//! The decoders (GPT-2, and the Llama family: Llama, Mistral, Qwen2) are
-//! causal and pre-norm; one pre-norm stack ([`super::decoder`]) runs them
-//! all, and ModernBERT too (bidirectionally), and the family says which of
-//! its variants a layer takes: learned positions with LayerNorm and GPT-2's
-//! fused Conv1D projections; rotary positions with RMSNorm, grouped-query
-//! attention and a gated (SwiGLU) feed-forward; or ModernBERT's rotary
-//! positions (a global and a local theta), bias-free LayerNorm, fused
-//! `Wqkv` and gated (GeGLU) `Wi`.
+//! The decoders (GPT-2; the Llama family: Llama, Mistral, Qwen2; and
+//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2) are causal; one stack
+//! ([`super::decoder`]) runs them all, and ModernBERT too
+//! (bidirectionally). What sets a family apart is data its config is read
+//! into ([`super::decoder::config::Variant`]): the norm's kind, q/k norms,
+//! where the norms sit and how the residual sums, fused weight layouts,
+//! partial rotary, soft-capped and rescaled scores, scaled embeddings;
+//! the family itself names the tensors.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +35,13 @@ pub enum Family {
     Llama,
     Mistral,
     Qwen2,
+    GptNeoX,
+    Gemma,
+    Gemma2,
+    Gemma3Text,
+    Qwen3,
+    Phi3,
+    Olmo2,
 }
 
 /// Tensor names of the embeddings, below the checkpoint's root.
@@ -102,20 +109,21 @@ const ALBERT_LAYER: LayerNames = LayerNames {
 };
 
 impl Family {
-    pub const ALL: [Family; 12] = [
-        Family::Bert,
-        Family::Roberta,
-        Family::XlmRoberta,
-        Family::Camembert,
-        Family::DistilBert,
-        Family::Electra,
-        Family::Albert,
-        Family::ModernBert,
-        Family::Gpt2,
-        Family::Llama,
-        Family::Mistral,
-        Family::Qwen2,
-    ];
+    /// The encoders, then the decoders.
+    pub const ALL: [Family; 19] = {
+        let (encoders, decoders) = (Self::ENCODERS.len(), Self::DECODERS.len());
+        let mut all = [Family::Bert; 19];
+        let mut i = 0;
+        while i < encoders + decoders {
+            all[i] = if i < encoders {
+                Self::ENCODERS[i]
+            } else {
+                Self::DECODERS[i - encoders]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The bidirectional encoders.
     pub const ENCODERS: [Family; 8] = [
@@ -130,7 +138,19 @@ impl Family {
     ];
 
     /// The causal decoders.
-    pub const DECODERS: [Family; 4] = [Family::Gpt2, Family::Llama, Family::Mistral, Family::Qwen2];
+    pub const DECODERS: [Family; 11] = [
+        Family::Gpt2,
+        Family::Llama,
+        Family::Mistral,
+        Family::Qwen2,
+        Family::GptNeoX,
+        Family::Gemma,
+        Family::Gemma2,
+        Family::Gemma3Text,
+        Family::Qwen3,
+        Family::Phi3,
+        Family::Olmo2,
+    ];
 
     /// Whether the family is a causal decoder: a token attends only to
     /// itself and the tokens before it (ANALYSIS.md §8).
@@ -155,8 +175,9 @@ impl Family {
     pub fn word_embeddings(self) -> &'static str {
         match self {
             Family::Gpt2 => "wte",
-            Family::Llama | Family::Mistral | Family::Qwen2 => "embed_tokens",
+            Family::GptNeoX => "embed_in",
             Family::ModernBert => "embeddings.tok_embeddings",
+            _ if self.is_causal() => "embed_tokens",
             _ => self.embedding_names().words,
         }
     }
@@ -184,6 +205,17 @@ impl Family {
             ("Llama", Family::Llama),
             ("Mistral", Family::Mistral),
             ("Qwen2", Family::Qwen2),
+            ("GPTNeoX", Family::GptNeoX),
+            // Gemma 3's own text model; `Gemma3ForConditionalGeneration`
+            // is the multimodal one, which headscope does not run.
+            ("Gemma3Text", Family::Gemma3Text),
+            ("Gemma3ForCausalLM", Family::Gemma3Text),
+            ("Gemma2", Family::Gemma2),
+            ("GemmaModel", Family::Gemma),
+            ("GemmaFor", Family::Gemma),
+            ("Qwen3", Family::Qwen3),
+            ("Phi3", Family::Phi3),
+            ("Olmo2", Family::Olmo2),
         ]
         .into_iter()
         .find(|(stem, _)| architecture.starts_with(stem))
@@ -204,6 +236,13 @@ impl Family {
             Family::Llama => "llama",
             Family::Mistral => "mistral",
             Family::Qwen2 => "qwen2",
+            Family::GptNeoX => "gpt_neox",
+            Family::Gemma => "gemma",
+            Family::Gemma2 => "gemma2",
+            Family::Gemma3Text => "gemma3_text",
+            Family::Qwen3 => "qwen3",
+            Family::Phi3 => "phi3",
+            Family::Olmo2 => "olmo2",
         }
     }
 
@@ -222,6 +261,13 @@ impl Family {
             Family::Llama => "Llama",
             Family::Mistral => "Mistral",
             Family::Qwen2 => "Qwen2",
+            Family::GptNeoX => "GPT-NeoX",
+            Family::Gemma => "Gemma",
+            Family::Gemma2 => "Gemma 2",
+            Family::Gemma3Text => "Gemma 3",
+            Family::Qwen3 => "Qwen3",
+            Family::Phi3 => "Phi-3",
+            Family::Olmo2 => "OLMo 2",
         }
     }
 
@@ -240,6 +286,13 @@ impl Family {
             Family::Llama => "LlamaModel",
             Family::Mistral => "MistralModel",
             Family::Qwen2 => "Qwen2Model",
+            Family::GptNeoX => "GPTNeoXModel",
+            Family::Gemma => "GemmaModel",
+            Family::Gemma2 => "Gemma2Model",
+            Family::Gemma3Text => "Gemma3TextModel",
+            Family::Qwen3 => "Qwen3Model",
+            Family::Phi3 => "Phi3Model",
+            Family::Olmo2 => "Olmo2Model",
         }
     }
 
@@ -253,7 +306,8 @@ impl Family {
             Family::Electra => "electra.",
             Family::Albert => "albert.",
             Family::Gpt2 => "transformer.",
-            Family::Llama | Family::Mistral | Family::Qwen2 | Family::ModernBert => "model.",
+            Family::GptNeoX => "gpt_neox.",
+            _ => "model.",
         }
     }
 

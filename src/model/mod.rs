@@ -1,6 +1,7 @@
 //! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
 //! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
-//! Llama, Mistral, Qwen2): [`family`] — and running it with every head
+//! Llama, Mistral, Qwen2, GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2):
+//! [`family`] — and running it with every head
 //! captured, by [`encoder`] or [`decoder`], the two stacks, which share
 //! [`stack`] (their trait, capture buffers, errors), `blocks` and the
 //! tuned CPU pass (`cpu_pass`); every head's P, O and S are made in

@@ -86,6 +86,23 @@ pub fn shows(harness: &AppHarness, text: &str) -> bool {
     harness.query_all_by_label_contains(text).next().is_some()
 }
 
+/// Opens File → Choose model…, the model panel.
+pub fn open_model_panel(harness: &mut AppHarness) {
+    harness.get_by_label("File").click();
+    harness.step();
+    harness.step();
+    harness.get_by_label("Choose model…").click();
+    harness.step();
+    harness.step();
+}
+
+/// The model panel names the loaded model's family: "(GPT-2)".
+pub fn assert_model_panel_names(harness: &mut AppHarness, family: headscope::model::Family) {
+    open_model_panel(harness);
+    let loaded = format!("({})", family.display_name());
+    assert!(shows(harness, &loaded), "the model panel lacks {loaded}");
+}
+
 /// The label (or a plain label's text) of a node.
 pub fn text_of(node: &egui_kittest::Node<'_>) -> String {
     let node = node.accesskit_node();

@@ -180,8 +180,21 @@ pub const FAMILY_FIXTURES: [&str; 8] = [
 ];
 
 /// The decoder fixtures of `reference/make_decoder_fixtures.py`, laid out
-/// as the encoders' are.
-pub const DECODER_FIXTURES: [&str; 4] = ["gpt2", "llama", "qwen2", "mistral"];
+/// as the encoders' are: GPT-2 and the Llama family, then (from index 4)
+/// the newer families.
+pub const DECODER_FIXTURES: [&str; 11] = [
+    "gpt2",
+    "llama",
+    "qwen2",
+    "mistral",
+    "gpt_neox",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "qwen3",
+    "phi3",
+    "olmo2",
+];
 
 pub fn family_fixture(name: &str) -> PathBuf {
     fixture("families").join(name)

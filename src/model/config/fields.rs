@@ -43,6 +43,30 @@ impl Fields<'_> {
         }
     }
 
+    /// A number that `null` turns off: absent means `default`.
+    pub(super) fn float_or_null(
+        &self,
+        key: &str,
+        default: Option<f64>,
+    ) -> Result<Option<f64>, String> {
+        match self.0.get(key) {
+            None => Ok(default),
+            Some(Value::Null) => Ok(None),
+            Some(value) => value
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| format!("{key} is {value}, not a number")),
+        }
+    }
+
+    /// A flag where `null` means `default`, as absent does.
+    pub(super) fn bool_or_null(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.0.get(key) {
+            Some(Value::Null) => Ok(default),
+            _ => self.bool_or(key, default),
+        }
+    }
+
     pub(super) fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
         match self.0.get(key) {
             None => Ok(default),

@@ -306,8 +306,8 @@ mod tests {
     #[test]
     fn unsupported_model_types_name_the_supported_ones() {
         let error =
-            ModelConfig::from_json(r#"{"model_type": "gpt_neox", "hidden_size": 8}"#).unwrap_err();
-        assert!(error.contains("\"gpt_neox\" is not supported"), "{error}");
+            ModelConfig::from_json(r#"{"model_type": "falcon", "hidden_size": 8}"#).unwrap_err();
+        assert!(error.contains("\"falcon\" is not supported"), "{error}");
         assert!(
             error.contains("roberta") && error.contains("albert"),
             "{error}"

@@ -4,11 +4,15 @@
 //! config classes name them and default them: GPT-2's `n_embd`, `n_layer`,
 //! `n_head`, `n_positions`; the Llama family's `num_key_value_heads`,
 //! `head_dim`, RoPE parameters (transformers 5's `rope_parameters` or the
-//! older `rope_theta` and `rope_scaling`), biases and sliding windows.
+//! older `rope_theta` and `rope_scaling`), biases and sliding windows; and
+//! what sets each newer family apart ([`Variant`]), with the older names
+//! of its fields (Pythia's `rotary_pct` and `rotary_emb_base`, Gemma 3's
+//! `rope_local_base_freq` and `sliding_window_pattern`).
 //! RoPE scalings other than `linear` and `llama3` are refused by name.
 
 use super::fields::Fields;
 use super::ModelConfig;
+use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::model::family::Family;
 use serde_json::{json, Map, Value};
 
@@ -38,6 +42,208 @@ pub struct PreNormShape {
     pub output_bias: bool,
     /// Biases of the feed-forward projections (Llama's `mlp_bias`).
     pub mlp_bias: bool,
+    /// Where the family's layers differ from Llama's beyond their sizes.
+    pub variant: Variant,
+}
+
+/// The few places where the decoder families differ (ANALYSIS.md §8), as
+/// data the stack reads: [`Variant::llama`] is the plain pre-norm Llama
+/// layer, every other family changes a few of these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub norm: NormKind,
+    /// RMSNorm of the queries and keys before rotary (Qwen3, Gemma 3, OLMo 2).
+    pub qk_norm: QkNorm,
+    pub layout: LayerLayout,
+    pub qkv_layout: QkvLayout,
+    pub feed_forward: FeedForwardLayout,
+    /// The share of each head's dimensions that rotate: its first
+    /// ⌊head_dim · factor⌋ (GPT-NeoX 0.25, Phi-3's Phi-4-mini 0.75).
+    pub partial_rotary_factor: f64,
+    /// Gemma 2: scores become cap · tanh(scores / cap), before the mask.
+    pub attn_logit_softcapping: Option<f64>,
+    /// Gemma 2 and 3 scale the scores by `query_pre_attn_scalar`^−½
+    /// instead of head_dim^−½.
+    pub query_pre_attn_scalar: Option<f64>,
+    pub embedding_scale: EmbeddingScale,
+}
+
+/// What the token embeddings are multiplied by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingScale {
+    None,
+    /// Gemma: √hidden, rounded to the embeddings' precision (float32) before
+    /// the product, as transformers casts its normalizer.
+    SqrtHidden,
+}
+
+impl EmbeddingScale {
+    pub fn factor(self, hidden: usize) -> Option<f32> {
+        match self {
+            Self::None => None,
+            Self::SqrtHidden => Some((hidden as f64).sqrt() as f32),
+        }
+    }
+}
+
+impl Variant {
+    /// Llama's layer: RMSNorm before attention and before the SwiGLU
+    /// feed-forward, separate q/k/v projections, every dimension rotated.
+    pub fn llama() -> Self {
+        Self {
+            norm: NormKind::Rms,
+            qk_norm: QkNorm::None,
+            layout: LayerLayout::PreNorm,
+            qkv_layout: QkvLayout::Separate,
+            feed_forward: FeedForwardLayout::Gated,
+            partial_rotary_factor: 1.0,
+            attn_logit_softcapping: None,
+            query_pre_attn_scalar: None,
+            embedding_scale: EmbeddingScale::None,
+        }
+    }
+}
+
+/// How a norm normalises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormKind {
+    /// GPT-2, GPT-NeoX, ModernBERT (with a bias where the shape says).
+    LayerNorm,
+    /// x / rms(x) · w.
+    Rms,
+    /// Gemma: x / rms(x) · (1 + w), in float32.
+    RmsPlusOne,
+}
+
+/// Where the queries and keys are RMS-normalised (with the model's
+/// [`NormKind`]), after their projection and before rotary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkNorm {
+    None,
+    /// Over each head's `head_dim` values (Qwen3, Gemma 3).
+    PerHead,
+    /// Over all heads together, before the split into heads (OLMo 2).
+    AcrossHeads,
+}
+
+/// Where a layer's norms sit and how its residual adds up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerLayout {
+    /// x + attn(norm(x)), then x + ff(norm(x)).
+    PreNorm,
+    /// GPT-NeoX's `use_parallel_residual`: x + attn(norm₁(x)) + ff(norm₂(x)).
+    ParallelResidual,
+    /// Gemma 2 and 3: x + norm(attn(norm(x))), then x + norm(ff(norm(x))).
+    Sandwich,
+    /// OLMo 2: x + norm(attn(x)), then x + norm(ff(x)).
+    PostNorm,
+}
+
+/// How the query, key and value projections are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkvLayout {
+    /// `q_proj`, `k_proj`, `v_proj`.
+    Separate,
+    /// One projection, all queries then all keys then all values (GPT-2's
+    /// `c_attn`, ModernBERT's `Wqkv`, Phi-3's `qkv_proj` with grouped keys).
+    Concatenated,
+    /// GPT-NeoX's `query_key_value`: head by head, each head's query, key
+    /// and value side by side.
+    InterleavedPerHead,
+}
+
+/// How the feed-forward is stored and computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedForwardLayout {
+    /// down(act(up(x))): GPT-2, GPT-NeoX.
+    Plain,
+    /// down(act(gate(x)) · up(x)) from `gate_proj` and `up_proj`.
+    Gated,
+    /// The same from one fused projection, gate half first: ModernBERT's
+    /// `Wi`, Phi-3's `gate_up_proj`.
+    FusedGated,
+}
+
+impl PreNormShape {
+    /// How many of each head's first dimensions rotate: ⌊head_dim ·
+    /// `partial_rotary_factor`⌋, as transformers truncates it.
+    pub fn rotary_dims(&self) -> usize {
+        (self.head_dim as f64 * self.variant.partial_rotary_factor) as usize
+    }
+
+    /// How Q·Kᵀ becomes the scores: multiplied by
+    /// `query_pre_attn_scalar`^−½ (Gemma 2 and 3), else head_dim^−½, then
+    /// soft-capped where the family caps.
+    pub fn score_rule(&self, mask: AttentionMask) -> ScoreRule {
+        let scalar = self
+            .variant
+            .query_pre_attn_scalar
+            .unwrap_or(self.head_dim as f64);
+        ScoreRule {
+            scale: (1.0 / scalar.sqrt()) as f32,
+            mask,
+            soft_cap: self.variant.attn_logit_softcapping.map(|cap| cap as f32),
+        }
+    }
+}
+
+/// Each family's names of its attention's tensors: (the attention's
+/// prefix, its fused q/k/v projection (or "": `q_proj`, `k_proj`,
+/// `v_proj`), its output projection).
+pub fn attention_names(family: Family) -> (&'static str, &'static str, &'static str) {
+    match family {
+        Family::Gpt2 => ("attn", "c_attn", "c_proj"),
+        Family::ModernBert => ("attn", "Wqkv", "Wo"),
+        Family::GptNeoX => ("attention", "query_key_value", "dense"),
+        Family::Phi3 => ("self_attn", "qkv_proj", "o_proj"),
+        _ => ("self_attn", "", "o_proj"),
+    }
+}
+
+/// Each family's names of its feed-forward's projections below `mlp`:
+/// [up, down] (plain), [gate, up, down] (gated: gate and up fused in the
+/// first for the fused layout, whose second name is then "").
+pub fn feed_forward_names(family: Family, layout: FeedForwardLayout) -> [&'static str; 3] {
+    match (family, layout) {
+        (Family::Gpt2, _) => ["c_fc", "c_proj", ""],
+        (_, FeedForwardLayout::Plain) => ["dense_h_to_4h", "dense_4h_to_h", ""],
+        (Family::ModernBert, _) => ["Wi", "", "Wo"],
+        (_, FeedForwardLayout::FusedGated) => ["gate_up_proj", "", "down_proj"],
+        (_, FeedForwardLayout::Gated) => ["gate_proj", "up_proj", "down_proj"],
+    }
+}
+
+/// Each family's names of a layer's norms before and after its attention
+/// and its feed-forward, `None` where its layout has none.
+pub fn norm_names(family: Family, layout: LayerLayout, index: usize) -> [Option<&'static str>; 4] {
+    match (family, layout) {
+        (Family::Gpt2, _) => [Some("ln_1"), None, Some("ln_2"), None],
+        // ModernBERT's first layer reads the normalised embeddings as they are.
+        (Family::ModernBert, _) => [
+            (index > 0).then_some("attn_norm"),
+            None,
+            Some("mlp_norm"),
+            None,
+        ],
+        (_, LayerLayout::PreNorm | LayerLayout::ParallelResidual) => [
+            Some("input_layernorm"),
+            None,
+            Some("post_attention_layernorm"),
+            None,
+        ],
+        (_, LayerLayout::Sandwich) => [
+            Some("input_layernorm"),
+            Some("post_attention_layernorm"),
+            Some("pre_feedforward_layernorm"),
+            Some("post_feedforward_layernorm"),
+        ],
+        (_, LayerLayout::PostNorm) => [
+            None,
+            Some("post_attention_layernorm"),
+            None,
+            Some("post_feedforward_layernorm"),
+        ],
+    }
 }
 
 /// Rotary position embedding.
@@ -164,6 +370,12 @@ pub(super) fn read(
                 qkv_bias: true,
                 output_bias: true,
                 mlp_bias: true,
+                variant: Variant {
+                    norm: NormKind::LayerNorm,
+                    qkv_layout: QkvLayout::Concatenated,
+                    feed_forward: FeedForwardLayout::Plain,
+                    ..Variant::llama()
+                },
             }),
             ..base
         });
@@ -171,43 +383,251 @@ pub(super) fn read(
     if family == Family::ModernBert {
         return read_modernbert(fields, base);
     }
-    let hidden = fields.required("hidden_size")?;
-    let heads = fields.required("num_attention_heads")?;
-    let layers = fields.required("num_hidden_layers")?;
+    if family == Family::GptNeoX {
+        return read_gpt_neox(fields, base);
+    }
+    let (hidden, heads, layers) = sizes(fields)?;
+    let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
+    // The config classes' defaults where a config leaves the field out.
     let head_dim = match fields.0.get("head_dim") {
-        None | Some(Value::Null) => hidden / heads.max(1),
+        None | Some(Value::Null) => match family {
+            _ if gemma => 256,
+            Family::Qwen3 => 128,
+            _ => hidden / heads.max(1),
+        },
         Some(_) => fields.required("head_dim")?,
     };
     let max_positions = match family {
-        Family::Llama => 2048,
+        Family::Llama | Family::Olmo2 => 2048,
+        Family::Phi3 => 4096,
+        Family::Gemma | Family::Gemma2 => 8192,
+        Family::Gemma3Text => 131072,
         Family::Mistral => 131072,
         _ => 32768,
     };
+    let eps = match family {
+        Family::Phi3 | Family::Olmo2 => 1e-5,
+        _ => 1e-6,
+    };
+    if gemma && fields.bool_or_null("use_bidirectional_attention", false)? {
+        return Err(format!(
+            "use_bidirectional_attention true (an embedding model) is not supported for {family}"
+        ));
+    }
     let attention_bias = fields.bool_or("attention_bias", false)?;
+    let (rope, partial_rotary_factor, local_rope) = match family {
+        Family::Gemma3Text => gemma3_ropes(fields)?,
+        _ => {
+            let (rope, partial) = rope(fields, RopeNames::DEFAULT)?;
+            (rope, partial, None)
+        }
+    };
+    if partial_rotary_factor != 1.0 && family != Family::Phi3 {
+        return Err(format!(
+            "partial_rotary_factor other than 1 is not supported for {family}"
+        ));
+    }
+    let variant = Variant {
+        norm: if gemma {
+            NormKind::RmsPlusOne
+        } else {
+            NormKind::Rms
+        },
+        qk_norm: match family {
+            Family::Qwen3 | Family::Gemma3Text => QkNorm::PerHead,
+            Family::Olmo2 => QkNorm::AcrossHeads,
+            _ => QkNorm::None,
+        },
+        layout: match family {
+            Family::Gemma2 | Family::Gemma3Text => LayerLayout::Sandwich,
+            Family::Olmo2 => LayerLayout::PostNorm,
+            _ => LayerLayout::PreNorm,
+        },
+        qkv_layout: if family == Family::Phi3 {
+            QkvLayout::Concatenated
+        } else {
+            QkvLayout::Separate
+        },
+        feed_forward: if family == Family::Phi3 {
+            FeedForwardLayout::FusedGated
+        } else {
+            FeedForwardLayout::Gated
+        },
+        partial_rotary_factor,
+        // Gemma 3's config has the field too, but transformers' Gemma 3
+        // attention never applies it.
+        attn_logit_softcapping: if family == Family::Gemma2 {
+            fields.float_or_null("attn_logit_softcapping", Some(50.0))?
+        } else {
+            None
+        },
+        query_pre_attn_scalar: match family {
+            Family::Gemma2 | Family::Gemma3Text => {
+                Some(fields.float_or("query_pre_attn_scalar", 256.0)?)
+            }
+            _ => None,
+        },
+        embedding_scale: if gemma {
+            EmbeddingScale::SqrtHidden
+        } else {
+            EmbeddingScale::None
+        },
+    };
+    let hidden_act = match family {
+        // Gemma's official configs say "gelu" meaning the tanh
+        // approximation; transformers' GemmaConfig swaps it.
+        Family::Gemma => match fields.string("hidden_act")?.as_deref() {
+            None | Some("gelu") => "gelu_pytorch_tanh".to_string(),
+            Some(other) => other.to_string(),
+        },
+        Family::Gemma2 | Family::Gemma3Text => fields
+            .string("hidden_activation")?
+            .unwrap_or_else(|| "gelu_pytorch_tanh".into()),
+        _ => fields
+            .string("hidden_act")?
+            .unwrap_or_else(|| "silu".into()),
+    };
+    let legacy_families = matches!(family, Family::Llama | Family::Mistral | Family::Qwen2);
     Ok(ModelConfig {
         vocab_size: fields.required("vocab_size")?,
+        intermediate_size: fields.required("intermediate_size")?,
+        hidden_act,
+        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
+        layer_norm_eps: fields.float_or("rms_norm_eps", eps)?,
+        pre_norm: Some(PreNormShape {
+            num_key_value_heads: match fields.0.get("num_key_value_heads") {
+                None | Some(Value::Null) => heads,
+                Some(_) => fields.required("num_key_value_heads")?,
+            },
+            head_dim,
+            rope: Some(rope),
+            local_rope,
+            sliding_windows: sliding_windows(family, fields, layers)?,
+            norm_bias: false,
+            qkv_bias: family == Family::Qwen2 || (family != Family::Phi3 && attention_bias),
+            output_bias: family != Family::Phi3 && attention_bias,
+            mlp_bias: legacy_families && fields.bool_or("mlp_bias", false)?,
+            variant,
+        }),
         hidden_size: hidden,
         num_hidden_layers: layers,
         num_attention_heads: heads,
+        ..base
+    })
+}
+
+/// GPT-NeoX (Pythia): LayerNorms with biases, the fused `query_key_value`
+/// laid out head by head, rotary on a share of each head
+/// (`partial_rotary_factor`, or the older `rotary_pct`, default 0.25; base
+/// `rope_theta` or `rotary_emb_base`), the parallel residual unless
+/// `use_parallel_residual` is false, biased projections.
+fn read_gpt_neox(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, String> {
+    let (hidden, heads, layers) = sizes(fields)?;
+    let attention_bias = fields.bool_or("attention_bias", true)?;
+    let (rope, partial_rotary_factor) = rope(
+        fields,
+        RopeNames {
+            theta: "rotary_emb_base",
+            partial: "rotary_pct",
+            partial_default: 0.25,
+        },
+    )?;
+    Ok(ModelConfig {
+        vocab_size: fields.required("vocab_size")?,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act: fields
             .string("hidden_act")?
-            .unwrap_or_else(|| "silu".into()),
-        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
-        layer_norm_eps: fields.float_or("rms_norm_eps", 1e-6)?,
+            .unwrap_or_else(|| "gelu".into()),
+        max_position_embeddings: fields.or("max_position_embeddings", 2048)?,
+        layer_norm_eps: fields.float_or("layer_norm_eps", 1e-5)?,
         pre_norm: Some(PreNormShape {
-            num_key_value_heads: fields.or("num_key_value_heads", heads)?,
-            head_dim,
-            rope: Some(rope(fields)?),
+            num_key_value_heads: heads,
+            head_dim: hidden / heads.max(1),
+            rope: Some(rope),
             local_rope: None,
-            sliding_windows: sliding_windows(family, fields, layers)?,
-            norm_bias: false,
-            qkv_bias: family == Family::Qwen2 || attention_bias,
+            sliding_windows: vec![None; layers],
+            norm_bias: true,
+            qkv_bias: attention_bias,
             output_bias: attention_bias,
-            mlp_bias: fields.bool_or("mlp_bias", false)?,
+            mlp_bias: true,
+            variant: Variant {
+                norm: NormKind::LayerNorm,
+                layout: if fields.bool_or("use_parallel_residual", true)? {
+                    LayerLayout::ParallelResidual
+                } else {
+                    LayerLayout::PreNorm
+                },
+                qkv_layout: QkvLayout::InterleavedPerHead,
+                feed_forward: FeedForwardLayout::Plain,
+                partial_rotary_factor,
+                ..Variant::llama()
+            },
         }),
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
         ..base
     })
+}
+
+/// Gemma 3's two rotary embeddings: the global layers' (`rope_parameters`'
+/// `full_attention`, or the older `rope_theta`, default 10⁶, and
+/// `rope_scaling`) and the local layers' (`sliding_attention`, or
+/// `rope_local_base_freq`, default 10⁴, never scaled).
+fn gemma3_ropes(fields: &Fields) -> Result<(Rope, f64, Option<Rope>), String> {
+    let parameters = fields.0.get("rope_parameters");
+    let per_kind = parameters.is_some_and(|p| p.get("full_attention").is_some());
+    let kind = |name: &str| -> Result<Map<String, Value>, String> {
+        match parameters.and_then(|p| p.get(name)) {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(map)) => Ok(map.clone()),
+            Some(other) => Err(format!("rope_parameters.{name} is {other}, not an object")),
+        }
+    };
+    let (global, local) = if per_kind {
+        (kind("full_attention")?, kind("sliding_attention")?)
+    } else {
+        (Map::new(), Map::new())
+    };
+    let global_fields = legacy_rope_fields(fields, &global, "rope_theta", 1e6, true);
+    let local_fields = legacy_rope_fields(fields, &local, "rope_local_base_freq", 1e4, false);
+    let (global, partial) = rope(&Fields(&global_fields), RopeNames::DEFAULT)?;
+    let (local, _) = rope(&Fields(&local_fields), RopeNames::DEFAULT)?;
+    Ok((global, partial, Some(local)))
+}
+
+/// The fields one of Gemma 3's rotary embeddings reads: `parameters` (its
+/// part of `rope_parameters`), else the older top-level `theta_key` (default
+/// `theta`) and, if `scaled`, `rope_scaling`.
+fn legacy_rope_fields(
+    fields: &Fields,
+    parameters: &Map<String, Value>,
+    theta_key: &str,
+    theta: f64,
+    scaled: bool,
+) -> Map<String, Value> {
+    let mut map = Map::new();
+    if !parameters.is_empty() {
+        map.insert("rope_parameters".into(), Value::Object(parameters.clone()));
+    }
+    if scaled {
+        if let Some(scaling) = fields.0.get("rope_scaling") {
+            map.insert("rope_scaling".into(), scaling.clone());
+        }
+    }
+    let theta = fields.0.get(theta_key).cloned().unwrap_or(json!(theta));
+    map.insert("rope_theta".into(), theta);
+    map
+}
+
+/// `hidden_size`, `num_attention_heads` and `num_hidden_layers`, which the
+/// families other than GPT-2 name alike.
+fn sizes(fields: &Fields) -> Result<(usize, usize, usize), String> {
+    Ok((
+        fields.required("hidden_size")?,
+        fields.required("num_attention_heads")?,
+        fields.required("num_hidden_layers")?,
+    ))
 }
 
 /// ModernBERT: bidirectional, its layers global (every
@@ -215,9 +635,7 @@ pub(super) fn read(
 /// or local (tokens at most `local_attention / 2` away), each kind with its
 /// own RoPE theta; LayerNorms without bias unless `norm_bias`.
 fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, String> {
-    let hidden = fields.required("hidden_size")?;
-    let heads = fields.required("num_attention_heads")?;
-    let layers = fields.required("num_hidden_layers")?;
+    let (hidden, heads, layers) = sizes(fields)?;
     let every = fields.or("global_attn_every_n_layers", 3)?.max(1);
     let half_window = fields.or("local_attention", 128)? / 2;
     let local: Vec<bool> = match fields.0.get("layer_types") {
@@ -263,9 +681,6 @@ fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, St
     let attention_bias = fields.bool_or("attention_bias", false)?;
     Ok(ModelConfig {
         vocab_size: fields.required("vocab_size")?,
-        hidden_size: hidden,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act: fields
             .string("hidden_activation")?
@@ -286,13 +701,41 @@ fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, St
             qkv_bias: attention_bias,
             output_bias: attention_bias,
             mlp_bias: fields.bool_or("mlp_bias", false)?,
+            variant: Variant {
+                norm: NormKind::LayerNorm,
+                qkv_layout: QkvLayout::Concatenated,
+                feed_forward: FeedForwardLayout::FusedGated,
+                ..Variant::llama()
+            },
         }),
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
         ..base
     })
 }
 
-/// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`.
-fn rope(fields: &Fields) -> Result<Rope, String> {
+/// The older top-level names of the rotary base and share (GPT-NeoX's
+/// `rotary_emb_base` and `rotary_pct`), and the share's default.
+#[derive(Clone, Copy)]
+struct RopeNames {
+    theta: &'static str,
+    partial: &'static str,
+    partial_default: f64,
+}
+
+impl RopeNames {
+    const DEFAULT: Self = Self {
+        theta: "rope_theta",
+        partial: "partial_rotary_factor",
+        partial_default: 1.0,
+    };
+}
+
+/// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`
+/// (or the family's older names): the rotary embedding and the share of
+/// each head it turns.
+fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
     let empty = Map::new();
     let object = |key: &str| -> Result<&Map<String, Value>, String> {
         match fields.0.get(key) {
@@ -302,11 +745,12 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
         }
     };
     let (parameters, scaling) = (object("rope_parameters")?, object("rope_scaling")?);
-    let number = |key: &str, default: Option<f64>| -> Result<f64, String> {
+    let number = |key: &str, legacy: &str, default: Option<f64>| -> Result<f64, String> {
         let value = parameters
             .get(key)
             .or_else(|| scaling.get(key))
-            .or_else(|| fields.0.get(key));
+            .or_else(|| fields.0.get(key))
+            .or_else(|| fields.0.get(legacy));
         match value {
             Some(value) => value
                 .as_f64()
@@ -314,6 +758,7 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
             None => default.ok_or_else(|| format!("RoPE parameter {key} is missing")),
         }
     };
+    let required = |key: &str| number(key, key, None);
     let kind = [parameters, scaling]
         .iter()
         .find_map(|map| {
@@ -325,13 +770,13 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
     let scaling = match kind {
         "default" => RopeScaling::Default,
         "linear" => RopeScaling::Linear {
-            factor: number("factor", None)?,
+            factor: required("factor")?,
         },
         "llama3" => RopeScaling::Llama3 {
-            factor: number("factor", None)?,
-            low_freq_factor: number("low_freq_factor", None)?,
-            high_freq_factor: number("high_freq_factor", None)?,
-            original_max_position_embeddings: number("original_max_position_embeddings", None)?,
+            factor: required("factor")?,
+            low_freq_factor: required("low_freq_factor")?,
+            high_freq_factor: required("high_freq_factor")?,
+            original_max_position_embeddings: required("original_max_position_embeddings")?,
         },
         other => {
             return Err(format!(
@@ -339,18 +784,29 @@ fn rope(fields: &Fields) -> Result<Rope, String> {
             ))
         }
     };
-    if number("partial_rotary_factor", Some(1.0))? != 1.0 {
-        return Err("partial_rotary_factor other than 1 is not supported".into());
+    let partial = number(
+        "partial_rotary_factor",
+        names.partial,
+        Some(names.partial_default),
+    )?;
+    if !(partial > 0.0 && partial <= 1.0) {
+        return Err(format!("partial_rotary_factor {partial} is not in (0, 1]"));
     }
-    Ok(Rope {
-        theta: number("rope_theta", Some(10000.0))?,
-        scaling,
-    })
+    Ok((
+        Rope {
+            theta: number("rope_theta", names.theta, Some(10000.0))?,
+            scaling,
+        },
+        partial,
+    ))
 }
 
-/// Mistral: `sliding_window` on every layer (class default 4096). Qwen2:
-/// `layer_types` when written, else the layers from `max_window_layers` on
-/// when `use_sliding_window`. Llama: none.
+/// Mistral: `sliding_window` on every layer (class default 4096); Phi-3
+/// too, when its config sets one. Qwen2 and Qwen3: `layer_types` when
+/// written, else the layers from `max_window_layers` on when
+/// `use_sliding_window`. Gemma 2 and 3: the layers `layer_types` calls
+/// `sliding_attention`, else every other layer (Gemma 2) or all but every
+/// `sliding_window_pattern`-th (Gemma 3, default 6). The others: none.
 fn sliding_windows(
     family: Family,
     fields: &Fields,
@@ -363,29 +819,58 @@ fn sliding_windows(
             Some(_) => fields.required("sliding_window").map(Some),
         }
     };
+    let layer_types = || -> Result<Option<Vec<bool>>, String> {
+        match fields.0.get("layer_types") {
+            Some(Value::Array(types)) if types.len() == layers => Ok(Some(
+                types
+                    .iter()
+                    .map(|kind| kind.as_str() == Some("sliding_attention"))
+                    .collect(),
+            )),
+            Some(Value::Array(types)) => Err(format!(
+                "layer_types has {} entries for {layers} layers",
+                types.len()
+            )),
+            _ => Ok(None),
+        }
+    };
     match family {
         Family::Mistral => Ok(vec![window(Some(4096))?; layers]),
-        Family::Qwen2 => {
+        Family::Phi3 => Ok(vec![window(None)?; layers]),
+        Family::Gemma2 | Family::Gemma3Text => {
+            let window = window(Some(4096))?;
+            let sliding = match layer_types()? {
+                Some(sliding) => sliding,
+                None => {
+                    let every = if family == Family::Gemma2 {
+                        2
+                    } else {
+                        fields.or("sliding_window_pattern", 6)?.max(1)
+                    };
+                    (0..layers).map(|layer| (layer + 1) % every != 0).collect()
+                }
+            };
+            Ok(sliding
+                .into_iter()
+                .map(|sliding| window.filter(|_| sliding))
+                .collect())
+        }
+        Family::Qwen2 | Family::Qwen3 => {
             let window = if fields.bool_or("use_sliding_window", false)? {
                 window(Some(4096))?
             } else {
                 None
             };
-            if let Some(Value::Array(types)) = fields.0.get("layer_types") {
-                if types.len() != layers {
-                    return Err(format!(
-                        "layer_types has {} entries for {layers} layers",
-                        types.len()
-                    ));
+            let sliding = match layer_types()? {
+                Some(sliding) => sliding,
+                None => {
+                    let first = fields.or("max_window_layers", 28)?;
+                    (0..layers).map(|layer| layer >= first).collect()
                 }
-                return Ok(types
-                    .iter()
-                    .map(|kind| window.filter(|_| kind.as_str() == Some("sliding_attention")))
-                    .collect());
-            }
-            let first = fields.or("max_window_layers", 28)?;
-            Ok((0..layers)
-                .map(|layer| window.filter(|_| layer >= first))
+            };
+            Ok(sliding
+                .into_iter()
+                .map(|sliding| window.filter(|_| sliding))
                 .collect())
         }
         _ => Ok(vec![None; layers]),
@@ -423,12 +908,23 @@ pub(super) fn validate(config: &ModelConfig, shape: &PreNormShape) -> Result<(),
             shape.head_dim
         ));
     }
-    if matches!(config.family, Family::Gpt2 | Family::ModernBert)
-        && config.hidden_size != config.num_attention_heads * shape.head_dim
+    if matches!(
+        config.family,
+        Family::Gpt2 | Family::GptNeoX | Family::ModernBert
+    ) && config.hidden_size != config.num_attention_heads * shape.head_dim
     {
         return Err(format!(
             "n_embd {} is not a multiple of n_head {}",
             config.hidden_size, config.num_attention_heads
+        ));
+    }
+    if shape.rope.is_some() && (!shape.rotary_dims().is_multiple_of(2) || shape.rotary_dims() == 0)
+    {
+        return Err(format!(
+            "partial_rotary_factor {} turns {} of each head's {} dimensions: RoPE needs pairs",
+            shape.variant.partial_rotary_factor,
+            shape.rotary_dims(),
+            shape.head_dim
         ));
     }
     if shape.sliding_windows.contains(&Some(0)) {
@@ -504,6 +1000,86 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
         theta: 10000.0,
         scaling: RopeScaling::Default,
     });
+    let mut parameters = rope_json(&rope);
+    if shape.variant.partial_rotary_factor != 1.0 {
+        parameters["partial_rotary_factor"] = json!(shape.variant.partial_rotary_factor);
+    }
+    let mut object = json!({
+        "model_type": family.model_type(),
+        "architectures": architectures,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": shape.num_key_value_heads,
+        "head_dim": shape.head_dim,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.hidden_act,
+        "max_position_embeddings": config.max_position_embeddings,
+        "rms_norm_eps": config.layer_norm_eps,
+        "rope_parameters": parameters,
+    });
+    let fields = object.as_object_mut().expect("an object");
+    match family {
+        Family::GptNeoX => {
+            // Every head its own keys, head_dim from the sizes, LayerNorms.
+            for key in ["num_key_value_heads", "head_dim", "rms_norm_eps"] {
+                fields.remove(key);
+            }
+            fields.insert("layer_norm_eps".into(), json!(config.layer_norm_eps));
+            fields.insert(
+                "use_parallel_residual".into(),
+                json!(shape.variant.layout == LayerLayout::ParallelResidual),
+            );
+            fields.insert("attention_bias".into(), json!(shape.qkv_bias));
+        }
+        Family::Llama => {
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
+            fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
+        }
+        Family::Mistral | Family::Phi3 => {
+            fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
+        }
+        Family::Qwen2 | Family::Qwen3 => {
+            fields.insert("use_sliding_window".into(), json!(window.is_some()));
+            fields.insert("sliding_window".into(), json!(window));
+            fields.insert("layer_types".into(), json!(types));
+            if family == Family::Qwen3 {
+                fields.insert("attention_bias".into(), json!(shape.output_bias));
+            }
+        }
+        Family::Gemma2 | Family::Gemma3Text => {
+            let activation = fields.remove("hidden_act").expect("written above");
+            fields.insert("hidden_activation".into(), activation);
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
+            fields.insert(
+                "query_pre_attn_scalar".into(),
+                json!(shape.variant.query_pre_attn_scalar),
+            );
+            fields.insert("sliding_window".into(), json!(window));
+            fields.insert("layer_types".into(), json!(types));
+            if family == Family::Gemma2 {
+                fields.insert(
+                    "attn_logit_softcapping".into(),
+                    json!(shape.variant.attn_logit_softcapping),
+                );
+            } else {
+                let local = shape.local_rope.as_ref().unwrap_or(&rope);
+                fields.insert(
+                    "rope_parameters".into(),
+                    json!({"full_attention": rope_json(&rope), "sliding_attention": rope_json(local)}),
+                );
+            }
+        }
+        _ => {
+            fields.insert("attention_bias".into(), json!(shape.output_bias));
+        }
+    }
+    object
+}
+
+/// One rotary embedding as `rope_parameters` writes it.
+fn rope_json(rope: &Rope) -> Value {
     let mut parameters = json!({"rope_theta": rope.theta, "rope_type": "default"});
     match rope.scaling {
         RopeScaling::Default => {}
@@ -525,37 +1101,7 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
                 json!(original_max_position_embeddings as u64);
         }
     }
-    let mut object = json!({
-        "model_type": family.model_type(),
-        "architectures": architectures,
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden_size,
-        "num_hidden_layers": config.num_hidden_layers,
-        "num_attention_heads": config.num_attention_heads,
-        "num_key_value_heads": shape.num_key_value_heads,
-        "head_dim": shape.head_dim,
-        "intermediate_size": config.intermediate_size,
-        "hidden_act": config.hidden_act,
-        "max_position_embeddings": config.max_position_embeddings,
-        "rms_norm_eps": config.layer_norm_eps,
-        "rope_parameters": parameters,
-    });
-    let fields = object.as_object_mut().expect("an object");
-    match family {
-        Family::Llama => {
-            fields.insert("attention_bias".into(), json!(shape.output_bias));
-            fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
-        }
-        Family::Mistral => {
-            fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
-        }
-        _ => {
-            fields.insert("use_sliding_window".into(), json!(window.is_some()));
-            fields.insert("sliding_window".into(), json!(window));
-            fields.insert("layer_types".into(), json!(types));
-        }
-    }
-    object
+    parameters
 }
 
 #[cfg(test)]
@@ -619,6 +1165,139 @@ mod tests {
         assert!(yarn.contains("\"yarn\" is not supported"), "{yarn}");
     }
 
+    /// The older config fields of each newer family read as transformers
+    /// 5 reads them: Pythia's `rotary_pct` and `rotary_emb_base`, Gemma 3's
+    /// `rope_local_base_freq`, `rope_scaling` and `sliding_window_pattern`,
+    /// Gemma's legacy `hidden_act` "gelu"; the class defaults where a
+    /// field is left out; rope scalings not done refused by name.
+    #[test]
+    fn newer_families_read_their_older_fields_and_defaults() {
+        let shape = |text: &str| config(text).unwrap().pre_norm.unwrap();
+        let pythia = shape(
+            r#"{"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 32, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "rotary_pct": 0.5, "rotary_emb_base": 500}"#,
+        );
+        assert_eq!(pythia.rotary_dims(), 8);
+        assert_eq!(pythia.rope.as_ref().unwrap().theta, 500.0);
+        assert_eq!(pythia.variant.layout, LayerLayout::ParallelResidual);
+        assert_eq!(pythia.variant.qkv_layout, QkvLayout::InterleavedPerHead);
+        assert!(pythia.norm_bias && pythia.qkv_bias && pythia.mlp_bias);
+        let sequential = shape(
+            r#"{"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 32, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "use_parallel_residual": false}"#,
+        );
+        // Pythia's default share is a quarter of each head.
+        assert_eq!(sequential.rotary_dims(), 4);
+        assert_eq!(sequential.variant.layout, LayerLayout::PreNorm);
+
+        let gemma3 = |extra: &str| {
+            shape(&format!(
+                r#"{{"model_type": "gemma3_text", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+                "num_key_value_heads": 1, "head_dim": 4, "num_hidden_layers": 7, "intermediate_size": 16,
+                "sliding_window": 3 {extra}}}"#
+            ))
+        };
+        let old = gemma3(
+            r#", "rope_theta": 1000000.0, "rope_local_base_freq": 20000.0,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "sliding_window_pattern": 3"#,
+        );
+        let new = gemma3(
+            r#", "layer_types": ["sliding_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+            "rope_parameters": {"full_attention": {"rope_type": "linear", "rope_theta": 1000000.0, "factor": 8.0},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}}"#,
+        );
+        assert_eq!(old, new);
+        let w = Some(3);
+        assert_eq!(old.sliding_windows, [w, w, None, w, w, None, w]);
+        assert_eq!(old.local_rope.as_ref().unwrap().theta, 20000.0);
+        assert_eq!(old.local_rope.unwrap().scaling, RopeScaling::Default);
+        assert_eq!(
+            old.rope.unwrap().scaling,
+            RopeScaling::Linear { factor: 8.0 }
+        );
+        // Transformers' Gemma 3 attention never soft-caps.
+        assert_eq!(old.variant.attn_logit_softcapping, None);
+        assert_eq!(old.variant.qk_norm, QkNorm::PerHead);
+        // Default pattern: every sixth layer global; default scalar 256.
+        let default = gemma3("");
+        assert_eq!(default.sliding_windows[5], None);
+        assert_eq!(default.sliding_windows.iter().flatten().count(), 6);
+        assert_eq!(
+            default.score_rule(AttentionMask::default()).scale,
+            1.0 / 16.0
+        );
+        assert!(config(
+            r#"{"model_type": "gemma3_text", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "use_bidirectional_attention": true}"#
+        )
+        .unwrap_err()
+        .contains("use_bidirectional_attention"));
+
+        let gemma = config(
+            r#"{"model_type": "gemma", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "hidden_act": "gelu"}"#,
+        )
+        .unwrap();
+        assert_eq!(gemma.hidden_act, "gelu_pytorch_tanh");
+        let gemma_shape = gemma.pre_norm.unwrap();
+        assert_eq!(gemma_shape.head_dim, 256);
+        assert_eq!(gemma_shape.variant.norm, NormKind::RmsPlusOne);
+        assert_eq!(
+            gemma_shape.variant.embedding_scale.factor(8),
+            Some(8f32.sqrt())
+        );
+        let gemma2 = shape(
+            r#"{"model_type": "gemma2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 3, "intermediate_size": 16, "head_dim": 4}"#,
+        );
+        assert_eq!(gemma2.variant.attn_logit_softcapping, Some(50.0));
+        assert_eq!(gemma2.variant.layout, LayerLayout::Sandwich);
+        assert_eq!(gemma2.sliding_windows, [Some(4096), None, Some(4096)]);
+        let qwen3 = shape(
+            r#"{"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16}"#,
+        );
+        assert_eq!((qwen3.head_dim, qwen3.qkv_bias), (128, false));
+
+        let phi3 = |rope: &str| {
+            config(&format!(
+                r#"{{"model_type": "phi3", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+                "num_hidden_layers": 2, "intermediate_size": 16, "sliding_window": 5, {rope}}}"#
+            ))
+        };
+        let partial = phi3(r#""partial_rotary_factor": 0.5"#)
+            .unwrap()
+            .pre_norm
+            .unwrap();
+        assert_eq!(partial.rotary_dims(), 2);
+        assert_eq!(partial.sliding_windows, [Some(5), Some(5)]);
+        assert_eq!(partial.variant.feed_forward, FeedForwardLayout::FusedGated);
+        for kind in ["longrope", "su", "yarn"] {
+            let error = phi3(&format!(
+                r#""rope_scaling": {{"type": "{kind}", "short_factor": [1.0], "long_factor": [1.0]}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                error.contains(&format!("{kind:?} is not supported")),
+                "{error}"
+            );
+        }
+        let error = config(
+            r#"{"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16, "partial_rotary_factor": 0.5}"#,
+        )
+        .unwrap_err();
+        assert!(error.contains("partial_rotary_factor"), "{error}");
+
+        let olmo2 = shape(
+            r#"{"model_type": "olmo2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 1, "intermediate_size": 16}"#,
+        );
+        assert_eq!(olmo2.variant.qk_norm, QkNorm::AcrossHeads);
+        assert_eq!(olmo2.variant.layout, LayerLayout::PostNorm);
+    }
+
     #[test]
     fn decoder_configs_round_trip_through_their_json() {
         let texts = [
@@ -631,6 +1310,19 @@ mod tests {
             r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
                "num_hidden_layers": 4, "intermediate_size": 32, "local_attention": 8,
                "global_attn_every_n_layers": 3, "global_rope_theta": 1000.0}"#,
+            r#"{"model_type": "gpt_neox", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 2,
+               "num_hidden_layers": 2, "intermediate_size": 32, "rotary_pct": 0.5, "use_parallel_residual": false}"#,
+            r#"{"model_type": "gemma2", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 8, "num_hidden_layers": 3, "intermediate_size": 32,
+               "sliding_window": 6, "query_pre_attn_scalar": 12, "attn_logit_softcapping": null}"#,
+            r#"{"model_type": "gemma3_text", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 3, "intermediate_size": 32, "head_dim": 8, "sliding_window_pattern": 2,
+               "rope_local_base_freq": 500.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}"#,
+            r#"{"model_type": "phi3", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 32,
+               "partial_rotary_factor": 0.5, "sliding_window": 7}"#,
+            r#"{"model_type": "olmo2", "vocab_size": 100, "hidden_size": 16, "num_attention_heads": 4,
+               "num_hidden_layers": 2, "intermediate_size": 32, "attention_bias": true}"#,
         ];
         for text in texts {
             let config = config(text).unwrap();

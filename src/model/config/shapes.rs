@@ -104,7 +104,7 @@ impl ModelConfig {
     }
 
     /// The names [`ModelConfig::like`] knows, for help and error messages.
-    pub const KNOWN_SHAPES: [&'static str; 13] = [
+    pub const KNOWN_SHAPES: [&'static str; 20] = [
         "bert-base-uncased",
         "all-minilm-l6-v2",
         "roberta-base",
@@ -118,6 +118,13 @@ impl ModelConfig {
         "smollm2-135m",
         "qwen2-0.5b",
         "llama-3-8b",
+        "pythia-160m",
+        "gemma-2b",
+        "gemma-2-2b",
+        "gemma-3-1b",
+        "qwen3-0.6b",
+        "phi-3-mini",
+        "olmo-2-1b",
     ];
 
     /// The shape of a well-known decoder checkpoint, by its hub name (any
@@ -125,7 +132,10 @@ impl ModelConfig {
     /// `smollm2-135m` (a Llama; also `llama`), `qwen2-0.5b` (also `qwen2`),
     /// `llama-3-8b` (Meta's Llama 3 8B: grouped-query attention with 8
     /// key/value heads, the vocabulary of 128,256, the `llama3` RoPE scaling
-    /// of Meta's Llama 3.1 config, 8,192 positions).
+    /// of Meta's Llama 3.1 config, 8,192 positions); and one of each newer
+    /// family, as its hub config has it: `pythia-160m`, `gemma-2b`,
+    /// `gemma-2-2b`, `gemma-3-1b`, `qwen3-0.6b`, `phi-3-mini` (the 4k
+    /// Instruct, window 2,047), `olmo-2-1b` (OLMo-2-0425-1B).
     fn like_pre_norm(name: &str) -> Option<Self> {
         let text = match name.to_ascii_lowercase().as_str() {
             "gpt2" | "openai-community/gpt2" => {
@@ -154,6 +164,59 @@ impl ModelConfig {
                     "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                         "original_max_position_embeddings": 8192}}"#
+            }
+            "pythia-160m" | "eleutherai/pythia-160m" => {
+                r#"{"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"], "vocab_size": 50304,
+                    "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                    "intermediate_size": 3072, "hidden_act": "gelu", "max_position_embeddings": 2048,
+                    "layer_norm_eps": 1e-5, "rotary_pct": 0.25, "rotary_emb_base": 10000,
+                    "use_parallel_residual": true}"#
+            }
+            "gemma-2b" | "google/gemma-2b" => {
+                r#"{"model_type": "gemma", "architectures": ["GemmaForCausalLM"], "vocab_size": 256000,
+                    "hidden_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 8,
+                    "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384,
+                    "hidden_act": "gelu", "max_position_embeddings": 8192, "rms_norm_eps": 1e-6,
+                    "rope_theta": 10000.0}"#
+            }
+            "gemma-2-2b" | "google/gemma-2-2b" => {
+                r#"{"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "vocab_size": 256000,
+                    "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
+                    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192,
+                    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 256,
+                    "sliding_window": 4096, "attn_logit_softcapping": 50.0,
+                    "final_logit_softcapping": 30.0}"#
+            }
+            "gemma-3-1b" | "google/gemma-3-1b-pt" | "google/gemma-3-1b-it" => {
+                r#"{"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
+                    "vocab_size": 262144, "hidden_size": 1152, "num_hidden_layers": 26,
+                    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+                    "intermediate_size": 6912, "hidden_activation": "gelu_pytorch_tanh",
+                    "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                    "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256,
+                    "sliding_window": 512, "sliding_window_pattern": 6}"#
+            }
+            "qwen3-0.6b" | "qwen/qwen3-0.6b" => {
+                r#"{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936,
+                    "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                    "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+                    "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                    "use_sliding_window": false, "sliding_window": null, "max_window_layers": 28}"#
+            }
+            "phi-3-mini" | "microsoft/phi-3-mini-4k-instruct" => {
+                r#"{"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "vocab_size": 32064,
+                    "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
+                    "num_key_value_heads": 32, "intermediate_size": 8192, "hidden_act": "silu",
+                    "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+                    "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": null,
+                    "sliding_window": 2047}"#
+            }
+            "olmo-2-1b" | "allenai/olmo-2-0425-1b" => {
+                r#"{"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], "vocab_size": 100352,
+                    "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+                    "num_key_value_heads": 16, "intermediate_size": 8192, "hidden_act": "silu",
+                    "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 500000.0}"#
             }
             _ => return None,
         };

@@ -1,17 +1,26 @@
 //! The decoder's blocks, each with `load(vb, …)`, a tensor `forward` and
 //! `cpu()` (its parameters as slices for the CPU pass), in the variants the
-//! families take (ANALYSIS.md §8): LayerNorm or RMSNorm; learned or rotary
-//! positions; GPT-2's Conv1D projections (stored inputs × outputs, queries,
-//! keys and values fused in `c_attn`) or the Llama family's separate
-//! `q_proj`, `k_proj`, `v_proj` with grouped-query key/value heads, fused
-//! at load; ModernBERT's fused `Wqkv` without biases, bidirectional and, in
-//! its local layers, limited to a window either side; a plain or a gated
-//! (SwiGLU from `gate_proj` and `up_proj` fused at load, or ModernBERT's
-//! GeGLU from one fused `Wi`) feed-forward. Projection matrices stay in the
-//! checkpoint's precision ([`Dense`]).
+//! families take ([`PreNormShape::variant`], ANALYSIS.md §8): LayerNorm,
+//! RMSNorm or Gemma's RMSNorm by (1 + w); learned or rotary positions,
+//! rotary on all or the first share of each head; GPT-2's Conv1D
+//! projections (stored inputs × outputs, queries, keys and values fused in
+//! `c_attn`), separate `q_proj`, `k_proj`, `v_proj` with grouped-query
+//! key/value heads (fused at load), or one fused projection (ModernBERT's
+//! `Wqkv`, Phi-3's `qkv_proj`, GPT-NeoX's `query_key_value`, laid out head
+//! by head and reordered at load); q/k norms per head or across heads;
+//! bidirectional or causal, optionally within a window; a plain or a gated
+//! feed-forward (gate and up fused at load, or fused gate-first in the
+//! checkpoint); norms before and/or after each sublayer, and a sequential
+//! or parallel residual. Projection matrices stay in the checkpoint's
+//! precision ([`Dense`]). The CPU pass takes the plain pre-norm layer; the
+//! layers it does not take run on candle's ops ([`DecoderLayer::cpu`]).
 
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::model::blocks::{Dense, Norm};
+use crate::model::config::pre_norm::{
+    attention_names, feed_forward_names, norm_names, FeedForwardLayout, LayerLayout, NormKind,
+    QkNorm, QkvLayout,
+};
 use crate::model::config::{Activation, ModelConfig, PreNormShape};
 use crate::model::cpu_pass::{LayerCpu, RotaryCpu};
 use crate::model::family::Family;
@@ -19,13 +28,45 @@ use crate::model::stack::{self, attend_layer, HostValues, LayerAttention, LayerC
 use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Result, Tensor, D};
 
-/// A pre-norm: GPT-2's LayerNorm, ModernBERT's (without bias unless its
-/// config says), the Llama family's RMSNorm.
+/// A norm over the hidden size, of the family's kind.
 pub(super) fn norm(vb: WeightBuilder, config: &ModelConfig, shape: &PreNormShape) -> Result<Norm> {
-    let (size, eps) = (config.hidden_size, config.layer_norm_eps);
-    match config.family {
-        Family::Gpt2 | Family::ModernBert => Norm::layer(vb, size, eps, shape.norm_bias),
-        _ => Norm::rms(vb, size, eps),
+    norm_sized(vb, config.hidden_size, config, shape)
+}
+
+/// A norm of the family's kind over `size` values (the q/k norms'):
+/// LayerNorm (with a bias where the shape says), RMSNorm, or Gemma's
+/// RMSNorm by (1 + w), whose sum transformers adds in float32, so adding it
+/// once at load is the same arithmetic.
+fn norm_sized(
+    vb: WeightBuilder,
+    size: usize,
+    config: &ModelConfig,
+    shape: &PreNormShape,
+) -> Result<Norm> {
+    let eps = config.layer_norm_eps;
+    match shape.variant.norm {
+        NormKind::LayerNorm => Norm::layer(vb, size, eps, shape.norm_bias),
+        NormKind::Rms => Norm::rms(vb, size, eps),
+        NormKind::RmsPlusOne => Norm::rms_plus_one(vb, size, eps),
+    }
+}
+
+/// The norm `name` below `vb`, or none where the layout has none.
+fn optional_norm(
+    vb: &WeightBuilder,
+    name: Option<&str>,
+    config: &ModelConfig,
+    shape: &PreNormShape,
+) -> Result<Option<Norm>> {
+    name.map(|name| norm(vb.pp(name), config, shape))
+        .transpose()
+}
+
+/// `x` through `norm`, or as it is.
+fn normed(norm: &Option<Norm>, x: &Tensor) -> Result<Tensor> {
+    match norm {
+        Some(norm) => norm.forward(x),
+        None => Ok(x.clone()),
     }
 }
 
@@ -59,6 +100,36 @@ fn fused(vb: &WeightBuilder, parts: &[(&str, usize)], inputs: usize, bias: bool)
     )
 }
 
+/// GPT-NeoX's `query_key_value` (outputs head by head, each head's query,
+/// key and value side by side, as transformers views them: heads × 3 ×
+/// head_dim) with its rows reordered to all queries, all keys, all values,
+/// the layout the attention splits. Moving rows changes no value.
+fn interleaved_per_head(
+    vb: WeightBuilder,
+    inputs: usize,
+    heads: usize,
+    head_dim: usize,
+    bias: bool,
+) -> Result<Dense> {
+    let outputs = 3 * heads * head_dim;
+    let order: Vec<u32> = (0..3)
+        .flat_map(|part| {
+            (0..heads).flat_map(move |head| {
+                (0..head_dim).map(move |i| ((head * 3 + part) * head_dim + i) as u32)
+            })
+        })
+        .collect();
+    let order = Tensor::new(order.as_slice(), vb.device())?;
+    let rows = |t: &Tensor| t.index_select(&order, 0);
+    let weight = vb.weight((outputs, inputs), "weight")?.map(rows)?;
+    let bias = bias
+        .then(|| vb.get(outputs, "bias"))
+        .transpose()?
+        .map(|b| rows(&b))
+        .transpose()?;
+    Dense::new(&weight, bias.as_ref())
+}
+
 /// Rotary positions on a device: the tables of [`RotaryCpu`] as tensors.
 pub(super) struct RotaryTables {
     cos: Tensor,
@@ -79,9 +150,17 @@ impl RotaryTables {
         })
     }
 
-    /// x·cos + rotate_half(x)·sin for heads × T × d.
+    /// x·cos + rotate_half(x)·sin for heads × T × d. With partial rotary
+    /// (tables narrower than d) only each head's first dimensions turn,
+    /// `rotate_half` within them, and the rest pass unchanged.
     fn apply(&self, x: &Tensor) -> Result<Tensor> {
-        let half = x.dim(D::Minus1)? / 2;
+        let (width, rotary) = (x.dim(D::Minus1)?, self.cos.dim(D::Minus1)?);
+        if rotary < width {
+            let turned = self.apply(&x.narrow(D::Minus1, 0, rotary)?.contiguous()?)?;
+            let kept = x.narrow(D::Minus1, rotary, width - rotary)?;
+            return Tensor::cat(&[&turned, &kept], D::Minus1)?.contiguous();
+        }
+        let half = width / 2;
         let first = x.narrow(D::Minus1, 0, half)?;
         let second = x.narrow(D::Minus1, half, half)?;
         let rotated = Tensor::cat(&[&second.neg()?, &first], D::Minus1)?;
@@ -96,12 +175,15 @@ pub(super) struct Attention {
     /// Queries, keys and values side by side: H·d, H_kv·d, H_kv·d outputs.
     qkv: Dense,
     output: Dense,
+    /// Qwen3's, Gemma 3's and OLMo 2's norms of queries and keys, before
+    /// rotary: over each head (`QkNorm::PerHead`) or all heads together.
+    query_norm: Option<Norm>,
+    key_norm: Option<Norm>,
+    qk_norm: QkNorm,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    /// See [`PreNormShape::sliding_windows`].
-    window: Option<usize>,
-    causal: bool,
+    rule: ScoreRule,
 }
 
 impl Attention {
@@ -118,44 +200,62 @@ impl Attention {
             shape.num_key_value_heads,
             shape.head_dim,
         );
-        let (qkv, output) = if config.family == Family::Gpt2 {
-            (
-                conv1d(vb.pp("attn.c_attn"), hidden, 3 * hidden)?,
-                conv1d(vb.pp("attn.c_proj"), hidden, hidden)?,
-            )
-        } else if config.family == Family::ModernBert {
-            let vb = vb.pp("attn");
-            (
-                Dense::load(vb.pp("Wqkv"), hidden, 3 * hidden, shape.qkv_bias)?,
-                Dense::load(vb.pp("Wo"), hidden, hidden, shape.output_bias)?,
-            )
+        let (q, kv) = (heads * head_dim, kv_heads * head_dim);
+        let (prefix, fused_name, output_name) = attention_names(config.family);
+        let vb = vb.pp(prefix);
+        let bias = shape.qkv_bias;
+        let qkv = match shape.variant.qkv_layout {
+            QkvLayout::Concatenated if config.family == Family::Gpt2 => {
+                conv1d(vb.pp(fused_name), hidden, 3 * hidden)?
+            }
+            QkvLayout::Concatenated => Dense::load(vb.pp(fused_name), hidden, q + 2 * kv, bias)?,
+            QkvLayout::InterleavedPerHead => {
+                interleaved_per_head(vb.pp(fused_name), hidden, heads, head_dim, bias)?
+            }
+            QkvLayout::Separate => {
+                let parts = [("q_proj", q), ("k_proj", kv), ("v_proj", kv)];
+                fused(&vb, &parts, hidden, bias)?
+            }
+        };
+        let output = if config.family == Family::Gpt2 {
+            conv1d(vb.pp(output_name), hidden, hidden)?
         } else {
-            let vb = vb.pp("self_attn");
-            let (q, kv) = (heads * head_dim, kv_heads * head_dim);
-            let parts = [("q_proj", q), ("k_proj", kv), ("v_proj", kv)];
-            (
-                fused(&vb, &parts, hidden, shape.qkv_bias)?,
-                Dense::load(vb.pp("o_proj"), q, hidden, shape.output_bias)?,
-            )
+            Dense::load(vb.pp(output_name), q, hidden, shape.output_bias)?
+        };
+        let qk_norm = shape.variant.qk_norm;
+        let qk_sizes = match qk_norm {
+            QkNorm::None => None,
+            QkNorm::PerHead => Some((head_dim, head_dim)),
+            QkNorm::AcrossHeads => Some((q, kv)),
+        };
+        let (query_norm, key_norm) = match qk_sizes {
+            None => (None, None),
+            Some((query, key)) => (
+                Some(norm_sized(vb.pp("q_norm"), query, config, shape)?),
+                Some(norm_sized(vb.pp("k_norm"), key, config, shape)?),
+            ),
+        };
+        let mask = AttentionMask {
+            causal: config.is_causal(),
+            window: shape.sliding_windows[layer],
         };
         Ok(Self {
             qkv,
             output,
+            query_norm,
+            key_norm,
+            qk_norm,
             heads,
             kv_heads,
             head_dim,
-            window: shape.sliding_windows[layer],
-            causal: config.is_causal(),
+            rule: shape.score_rule(mask),
         })
     }
 
-    /// How its heads make their attention: which keys each query sees.
+    /// How its heads make their attention: the scores' scale and cap, and
+    /// which keys each query sees.
     pub(super) fn score_rule(&self) -> ScoreRule {
-        let mask = AttentionMask {
-            causal: self.causal,
-            window: self.window,
-        };
-        ScoreRule::new(self.head_dim, mask)
+        self.rule
     }
 
     /// T×hidden → the output projection of every head's P·V; every head's
@@ -175,8 +275,19 @@ impl Attention {
         };
         let qkv = self.qkv.forward(x)?;
         let (q, kv) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
-        let mut query = split(qkv.narrow(1, 0, q)?, self.heads)?;
-        let mut key = split(qkv.narrow(1, q, kv)?, self.kv_heads)?;
+        // The q/k norms come before rotary: over all heads on the
+        // projection (OLMo 2), or over each head once split (Qwen3, Gemma 3).
+        let across = self.qk_norm == QkNorm::AcrossHeads;
+        let project = |start: usize, size: usize, norm: &Option<Norm>, heads: usize| {
+            let projected = qkv.narrow(1, start, size)?;
+            if across {
+                split(normed(norm, &projected.contiguous()?)?, heads)
+            } else {
+                normed(norm, &split(projected, heads)?)
+            }
+        };
+        let mut query = project(0, q, &self.query_norm, self.heads)?;
+        let mut key = project(q, kv, &self.key_norm, self.kv_heads)?;
         let value = split(qkv.narrow(1, q + kv, kv)?, self.kv_heads)?;
         if let Some(rotary) = rotary {
             query = rotary.apply(&query)?;
@@ -239,11 +350,12 @@ impl AttentionBuffers {
     }
 }
 
-/// GPT-2's feed-forward (`c_fc`, activation, `c_proj`), or a gated one
-/// whose first projection yields the activated half and the half it is
-/// multiplied by side by side: the Llama family's `down(act(gate(x)) ·
-/// up(x))` (`gate_proj` and `up_proj` fused), ModernBERT's `Wo(act(input) ·
-/// gate)` (from `Wi`).
+/// A plain feed-forward (GPT-2's `c_fc`, activation, `c_proj`; GPT-NeoX's
+/// `dense_h_to_4h`, `dense_4h_to_h`), or a gated one whose first
+/// projection yields the activated half and the half it is multiplied by
+/// side by side: the Llama family's `down(act(gate(x)) · up(x))`
+/// (`gate_proj` and `up_proj` fused at load), ModernBERT's `Wo(act(input) ·
+/// gate)` (from `Wi`) and Phi-3's (from `gate_up_proj`).
 pub(super) struct FeedForward {
     up: Dense,
     gated: bool,
@@ -257,27 +369,31 @@ impl FeedForward {
         shape: &PreNormShape,
     ) -> Result<Self> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
-        Ok(if config.family == Family::Gpt2 {
-            Self {
-                up: conv1d(vb.pp("mlp.c_fc"), hidden, inner)?,
+        let bias = shape.mlp_bias;
+        let vb = vb.pp("mlp");
+        let layout = shape.variant.feed_forward;
+        let [first, second, third] = feed_forward_names(config.family, layout);
+        Ok(match layout {
+            FeedForwardLayout::Plain if config.family == Family::Gpt2 => Self {
+                up: conv1d(vb.pp(first), hidden, inner)?,
                 gated: false,
-                down: conv1d(vb.pp("mlp.c_proj"), inner, hidden)?,
-            }
-        } else if config.family == Family::ModernBert {
-            let vb = vb.pp("mlp");
-            Self {
-                up: Dense::load(vb.pp("Wi"), hidden, 2 * inner, shape.mlp_bias)?,
+                down: conv1d(vb.pp(second), inner, hidden)?,
+            },
+            FeedForwardLayout::Plain => Self {
+                up: Dense::load(vb.pp(first), hidden, inner, bias)?,
+                gated: false,
+                down: Dense::load(vb.pp(second), inner, hidden, bias)?,
+            },
+            FeedForwardLayout::FusedGated => Self {
+                up: Dense::load(vb.pp(first), hidden, 2 * inner, bias)?,
                 gated: true,
-                down: Dense::load(vb.pp("Wo"), inner, hidden, shape.mlp_bias)?,
-            }
-        } else {
-            let vb = vb.pp("mlp");
-            let parts = [("gate_proj", inner), ("up_proj", inner)];
-            Self {
-                up: fused(&vb, &parts, hidden, shape.mlp_bias)?,
+                down: Dense::load(vb.pp(third), inner, hidden, bias)?,
+            },
+            FeedForwardLayout::Gated => Self {
+                up: fused(&vb, &[(first, inner), (second, inner)], hidden, bias)?,
                 gated: true,
-                down: Dense::load(vb.pp("down_proj"), inner, hidden, shape.mlp_bias)?,
-            }
+                down: Dense::load(vb.pp(third), inner, hidden, bias)?,
+            },
         })
     }
 
@@ -293,17 +409,21 @@ impl FeedForward {
     }
 }
 
-/// One pre-norm decoder layer: x + attention(norm(x)), then
-/// x + feed-forward(norm(x)).
+/// One decoder layer, its norms placed and its residual summed as its
+/// [`LayerLayout`] says.
 pub(super) struct DecoderLayer {
-    /// `None`: ModernBERT's first layer, whose input is the normalised
-    /// embeddings.
-    pub(super) input_norm: Option<Norm>,
+    /// Before and after the attention, before and after the feed-forward;
+    /// `None` where the layout has none (and ModernBERT's first layer, whose
+    /// input is the normalised embeddings).
+    pub(super) attention_input_norm: Option<Norm>,
     pub(super) attention: Attention,
-    pub(super) post_attention_norm: Norm,
+    attention_output_norm: Option<Norm>,
+    feed_forward_input_norm: Option<Norm>,
     pub(super) feed_forward: FeedForward,
-    /// A sliding-window layer (ModernBERT's local layers rotate by their
-    /// own theta).
+    feed_forward_output_norm: Option<Norm>,
+    layout: LayerLayout,
+    /// A sliding-window layer (ModernBERT's and Gemma 3's local layers
+    /// rotate by their own theta).
     pub(super) local: bool,
 }
 
@@ -315,27 +435,23 @@ impl DecoderLayer {
         shape: &PreNormShape,
         index: usize,
     ) -> Result<Self> {
-        let gpt2 = config.family == Family::Gpt2;
-        let vb = vb.pp(if gpt2 {
+        let vb = vb.pp(if config.family == Family::Gpt2 {
             format!("h.{index}")
         } else {
             format!("layers.{index}")
         });
-        let (first, second) = match config.family {
-            Family::Gpt2 => ("ln_1", "ln_2"),
-            Family::ModernBert => ("attn_norm", "mlp_norm"),
-            _ => ("input_layernorm", "post_attention_layernorm"),
-        };
-        let input_norm = if config.family == Family::ModernBert && index == 0 {
-            None
-        } else {
-            Some(norm(vb.pp(first), config, shape)?)
-        };
+        let layout = shape.variant.layout;
+        let [before_attention, after_attention, before_feed_forward, after_feed_forward] =
+            norm_names(config.family, layout, index);
+        let norm = |name| optional_norm(&vb, name, config, shape);
         Ok(Self {
-            input_norm,
+            attention_input_norm: norm(before_attention)?,
             attention: Attention::load(&vb, config, shape, index)?,
-            post_attention_norm: norm(vb.pp(second), config, shape)?,
+            attention_output_norm: norm(after_attention)?,
+            feed_forward_input_norm: norm(before_feed_forward)?,
             feed_forward: FeedForward::load(vb.clone(), config, shape)?,
+            feed_forward_output_norm: norm(after_feed_forward)?,
+            layout,
             local: shape.sliding_windows[index].is_some(),
         })
     }
@@ -351,32 +467,54 @@ impl DecoderLayer {
         capture: &mut AttentionBuffers,
         last: bool,
     ) -> Result<Option<Tensor>> {
-        let input = match &self.input_norm {
-            Some(norm) => norm.forward(x)?,
-            None => x.clone(),
-        };
+        let input = normed(&self.attention_input_norm, x)?;
         let attended = self.attention.forward(&input, rotary, capture)?;
         if last {
             return Ok(None);
         }
-        let x = x.add(&attended)?;
-        let fed = self
-            .feed_forward
-            .forward(&self.post_attention_norm.forward(&x)?, activation)?;
-        Ok(Some(x.add(&fed)?))
+        let attended = normed(&self.attention_output_norm, &attended)?;
+        let feed = |input: &Tensor| -> Result<Tensor> {
+            let fed = self
+                .feed_forward
+                .forward(&normed(&self.feed_forward_input_norm, input)?, activation)?;
+            normed(&self.feed_forward_output_norm, &fed)
+        };
+        Ok(Some(if self.layout == LayerLayout::ParallelResidual {
+            // Both read x; transformers sums (ff + attention) + x.
+            feed(x)?.add(&attended)?.add(x)?
+        } else {
+            let x = x.add(&attended)?;
+            x.add(&feed(&x)?)?
+        }))
     }
 
-    /// Its parameters as slices for the CPU pass, rotated by `rotary`.
+    /// Whether the CPU pass computes this layer: a norm before each
+    /// sublayer and none after, no q/k norms, every dimension rotated.
+    pub(super) fn fits_cpu_pass(&self, shape: &PreNormShape) -> bool {
+        self.layout == LayerLayout::PreNorm
+            && self.attention.qk_norm == QkNorm::None
+            && (shape.rope.is_none() || shape.rotary_dims() == shape.head_dim)
+    }
+
+    /// Its parameters as slices for the CPU pass, rotated by `rotary`
+    /// (a layer that [`DecoderLayer::fits_cpu_pass`]).
     pub(super) fn cpu<'a>(
         &'a self,
         activation: Activation,
         rotary: Option<&'a RotaryCpu>,
     ) -> Result<LayerCpu<'a>> {
+        let feed_forward_norm = self.feed_forward_input_norm.as_ref().ok_or_else(|| {
+            candle_core::Error::Msg("the CPU pass needs a norm before the feed-forward".into())
+        })?;
         Ok(LayerCpu {
-            attention_norm: self.input_norm.as_ref().map(Norm::cpu).transpose()?,
+            attention_norm: self
+                .attention_input_norm
+                .as_ref()
+                .map(Norm::cpu)
+                .transpose()?,
             qkv: self.attention.qkv.cpu()?,
             attention_output: self.attention.output.cpu()?,
-            feed_forward_norm: self.post_attention_norm.cpu()?,
+            feed_forward_norm: feed_forward_norm.cpu()?,
             up: self.feed_forward.up.cpu()?,
             gated: self.feed_forward.gated,
             activation,

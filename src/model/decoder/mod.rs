@@ -1,17 +1,21 @@
-//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2), and
+//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2;
+//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2), and
 //! the pre-norm stack ModernBERT runs on too (bidirectionally), returning,
 //! like [`super::encoder`], every layer's attention
 //! probabilities P, every query head's output O = P·V (with grouped-query
 //! attention, V of the head's key/value group) and S = O·Oᵀ.
 //!
 //! One forward pass, on any device: embeddings (GPT-2 adds its learned
-//! position table; the Llama family rotates queries and keys instead), then
-//! pre-norm layers whose attention is causal (and, where the config says,
-//! limited to a sliding window). The families differ only where [`blocks`]
-//! says. On the CPU it runs the tuned CPU pass the encoder runs
+//! position table, Gemma scales them by √hidden; the others rotate queries
+//! and keys instead), then layers whose attention is causal (and, where the
+//! config says, limited to a sliding window). The families differ only
+//! where [`PreNormShape::variant`] says and [`blocks`] reads it. On the CPU
+//! the plain pre-norm layer runs the tuned CPU pass the encoder runs
 //! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
-//! device, or with a GGUF file's quantized blocks, candle's ops, each layer's heads through the attention core on
-//! the host ([`super::stack::attend_layer`]).
+//! device, with a GGUF file's quantized blocks, or with layers the pass
+//! does not take (norms after a sublayer, q/k norms, partial rotary, a
+//! parallel residual), candle's ops, each layer's heads through the
+//! attention core on the host ([`super::stack::attend_layer`]).
 
 mod blocks;
 
@@ -37,12 +41,15 @@ pub struct Decoder {
     embedding_norm: Option<Norm>,
     layers: Vec<DecoderLayer>,
     inverse_frequencies: Option<Vec<f32>>,
-    /// ModernBERT's local layers' frequencies.
+    /// ModernBERT's and Gemma 3's local layers' frequencies.
     local_inverse_frequencies: Option<Vec<f32>>,
+    /// Gemma's √hidden, in float32 (transformers casts it to the
+    /// embeddings' precision before the product).
+    embedding_scale: Option<f32>,
     activation: Activation,
     config: ModelConfig,
     device: Device,
-    /// On the CPU, with weights the packed kernels take (a GGUF file's
+    /// On the CPU, with layers and weights the packed kernels take (a GGUF file's
     /// quantized blocks go through candle's ops, dequantized per product).
     cpu_pass: bool,
 }
@@ -55,7 +62,7 @@ impl Decoder {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
-        let cpu_pass = vb.device().is_cpu() && !vb.holds_quantized();
+        let quantized = vb.holds_quantized();
         let hidden = config.hidden_size;
         let words = vb
             .pp(config.family.word_embeddings())
@@ -74,6 +81,9 @@ impl Decoder {
         let layers = (0..config.num_hidden_layers)
             .map(|index| DecoderLayer::load(&vb, config, shape, index))
             .collect::<Result<Vec<_>>>()?;
+        let cpu_pass = vb.device().is_cpu()
+            && !quantized
+            && layers.iter().all(|layer| layer.fits_cpu_pass(shape));
         Ok(Self {
             words,
             positions,
@@ -82,11 +92,12 @@ impl Decoder {
             inverse_frequencies: shape
                 .rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.head_dim)),
+                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
             local_inverse_frequencies: shape
                 .local_rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.head_dim)),
+                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
+            embedding_scale: shape.variant.embedding_scale.factor(hidden),
             activation,
             config: config.clone(),
             device: vb.device().clone(),
@@ -162,6 +173,9 @@ impl Decoder {
     fn embeddings(&self, input_ids: &[u32]) -> Result<Tensor> {
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.words.rows(&ids)?;
+        if let Some(scale) = self.embedding_scale {
+            x = (x * f64::from(scale))?;
+        }
         if let Some(table) = &self.positions {
             let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
             x = x.add(&table.forward(&positions)?)?;

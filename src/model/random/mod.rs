@@ -12,6 +12,7 @@
 
 mod tensors;
 
+use super::config::pre_norm::NormKind;
 use super::config::ModelConfig;
 use super::family::Family;
 use anyhow::{anyhow, Context};
@@ -46,7 +47,14 @@ enum Fill {
 
 impl Fill {
     fn of(config: &ModelConfig, name: &str) -> Self {
-        if is_norm_weight(config, name) {
+        // Gemma's norms scale by 1 + w: their identity is w = 0.
+        let plus_one = config
+            .pre_norm
+            .as_ref()
+            .is_some_and(|shape| shape.variant.norm == NormKind::RmsPlusOne);
+        if is_norm_weight(config, name) && plus_one {
+            Self::Zeros
+        } else if is_norm_weight(config, name) {
             Self::Ones
         } else if name.ends_with(".bias") {
             Self::Zeros

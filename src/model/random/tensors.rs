@@ -1,14 +1,21 @@
 //! Every tensor a checkpoint of a given family and shape holds, as the
 //! loader reads them: the BERT-like encoders' names from the family
-//! description ([`crate::model::family`]); GPT-2's `wte`, `wpe`, `h.N.*`
-//! with Conv1D weights stored inputs × outputs; the Llama family's
-//! `embed_tokens`, `layers.N.*`, with grouped-query key/value projections
-//! and the biases the config asks for; ModernBERT's `embeddings.*` and
-//! `layers.N.attn.Wqkv`, `mlp.Wi` (input and gate side by side), its first
-//! layer without `attn_norm`. The final norm and the language-model head,
-//! which the study does not read, are written too, as a real checkpoint
-//! has them.
+//! description ([`crate::model::family`]); GPT-2's `wte`, `wpe`, `h.N.*` with Conv1D
+//! weights stored inputs × outputs; the Llama family's `embed_tokens`,
+//! `layers.N.*`, with grouped-query key/value projections and the biases
+//! the config asks for; ModernBERT's `embeddings.*` and `layers.N.attn.Wqkv`,
+//! `mlp.Wi` (input and gate side by side), its first layer without
+//! `attn_norm`; the newer families' own (GPT-NeoX's `embed_in`,
+//! `attention.query_key_value`, `mlp.dense_h_to_4h`, `final_layer_norm`;
+//! Phi-3's `qkv_proj` and `gate_up_proj`; the q/k norms; Gemma's and
+//! OLMo's norms after the sublayers), by the names
+//! [`crate::model::config::pre_norm`] gives each family. The final norm and
+//! the language-model head, which the study does not read, are written too,
+//! as a real checkpoint has them.
 
+use crate::model::config::pre_norm::{
+    attention_names, feed_forward_names, norm_names, FeedForwardLayout, QkNorm, QkvLayout,
+};
 use crate::model::config::{ModelConfig, PreNormShape};
 use crate::model::family::Family;
 
@@ -150,28 +157,72 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
         config.num_attention_heads * shape.head_dim,
         shape.num_key_value_heads * shape.head_dim,
     );
-    add("embed_tokens.weight".into(), vec![v, h]);
+    let variant = &shape.variant;
+    let norm = |name: String, size: usize, add: &mut dyn FnMut(String, Vec<usize>)| {
+        add(format!("{name}.weight"), vec![size]);
+        if shape.norm_bias {
+            add(format!("{name}.bias"), vec![size]);
+        }
+    };
+    add(
+        format!("{}.weight", config.family.word_embeddings()),
+        vec![v, h],
+    );
     for layer in 0..config.num_hidden_layers {
         let p = format!("layers.{layer}");
-        for norm in ["input_layernorm", "post_attention_layernorm"] {
-            add(format!("{p}.{norm}.weight"), vec![h]);
+        for name in norm_names(config.family, variant.layout, layer)
+            .into_iter()
+            .flatten()
+        {
+            norm(format!("{p}.{name}"), h, &mut add);
         }
-        for (name, inputs, outputs, bias) in [
-            ("self_attn.q_proj", h, q, shape.qkv_bias),
-            ("self_attn.k_proj", h, kv, shape.qkv_bias),
-            ("self_attn.v_proj", h, kv, shape.qkv_bias),
-            ("self_attn.o_proj", q, h, shape.output_bias),
-            ("mlp.gate_proj", h, i, shape.mlp_bias),
-            ("mlp.up_proj", h, i, shape.mlp_bias),
-            ("mlp.down_proj", i, h, shape.mlp_bias),
-        ] {
-            add(format!("{p}.{name}.weight"), vec![outputs, inputs]);
+        let (attention, fused, output) = attention_names(config.family);
+        let mut projections = match variant.qkv_layout {
+            QkvLayout::Separate => vec![
+                ("q_proj", h, q, shape.qkv_bias),
+                ("k_proj", h, kv, shape.qkv_bias),
+                ("v_proj", h, kv, shape.qkv_bias),
+            ],
+            _ => vec![(fused, h, q + 2 * kv, shape.qkv_bias)],
+        };
+        projections.push((output, q, h, shape.output_bias));
+        for (name, inputs, outputs, bias) in projections {
+            add(
+                format!("{p}.{attention}.{name}.weight"),
+                vec![outputs, inputs],
+            );
             if bias {
-                add(format!("{p}.{name}.bias"), vec![outputs]);
+                add(format!("{p}.{attention}.{name}.bias"), vec![outputs]);
+            }
+        }
+        let qk_sizes = match variant.qk_norm {
+            QkNorm::None => None,
+            QkNorm::PerHead => Some((shape.head_dim, shape.head_dim)),
+            QkNorm::AcrossHeads => Some((q, kv)),
+        };
+        if let Some((query, key)) = qk_sizes {
+            norm(format!("{p}.{attention}.q_norm"), query, &mut add);
+            norm(format!("{p}.{attention}.k_norm"), key, &mut add);
+        }
+        let [first, second, third] = feed_forward_names(config.family, variant.feed_forward);
+        let feed_forward = match variant.feed_forward {
+            FeedForwardLayout::Plain => vec![(first, h, i), (second, i, h)],
+            FeedForwardLayout::Gated => vec![(first, h, i), (second, h, i), (third, i, h)],
+            FeedForwardLayout::FusedGated => vec![(first, h, 2 * i), (third, i, h)],
+        };
+        for (name, inputs, outputs) in feed_forward {
+            add(format!("{p}.mlp.{name}.weight"), vec![outputs, inputs]);
+            if shape.mlp_bias {
+                add(format!("{p}.mlp.{name}.bias"), vec![outputs]);
             }
         }
     }
-    add("norm.weight".into(), vec![h]);
+    let final_norm = if config.family == Family::GptNeoX {
+        "final_layer_norm"
+    } else {
+        "norm"
+    };
+    norm(final_norm.into(), h, &mut add);
     shapes
 }
 
@@ -184,6 +235,7 @@ fn is_pre_norm_weight(name: &str) -> bool {
         "ln_f.weight",
         "layernorm.weight",
         "norm.weight",
+        "layer_norm.weight",
     ]
     .iter()
     .any(|end| name.ends_with(end))
