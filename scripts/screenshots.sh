@@ -163,7 +163,7 @@ sleep 0.5
 # The opened menu is drawn on the next event: move, then point and click.
 xdotool mousemove 22 14
 sleep 1
-xdotool mousemove 70 131                 # Corpus statistics…
+xdotool mousemove 70 154                 # Corpus statistics…
 sleep 0.7
 xdotool click 1
 sleep 1.5

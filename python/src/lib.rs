@@ -44,7 +44,7 @@ struct Run {
 impl Run {
     /// The figures, exactly as `headscope analyze --json` writes them.
     fn figures_json(&self) -> PyResult<String> {
-        serde_json::to_string_pretty(&self.output.analysis).map_err(error)
+        serde_json::to_string_pretty(&self.output.report()).map_err(error)
     }
 
     /// (L, H, T, d).
@@ -216,7 +216,8 @@ fn analyze_capture(py: Python<'_>, path: PathBuf, flags: Vec<String>) -> PyResul
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     py.detach(move || {
         let capture = CaptureFile::read(&path).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        serde_json::to_string_pretty(&capture.analyze(&options)).map_err(error)
+        let output = capture.run_output(&options);
+        serde_json::to_string_pretty(&output.report()).map_err(error)
     })
 }
 
