@@ -223,7 +223,7 @@ for _ in $(seq 20); do
 done
 sleep 1
 show_tab 6 Compare
-xdotool mousemove 503 211 click 1        # model B's id field
+xdotool mousemove 505 274 click 1        # model B's id field
 sleep 0.3
 xdotool type --delay 10 "$deep_model"
 xdotool key Return

@@ -96,8 +96,9 @@ pub(super) fn layer_plots(
              hover a point for the numbers",
         );
     });
-    // As many plots a row as fit at a readable width (the title and its
-    // save button need about 250 points); the rows share the width evenly.
+    // As many plots a row as fit at a readable width (the longest title and
+    // its save buttons need about 300 points); the rows share the width
+    // evenly.
     // The chance of the own-separator share is drawn as that plot's chance
     // line, not as a plot of its own.
     let figures: Vec<(usize, &str)> = LAYER_FIGURES
@@ -142,7 +143,7 @@ pub(super) fn layer_plots(
 }
 
 /// The narrowest a per-layer plot gets before the row wraps.
-const MIN_PLOT_WIDTH: f32 = 250.0;
+const MIN_PLOT_WIDTH: f32 = 300.0;
 
 fn layer_plot(
     ui: &mut egui::Ui,

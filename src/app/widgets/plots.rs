@@ -9,14 +9,16 @@ use egui::{Color32, FontId, Id, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{Line, MarkerShape, Plot, PlotPoints, Points};
 
 /// The accessible name of every figure's PNG save button.
-pub const SAVE_LABEL: &str = "Save PNG…";
+pub const SAVE_LABEL: &str = "PNG…";
 
-/// The button that saves a figure as `format`.
+/// The button that saves a figure as `format` (after a "Save" label: short,
+/// so that a title and its three buttons fit a plot a quarter of the
+/// window wide).
 pub fn save_label(format: FigureFormat) -> &'static str {
     match format {
         FigureFormat::Png => SAVE_LABEL,
-        FigureFormat::Svg => "Save SVG…",
-        FigureFormat::Pdf => "Save PDF…",
+        FigureFormat::Svg => "SVG…",
+        FigureFormat::Pdf => "PDF…",
     }
 }
 
@@ -86,6 +88,7 @@ pub fn figure(
                 ui.strong(title);
                 // While a figure is saved the buttons are drawn invisible,
                 // so the layout stays the same.
+                ui.add_visible(!hidden, egui::Label::new(egui::RichText::new("Save").weak().small()));
                 for format in FigureFormat::ALL {
                     let button = egui::Button::new(save_label(format)).small();
                     if ui
