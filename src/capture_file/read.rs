@@ -72,11 +72,12 @@ pub(super) fn read_header(path: &Path) -> Result<Header, CaptureFileError> {
         .map_err(|e| not_safetensors(e.to_string()))?;
     let value: serde_json::Value =
         serde_json::from_slice(&json).map_err(|e| not_safetensors(e.to_string()))?;
-    let header_text = value["__metadata__"][HEADER_KEY]
-        .as_str()
-        .ok_or_else(|| CaptureFileError::NoHeader {
-            path: path.to_path_buf(),
-        })?;
+    let header_text =
+        value["__metadata__"][HEADER_KEY]
+            .as_str()
+            .ok_or_else(|| CaptureFileError::NoHeader {
+                path: path.to_path_buf(),
+            })?;
     parse_header(path, header_text)
 }
 

@@ -51,7 +51,11 @@ impl CapturePlan {
         let mut hash = Sha256::new();
         for (path, header) in &self.captures {
             let size = std::fs::metadata(path).map_or(0, |m| m.len());
-            hash.update(format!("capture\t{}\t{size}\t{}\n", path.display(), header.text.len()));
+            hash.update(format!(
+                "capture\t{}\t{size}\t{}\n",
+                path.display(),
+                header.text.len()
+            ));
         }
         for problem in &self.problems {
             hash.update(format!("problem\t{}\t{}\n", problem.path, problem.reason));
