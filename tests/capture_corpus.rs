@@ -13,7 +13,6 @@
 mod common;
 
 use common::*;
-use headscope::capture_file::{write_capture, CaptureSource, ModelDescription};
 use headscope::corpus::{self, CorpusOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -152,19 +151,12 @@ fn captures_without_attention_give_null_for_the_figures_made_from_it() {
             &|| false,
         )
         .unwrap();
-        let source = CaptureSource {
-            model: ModelDescription {
-                name: "all-MiniLM-L6-v2".into(),
-                kind: "bert".into(),
-            },
+        save_test_capture(
+            &captures.join(format!("{i}.safetensors")),
             text,
-            tokens: &output.input.tokens,
-            captures: &output.captures,
-            with_attention: false,
-            sentences_left_out: 0,
-            tokens_left_out: 0,
-        };
-        write_capture(&captures.join(format!("{i}.safetensors")), &source).unwrap();
+            &output,
+            false,
+        );
     }
     let report = capture_corpus(dir.path(), &[&captures]);
     assert_eq!(report["windows"], 3);

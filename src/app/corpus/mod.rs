@@ -454,7 +454,8 @@ impl CorpusView {
             crate::input::InputMode::Plain => "plain mode",
         };
         ui.weak(format!(
-            "Model: {} · the text panel's analysis settings: {mode}, {}, similarity {}, w = {}",
+            "Model: {} (captures bring their own) · the text panel's analysis settings: {mode} \
+             (texts only), {}, similarity {}, w = {}",
             model.unwrap_or("none loaded"),
             selection_text(&settings.analysis_options().selection),
             settings.similarity.label(),
