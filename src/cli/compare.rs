@@ -38,16 +38,16 @@ pub(super) struct CompareArgs {
 
 /// One side of a comparison: a model to run, or a capture file's run.
 enum Side {
-    Model(Model),
-    Capture(CaptureFile),
+    Model(Box<Model>),
+    Capture(Box<CaptureFile>),
 }
 
 impl Side {
     fn open(name: &str) -> anyhow::Result<Self> {
         Ok(if is_capture_path(Path::new(name)) {
-            Self::Capture(CaptureFile::read(Path::new(name))?)
+            Self::Capture(Box::new(CaptureFile::read(Path::new(name))?))
         } else {
-            Self::Model(load_model(name)?)
+            Self::Model(Box::new(load_model(name)?))
         })
     }
 
