@@ -10,7 +10,7 @@ use common::app::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::app::views::CentralView;
 use headscope::app::{AppConfig, StartOptions};
-use headscope::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
+use headscope::capture_file::CaptureFile;
 use headscope::model::ModelSource;
 use std::path::{Path, PathBuf};
 
@@ -19,19 +19,7 @@ fn write_harbour_capture(dir: &Path, name: &str, with_attention: bool) -> (PathB
     let text = std::fs::read_to_string(common::fixture("harbour.txt")).unwrap();
     let output = common::analyse_fixture_lines(common::loaded_test_model(), "harbour.txt");
     let path = dir.join(name);
-    let source = CaptureSource {
-        model: ModelDescription {
-            name: "all-MiniLM-L6-v2".into(),
-            kind: "bert".into(),
-        },
-        text: &text,
-        tokens: &output.input.tokens,
-        captures: &output.captures,
-        with_attention,
-        sentences_left_out: 0,
-        tokens_left_out: 0,
-    };
-    write_capture(&path, &source).unwrap();
+    common::save_test_capture(&path, &text, &output, with_attention);
     (path, text)
 }
 
