@@ -817,9 +817,17 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: 
             CorpusEvent::Warning(warning) => send(CorpusUpdate::Warning(warning.clone())),
         };
         if captures {
-            let plan = corpus::find_captures(&job.paths).map_err(|e| e.to_string())?;
-            let part = corpus::run_captures(&plan, &job.options.analysis, &mut on_event, cancel);
-            return Ok(part.report());
+            match corpus::find_captures(&job.paths) {
+                Ok(plan) => {
+                    let part =
+                        corpus::run_captures(&plan, &job.options.analysis, &mut on_event, cancel);
+                    return Ok(part.report());
+                }
+                // .safetensors files that are no captures (a model folder
+                // among the texts): a corpus of texts, when a model is loaded.
+                Err(corpus::CaptureCorpusError::NoCaptures { .. }) if model.is_some() => {}
+                Err(error) => return Err(error.to_string()),
+            }
         }
         let Some(model) = model else {
             return Err(
