@@ -22,12 +22,16 @@
 //! of an unsharded run into its [`CorpusReport`]. A cancelled run still
 //! returns everything done so far, marked `partial`.
 //!
+//! A corpus may also be capture files instead of texts ([`captures`]): each
+//! capture is one window, analysed as stored, without a model.
+//!
 //! Documents that give no text (binary, empty or blank, unreadable, a JSON
 //! Lines line without the text field) are skipped and listed with the
 //! reason; a file that is not UTF-8 is read as Latin-1 and listed under
 //! `warnings`. A sentence longer than a window on its own is cut into
 //! pieces, each analysed as a sentence (as `analyze` does), and counted.
 
+pub mod captures;
 pub mod documents;
 mod parquet_source;
 pub mod part;
@@ -39,6 +43,7 @@ pub use crate::corpus_stats::{
     CategoryCounts, CategoryFractions, CategoryShares, FocusToken, HeadSummary, LayerSummary,
     Summary, HEAD_FIGURES, LAYER_FIGURES,
 };
+pub use captures::{find_captures, holds_captures, run_captures, CaptureCorpusError, CapturePlan};
 pub use documents::{DocumentText, SourceOptions, DEFAULT_TEXT_FIELD};
 pub use part::{merge, model_fingerprint, CorpusIdentity, CorpusPart, MergeError, Numbered};
 pub use report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT};

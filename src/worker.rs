@@ -305,7 +305,9 @@ impl AnalysisWorker {
     /// Runs the corpus statistics of `paths` (folders, text files, JSON
     /// Lines and Parquet files, as [`corpus::find_documents`] takes them,
     /// their records read by `sources`) with the model loaded when
-    /// the command is reached, on a thread of its own. Setting `cancel`
+    /// the command is reached, on a thread of its own; or, when the paths
+    /// hold capture files ([`corpus::holds_captures`]), of those captures,
+    /// without a model ([`corpus::run_captures`]). Setting `cancel`
     /// stops it between windows; the report then comes back `partial`.
     /// The artificial delay, if set, is waited after every window.
     pub fn run_corpus(
@@ -624,19 +626,15 @@ impl WorkerThread {
 
     fn start_corpus(&mut self, job: CorpusJob) {
         self.corpus_runs.retain(|(_, thread)| !thread.is_finished());
-        let Some(model) = self.model.clone() else {
-            let _ = job.updates.send(CorpusUpdate::Failed(
-                "no model is loaded: open a model folder or enter a Hugging Face model id".into(),
-            ));
-            (self.wake)();
-            return;
-        };
+        // Whether a model is needed is known once the paths are searched,
+        // on the corpus thread.
+        let model = self.model.clone();
         let cancel = job.cancel.clone();
         let wake = self.wake.clone();
         let delay = self.delay;
         let spawned = std::thread::Builder::new()
             .name("headscope-corpus".into())
-            .spawn(move || run_corpus_job(&model, job, delay, &wake));
+            .spawn(move || run_corpus_job(model.as_deref(), job, delay, &wake));
         match spawned {
             Ok(thread) => self.corpus_runs.push((cancel, thread)),
             Err(error) => {
@@ -792,7 +790,7 @@ fn capture_run(capture: &CaptureFile, request: &AnalyseRequest) -> WorkerEvent {
 }
 
 /// The body of a `headscope-corpus` thread.
-fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) {
+fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: &Waker) {
     let updates = &job.updates;
     let send = |update: CorpusUpdate| {
         let _ = updates.send(update);
@@ -802,7 +800,7 @@ fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) 
     let mut last_progress = None::<Instant>;
     let mut windows_seen = 0;
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let list = corpus::find_documents(&job.paths, &job.sources).map_err(|e| e.to_string())?;
+        let captures = job.paths.iter().any(|path| corpus::holds_captures(path));
         let mut on_event = |event: CorpusEvent<'_>| match event {
             CorpusEvent::Progress(progress) => {
                 let due = last_progress.is_none_or(|t| t.elapsed() >= Duration::from_millis(50));
@@ -818,6 +816,27 @@ fn run_corpus_job(model: &Model, job: CorpusJob, delay: Duration, wake: &Waker) 
             CorpusEvent::Skipped(skipped) => send(CorpusUpdate::Skipped(skipped.clone())),
             CorpusEvent::Warning(warning) => send(CorpusUpdate::Warning(warning.clone())),
         };
+        if captures {
+            match corpus::find_captures(&job.paths) {
+                Ok(plan) => {
+                    let part =
+                        corpus::run_captures(&plan, &job.options.analysis, &mut on_event, cancel);
+                    return Ok(part.report());
+                }
+                // .safetensors files that are no captures (a model folder
+                // among the texts): a corpus of texts, when a model is loaded.
+                Err(corpus::CaptureCorpusError::NoCaptures { .. }) if model.is_some() => {}
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+        let Some(model) = model else {
+            return Err(
+                "no model is loaded: open a model folder or enter a Hugging Face model id \
+                 (or choose a folder of capture files)"
+                    .to_string(),
+            );
+        };
+        let list = corpus::find_documents(&job.paths, &job.sources).map_err(|e| e.to_string())?;
         Ok(corpus::run_files(
             model,
             list,

@@ -2,7 +2,7 @@
 //! opens it: the capture takes the model's place and brings its text;
 //! every view shows the capture's figures (the same as the library's);
 //! without P the views say why; Compare puts a second capture, or a live
-//! model, beside it.
+//! model, beside it, and a capture as model B beside a live model.
 
 mod common;
 
@@ -10,7 +10,7 @@ use common::app::*;
 use headscope::analysis::AnalysisOptions;
 use headscope::app::views::CentralView;
 use headscope::app::{AppConfig, StartOptions};
-use headscope::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
+use headscope::capture_file::CaptureFile;
 use headscope::model::ModelSource;
 use std::path::{Path, PathBuf};
 
@@ -19,19 +19,7 @@ fn write_harbour_capture(dir: &Path, name: &str, with_attention: bool) -> (PathB
     let text = std::fs::read_to_string(common::fixture("harbour.txt")).unwrap();
     let output = common::analyse_fixture_lines(common::loaded_test_model(), "harbour.txt");
     let path = dir.join(name);
-    let source = CaptureSource {
-        model: ModelDescription {
-            name: "all-MiniLM-L6-v2".into(),
-            kind: "bert".into(),
-        },
-        text: &text,
-        tokens: &output.input.tokens,
-        captures: &output.captures,
-        with_attention,
-        sentences_left_out: 0,
-        tokens_left_out: 0,
-    };
-    write_capture(&path, &source).unwrap();
+    common::save_test_capture(&path, &text, &output, with_attention);
     (path, text)
 }
 
@@ -143,4 +131,46 @@ fn a_damaged_capture_is_refused_with_a_message() {
     step_until(&mut harness, "the refusal", |h| {
         shows(h, "is not a safetensors file")
     });
+}
+
+#[test]
+fn a_capture_is_model_b_beside_the_live_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(common::fixture("harbour.txt")).unwrap();
+    let file = dir.path().join("harbour.txt");
+    std::fs::write(&file, &text).unwrap();
+    // The run the app makes of the text (document mode, the defaults),
+    // stored as a capture.
+    let output = headscope::pipeline::run(
+        common::loaded_test_model(),
+        &text,
+        &Default::default(),
+        &AnalysisOptions::default(),
+        &|| false,
+    )
+    .unwrap();
+    let capture = dir.path().join("harbour.safetensors");
+    common::save_test_capture(&capture, &text, &output, true);
+
+    let mut harness = start(Some(file), None);
+    wait_for_result(&mut harness);
+    harness
+        .state_mut()
+        .load_comparison_model(ModelSource::local(capture));
+    open_tab(&mut harness, CentralView::Compare);
+    step_until(&mut harness, "the live model beside a capture", |h| {
+        h.state().compare_view().shown().is_some() || h.state().compare_view().error().is_some()
+    });
+    assert_eq!(harness.state().compare_view().error(), None);
+    let comparison = harness.state().compare_view().shown().unwrap().clone();
+    assert_eq!(comparison.b_name, "all-MiniLM-L6-v2 (capture)");
+    // The same model on the same input: every head of A matches itself.
+    let matching = &comparison.comparison.head_matching;
+    for (index, best) in matching.best_for_a.iter().enumerate() {
+        let best = best.as_ref().expect("a match");
+        let head =
+            headscope::captures::HeadId::new(index / matching.a_heads, index % matching.a_heads);
+        assert_eq!(best.head_id(), head);
+        assert!(best.cka > 0.999, "{head}: {}", best.cka);
+    }
 }

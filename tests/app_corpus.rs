@@ -4,9 +4,10 @@
 //! numbers it shows checked against `corpus::run_files` on the same folder
 //! computed here with a model of our own. Cancel (on a model slowed down by
 //! the worker's artificial delay) gives a result marked partial, and the
-//! interactive analysis keeps working after both. Two worker-level tests
-//! cover `AnalysisWorker::run_corpus` without a model and a worker dropped
-//! in the middle of a corpus run.
+//! interactive analysis keeps working after both. A folder of capture
+//! files runs in the window as in the library, and without a model on the
+//! worker. Two more worker-level tests cover `AnalysisWorker::run_corpus`
+//! without a model and a worker dropped in the middle of a corpus run.
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
@@ -432,5 +433,88 @@ fn dropping_the_worker_stops_a_corpus_run() {
             assert!(report.windows >= 1 && report.files < 6, "{report:?}");
         }
         other => panic!("expected a partial report, got {other:?}"),
+    }
+}
+
+/// Captures of the test model's runs on `files` texts of three sentences,
+/// written into `dir` (P kept).
+fn write_captures(dir: &Path, files: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let model = common::loaded_test_model();
+    for f in 0..files {
+        let text = SENTENCES[f..f + 3].join(" ");
+        let output = headscope::pipeline::run(
+            model,
+            &text,
+            &Default::default(),
+            &Default::default(),
+            &|| false,
+        )
+        .unwrap();
+        let path = dir.join(format!("capture{f}.safetensors"));
+        common::save_test_capture(&path, &text, &output, true);
+    }
+}
+
+/// What the library gives on a folder of captures with `options`.
+fn library_capture_report(dir: &Path, options: &CorpusOptions) -> CorpusReport {
+    let plan = corpus::find_captures(&[dir.to_path_buf()]).expect("captures");
+    corpus::run_captures(
+        &plan,
+        &options.analysis,
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .report()
+}
+
+#[test]
+fn the_corpus_window_runs_a_folder_of_captures() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("captures");
+    write_captures(&dir, 4);
+    let mut harness = start();
+    open_corpus_window(&mut harness);
+    type_folder_and_run(&mut harness, &dir);
+    let report = finished_report(&mut harness);
+    assert!(!report.partial);
+    assert_eq!(report.model, "all-MiniLM-L6-v2 (captures)");
+    assert_eq!((report.files, report.windows), (4, 4));
+    let expected = library_capture_report(&dir, &harness.state().settings().corpus_options());
+    assert_eq!(report.tokens, expected.tokens);
+    for (ours, theirs) in report.layers.iter().zip(&expected.layers) {
+        for ((name, a), (_, b)) in ours.figures().iter().zip(theirs.figures()) {
+            assert_summary_close(a, &b, &format!("L{} {name}", ours.layer));
+            harness.get_by_label(&layer_cell_label(ours.layer, name, &b));
+        }
+    }
+    assert!(shows(&harness, "Complete result"));
+    let image = harness.render().expect("wgpu renders the window");
+    if let Ok(out) = std::env::var("HEADSCOPE_SCREENSHOT_DIR") {
+        image
+            .save(Path::new(&out).join("corpus-captures.png"))
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_corpus_of_captures_needs_no_model() {
+    let worker = AnalysisWorker::spawn(Arc::new(|| {})).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    write_captures(scratch.path(), 2);
+    let options = CorpusOptions::default();
+    let updates = worker.run_corpus(
+        vec![scratch.path().to_path_buf()],
+        SourceOptions::default(),
+        options.clone(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    match drain(&updates, PATIENCE).last() {
+        Some(CorpusUpdate::Finished(report)) => {
+            assert_eq!(report.windows, 2);
+            let expected = library_capture_report(scratch.path(), &options);
+            assert_eq!(report.layers, expected.layers);
+        }
+        other => panic!("expected a report, got {other:?}"),
     }
 }

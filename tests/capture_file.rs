@@ -9,9 +9,7 @@ mod common;
 
 use common::parity::assert_figures_close;
 use headscope::analysis::AnalysisOptions;
-use headscope::capture_file::{
-    header_of, write_capture, CaptureFile, CaptureSource, ModelDescription, HEADER_KEY,
-};
+use headscope::capture_file::{header_of, CaptureFile, CaptureSource, HEADER_KEY};
 use headscope::pipeline::RunOutput;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -24,22 +22,11 @@ fn harbour_run() -> (String, RunOutput) {
 }
 
 fn save(path: &Path, text: &str, output: &RunOutput, with_attention: bool) {
-    write_capture(path, &source(text, output, with_attention)).unwrap();
+    common::save_test_capture(path, text, output, with_attention);
 }
 
 fn source<'a>(text: &'a str, output: &'a RunOutput, with_attention: bool) -> CaptureSource<'a> {
-    CaptureSource {
-        model: ModelDescription {
-            name: "all-MiniLM-L6-v2".into(),
-            kind: "bert".into(),
-        },
-        text,
-        tokens: &output.input.tokens,
-        captures: &output.captures,
-        with_attention,
-        sentences_left_out: 0,
-        tokens_left_out: 0,
-    }
+    common::test_capture_source(text, output, with_attention)
 }
 
 /// The harbour run, and what reading it back from a capture file gives.

@@ -75,3 +75,27 @@ pub struct TokenTable {
     #[serde(default)]
     pub separator_id: Option<u32>,
 }
+
+impl Header {
+    /// Whether `other` is a capture of the same model: its name and type,
+    /// its layers, heads and head dimension, and causal or not.
+    pub fn same_model(&self, other: &Header) -> bool {
+        self.model == other.model
+            && (self.layers, self.heads, self.head_dim, self.causal)
+                == (other.layers, other.heads, other.head_dim, other.causal)
+    }
+
+    /// The model, as messages name it: `all-MiniLM-L6-v2 (bert, 6 layers
+    /// × 12 heads of dimension 32)`.
+    pub fn model_description(&self) -> String {
+        format!(
+            "{} ({}, {} layers × {} heads of dimension {}{})",
+            self.model.name,
+            self.model.kind,
+            self.layers,
+            self.heads,
+            self.head_dim,
+            if self.causal { ", causal" } else { "" }
+        )
+    }
+}

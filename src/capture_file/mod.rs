@@ -70,6 +70,12 @@ impl CaptureFile {
         read::read(path)
     }
 
+    /// Reads only the header of a capture file (fast: no tensor is read),
+    /// checked for format and version.
+    pub fn read_header(path: &Path) -> Result<Header, CaptureFileError> {
+        read::read_header(path)
+    }
+
     /// Whether the file holds every layer's attention P.
     pub fn has_attention(&self) -> bool {
         self.header.attentions

@@ -44,6 +44,43 @@ pub(super) fn read(path: &Path) -> Result<CaptureFile, CaptureFileError> {
     })
 }
 
+/// Reads only the header of a capture file: the 8-byte length and the
+/// JSON that open every safetensors file, not the tensors after them.
+pub(super) fn read_header(path: &Path) -> Result<Header, CaptureFileError> {
+    use std::io::Read;
+    let io = |error: std::io::Error| CaptureFileError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let not_safetensors = |detail: String| CaptureFileError::NotSafetensors {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut length = [0u8; 8];
+    file.read_exact(&mut length)
+        .map_err(|e| not_safetensors(e.to_string()))?;
+    let length = u64::from_le_bytes(length);
+    if length > size.saturating_sub(8) {
+        return Err(not_safetensors(format!(
+            "its header says {length} bytes, the file has {size}"
+        )));
+    }
+    let mut json = vec![0u8; length as usize];
+    file.read_exact(&mut json)
+        .map_err(|e| not_safetensors(e.to_string()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|e| not_safetensors(e.to_string()))?;
+    let header_text =
+        value["__metadata__"][HEADER_KEY]
+            .as_str()
+            .ok_or_else(|| CaptureFileError::NoHeader {
+                path: path.to_path_buf(),
+            })?;
+    parse_header(path, header_text)
+}
+
 fn parse_header(path: &Path, text: &str) -> Result<Header, CaptureFileError> {
     let bad = |detail: String| CaptureFileError::BadHeader {
         path: path.to_path_buf(),

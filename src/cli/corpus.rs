@@ -1,9 +1,11 @@
 //! `headscope corpus`: the corpus statistics of many documents from the
 //! command line, with progress on stderr (a live bar on a terminal, a line
-//! now and then in a log file), whole or one shard at a time; and
-//! `headscope merge`, which turns the shards' parts into the whole's report.
+//! now and then in a log file), whole or one shard at a time; of a corpus
+//! of capture files when no `--model` is given ([`crate::corpus::captures`]);
+//! and `headscope merge`, which turns the shards' parts into the whole's
+//! report.
 
-use super::args::{LimitArgs, ModelInputArgs};
+use super::args::{InputArgs, LimitArgs};
 use super::running::{check_writable, load_model};
 use crate::corpus::documents::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
 use crate::corpus::{
@@ -20,8 +22,14 @@ use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub(crate) struct CorpusArgs {
+    /// Model folder (config.json, model.safetensors, tokenizer.json), GGUF
+    /// file or Hugging Face id. Leave it out for a corpus of capture files
+    /// (.safetensors, docs/CAPTURE.md): each capture is one window,
+    /// analysed as stored.
+    #[arg(long)]
+    model: Option<String>,
     #[command(flatten)]
-    input: ModelInputArgs,
+    input: InputArgs,
     #[command(flatten)]
     limits: LimitArgs,
     /// Write the corpus statistics as JSON to this file, - for stdout.
@@ -44,7 +52,8 @@ pub(crate) struct CorpusArgs {
     #[arg(long, default_value = DEFAULT_ID_FIELD)]
     id_field: String,
     /// Files and folders: .txt, .md, .jsonl, .parquet and .gz text (folders
-    /// are searched recursively).
+    /// are searched recursively); without --model, capture files and
+    /// folders of them.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 }
@@ -125,6 +134,19 @@ impl ProgressDisplay {
         }
     }
 
+    /// Shows what a run tells: progress, skipped files, warnings.
+    fn event(&mut self, event: CorpusEvent<'_>) {
+        match event {
+            CorpusEvent::Progress(p) => self.progress(&p),
+            CorpusEvent::Skipped(s) => {
+                self.message(format!("headscope: skipped {}: {}", s.path, s.reason))
+            }
+            CorpusEvent::Warning(w) => {
+                self.message(format!("headscope: warning: {}: {}", w.path, w.warning))
+            }
+        }
+    }
+
     fn message(&self, line: String) {
         match self {
             Self::Bar(bar) => bar.suspend(|| eprintln!("{line}")),
@@ -166,6 +188,19 @@ fn check_outputs(outputs: &[&Option<PathBuf>]) -> anyhow::Result<()> {
 }
 
 pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
+    let Some(model) = &args.model else {
+        return capture_corpus(&args);
+    };
+    if let Some(capture) = args
+        .paths
+        .iter()
+        .find(|p| crate::capture_file::is_capture_path(p))
+    {
+        bail!(
+            "{} is a capture file: a corpus of captures takes no --model (leave it out)",
+            capture.display()
+        );
+    }
     let input = args.limits.input_options(&args.input)?;
     let options = CorpusOptions {
         mode: input.mode,
@@ -184,33 +219,15 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
     };
     let plan = corpus::find_documents(&args.paths, &sources)?;
     let shard = args.shard.unwrap_or(Shard::WHOLE);
-    let model = load_model(&args.input.model)?;
-    // The first Ctrl+C stops at the next layer and writes what was done;
-    // a second one quits at once.
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    if let Err(e) = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    }) {
-        eprintln!("headscope: warning: Ctrl+C will stop without writing anything: {e}");
-    }
+    let model = load_model(model)?;
+    let cancel = cancel_on_ctrl_c();
     let mut display = ProgressDisplay::for_stderr();
     let mut part = corpus::run_shard(
         &model,
         &plan,
         shard,
         &options,
-        &mut |event| match event {
-            CorpusEvent::Progress(p) => display.progress(&p),
-            CorpusEvent::Skipped(s) => {
-                display.message(format!("headscope: skipped {}: {}", s.path, s.reason))
-            }
-            CorpusEvent::Warning(w) => {
-                display.message(format!("headscope: warning: {}: {}", w.path, w.warning))
-            }
-        },
+        &mut |event| display.event(event),
         &cancel,
     );
     display.finish();
@@ -227,6 +244,61 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
         };
         write_output(path, &part.to_json())?;
     }
+    write_report(&args, &part, plan.documents.len())
+}
+
+/// `headscope corpus` without `--model`: the corpus statistics of capture
+/// files, each one window, analysed with the analysis options.
+fn capture_corpus(args: &CorpusArgs) -> anyhow::Result<()> {
+    if args.shard.is_some() {
+        bail!(
+            "a corpus of captures is analysed whole, without a model run: it takes no --shard \
+             (a corpus of texts needs --model M)"
+        );
+    }
+    let options = args.input.analysis.options()?;
+    check_outputs(&[&args.json, &args.csv, &args.part])?;
+    let plan = corpus::find_captures(&args.paths).map_err(|e| match e {
+        corpus::CaptureCorpusError::NoCaptures { .. } => {
+            anyhow!("{e}; a corpus of texts needs --model M")
+        }
+        other => anyhow!(other),
+    })?;
+    eprintln!(
+        "headscope: {} capture{} of {}",
+        plan.captures.len(),
+        if plan.captures.len() == 1 { "" } else { "s" },
+        plan.model()
+    );
+    let cancel = cancel_on_ctrl_c();
+    let mut display = ProgressDisplay::for_stderr();
+    let part = corpus::run_captures(&plan, &options, &mut |event| display.event(event), &cancel);
+    display.finish();
+    if let Some(path) = &args.part {
+        write_output(path, &part.to_json())?;
+    }
+    write_report(args, &part, plan.captures.len())
+}
+
+/// The first Ctrl+C stops at the next layer (or capture) and writes what
+/// was done; a second one quits at once.
+fn cancel_on_ctrl_c() -> Arc<AtomicBool> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    if let Err(e) = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    }) {
+        eprintln!("headscope: warning: Ctrl+C will stop without writing anything: {e}");
+    }
+    cancel
+}
+
+/// Writes the report of `part` as --json and --csv ask, and says what was
+/// done; an interrupted run is an error once written.
+fn write_report(args: &CorpusArgs, part: &CorpusPart, documents: usize) -> anyhow::Result<()> {
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     let report = part.report();
     if let Some(path) = &args.json {
         write_output(path, &report.to_json())?;
@@ -251,7 +323,7 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
             "shard {shard} (documents {}–{} of {}): ",
             part.first_document + 1,
             part.end_document,
-            plan.documents.len()
+            documents
         ),
         None => String::new(),
     };

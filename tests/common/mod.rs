@@ -135,6 +135,33 @@ pub fn analyse_fixture_lines(model: &Model, text_file: &str) -> RunOutput {
     pipeline::run(model, &text, &input, &AnalysisOptions::default(), &|| false).unwrap()
 }
 
+/// `output`, the test model's run on `text`, as a capture file's source
+/// (with or without the attention P).
+pub fn test_capture_source<'a>(
+    text: &'a str,
+    output: &'a RunOutput,
+    with_attention: bool,
+) -> headscope::capture_file::CaptureSource<'a> {
+    headscope::capture_file::CaptureSource {
+        model: headscope::capture_file::ModelDescription {
+            name: "all-MiniLM-L6-v2".into(),
+            kind: "bert".into(),
+        },
+        text,
+        tokens: &output.input.tokens,
+        captures: &output.captures,
+        with_attention,
+        sentences_left_out: output.input.sentences_left_out,
+        tokens_left_out: output.input.tokens_left_out,
+    }
+}
+
+/// Stores `output`, the test model's run on `text`, as a capture file.
+pub fn save_test_capture(path: &Path, text: &str, output: &RunOutput, with_attention: bool) {
+    let source = test_capture_source(text, output, with_attention);
+    headscope::capture_file::write_capture(path, &source).unwrap();
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

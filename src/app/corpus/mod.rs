@@ -2,7 +2,9 @@
 //! of ANALYSIS.md §4 and §5 averaged over a corpus, as [`crate::corpus`]
 //! computes them for `headscope corpus`: a folder of texts (`.txt`, `.md`,
 //! gzip-compressed or not), or a JSON Lines or Parquet file whose `text`
-//! field holds the documents.
+//! field holds the documents; or a folder of capture files (`.safetensors`,
+//! docs/CAPTURE.md), each one window analysed as stored, without a model
+//! ([`crate::corpus::captures`]).
 //!
 //! The user types or picks a folder or file and presses Run. The run goes to the
 //! model thread ([`AnalysisWorker::run_corpus`]), which lends the loaded
@@ -144,8 +146,11 @@ impl CorpusView {
         self.error = None;
         self.save_message = None;
         if folder.is_empty() {
-            self.error =
-                Some("type a folder of texts or a .jsonl or .parquet file, or choose one".into());
+            self.error = Some(
+                "type a folder of texts (or of capture files) or a .jsonl or .parquet file, \
+                 or choose one"
+                    .into(),
+            );
             return;
         }
         let options = settings.corpus_options();
@@ -300,7 +305,9 @@ impl CorpusView {
                      .txt or .md file under the folder (searched recursively, .gz read too), \
                      each line of a JSON Lines file and each row of a Parquet file (their \
                      \"text\" field). Each window is analysed like the text in the editor, and \
-                     every figure is averaged over the windows with its 95% confidence interval.",
+                     every figure is averaged over the windows with its 95% confidence interval. \
+                     A folder of capture files (.safetensors) needs no model: each capture is \
+                     one window, analysed as stored.",
                 );
             }
             return;
@@ -344,7 +351,9 @@ impl CorpusView {
                 .add_enabled(
                     !running,
                     egui::TextEdit::singleline(&mut self.folder)
-                        .hint_text("a folder of .txt files, or a .jsonl or .parquet file")
+                        .hint_text(
+                            "a folder of .txt files or captures, or a .jsonl or .parquet file",
+                        )
                         .desired_width((ui.available_width() - 400.0).max(200.0)),
                 )
                 .labelled_by(label.id);
@@ -354,10 +363,11 @@ impl CorpusView {
                     !running && self.folder_dialog.is_none(),
                     egui::Button::new("Browse…"),
                 )
-                .on_hover_text("Choose a folder of texts in a dialog")
+                .on_hover_text("Choose a folder of texts, or of capture files, in a dialog")
                 .clicked()
             {
-                let request = DialogRequest::folder("Choose a folder of .txt files");
+                let request =
+                    DialogRequest::folder("Choose a folder of .txt files or capture files");
                 self.folder_dialog = Some(Dialog::open(wake, request));
             }
             if ui
@@ -365,11 +375,23 @@ impl CorpusView {
                     !running && self.folder_dialog.is_none(),
                     egui::Button::new("File…"),
                 )
-                .on_hover_text("Choose a JSON Lines or Parquet file (or one text) in a dialog")
+                .on_hover_text(
+                    "Choose a JSON Lines or Parquet file (or one text, or one capture) in a dialog",
+                )
                 .clicked()
             {
-                let request = DialogRequest::file("Choose a corpus file")
-                    .filter("Corpus", &["jsonl", "ndjson", "parquet", "gz", "txt", "md"]);
+                let request = DialogRequest::file("Choose a corpus file").filter(
+                    "Corpus",
+                    &[
+                        "jsonl",
+                        "ndjson",
+                        "parquet",
+                        "gz",
+                        "txt",
+                        "md",
+                        "safetensors",
+                    ],
+                );
                 self.folder_dialog = Some(Dialog::open(wake, request));
             }
             if running {
@@ -385,11 +407,15 @@ impl CorpusView {
                     self.cancel();
                 }
             } else {
-                let can_run = model.is_some();
+                // A folder of captures needs no model; the run says so
+                // when a folder of texts has none.
+                let can_run = model.is_some() || !self.folder.trim().is_empty();
                 let run = ui
                     .add_enabled(can_run, egui::Button::new(RUN_LABEL))
                     .on_hover_text("Analyse every document of the folder or file")
-                    .on_disabled_hover_text("Load a model first");
+                    .on_disabled_hover_text(
+                        "Load a model first, or type a folder of capture files",
+                    );
                 if run.clicked() || (submitted && can_run) {
                     self.start(worker, settings);
                 }
@@ -428,7 +454,8 @@ impl CorpusView {
             crate::input::InputMode::Plain => "plain mode",
         };
         ui.weak(format!(
-            "Model: {} · the text panel's analysis settings: {mode}, {}, similarity {}, w = {}",
+            "Model: {} (captures bring their own) · the text panel's analysis settings: {mode} \
+             (texts only), {}, similarity {}, w = {}",
             model.unwrap_or("none loaded"),
             selection_text(&settings.analysis_options().selection),
             settings.similarity.label(),

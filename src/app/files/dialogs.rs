@@ -242,12 +242,16 @@ pub fn save_figure(wake: &Waker, name: String, format: crate::export::FigureForm
     )
 }
 
-/// The dialog that picks a model: a folder, or with `file` a GGUF file.
+/// The dialog that picks a model: a folder, or with `file` a GGUF file or
+/// a capture file (docs/CAPTURE.md), which takes a model's place.
 fn model_request(title: &str, file: bool) -> DialogRequest {
     if file {
-        DialogRequest::file(&format!("{title}: a GGUF file"))
-            .filter("GGUF", &["gguf"])
-            .filter("All files", &["*"])
+        DialogRequest::file(&format!(
+            "{title}: a GGUF file, or a capture file (.safetensors)"
+        ))
+        .filter("GGUF", &["gguf"])
+        .filter("Capture", &["safetensors"])
+        .filter("All files", &["*"])
     } else {
         DialogRequest::folder(&format!(
             "{title}: a folder (config.json, model.safetensors, tokenizer.json)"

@@ -286,7 +286,10 @@ impl ModelPanel {
                 }
                 if ui
                     .button("Open GGUF file…")
-                    .on_hover_text("A llama.cpp GGUF file (architecture llama or qwen2)")
+                    .on_hover_text(
+                        "A llama.cpp GGUF file (architecture llama or qwen2), or a capture \
+                         file (.safetensors, docs/CAPTURE.md) of a run made elsewhere",
+                    )
                     .clicked()
                 {
                     action = Some(ModelAction::PickGguf);
