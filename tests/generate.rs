@@ -294,3 +294,76 @@ fn assert_cached_rows_equal_full_pass(what: &str, model: &Model, prompt: &[u32],
         }
     }
 }
+
+/// `headscope generate --json`: the greedy continuation on stdout, and the
+/// analysis of prompt + continuation with the ids of each; an encoder is
+/// refused with a clear message.
+#[test]
+fn cli_generates_and_analyses_the_continuation() {
+    let entry = &reference()["greedy"][0];
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("prompt.txt");
+    std::fs::write(&prompt, format!("{}\n", entry["prompt"].as_str().unwrap())).unwrap();
+    let json = dir.path().join("out.json");
+    let output = run_ok(
+        headscope_command()
+            .arg("generate")
+            .arg("--model")
+            .arg(smollm2_model())
+            .args(["--max-new-tokens", "12", "--json"])
+            .arg(&json)
+            .arg(&prompt),
+        "generate",
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let generated = ids(&report["generated_ids"]);
+    assert_same_continuation("generate --json", &generated, entry);
+    assert_eq!(ids(&report["prompt_ids"]), ids(&entry["prompt_ids"]));
+    let decoded = smollm2().tokenizer.decode(&generated, true).unwrap();
+    assert_eq!(printed.trim_end(), decoded.trim_end());
+    // The analysis covers prompt and continuation, every layer.
+    let tokens = ids(&report["prompt_ids"]).len() + generated.len();
+    assert_eq!(report["tokens"].as_u64(), Some(tokens as u64));
+    assert_eq!(report["layers"].as_array().unwrap().len(), 30);
+
+    let refused = headscope(&[
+        "generate",
+        "--model",
+        &model_arg(),
+        prompt.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("generation needs a decoder"), "{message}");
+}
+
+/// `headscope analyze --logit-lens --json`: one layer per model layer,
+/// top 5 at every position, the last layer's top-1 transformers' where its
+/// top two differ.
+#[test]
+fn cli_writes_the_logit_lens() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("text.txt");
+    std::fs::write(&text, "The capital of France is").unwrap();
+    let json = dir.path().join("lens.json");
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(smollm2_model())
+            .arg("--logit-lens")
+            .arg("--json")
+            .arg(&json)
+            .arg(&text),
+        "analyze --logit-lens",
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let layers = report["logit_lens"]["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 30);
+    let last = &layers[29];
+    assert_eq!(last["top_ids"].as_array().unwrap().len(), 5);
+    assert_eq!(last["top_probs"][4].as_array().unwrap().len(), 5);
+    // "The capital of France is" → " Paris" (greedy's first token).
+    assert_eq!(last["top_ids"][4][0], reference()["greedy"][0]["generated_ids"][0]);
+}

@@ -75,6 +75,17 @@ pub(crate) fn report_window(input: &BuiltInput, what: &str) {
     }
 }
 
+/// Writes `value` as pretty JSON to `path`, or to stdout for `-`.
+pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(value)?;
+    if path.as_os_str() == "-" {
+        println!("{json}");
+        Ok(())
+    } else {
+        Ok(crate::export::save_text(&json, path)?)
+    }
+}
+
 /// Fails early, naming the path, when a file cannot be created there.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
