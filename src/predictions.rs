@@ -35,7 +35,10 @@ pub fn top_k(values: &[f32], k: usize) -> Vec<(u32, f32)> {
     }
     order.sort_by(by_value);
     order.truncate(k);
-    order.into_iter().map(|id| (id, values[id as usize])).collect()
+    order
+        .into_iter()
+        .map(|id| (id, values[id as usize]))
+        .collect()
 }
 
 /// The id of the largest logit; of equal ones the smallest id.

@@ -11,9 +11,9 @@
 //! the input stage.
 
 use crate::analysis::Analysis;
-use crate::predictions::LogitLens;
 use crate::comparison::{depth, Alignment, Comparison, HeadMatching, Side, SpecialisationRow};
 use crate::input::SplitSentence;
+use crate::predictions::LogitLens;
 use serde::Serialize;
 
 /// The figures of one window and the sentences its input cut.

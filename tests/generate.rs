@@ -177,8 +177,14 @@ fn smollm2_logit_lens_equals_transformers() {
     let prompt = &input_ids[..12];
     let next = greedy(model, prompt, 1);
     let lens_of_prompt = model.logit_lens(prompt, 5, &|| false).unwrap();
-    assert_eq!(lens_of_prompt.layers.last().unwrap().top_ids[11][0], next[0]);
-    assert_eq!(last.top_ids[11], lens_of_prompt.layers.last().unwrap().top_ids[11]);
+    assert_eq!(
+        lens_of_prompt.layers.last().unwrap().top_ids[11][0],
+        next[0]
+    );
+    assert_eq!(
+        last.top_ids[11],
+        lens_of_prompt.layers.last().unwrap().top_ids[11]
+    );
 }
 
 /// A seed repeats its run exactly; another seed, or greedy, differs.
@@ -254,7 +260,11 @@ fn assert_cached_rows_equal_full_pass(what: &str, model: &Model, prompt: &[u32],
     let full = model.capture(run, &|| false).unwrap();
     let t_all = run.len();
     for (layer, positions) in rows.iter().enumerate() {
-        assert_eq!(positions.len(), t_all, "{what} layer {layer}: positions run");
+        assert_eq!(
+            positions.len(),
+            t_all,
+            "{what} layer {layer}: positions run"
+        );
         let square = heads * t_all * t_all;
         let p_all = &full.attentions[layer * square..][..square];
         let s_all = &full.similarity[layer * square..][..square];
@@ -365,5 +375,54 @@ fn cli_writes_the_logit_lens() {
     assert_eq!(last["top_ids"].as_array().unwrap().len(), 5);
     assert_eq!(last["top_probs"][4].as_array().unwrap().len(), 5);
     // "The capital of France is" → " Paris" (greedy's first token).
-    assert_eq!(last["top_ids"][4][0], reference()["greedy"][0]["generated_ids"][0]);
+    assert_eq!(
+        last["top_ids"][4][0],
+        reference()["greedy"][0]["generated_ids"][0]
+    );
+}
+
+/// SmolLM2's GGUF file (the converted folder's source; its LM head tied to
+/// the Q8_0 token table, kept quantized) continues as the folder does.
+#[test]
+fn smollm2_gguf_greedy_equals_transformers() {
+    let model = Model::load(&ModelSource::Gguf(smollm2_gguf()), &mut |_| {}).unwrap();
+    let entry = &reference()["greedy"][0];
+    let ours = greedy(&model, &ids(&entry["prompt_ids"]), 4);
+    assert_eq!(ours, ids(&entry["generated_ids"])[..4]);
+    assert_eq!(model.stop_ids(), vec![2]);
+}
+
+/// The analysis' input of prompt + continuation is those tokens exactly,
+/// each in its sentence of the text they decode to (a chat prompt's
+/// markers and the end-of-sequence token special), whitespace included.
+#[test]
+fn prompt_and_continuation_become_the_input_as_they_are() {
+    let model = smollm2();
+    for entry in reference()["greedy"].as_array().unwrap().iter().take(3) {
+        let all: Vec<u32> = ids(&entry["prompt_ids"])
+            .into_iter()
+            .chain(ids(&entry["generated_ids"]))
+            .collect();
+        let (built, text) =
+            headscope::pipeline::prepare_ids(model, &all, &Default::default()).unwrap();
+        let tokens = &built.tokens;
+        assert_eq!(tokens.input_ids, all);
+        assert!(tokens.causal);
+        let sentences: Vec<usize> = tokens.sentence_ids.iter().flatten().copied().collect();
+        assert!(sentences.windows(2).all(|w| w[0] <= w[1]), "{sentences:?}");
+        // The tokens' spans tile the decoded text after the leading
+        // special tokens (a chat prompt's first marker), which have none.
+        let spans: String = tokens
+            .offsets
+            .iter()
+            .flatten()
+            .map(|&(s, e)| &text[s..e])
+            .collect();
+        let leading = tokens.offsets.iter().take_while(|o| o.is_none()).count();
+        let leading_text = model.tokenizer.decode(&all[..leading], false).unwrap();
+        assert_eq!(format!("{leading_text}{spans}"), text);
+        for (id, &special) in all.iter().zip(&tokens.special) {
+            assert_eq!(special, model.specials.contains(*id), "token {id}");
+        }
+    }
 }

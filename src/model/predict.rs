@@ -70,7 +70,10 @@ impl Model {
             gguf::head_tensors(&self.folder, &self.config, device)?
         } else {
             let files = checkpoint::weight_files(&self.folder)?.ok_or_else(|| {
-                anyhow!("{} no longer holds the model's weights", self.folder.display())
+                anyhow!(
+                    "{} no longer holds the model's weights",
+                    self.folder.display()
+                )
             })?;
             let family = self.config.family;
             let tensors = super::read_normalised(&files, family, device, &|name| {
@@ -103,13 +106,17 @@ impl Model {
         let decoder = self.causal_decoder("the logit lens")?;
         let head = self.lm_head()?;
         let mut lens = LogitLens::default();
-        decoder.forward_with_residuals(input_ids, cancelled, &mut |_, _| Ok(()), &mut |_,
-                                                                                  residual| {
-            let logits = head.logits(residual)?.flatten_all()?.to_vec1::<f32>()?;
-            lens.layers
-                .push(LensLayer::of_logits(&logits, head.vocab(), k));
-            Ok(())
-        })?;
+        decoder.forward_with_residuals(
+            input_ids,
+            cancelled,
+            &mut |_, _| Ok(()),
+            &mut |_, residual| {
+                let logits = head.logits(residual)?.flatten_all()?.to_vec1::<f32>()?;
+                lens.layers
+                    .push(LensLayer::of_logits(&logits, head.vocab(), k));
+                Ok(())
+            },
+        )?;
         Ok(lens)
     }
 
@@ -170,9 +177,7 @@ impl Model {
             cancelled: false,
         };
         let mut cache = decoder.new_cache();
-        let run = |ids: &[u32],
-                   cache: &mut KvCache,
-                   on_event: &mut dyn FnMut(GenerationEvent)| {
+        let run = |ids: &[u32], cache: &mut KvCache, on_event: &mut dyn FnMut(GenerationEvent)| {
             decoder.forward_cached(cache, ids, &mut |layer, rows| {
                 on_event(GenerationEvent::Rows { layer, rows })
             })

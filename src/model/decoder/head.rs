@@ -46,10 +46,7 @@ impl LmHead {
         Ok(Self {
             norm,
             projection: Dense::new(&matrix, None)?,
-            soft_cap: shape
-                .variant
-                .final_logit_softcapping
-                .map(|cap| cap as f32),
+            soft_cap: shape.variant.final_logit_softcapping.map(|cap| cap as f32),
             vocab: config.vocab_size,
         })
     }
@@ -120,7 +117,9 @@ impl LmHead {
             let columns = ranges[piece].clone();
             let mut out = vec![0.0; rows * columns.len()];
             let x = crate::kernels::MatRef::new(&values, rows, inputs);
-            dense.weight().product(x, 0..inputs, columns, &mut out, false);
+            dense
+                .weight()
+                .product(x, 0..inputs, columns, &mut out, false);
             out
         });
         let mut logits = vec![0.0; rows * self.vocab];

@@ -33,6 +33,10 @@ use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
+/// Where a pass hands the residual stream after each layer (its index, T ×
+/// hidden).
+pub type ResidualSink<'a> = dyn FnMut(usize, &Tensor) -> Result<()> + 'a;
+
 /// Token (and for GPT-2 position) embeddings and the stack of layers; the
 /// final norm and language-model head, which the study does not read, are
 /// loaded apart ([`LmHead`]).
@@ -134,7 +138,7 @@ impl Decoder {
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-        mut residuals: Option<&mut dyn FnMut(usize, &Tensor) -> Result<()>>,
+        mut residuals: Option<&mut ResidualSink>,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let count = self.layers.len();
@@ -169,7 +173,7 @@ impl Decoder {
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-        residual: &mut dyn FnMut(usize, &Tensor) -> Result<()>,
+        residual: &mut ResidualSink,
     ) -> std::result::Result<(), ForwardError> {
         self.forward_tensors(input_ids, cancelled, sink, Some(residual))
     }
