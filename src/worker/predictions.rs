@@ -20,7 +20,10 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq)]
 pub enum GenerationUpdate {
     /// The continuation so far, as text, and its tokens.
-    Continued { text: String, tokens: usize },
+    Continued {
+        text: String,
+        tokens: usize,
+    },
     /// Done: the whole continuation; `ended` when the model's
     /// end-of-sequence token ended it.
     Finished {
