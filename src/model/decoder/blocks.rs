@@ -339,7 +339,8 @@ impl Attention {
     /// [`Attention::forward`] of the rows `x` (n×hidden) of new tokens,
     /// which follow the tokens `cache` holds: their keys, values and head
     /// outputs join the cache, and their rows of P, O and S (each head's n
-    /// rows against all T tokens so far) go to `rows`.
+    /// rows against all T tokens so far) go to `rows` (not its queries and
+    /// keys: nothing recomputes rows).
     pub(super) fn forward_cached(
         &self,
         x: &Tensor,
@@ -386,10 +387,6 @@ impl Attention {
                 &mut rows.similarity[head * square..][..square],
             );
         }
-        rows.queries.clear();
-        rows.queries.extend_from_slice(query.get());
-        rows.keys.clear();
-        rows.keys.extend_from_slice(key.get());
         let context = stack::heads_side_by_side(&rows.head_outputs, self.heads, n, x.device())?;
         self.output.forward(&context)
     }
