@@ -365,27 +365,47 @@ impl Attention {
         let group = self.heads / self.kv_heads.max(1);
         let rule = self.score_rule();
         cache.outputs.resize_with(self.heads, Vec::new);
-        for head in 0..self.heads {
-            let kv = head / group.max(1);
-            let square = n * tokens;
-            let output = &mut rows.head_outputs[head * n * d..][..n * d];
-            attend_rows(
-                &query.get()[head * n * d..][..n * d],
-                &cache.keys[kv],
-                &cache.values[kv],
-                d,
-                first,
+        if first == 0 {
+            // The prompt: every row, as a full pass makes them (its heads
+            // shared out among threads).
+            attend_layer(
+                query.get(),
+                key.get(),
+                value.get(),
+                (n, d),
                 &rule,
-                &mut rows.attention[head * square..][..square],
-                output,
+                &mut LayerAttention {
+                    attention: &mut rows.attention,
+                    head_outputs: &mut rows.head_outputs,
+                    similarity: &mut rows.similarity,
+                },
             );
-            cache.outputs[head].extend_from_slice(output);
-            similarity_rows(
-                output,
-                &cache.outputs[head],
-                d,
-                &mut rows.similarity[head * square..][..square],
-            );
+            for (head, outputs) in cache.outputs.iter_mut().enumerate() {
+                outputs.extend_from_slice(&rows.head_outputs[head * n * d..][..n * d]);
+            }
+        } else {
+            for head in 0..self.heads {
+                let kv = head / group.max(1);
+                let square = n * tokens;
+                let output = &mut rows.head_outputs[head * n * d..][..n * d];
+                attend_rows(
+                    &query.get()[head * n * d..][..n * d],
+                    &cache.keys[kv],
+                    &cache.values[kv],
+                    d,
+                    first,
+                    &rule,
+                    &mut rows.attention[head * square..][..square],
+                    output,
+                );
+                cache.outputs[head].extend_from_slice(output);
+                similarity_rows(
+                    output,
+                    &cache.outputs[head],
+                    d,
+                    &mut rows.similarity[head * square..][..square],
+                );
+            }
         }
         let context = stack::heads_side_by_side(&rows.head_outputs, self.heads, n, x.device())?;
         self.output.forward(&context)
