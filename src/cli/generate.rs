@@ -1,10 +1,13 @@
 //! `headscope generate`: a decoder continues a prompt — greedily, or
 //! sampled (temperature, top-p, top-k, seed) — printing the continuation
-//! as it comes; with `--json`, the analysis of prompt and continuation
-//! together (the fields of `analyze --json`) with the ids of each.
+//! as it comes (Ctrl+C stops it and keeps what was written); with
+//! `--json`, the analysis of prompt and continuation together (the fields
+//! of `analyze --json`) with the ids of each.
 
 use super::args::AnalysisArgs;
-use super::running::{check_writable, load_model, read_text, report_window, write_json};
+use super::running::{
+    check_writable, load_model, read_text, report_window, stop_on_ctrl_c, write_json,
+};
 use crate::model::chat::chat_prompt_ids;
 use crate::model::predict::{GenerationEvent, GenerationOptions};
 use crate::model::Model;
@@ -115,6 +118,8 @@ pub(crate) fn generate(args: GenerateArgs) -> anyhow::Result<()> {
         prompt_ids.len(),
         args.max_new_tokens
     );
+    // Ctrl+C stops after the token being computed; what was written stays.
+    let stop = stop_on_ctrl_c("writing the continuation so far");
     let start = Instant::now();
     let mut printer = ContinuationPrinter::default();
     let generation = model.generate(
@@ -123,7 +128,7 @@ pub(crate) fn generate(args: GenerateArgs) -> anyhow::Result<()> {
             max_new_tokens: args.max_new_tokens,
             decoding,
         },
-        &|| false,
+        &|| stop.load(std::sync::atomic::Ordering::SeqCst),
         &mut |event| {
             if let GenerationEvent::Token(id) = event {
                 printer.push(&model, id, &mut out);
@@ -137,6 +142,8 @@ pub(crate) fn generate(args: GenerateArgs) -> anyhow::Result<()> {
         start.elapsed().as_secs_f64(),
         if generation.ended {
             ", ended by the model"
+        } else if generation.cancelled {
+            ", stopped by Ctrl+C"
         } else {
             ""
         }
