@@ -3,8 +3,8 @@
 //! answering: a generation ([`AnalysisWorker::generate`]), its text
 //! reported as each token comes and stopped between two tokens by its
 //! cancel flag; and the logit lens of a result's tokens
-//! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top-1
-//! token.
+//! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top 5
+//! tokens.
 
 use super::{panic_message, AnalysisWorker, Command, WorkerThread};
 use crate::model::predict::{GenerationEvent, GenerationOptions};
@@ -40,8 +40,8 @@ pub struct LensTable {
     /// The input ids it was computed on.
     pub input_ids: Vec<u32>,
     pub lens: LogitLens,
-    /// The text of each layer's top-1 token at each position (L × T).
-    pub top_texts: Vec<Vec<String>>,
+    /// The text of each layer's top 5 tokens at each position (L × T × 5).
+    pub top_texts: Vec<Vec<Vec<String>>>,
 }
 
 pub(super) enum PredictionJob {
@@ -185,8 +185,9 @@ fn lens_table(model: &Model, input_ids: Vec<u32>) -> anyhow::Result<LensTable> {
                 .top_ids
                 .iter()
                 .map(|top| {
-                    let id = top.first().copied().unwrap_or_default();
-                    model.tokenizer.decode(&[id], false).unwrap_or_default()
+                    top.iter()
+                        .map(|&id| model.tokenizer.decode(&[id], false).unwrap_or_default())
+                        .collect()
                 })
                 .collect()
         })
