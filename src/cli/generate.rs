@@ -121,7 +121,11 @@ pub(crate) fn generate(args: GenerateArgs) -> anyhow::Result<()> {
     // Ctrl+C stops after the token being computed; what was written stays.
     let stop = stop_on_ctrl_c("writing the continuation so far");
     let start = Instant::now();
-    let mut printer = ContinuationPrinter::default();
+    let mut printer = ContinuationPrinter {
+        prompt_ids: &prompt_ids,
+        ids: Vec::new(),
+        printed: 0,
+    };
     let generation = model.generate(
         &prompt_ids,
         &GenerationOptions {
@@ -194,20 +198,19 @@ fn prompt_ids(model: &Model, prompt: &str, chat: bool) -> anyhow::Result<Vec<u32
 }
 
 /// Prints a continuation as its tokens come: the text the tokens so far
-/// decode to (special tokens left out), a piece at a time, held back while
-/// it ends inside a character (a byte-level token may cut one in two).
-#[derive(Default)]
-struct ContinuationPrinter {
+/// add to the prompt ([`Model::continuation_text`]), a piece at a time,
+/// held back while it ends inside a character (a byte-level token may cut
+/// one in two).
+struct ContinuationPrinter<'a> {
+    prompt_ids: &'a [u32],
     ids: Vec<u32>,
     printed: usize,
 }
 
-impl ContinuationPrinter {
+impl ContinuationPrinter<'_> {
     fn push(&mut self, model: &Model, id: u32, out: &mut dyn Write) {
         self.ids.push(id);
-        let Ok(text) = model.tokenizer.decode(&self.ids, true) else {
-            return;
-        };
+        let text = model.continuation_text(self.prompt_ids, &self.ids);
         if text.ends_with('\u{FFFD}') || !text.is_char_boundary(self.printed.min(text.len())) {
             return;
         }

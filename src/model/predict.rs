@@ -120,6 +120,20 @@ impl Model {
         Ok(lens)
     }
 
+    /// The text `generated_ids` add after `prompt_ids` (special tokens left
+    /// out): the whole decoded less the prompt's, so that a tokenizer that
+    /// drops a sequence's leading space (SentencePiece's) keeps the space
+    /// between prompt and continuation.
+    pub fn continuation_text(&self, prompt_ids: &[u32], generated_ids: &[u32]) -> String {
+        let decode = |ids: &[u32]| self.tokenizer.decode(ids, true).unwrap_or_default();
+        let all: Vec<u32> = prompt_ids.iter().chain(generated_ids).copied().collect();
+        let (whole, prompt) = (decode(&all), decode(prompt_ids));
+        match whole.strip_prefix(prompt.as_str()) {
+            Some(continuation) => continuation.to_string(),
+            None => decode(generated_ids),
+        }
+    }
+
     /// The ids generation stops at: `eos_token_id` (one or a list) of the
     /// folder's `generation_config.json`, else of its `config.json`; a GGUF
     /// file's `tokenizer.ggml.eos_token_id`.

@@ -152,7 +152,7 @@ fn generate(
         .get_ids()
         .to_vec();
     let mut ids = Vec::new();
-    let text_of = |ids: &[u32]| model.tokenizer.decode(ids, true).unwrap_or_default();
+    let text_of = |ids: &[u32]| model.continuation_text(&prompt_ids, ids);
     let generation = model.generate(
         &prompt_ids,
         options,
