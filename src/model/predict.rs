@@ -14,6 +14,9 @@ use anyhow::{anyhow, bail};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
+/// How many positions' logits the logit lens computes at once.
+const LENS_ROWS: usize = 32;
+
 /// Where a model keeps its LM head once loaded.
 pub(crate) type HeadSlot = Mutex<Option<Arc<LmHead>>>;
 
@@ -111,9 +114,18 @@ impl Model {
             cancelled,
             &mut |_, _| Ok(()),
             &mut |_, residual| {
-                let logits = head.logits(residual)?.flatten_all()?.to_vec1::<f32>()?;
-                lens.layers
-                    .push(LensLayer::of_logits(&logits, head.vocab(), k));
+                // A few rows at a time: a long input's logits of every
+                // position would take T × vocab floats at once.
+                let mut layer = LensLayer::default();
+                let tokens = residual.dim(0)?;
+                for start in (0..tokens).step_by(LENS_ROWS) {
+                    let rows = residual.narrow(0, start, LENS_ROWS.min(tokens - start))?;
+                    let logits = head.logits(&rows)?.flatten_all()?.to_vec1::<f32>()?;
+                    let part = LensLayer::of_logits(&logits, head.vocab(), k);
+                    layer.top_ids.extend(part.top_ids);
+                    layer.top_probs.extend(part.top_probs);
+                }
+                lens.layers.push(layer);
                 Ok(())
             },
         )?;
