@@ -26,10 +26,9 @@ pub struct LmHead {
 }
 
 impl LmHead {
-    /// `vb` is rooted at the base model for the final norm; `head` holds
-    /// the head's own matrix where the checkpoint has one (rooted at the
-    /// checkpoint's top level); `embeddings` is the token table it is tied
-    /// to otherwise.
+    /// From the head's tensors under the loader's names (`vb`: the final
+    /// norm, and the head's own matrix where the checkpoint has one), else
+    /// tied to `embeddings`, the token table.
     pub(in crate::model) fn load(
         vb: &WeightBuilder,
         config: &ModelConfig,
@@ -106,7 +105,7 @@ impl LmHead {
         let values = x.flatten_all()?.to_vec1::<f32>()?;
         let panels = self.vocab.div_ceil(crate::kernels::PANEL);
         let pieces = crate::threads::total().clamp(1, panels);
-        let ranges: Vec<_> = super::super::team::split_evenly(panels, pieces)
+        let ranges: Vec<_> = crate::model::team::split_evenly(panels, pieces)
             .into_iter()
             .map(|range| {
                 range.start * crate::kernels::PANEL

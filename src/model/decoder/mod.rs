@@ -16,6 +16,12 @@
 //! does not take (norms after a sublayer, q/k norms, partial rotary, a
 //! parallel residual), candle's ops, each layer's heads through the
 //! attention core on the host ([`super::stack::attend_layer`]).
+//!
+//! For a decoder's predictions ([`super::predict`]) the stack also runs on
+//! candle's ops with the residual stream after each layer handed out (the
+//! logit lens), and through a key/value cache ([`Decoder::forward_cached`]:
+//! each new token one row of every layer); its final norm and LM head are
+//! [`LmHead`], loaded apart.
 
 mod blocks;
 mod head;
