@@ -377,19 +377,50 @@ impl TokenizedText {
                 }
             }
         }
+        Ok(tokenized.finish(text, spans))
+    }
+
+    /// A decoder's tokens as they are — a prompt and the model's
+    /// continuation of it — in the text they decode to (special tokens
+    /// written out), which is returned too: each token in the sentence of
+    /// that text its first non-space character lies in, whitespace after
+    /// the last sentence in the last; special tokens before the first
+    /// content token lead the window, as a BOS does.
+    pub fn of_ids(
+        tokenizer: &Tokenizer,
+        ids: &[u32],
+        specials: &SpecialTokens,
+    ) -> Result<(Self, String), InputError> {
+        let text = tokenizer.decode(ids, false).map_err(tokenizer_error)?;
+        let spans = split_sentences(&text, InputMode::Document);
+        if spans.is_empty() {
+            return Err(InputError::Empty);
+        }
+        let mut tokenized = Self {
+            mode: InputMode::Document,
+            causal: true,
+            spans: spans.clone(),
+            ..Default::default()
+        };
+        decoder::place_ids(tokenizer, &text, ids, specials, &mut tokenized)?;
+        let tokenized = tokenized.finish(&text, spans);
+        Ok((tokenized, text))
+    }
+
+    /// Where each sentence's tokens start, and which tokens start a word.
+    fn finish(mut self, text: &str, spans: Vec<(usize, usize)>) -> Self {
         let mut starts = Vec::with_capacity(spans.len() + 1);
         let mut token = 0;
         for sentence in 0..=spans.len() {
-            while token < tokenized.sentence_of.len() && tokenized.sentence_of[token] < sentence {
+            while token < self.sentence_of.len() && self.sentence_of[token] < sentence {
                 token += 1;
             }
             starts.push(token);
         }
-        tokenized.sentence_starts = starts;
-        tokenized.spans = spans;
-        tokenized.word_start =
-            pieces::word_starts(text, &tokenized.offsets, &tokenized.sentence_of);
-        Ok(tokenized)
+        self.sentence_starts = starts;
+        self.spans = spans;
+        self.word_start = pieces::word_starts(text, &self.offsets, &self.sentence_of);
+        self
     }
 
     fn push(&mut self, id: u32, token: &str, offsets: (usize, usize), sentence: usize) {

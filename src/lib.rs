@@ -25,7 +25,9 @@
 //! - [`export`], [`npz`]: figures and files out, the same for the CLI and
 //!   the app.
 //! - [`analysis`], [`comparison`] (two models on one text, heads matched by
-//!   CKA), [`corpus_stats`], [`captures`], [`tokens`]: pure data and
+//!   CKA), [`corpus_stats`], [`captures`], [`tokens`], [`predictions`]
+//!   (next tokens from a decoder's logits: greedy, sampled, the logit
+//!   lens' table): pure data and
 //!   computation, no GUI and no tensor library; [`colormap`],
 //!   [`atomic_file`], [`textfile`]; [`threads`], the one budget of compute
 //!   threads they and the model share; [`kernels`], the CPU matrix and
@@ -48,6 +50,7 @@ pub mod kernels;
 pub mod model;
 pub mod npz;
 pub mod pipeline;
+pub mod predictions;
 pub mod report;
 pub mod textfile;
 pub mod threads;

@@ -276,6 +276,20 @@ pub fn prepare_input(
     Ok(fit_window(model, built, limit, input))
 }
 
+/// The input of a decoder's tokens as they are (a prompt and the model's
+/// continuation: [`TokenizedText::of_ids`]), in one window from the first
+/// token, and the text they decode to.
+pub fn prepare_ids(
+    model: &Model,
+    ids: &[u32],
+    input: &InputOptions,
+) -> Result<(BuiltInput, String), InputError> {
+    let limit = token_limit(model, input);
+    let (tokenized, text) = TokenizedText::of_ids(&model.tokenizer, ids, &model.specials)?;
+    let built = tokenized.window(limit.tokens, WindowStart::default(), &model.specials)?;
+    Ok((fit_window(model, built, limit, input), text))
+}
+
 /// Every window of `text` from the first, as the runs would cut them one
 /// after the other (with `input`'s mode and limits): the outline of a long
 /// document. Tokenizes the whole text: call it off the UI thread.

@@ -4,7 +4,8 @@
 //! the figures depend on — which sentences, longer than a window, were cut
 //! into pieces and analysed as sentences, §1), and what `compare --json`
 //! writes ([`ComparisonReport`]: the same document for each of the two
-//! models, with how they compare).
+//! models, with how they compare), and for a decoder what `analyze
+//! --logit-lens` and `generate --json` add ([`DecoderReport`]).
 //!
 //! Here rather than in [`crate::comparison`], which stays pure and below
 //! the input stage.
@@ -12,6 +13,7 @@
 use crate::analysis::Analysis;
 use crate::comparison::{depth, Alignment, Comparison, HeadMatching, Side, SpecialisationRow};
 use crate::input::SplitSentence;
+use crate::predictions::LogitLens;
 use serde::Serialize;
 
 /// The figures of one window and the sentences its input cut.
@@ -22,6 +24,21 @@ pub struct AnalysisReport<'a> {
     /// The sentences of the text longer than a window, each cut into
     /// pieces, with the pieces this window holds; empty when none was.
     pub sentences_split: &'a [SplitSentence],
+}
+
+/// `analyze --json` with what a decoder predicts: `analyze --logit-lens`
+/// adds the logit lens, `generate --json` the ids of the prompt and of its
+/// continuation (the analysis covering both).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DecoderReport<'a> {
+    #[serde(flatten)]
+    pub report: AnalysisReport<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_ids: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_ids: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logit_lens: Option<&'a LogitLens>,
 }
 
 /// One model as `compare --json` writes it.

@@ -30,6 +30,9 @@
 //! it on a text whose result from the first model the app already has,
 //! newest request first like the analyses (see [`comparison`]).
 //!
+//! A decoder's generation and logit lens run on a thread of their own too
+//! ([`AnalysisWorker::generate`], [`AnalysisWorker::logit_lens`]).
+//!
 //! Either model may be a capture file instead (docs/CAPTURE.md; a
 //! [`ModelSource::Folder`] naming a `.safetensors` file): an analysis then
 //! re-analyses the stored run of the capture's own text under the
@@ -50,7 +53,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod comparison;
+mod predictions;
 pub use comparison::{ComparisonEvent, ComparisonRequest};
+pub use predictions::{GenerationUpdate, LensTable};
 
 /// How often a long run says where it stands (and how long a run lasts
 /// before it first does).
@@ -226,6 +231,7 @@ enum Command {
     Compare(ComparisonRequest),
     Corpus(CorpusJob),
     Outline(OutlineJob),
+    Predict(predictions::PredictionJob),
     SetArtificialDelay(Duration),
     SetLayerDelay(Duration),
     InjectPanic,
@@ -468,6 +474,7 @@ impl WorkerThread {
                     Command::Compare(request) => newest_comparison = Some(request),
                     Command::Corpus(job) => self.start_corpus(job),
                     Command::Outline(job) => self.start_outline(job),
+                    Command::Predict(job) => self.start_prediction(job),
                     Command::SetArtificialDelay(delay) => self.delay = delay,
                     Command::SetLayerDelay(delay) => self.layer_delay = delay,
                     Command::InjectPanic => self.panic_next_run = true,

@@ -493,6 +493,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("corpus_stats", 1),
     ("analysis", 1),
     ("captures", 1),
+    ("predictions", 1),
     ("colormap", 0),
     ("kernels", 0),
     ("tokens", 0),
@@ -628,6 +629,7 @@ fn the_pure_modules_use_neither_egui_nor_candle() {
     let pure = [
         "analysis",
         "captures",
+        "predictions",
         "colormap",
         "kernels",
         "comparison",

@@ -44,6 +44,7 @@ use crate::worker::AnalysisWorker;
 use corpus::CorpusView;
 use files::dialogs::FileDialogs;
 use files::plot_export::PlotSaving;
+use panels::generate::GeneratePanel;
 use panels::model::ModelState;
 use panels::outline::OutlinePanel;
 use runs::Runs;
@@ -80,6 +81,8 @@ pub struct HeadscopeApp {
     outline: OutlinePanel,
     /// The central area's views.
     views: Views,
+    /// Generate, under the text (decoders).
+    generate: GeneratePanel,
     /// The corpus statistics window (File → Corpus statistics…).
     corpus: CorpusView,
     /// The file dialogs open.
@@ -196,6 +199,21 @@ impl HeadscopeApp {
     /// The head open in the detail view.
     pub fn detail_head(&self) -> Option<HeadId> {
         self.views.heads.detail
+    }
+
+    /// Whether a generation is running.
+    pub fn is_generating(&self) -> bool {
+        self.generate.is_running()
+    }
+
+    /// The Logit lens tab's table, once computed for the result on screen.
+    pub fn logit_lens_table(&self) -> Option<&crate::worker::LensTable> {
+        self.views.logit_lens.table()
+    }
+
+    /// Where the text the model generated starts, while it is marked.
+    pub fn generated_from(&self) -> Option<usize> {
+        self.views.shared.generated_from
     }
 
     /// The whole text (empty while a file is being read).

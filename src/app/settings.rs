@@ -59,16 +59,19 @@ pub enum CentralView {
     Specialisation,
     /// A second model on the same text, and how its heads compare.
     Compare,
+    /// A decoder's predictions layer by layer (the logit lens).
+    LogitLens,
 }
 
 impl CentralView {
-    pub const ALL: [CentralView; 6] = [
+    pub const ALL: [CentralView; 7] = [
         CentralView::Heads,
         CentralView::Layers,
         CentralView::Separators,
         CentralView::TokenFocus,
         CentralView::Specialisation,
         CentralView::Compare,
+        CentralView::LogitLens,
     ];
 
     /// The tab's title (also its accessible name).
@@ -80,6 +83,7 @@ impl CentralView {
             CentralView::TokenFocus => "Token focus",
             CentralView::Specialisation => "Specialisation",
             CentralView::Compare => "Compare",
+            CentralView::LogitLens => "Logit lens",
         }
     }
 
@@ -103,6 +107,9 @@ impl CentralView {
             CentralView::Compare => {
                 "A second model on the same text: per-layer curves, heads side by side, \
                  heads matched by CKA"
+            }
+            CentralView::LogitLens => {
+                "A decoder's next-token prediction after each layer, at every position"
             }
         }
     }

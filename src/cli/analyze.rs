@@ -3,9 +3,10 @@
 //! run on a text, or of a capture file (`--capture`, docs/CAPTURE.md).
 
 use super::args::{InputArgs, LimitArgs, ModelInputArgs, TextArgs};
-use super::running::check_writable;
+use super::running::{check_writable, write_json};
 use crate::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
 use crate::pipeline::RunOutput;
+use crate::report::DecoderReport;
 use anyhow::bail;
 use clap::Args;
 use std::io::Write;
@@ -36,9 +37,17 @@ pub(crate) struct AnalyzeArgs {
     /// Write input ids, attentions, head outputs and similarity as NPZ.
     #[arg(long)]
     pub(crate) npz: Option<PathBuf>,
+    /// A decoder's logit lens into the --json file: per layer, the top 5
+    /// next tokens and their probabilities at every position, from the
+    /// residual stream after that layer through the final norm and LM head.
+    #[arg(long, requires = "json", conflicts_with = "capture")]
+    pub(crate) logit_lens: bool,
 }
 
 pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
+    if args.logit_lens && args.model.is_none() {
+        bail!("--logit-lens needs --model: a capture file holds no LM head");
+    }
     // Check output paths before the model runs, so a typo costs nothing.
     for path in [&args.json, &args.npz, &args.save_capture]
         .into_iter()
@@ -57,9 +66,13 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
         }),
         _ => None,
     };
+    let mut lens = None;
     let (name, output) = match (&text, &args.capture) {
         (Some(text), None) => {
             let (model, text, output) = text.run_with_text()?;
+            if args.logit_lens {
+                lens = Some(model.logit_lens(&output.input.tokens.input_ids, 5, &|| false)?);
+            }
             if let Some(path) = &args.save_capture {
                 let source = CaptureSource {
                     model: ModelDescription {
@@ -95,12 +108,13 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     }
     match &args.json {
         Some(path) => {
-            let json = serde_json::to_string_pretty(&output.report())?;
-            if path.as_os_str() == "-" {
-                println!("{json}");
-            } else {
-                crate::export::save_text(&json, path)?;
-            }
+            let report = DecoderReport {
+                report: output.report(),
+                prompt_ids: None,
+                generated_ids: None,
+                logit_lens: lens.as_ref(),
+            };
+            write_json(path, &report)?;
         }
         None => print_table(&name, &output),
     }

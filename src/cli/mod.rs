@@ -1,7 +1,7 @@
 //! The command line: `headscope [--model M] [FILE]` opens the app;
-//! `analyze`, `export`, `compare`, `corpus`, `merge`, `bench`,
+//! `analyze`, `generate`, `export`, `compare`, `corpus`, `merge`, `bench`,
 //! `make-random-model` and `models` serve scripts, a file each ([`analyze`],
-//! [`export`], [`compare`], [`corpus`] with `merge`, [`bench`],
+//! [`generate`], [`export`], [`compare`], [`corpus`] with `merge`, [`bench`],
 //! [`random_model`], [`models`]); the
 //! arguments they share are [`args`], and loading the model and running it
 //! on a file is [`running`].
@@ -15,6 +15,7 @@ mod bench;
 mod compare;
 mod corpus;
 mod export;
+mod generate;
 mod models;
 mod random_model;
 mod running;
@@ -46,6 +47,8 @@ pub struct Cli {
 enum Command {
     /// Analyse a text and print the figures of every layer and head.
     Analyze(analyze::AnalyzeArgs),
+    /// Continue a prompt with a decoder (greedy or sampled), and analyse prompt + continuation.
+    Generate(generate::GenerateArgs),
     /// Write a head's heatmap (or every head's) as PNG, or its matrix as CSV.
     Export(export::ExportArgs),
     /// Time the whole analysis of an N-token input.
@@ -93,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         None => open_app(cli.model, cli.file),
         Some(Command::View { file, model }) => open_app(model, Some(file)),
         Some(Command::Analyze(args)) => analyze::analyze(args),
+        Some(Command::Generate(args)) => generate::generate(args),
         Some(Command::Export(args)) => export::export(args),
         Some(Command::Bench(args)) => bench::bench(args),
         Some(Command::MakeRandomModel(args)) => random_model::make_random_model(args),

@@ -75,6 +75,33 @@ pub(crate) fn report_window(input: &BuiltInput, what: &str) {
     }
 }
 
+/// A flag the first Ctrl+C sets (the command stops at its next step and
+/// writes what it did); a second Ctrl+C quits at once.
+pub(crate) fn stop_on_ctrl_c(what: &str) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    }) {
+        eprintln!("headscope: warning: Ctrl+C will stop without {what}: {e}");
+    }
+    stop
+}
+
+/// Writes `value` as pretty JSON to `path`, or to stdout for `-`.
+pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(value)?;
+    if path.as_os_str() == "-" {
+        println!("{json}");
+        Ok(())
+    } else {
+        Ok(crate::export::save_text(&json, path)?)
+    }
+}
+
 /// Fails early, naming the path, when a file cannot be created there.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {

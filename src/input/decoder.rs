@@ -123,6 +123,47 @@ pub(super) fn tokenize(
     Ok(())
 }
 
+/// Places the tokens `ids`, which decode to `text`, as [`tokenize`] places
+/// a text's ([`super::TokenizedText::of_ids`]): each token's span is what
+/// its prefix of `ids` adds to the decoded text (the longest start of
+/// `text` that prefix decodes to, which a byte-level token cutting a
+/// character in two does not reach).
+pub(super) fn place_ids(
+    tokenizer: &Tokenizer,
+    text: &str,
+    ids: &[u32],
+    specials: &SpecialTokens,
+    into: &mut TokenizedText,
+) -> Result<(), InputError> {
+    let analysed = AnalysedText::new(text, &into.spans, InputMode::Document);
+    let last_sentence = into.spans.len().saturating_sub(1);
+    let mut start = 0;
+    for (index, &id) in ids.iter().enumerate() {
+        let prefix = tokenizer
+            .decode(&ids[..=index], false)
+            .map_err(tokenizer_error)?;
+        let end = common_start(&prefix, text).max(start);
+        let token = tokenizer.id_to_token(id).unwrap_or_default();
+        if into.ids.is_empty() && specials.contains(id) {
+            into.leading.push((id, token));
+        } else {
+            let sentence = analysed.sentence_from(start).unwrap_or(last_sentence);
+            into.push(id, &token, (start, end), sentence);
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// The length in bytes of the longest common start of `a` and `b`.
+fn common_start(a: &str, b: &str) -> usize {
+    a.chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

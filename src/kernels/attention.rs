@@ -75,10 +75,26 @@ pub fn attention_probabilities(
     rule: &ScoreRule,
     attention: &mut [f32],
 ) {
-    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
+    attention_rows(query, key, head_dim, 0, rule, attention);
+}
+
+/// Rows of one head's attention P: queries `n × d` at positions
+/// `first_query`, `first_query + 1`, … against all `T` keys (`T × d`),
+/// into `attention` (`n × T`). With `first_query` 0 and n = T, the whole P;
+/// a decoder that caches its keys makes the rows of its new tokens so.
+pub fn attention_rows(
+    query: &[f32],
+    key: &[f32],
+    head_dim: usize,
+    first_query: usize,
+    rule: &ScoreRule,
+    attention: &mut [f32],
+) {
+    let rows = query.len().checked_div(head_dim).unwrap_or(0);
+    let tokens = key.len().checked_div(head_dim).unwrap_or(0);
     matmul(
-        MatMut::new(attention, tokens, tokens),
-        MatRef::new(query, tokens, head_dim),
+        MatMut::new(attention, rows, tokens),
+        MatRef::new(query, rows, head_dim),
         MatRef::new(key, tokens, head_dim).t(),
         false,
         rule.scale,
@@ -92,8 +108,8 @@ pub fn attention_probabilities(
         softmax_rows(attention, tokens);
         return;
     }
-    for (query, row) in attention.chunks_exact_mut(tokens.max(1)).enumerate() {
-        let seen = rule.mask.visible_keys(query, tokens);
+    for (row_index, row) in attention.chunks_exact_mut(tokens.max(1)).enumerate() {
+        let seen = rule.mask.visible_keys(first_query + row_index, tokens);
         softmax_rows(&mut row[seen.clone()], seen.len());
         row[..seen.start].fill(0.0);
         row[seen.end..].fill(0.0);
@@ -115,26 +131,51 @@ pub fn attend(
     head_output: &mut [f32],
     similarity: &mut [f32],
 ) {
-    let tokens = query.len().checked_div(head_dim).unwrap_or(0);
-    attention_probabilities(query, key, head_dim, rule, attention);
+    attend_rows(query, key, value, head_dim, 0, rule, attention, head_output);
+    context_similarity(head_output, head_dim, similarity);
+}
+
+/// The rows of P (`n × T`) and O = P·V (`n × d`) of queries `n × d` at
+/// positions `first_query`, … against all `T` keys and values (`T × d`).
+#[allow(clippy::too_many_arguments)]
+pub fn attend_rows(
+    query: &[f32],
+    key: &[f32],
+    value: &[f32],
+    head_dim: usize,
+    first_query: usize,
+    rule: &ScoreRule,
+    attention: &mut [f32],
+    head_output: &mut [f32],
+) {
+    let rows = query.len().checked_div(head_dim).unwrap_or(0);
+    let tokens = key.len().checked_div(head_dim).unwrap_or(0);
+    attention_rows(query, key, head_dim, first_query, rule, attention);
     matmul(
-        MatMut::new(head_output, tokens, head_dim),
-        MatRef::new(attention, tokens, tokens),
+        MatMut::new(head_output, rows, head_dim),
+        MatRef::new(attention, rows, tokens),
         MatRef::new(value, tokens, head_dim),
         false,
         1.0,
     );
-    context_similarity(head_output, head_dim, similarity);
 }
 
 /// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`).
 pub fn context_similarity(head_output: &[f32], head_dim: usize, similarity: &mut [f32]) {
-    let tokens = head_output.len().checked_div(head_dim).unwrap_or(0);
-    let o = MatRef::new(head_output, tokens, head_dim);
+    similarity_rows(head_output, head_output, head_dim, similarity);
+}
+
+/// Rows of S: the output vectors `rows` (`n × d`) against all `T` of the
+/// head's (`T × d`), into `similarity` (`n × T`).
+pub fn similarity_rows(rows: &[f32], all: &[f32], head_dim: usize, similarity: &mut [f32]) {
+    let (n, tokens) = (
+        rows.len().checked_div(head_dim).unwrap_or(0),
+        all.len().checked_div(head_dim).unwrap_or(0),
+    );
     matmul(
-        MatMut::new(similarity, tokens, tokens),
-        o,
-        o.t(),
+        MatMut::new(similarity, n, tokens),
+        MatRef::new(rows, n, head_dim),
+        MatRef::new(all, tokens, head_dim).t(),
         false,
         1.0,
     );

@@ -75,6 +75,16 @@ pub fn weight_files(folder: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
 /// the file: float32, bfloat16 and float16 as stored, float64 as float32,
 /// integer tensors as they are.
 pub fn read_tensors(path: &Path, device: &Device) -> anyhow::Result<HashMap<String, Tensor>> {
+    read_tensors_where(path, device, &|_| true)
+}
+
+/// [`read_tensors`] of the tensors whose names `keep` keeps: the others
+/// are never read (a decoder's LM head, for a study that does not need it).
+pub fn read_tensors_where(
+    path: &Path,
+    device: &Device,
+    keep: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<HashMap<String, Tensor>> {
     let corrupt = |why: String| {
         anyhow!(
             "{} is truncated or corrupt (not a readable safetensors file): {why}",
@@ -105,6 +115,9 @@ pub fn read_tensors(path: &Path, device: &Device) -> anyhow::Result<HashMap<Stri
     }
     let mut tensors = HashMap::new();
     for (name, info) in metadata.tensors() {
+        if !keep(&name) {
+            continue;
+        }
         let (begin, end) = info.data_offsets;
         let count: usize = info.shape.iter().product();
         if end.checked_sub(begin) != Some(count * info.dtype.bitsize() / 8) {

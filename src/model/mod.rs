@@ -21,6 +21,7 @@
 //! ([`weight`]).
 
 mod blocks;
+pub mod chat;
 pub mod checkpoint;
 pub mod config;
 mod cpu_pass;
@@ -30,6 +31,7 @@ pub mod encoder;
 pub mod family;
 pub mod gguf;
 pub mod hub;
+pub mod predict;
 pub mod random;
 pub mod stack;
 pub mod team;
@@ -155,6 +157,9 @@ pub struct Model {
     pub network: Network,
     /// The start and separator tokens of its tokenizer's post-processor.
     pub specials: SpecialTokens,
+    /// A decoder's final norm and LM head, once asked for
+    /// ([`Model::lm_head`]): the study never reads them.
+    pub(crate) lm_head: predict::HeadSlot,
 }
 
 impl std::fmt::Debug for Model {
@@ -229,7 +234,10 @@ impl Model {
             checkpoint::weight_files(folder)?.ok_or_else(|| missing(checkpoint::WEIGHTS_FILE))?;
         let config = ModelConfig::from_file(&config_path)?;
         let (tokenizer, specials) = tokenizer::load_tokenizer(&tokenizer_path, &config)?;
-        let tensors = load_weights(&weight_files, config.family, device)?;
+        let family = config.family;
+        let tensors = load_weights(&weight_files, family, device, &|name| {
+            !decoder::LmHead::is_head_matrix(family, name)
+        })?;
         let vb = WeightBuilder::new(tensors, device);
         let weights_name = if weight_files.len() == 1 {
             weight_files[0].display().to_string()
@@ -252,6 +260,7 @@ impl Model {
             tokenizer,
             network,
             specials,
+            lm_head: Default::default(),
         })
     }
 
@@ -437,20 +446,17 @@ pub fn default_device() -> anyhow::Result<Device> {
     Ok(Device::Cpu)
 }
 
-/// Reads every tensor of the checkpoint's files in its own precision
-/// ([`checkpoint::read_tensors`]), normalising names (the family's prefix,
-/// `gamma`/`beta`).
+/// Reads the tensors of the checkpoint's files that `keep` keeps (by
+/// their normalised names), each in its own precision
+/// ([`checkpoint::read_tensors_where`]), normalising names (the family's
+/// prefix, `gamma`/`beta`).
 fn load_weights(
     files: &[PathBuf],
     family: Family,
     device: &Device,
+    keep: &dyn Fn(&str) -> bool,
 ) -> anyhow::Result<HashMap<String, Tensor>> {
-    let mut tensors = HashMap::new();
-    for path in files {
-        for (name, tensor) in checkpoint::read_tensors(path, device)? {
-            tensors.insert(normalise_tensor_name(&name, family), tensor);
-        }
-    }
+    let tensors = read_normalised(files, family, device, keep)?;
     let words = format!("{}.weight", family.word_embeddings());
     if !tensors.contains_key(&words) {
         bail!(
@@ -459,6 +465,24 @@ fn load_weights(
             family.checkpoint_prefix(),
             family
         );
+    }
+    Ok(tensors)
+}
+
+/// The tensors of the checkpoint's files that `keep` keeps, by their
+/// normalised names.
+fn read_normalised(
+    files: &[PathBuf],
+    family: Family,
+    device: &Device,
+    keep: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<HashMap<String, Tensor>> {
+    let mut tensors = HashMap::new();
+    for path in files {
+        let keep = |name: &str| keep(&normalise_tensor_name(name, family));
+        for (name, tensor) in checkpoint::read_tensors_where(path, device, &keep)? {
+            tensors.insert(normalise_tensor_name(&name, family), tensor);
+        }
     }
     Ok(tensors)
 }

@@ -89,6 +89,12 @@ impl HeadscopeApp {
                 self.dialogs.comparison_model(&self.wake, file)
             }
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
+            ViewAction::ComputeLogitLens(input_ids) => {
+                if let Some(shown) = self.runs.shown() {
+                    let answer = self.worker.logit_lens(input_ids);
+                    self.views.logit_lens.requested(shown.generation, answer);
+                }
+            }
             ViewAction::OpenHead(head) => {
                 self.settings.view = CentralView::Heads;
                 self.views.heads.open_head(head);

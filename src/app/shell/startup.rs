@@ -52,6 +52,7 @@ impl HeadscopeApp {
             runs: Runs::default(),
             outline: Default::default(),
             views: Views::default(),
+            generate: Default::default(),
             corpus: CorpusView::default(),
             dialogs: FileDialogs::default(),
             plots: PlotSaving::default(),

@@ -4,10 +4,13 @@
 //! arrives.
 
 use super::notice::Notice;
+use crate::app::panels::generate::GenerateAction;
 use crate::app::panels::settings::settings_ui;
 use crate::app::text::editor::WindowMove;
 use crate::app::text::Prepared;
 use crate::app::HeadscopeApp;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 impl HeadscopeApp {
     /// Puts a text read (or split) off the UI thread on screen once it is
@@ -32,6 +35,58 @@ impl HeadscopeApp {
         self.text.edited(ctx);
     }
 
+    /// Whether the model can continue the text now, or why not.
+    fn generation_available(&self) -> Result<(), &'static str> {
+        match self.text.document() {
+            _ if self.model.active().is_none() => Err("No model is loaded"),
+            Some(document) if document.edits_whole_text() => Ok(()),
+            Some(_) => Err("The text is too long to be continued here: use headscope generate"),
+            None => Err("The text is being read"),
+        }
+    }
+
+    /// Starts or stops a generation of the whole text.
+    fn generate_action(&mut self, ctx: &egui::Context, action: Option<GenerateAction>) {
+        match action {
+            Some(GenerateAction::Start(options)) => {
+                let prompt = self.text.text().trim_end().to_string();
+                if prompt.is_empty() {
+                    self.notice = Some(Notice::info("Type a prompt first: the text is empty."));
+                    return;
+                }
+                let cancel = Arc::new(AtomicBool::new(false));
+                let updates = self
+                    .worker
+                    .generate(prompt.clone(), options, cancel.clone());
+                self.generate.started(updates, cancel, prompt.len());
+                self.views.shared.generated_from = Some(prompt.len());
+                ctx.request_repaint();
+            }
+            Some(GenerateAction::Stop) => self.generate.stop(),
+            None => {}
+        }
+    }
+
+    /// Puts the continuation so far into the text: the prompt, then what
+    /// the model wrote; the analysis follows after the pause.
+    fn take_continuation(&mut self, ctx: &egui::Context) {
+        let Some(continuation) = self.generate.poll() else {
+            return;
+        };
+        let text = self.text.text();
+        let prompt = text.get(..continuation.prompt_bytes).unwrap_or(text);
+        let whole = format!("{prompt}{}", continuation.text);
+        if self.text.set_whole_text(whole) {
+            self.views.shared.generated_from = Some(continuation.prompt_bytes);
+            if continuation.finished {
+                self.runs.schedule_now(ctx);
+                self.text.edited(ctx);
+            } else {
+                self.text_changed(ctx);
+            }
+        }
+    }
+
     /// Steps the sentence window and analyses the new one at once.
     fn move_window(&mut self, ctx: &egui::Context, step: WindowMove) {
         let info = self.text.window_info(self.runs.shown());
@@ -54,6 +109,22 @@ impl HeadscopeApp {
                     .unwrap_or_default()
             })
             .inner;
+        let causal = self
+            .runs
+            .shown()
+            .is_some_and(|shown| shown.output.input.tokens.causal);
+        if causal || self.generate.is_running() {
+            let action = egui::Panel::bottom("generate")
+                .resizable(false)
+                .show(ui, |ui| {
+                    ui.add_space(4.0);
+                    let available = self.generation_available();
+                    self.generate.ui(ui, available)
+                })
+                .inner;
+            self.generate_action(&ctx, action);
+        }
+        self.take_continuation(&ctx);
         if settings_change.input {
             self.text.resplit(self.settings.input_mode, &self.wake);
         }
@@ -66,6 +137,8 @@ impl HeadscopeApp {
             self.text.forget_file();
         }
         if output.text_changed {
+            // The user's edit: the generated text is no longer marked.
+            self.views.shared.generated_from = None;
             self.text_changed(&ctx);
         }
         if let Some(step) = output.window_move {

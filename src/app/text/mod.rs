@@ -141,6 +141,20 @@ impl TextState {
     }
 
     /// Whether a file is being read or the text split.
+    /// Replaces the whole text, as an edit would (the file stays), where
+    /// the editor holds the whole of it; false otherwise (a text too large
+    /// for the editor is shown a chunk at a time).
+    pub fn set_whole_text(&mut self, text: String) -> bool {
+        match self.document.as_mut() {
+            Some(document) if document.edits_whole_text() => {
+                *document.whole_text_mut() = text;
+                document.whole_text_edited();
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn is_busy(&self) -> bool {
         self.job.is_some()
     }

@@ -5,13 +5,15 @@
 //! "Heads" is the overview grid and one head up close ([`heads`]);
 //! "Layers", "Separators", "Token focus" and "Specialisation" are the
 //! study's views, a file or folder each; "Compare" is a second model beside
-//! the first ([`compare`]). They all draw the result on screen and follow
+//! the first ([`compare`]); "Logit lens" a decoder's predictions layer by
+//! layer ([`logit_lens`]). They all draw the result on screen and follow
 //! one [`Shared`] state: the picked tokens, the chosen layer, the category
 //! filter, the per-layer token arrays derived once per result.
 
 pub mod compare;
 pub mod heads;
 pub mod layers;
+pub mod logit_lens;
 pub mod separators;
 pub mod shared;
 pub mod specialisation;
@@ -23,6 +25,7 @@ use crate::pipeline::RunOutput;
 use compare::CompareView;
 use heads::HeadsView;
 use layers::LayersView;
+use logit_lens::LogitLensView;
 use separators::SeparatorsView;
 use shared::selection::TokenSelection;
 use shared::{picked_colour, Shared, View, ViewAction, ViewContext};
@@ -39,6 +42,7 @@ pub struct Views {
     pub token_focus: TokenFocusView,
     pub specialisation: SpecialisationView,
     pub compare: CompareView,
+    pub logit_lens: LogitLensView,
 }
 
 /// What the shell hands the views each frame, besides the shared state.
@@ -73,6 +77,7 @@ impl Views {
             token_focus,
             specialisation,
             compare,
+            logit_lens,
         } = self;
         let view: &mut dyn View = match id {
             CentralView::Heads => heads,
@@ -81,6 +86,7 @@ impl Views {
             CentralView::TokenFocus => token_focus,
             CentralView::Specialisation => specialisation,
             CentralView::Compare => compare,
+            CentralView::LogitLens => logit_lens,
         };
         let mut cx = ViewContext {
             output: frame.output,
@@ -105,8 +111,12 @@ impl Views {
         working: bool,
     ) -> bool {
         let mut heads_clicked = false;
-        // Ctrl+1 … Ctrl+5 switch tabs.
-        for (index, tab) in CentralView::ALL.into_iter().enumerate() {
+        // The logit lens reads a decoder's predictions: an encoder has no tab.
+        let tabs = CentralView::ALL
+            .into_iter()
+            .filter(|&tab| tab != CentralView::LogitLens || output.input.tokens.causal);
+        // Ctrl+1 … Ctrl+7 switch tabs.
+        for (index, tab) in tabs.clone().enumerate() {
             let shortcut = egui::KeyboardShortcut::new(egui::Modifiers::COMMAND, TAB_KEYS[index]);
             if ui.input_mut(|i| i.consume_shortcut(&shortcut)) {
                 heads_clicked |= tab == CentralView::Heads;
@@ -114,7 +124,7 @@ impl Views {
             }
         }
         ui.horizontal(|ui| {
-            for (index, tab) in CentralView::ALL.into_iter().enumerate() {
+            for (index, tab) in tabs.enumerate() {
                 let text = egui::RichText::new(tab.label()).size(15.0);
                 let response = ui
                     .selectable_label(*view == tab, text)
@@ -135,13 +145,14 @@ impl Views {
 }
 
 /// The keys that, with Ctrl (Cmd), switch to each tab.
-const TAB_KEYS: [egui::Key; 6] = [
+const TAB_KEYS: [egui::Key; 7] = [
     egui::Key::Num1,
     egui::Key::Num2,
     egui::Key::Num3,
     egui::Key::Num4,
     egui::Key::Num5,
     egui::Key::Num6,
+    egui::Key::Num7,
 ];
 
 /// "Picked: “cat” 5, “dog” 9 ✕" at the right of the tab row.

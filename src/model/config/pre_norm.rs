@@ -62,6 +62,9 @@ pub struct Variant {
     pub partial_rotary_factor: f64,
     /// Gemma 2: scores become cap · tanh(scores / cap), before the mask.
     pub attn_logit_softcapping: Option<f64>,
+    /// Gemma 2 (and Gemma 3 where its config sets it): the LM head's
+    /// logits become cap · tanh(logits / cap).
+    pub final_logit_softcapping: Option<f64>,
     /// Gemma 2 and 3 scale the scores by `query_pre_attn_scalar`^−½
     /// instead of head_dim^−½.
     pub query_pre_attn_scalar: Option<f64>,
@@ -98,6 +101,7 @@ impl Variant {
             feed_forward: FeedForwardLayout::Gated,
             partial_rotary_factor: 1.0,
             attn_logit_softcapping: None,
+            final_logit_softcapping: None,
             query_pre_attn_scalar: None,
             embedding_scale: EmbeddingScale::None,
         }
@@ -210,6 +214,19 @@ pub fn feed_forward_names(family: Family, layout: FeedForwardLayout) -> [&'stati
         (Family::ModernBert, _) => ["Wi", "", "Wo"],
         (_, FeedForwardLayout::FusedGated) => ["gate_up_proj", "", "down_proj"],
         (_, FeedForwardLayout::Gated) => ["gate_proj", "up_proj", "down_proj"],
+    }
+}
+
+/// Each family's names of its final norm (below the base model, as the
+/// layers are) and of its language-model head's matrix (beside the base
+/// model in a checkpoint with the head: `lm_head.weight`, GPT-NeoX's
+/// `embed_out.weight`); `None` for ModernBERT, which predicts no next token.
+pub fn head_names(family: Family) -> Option<(&'static str, &'static str)> {
+    match family {
+        Family::Gpt2 => Some(("ln_f", "lm_head")),
+        Family::GptNeoX => Some(("final_layer_norm", "embed_out")),
+        Family::ModernBert => None,
+        _ => Some(("norm", "lm_head")),
     }
 }
 
@@ -460,6 +477,11 @@ pub(super) fn read(
             fields.float_or_null("attn_logit_softcapping", Some(50.0))?
         } else {
             None
+        },
+        final_logit_softcapping: match family {
+            Family::Gemma2 => fields.float_or_null("final_logit_softcapping", Some(30.0))?,
+            Family::Gemma3Text => fields.float_or_null("final_logit_softcapping", None)?,
+            _ => None,
         },
         query_pre_attn_scalar: match family {
             Family::Gemma2 | Family::Gemma3Text => {
@@ -1058,6 +1080,10 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
             );
             fields.insert("sliding_window".into(), json!(window));
             fields.insert("layer_types".into(), json!(types));
+            fields.insert(
+                "final_logit_softcapping".into(),
+                json!(shape.variant.final_logit_softcapping),
+            );
             if family == Family::Gemma2 {
                 fields.insert(
                     "attn_logit_softcapping".into(),

@@ -15,7 +15,7 @@
 //! precision ([`Dense`]). The CPU pass takes the plain pre-norm layer; the
 //! layers it does not take run on candle's ops ([`DecoderLayer::cpu`]).
 
-use crate::kernels::attention::{AttentionMask, ScoreRule};
+use crate::kernels::attention::{attend_rows, similarity_rows, AttentionMask, ScoreRule};
 use crate::model::blocks::{Dense, Norm};
 use crate::model::config::pre_norm::{
     attention_names, feed_forward_names, norm_names, FeedForwardLayout, LayerLayout, NormKind,
@@ -137,16 +137,20 @@ pub(super) struct RotaryTables {
 }
 
 impl RotaryTables {
-    pub(super) fn new(
+    /// The tables of the positions `positions` (all of an input's, or
+    /// the new tokens' of a cached step).
+    pub(super) fn positions(
         inverse_frequencies: &[f32],
-        tokens: usize,
+        positions: std::ops::Range<usize>,
         device: &candle_core::Device,
     ) -> Result<Self> {
-        let tables = RotaryCpu::new(inverse_frequencies, tokens);
-        let shape = (tokens, 2 * inverse_frequencies.len());
+        let tables = RotaryCpu::new(inverse_frequencies, positions.end);
+        let width = 2 * inverse_frequencies.len();
+        let rows = positions.start * width..positions.end * width;
+        let shape = (positions.len(), width);
         Ok(Self {
-            cos: Tensor::from_slice(tables.cos(), shape, device)?,
-            sin: Tensor::from_slice(tables.sin(), shape, device)?,
+            cos: Tensor::from_slice(&tables.cos()[rows.clone()], shape, device)?,
+            sin: Tensor::from_slice(&tables.sin()[rows], shape, device)?,
         })
     }
 
@@ -258,14 +262,14 @@ impl Attention {
         self.rule
     }
 
-    /// T×hidden → the output projection of every head's P·V; every head's
-    /// P, O and S, and the queries and keys they are made from, into `out`.
-    pub(super) fn forward(
+    /// The queries (H×T×d), keys and values (H_kv×T×d) of the rows `x`
+    /// (T×hidden): normed where the family norms them, rotated by
+    /// `rotary` (the tables of those rows' positions).
+    fn heads_of(
         &self,
         x: &Tensor,
         rotary: Option<&RotaryTables>,
-        out: &mut AttentionBuffers,
-    ) -> Result<Tensor> {
+    ) -> Result<(Tensor, Tensor, Tensor)> {
         let tokens = x.dim(0)?;
         let split = |projected: Tensor, heads: usize| -> Result<Tensor> {
             projected
@@ -293,6 +297,19 @@ impl Attention {
             query = rotary.apply(&query)?;
             key = rotary.apply(&key)?;
         }
+        Ok((query, key, value))
+    }
+
+    /// T×hidden → the output projection of every head's P·V; every head's
+    /// P, O and S, and the queries and keys they are made from, into `out`.
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        rotary: Option<&RotaryTables>,
+        out: &mut AttentionBuffers,
+    ) -> Result<Tensor> {
+        let tokens = x.dim(0)?;
+        let (query, key, value) = self.heads_of(x, rotary)?;
         let (query, key, value) = (
             HostValues::of(&query)?,
             HostValues::of(&key)?,
@@ -317,6 +334,106 @@ impl Attention {
         out.keys.extend_from_slice(key.get());
         let context = stack::heads_side_by_side(&out.head_outputs, self.heads, tokens, x.device())?;
         self.output.forward(&context)
+    }
+
+    /// [`Attention::forward`] of the rows `x` (n×hidden) of new tokens,
+    /// which follow the tokens `cache` holds: their keys, values and head
+    /// outputs join the cache, and their rows of P, O and S (each head's n
+    /// rows against all T tokens so far) go to `rows` (not its queries and
+    /// keys: nothing recomputes rows).
+    pub(super) fn forward_cached(
+        &self,
+        x: &Tensor,
+        rotary: Option<&RotaryTables>,
+        cache: &mut LayerCache,
+        rows: &mut AttentionBuffers,
+    ) -> Result<Tensor> {
+        let n = x.dim(0)?;
+        let d = self.head_dim;
+        let (query, key, value) = self.heads_of(x, rotary)?;
+        let (query, key, value) = (
+            HostValues::of(&query)?,
+            HostValues::of(&key)?,
+            HostValues::of(&value)?,
+        );
+        cache.append(key.get(), value.get(), self.kv_heads, n, d);
+        let tokens = cache.tokens;
+        let first = tokens - n;
+        rows.attention.resize(self.heads * n * tokens, 0.0);
+        rows.similarity.resize(self.heads * n * tokens, 0.0);
+        rows.head_outputs.resize(self.heads * n * d, 0.0);
+        let group = self.heads / self.kv_heads.max(1);
+        let rule = self.score_rule();
+        cache.outputs.resize_with(self.heads, Vec::new);
+        if first == 0 {
+            // The prompt: every row, as a full pass makes them (its heads
+            // shared out among threads).
+            attend_layer(
+                query.get(),
+                key.get(),
+                value.get(),
+                (n, d),
+                &rule,
+                &mut LayerAttention {
+                    attention: &mut rows.attention,
+                    head_outputs: &mut rows.head_outputs,
+                    similarity: &mut rows.similarity,
+                },
+            );
+            for (head, outputs) in cache.outputs.iter_mut().enumerate() {
+                outputs.extend_from_slice(&rows.head_outputs[head * n * d..][..n * d]);
+            }
+        } else {
+            for head in 0..self.heads {
+                let kv = head / group.max(1);
+                let square = n * tokens;
+                let output = &mut rows.head_outputs[head * n * d..][..n * d];
+                attend_rows(
+                    &query.get()[head * n * d..][..n * d],
+                    &cache.keys[kv],
+                    &cache.values[kv],
+                    d,
+                    first,
+                    &rule,
+                    &mut rows.attention[head * square..][..square],
+                    output,
+                );
+                cache.outputs[head].extend_from_slice(output);
+                similarity_rows(
+                    output,
+                    &cache.outputs[head],
+                    d,
+                    &mut rows.similarity[head * square..][..square],
+                );
+            }
+        }
+        let context = stack::heads_side_by_side(&rows.head_outputs, self.heads, n, x.device())?;
+        self.output.forward(&context)
+    }
+}
+
+/// One layer's keys and values (per key/value head, T×d, rotated) and head
+/// outputs (per query head, T×d) of the tokens run so far: what the rows
+/// of a new token's P, O and S are made from.
+#[derive(Default)]
+pub(super) struct LayerCache {
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+    outputs: Vec<Vec<f32>>,
+    tokens: usize,
+}
+
+impl LayerCache {
+    /// Appends `rows` new tokens' keys and values (each H_kv×rows×d).
+    fn append(&mut self, keys: &[f32], values: &[f32], kv_heads: usize, rows: usize, d: usize) {
+        let size = rows * d;
+        self.keys.resize_with(kv_heads, Vec::new);
+        self.values.resize_with(kv_heads, Vec::new);
+        for head in 0..kv_heads {
+            self.keys[head].extend_from_slice(&keys[head * size..][..size]);
+            self.values[head].extend_from_slice(&values[head * size..][..size]);
+        }
+        self.tokens += rows;
     }
 }
 
@@ -457,7 +574,7 @@ impl DecoderLayer {
     }
 
     /// The layer's capture into `capture`, and its output unless `last`
-    /// (nothing reads the final hidden states, so the last layer stops
+    /// (the study reads no final hidden states, so its last layer may stop
     /// after its attention).
     pub(super) fn forward(
         &self,
@@ -472,20 +589,46 @@ impl DecoderLayer {
         if last {
             return Ok(None);
         }
-        let attended = normed(&self.attention_output_norm, &attended)?;
+        self.after_attention(x, &attended, activation).map(Some)
+    }
+
+    /// [`DecoderLayer::forward`] of new tokens' rows through the cache
+    /// ([`Attention::forward_cached`]): their output.
+    pub(super) fn forward_cached(
+        &self,
+        x: &Tensor,
+        rotary: Option<&RotaryTables>,
+        activation: Activation,
+        cache: &mut LayerCache,
+        rows: &mut AttentionBuffers,
+    ) -> Result<Tensor> {
+        let input = normed(&self.attention_input_norm, x)?;
+        let attended = self.attention.forward_cached(&input, rotary, cache, rows)?;
+        self.after_attention(x, &attended, activation)
+    }
+
+    /// The layer's output from its input `x` and its attention's output:
+    /// the norms after it, the feed-forward and the residual.
+    fn after_attention(
+        &self,
+        x: &Tensor,
+        attended: &Tensor,
+        activation: Activation,
+    ) -> Result<Tensor> {
+        let attended = normed(&self.attention_output_norm, attended)?;
         let feed = |input: &Tensor| -> Result<Tensor> {
             let fed = self
                 .feed_forward
                 .forward(&normed(&self.feed_forward_input_norm, input)?, activation)?;
             normed(&self.feed_forward_output_norm, &fed)
         };
-        Ok(Some(if self.layout == LayerLayout::ParallelResidual {
+        if self.layout == LayerLayout::ParallelResidual {
             // Both read x; transformers sums (ff + attention) + x.
-            feed(x)?.add(&attended)?.add(x)?
+            feed(x)?.add(&attended)?.add(x)
         } else {
             let x = x.add(&attended)?;
-            x.add(&feed(&x)?)?
-        }))
+            x.add(&feed(&x)?)
+        }
     }
 
     /// Whether the CPU pass computes this layer: a norm before each

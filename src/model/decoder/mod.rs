@@ -16,10 +16,18 @@
 //! does not take (norms after a sublayer, q/k norms, partial rotary, a
 //! parallel residual), candle's ops, each layer's heads through the
 //! attention core on the host ([`super::stack::attend_layer`]).
+//!
+//! For a decoder's predictions ([`super::predict`]) the stack also runs on
+//! candle's ops with the residual stream after each layer handed out (the
+//! logit lens), and through a key/value cache ([`Decoder::forward_cached`]:
+//! each new token one row of every layer); its final norm and LM head are
+//! [`LmHead`], loaded apart.
 
 mod blocks;
+mod head;
 
-use blocks::{AttentionBuffers, DecoderLayer, RotaryTables};
+use blocks::{AttentionBuffers, DecoderLayer, LayerCache, RotaryTables};
+pub use head::LmHead;
 
 use super::blocks::Norm;
 use super::config::{Activation, ModelConfig, PreNormShape};
@@ -31,8 +39,13 @@ use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
-/// Token (and for GPT-2 position) embeddings and the stack of layers; no
-/// final norm or language-model head (the study reads neither).
+/// Where a pass hands the residual stream after each layer (its index, T ×
+/// hidden).
+pub type ResidualSink<'a> = dyn FnMut(usize, &Tensor) -> Result<()> + 'a;
+
+/// Token (and for GPT-2 position) embeddings and the stack of layers; the
+/// final norm and language-model head, which the study does not read, are
+/// loaded apart ([`LmHead`]).
 pub struct Decoder {
     /// In the checkpoint's precision: a token's row is widened when read.
     words: Weight,
@@ -119,30 +132,24 @@ impl Decoder {
             let sink: &mut LayerSink = &mut sink;
             return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
         }
-        self.forward_tensors(input_ids, cancelled, sink)
+        self.forward_tensors(input_ids, cancelled, sink, None)
     }
 
     /// [`Decoder::forward_layers`] on candle's ops, on any device, each
-    /// layer's heads through the attention core on the host.
+    /// layer's heads through the attention core on the host. With
+    /// `residuals`, the last layer runs to its end and each layer's output
+    /// (the residual stream after it, T × hidden) goes there too.
     fn forward_tensors(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+        mut residuals: Option<&mut ResidualSink>,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         let count = self.layers.len();
-        let x = self.embeddings(input_ids)?;
-        let tables = |inverse: &Option<Vec<f32>>| {
-            inverse
-                .as_ref()
-                .map(|inverse| RotaryTables::new(inverse, tokens, &self.device))
-                .transpose()
-        };
-        let (rotary, local_rotary) = (
-            tables(&self.inverse_frequencies)?,
-            tables(&self.local_inverse_frequencies)?,
-        );
+        let x = self.embeddings(input_ids, 0)?;
+        let (rotary, local_rotary) = self.rotary_tables(0..tokens)?;
         let mut x = Some(x);
         let mut buffers = AttentionBuffers::default();
         for (index, layer) in self.layers.iter().enumerate() {
@@ -150,34 +157,137 @@ impl Decoder {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
-            let rotary = match &local_rotary {
-                Some(local) if layer.local => Some(local),
-                _ => rotary.as_ref(),
-            };
-            let next = layer.forward(
-                &input,
-                rotary,
-                self.activation,
-                &mut buffers,
-                index + 1 == count,
-            )?;
+            let rotary = Self::layer_rotary(layer, &rotary, &local_rotary);
+            let last = index + 1 == count && residuals.is_none();
+            let next = layer.forward(&input, rotary, self.activation, &mut buffers, last)?;
             drop(input);
             sink(index, buffers.captures())?;
+            if let (Some(residuals), Some(next)) = (residuals.as_mut(), &next) {
+                residuals(index, next)?;
+            }
             x = next;
         }
         Ok(())
     }
 
-    /// The token (and GPT-2's position) embeddings, normalised where the
-    /// family normalises them: T × hidden.
-    fn embeddings(&self, input_ids: &[u32]) -> Result<Tensor> {
+    /// Runs the decoder like [`Decoder::forward_layers`], also handing
+    /// `residual` the residual stream after each layer (T × hidden), the
+    /// input of the logit lens. On candle's ops whatever the device: the
+    /// tuned CPU pass keeps its hidden states inside its threads.
+    pub fn forward_with_residuals(
+        &self,
+        input_ids: &[u32],
+        cancelled: &dyn Fn() -> bool,
+        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
+        residual: &mut ResidualSink,
+    ) -> std::result::Result<(), ForwardError> {
+        self.forward_tensors(input_ids, cancelled, sink, Some(residual))
+    }
+
+    /// Rotary tables (global, and local where the family has its own) of
+    /// the positions `positions`.
+    fn rotary_tables(
+        &self,
+        positions: std::ops::Range<usize>,
+    ) -> Result<(Option<RotaryTables>, Option<RotaryTables>)> {
+        let tables = |inverse: &Option<Vec<f32>>| {
+            inverse
+                .as_ref()
+                .map(|inverse| RotaryTables::positions(inverse, positions.clone(), &self.device))
+                .transpose()
+        };
+        Ok((
+            tables(&self.inverse_frequencies)?,
+            tables(&self.local_inverse_frequencies)?,
+        ))
+    }
+
+    /// The tables a layer rotates by: its local ones for a local layer.
+    fn layer_rotary<'a>(
+        layer: &DecoderLayer,
+        rotary: &'a Option<RotaryTables>,
+        local_rotary: &'a Option<RotaryTables>,
+    ) -> Option<&'a RotaryTables> {
+        match local_rotary {
+            Some(local) if layer.local => Some(local),
+            _ => rotary.as_ref(),
+        }
+    }
+
+    /// An empty key/value cache for [`Decoder::forward_cached`].
+    pub fn new_cache(&self) -> KvCache {
+        KvCache {
+            layers: self.layers.iter().map(|_| LayerCache::default()).collect(),
+            tokens: 0,
+        }
+    }
+
+    /// Runs the tokens `new_ids`, which follow those `cache` holds, through
+    /// every layer, each new token costing its own rows only: their keys,
+    /// values and head outputs join the cache, each layer's rows of P, O
+    /// and S (every head's n rows against all T tokens so far) go to
+    /// `rows`, and the new tokens' final hidden states (n × hidden, before
+    /// the final norm) are returned. On candle's ops, whatever the device.
+    pub fn forward_cached(
+        &self,
+        cache: &mut KvCache,
+        new_ids: &[u32],
+        rows: &mut dyn FnMut(usize, LayerRows),
+    ) -> Result<Tensor> {
+        let first = cache.tokens;
+        let positions = first..first + new_ids.len();
+        if positions.end > self.config.max_tokens() {
+            return Err(candle_core::Error::Msg(format!(
+                "{} tokens are more than this model takes ({})",
+                positions.end,
+                self.config.max_tokens()
+            )));
+        }
+        let (rotary, local_rotary) = self.rotary_tables(positions)?;
+        let mut x = self.embeddings(new_ids, first)?;
+        let mut buffers = AttentionBuffers::default();
+        for (index, (layer, layer_cache)) in self.layers.iter().zip(&mut cache.layers).enumerate() {
+            let rotary = Self::layer_rotary(layer, &rotary, &local_rotary);
+            x = layer.forward_cached(&x, rotary, self.activation, layer_cache, &mut buffers)?;
+            let captured = buffers.captures();
+            rows(
+                index,
+                LayerRows {
+                    first_position: first,
+                    attention: captured.attention,
+                    head_outputs: captured.head_outputs,
+                    similarity: captured.similarity,
+                },
+            );
+        }
+        cache.tokens += new_ids.len();
+        Ok(x)
+    }
+
+    /// The final norm and LM head, from the head's tensors (`vb`, as the
+    /// base model's names: `norm.weight`, and `lm_head.weight` where the
+    /// checkpoint has one), tied to the token embeddings otherwise.
+    pub fn load_head(&self, vb: &WeightBuilder) -> Result<LmHead> {
+        LmHead::load(vb, &self.config, &self.words)
+    }
+
+    /// The token (and GPT-2's position) embeddings of tokens at positions
+    /// `first`, `first + 1`, …, normalised where the family normalises
+    /// them: T × hidden.
+    fn embeddings(&self, input_ids: &[u32], first: usize) -> Result<Tensor> {
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.words.rows(&ids)?;
         if let Some(scale) = self.embedding_scale {
             x = (x * f64::from(scale))?;
         }
         if let Some(table) = &self.positions {
-            let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
+            let positions: Vec<u32> = self
+                .config
+                .position_ids(input_ids)
+                .into_iter()
+                .map(|p| p + first as u32)
+                .collect();
+            let positions = Tensor::new(positions, &self.device)?;
             x = x.add(&table.forward(&positions)?)?;
         }
         if let Some(norm) = &self.embedding_norm {
@@ -197,7 +307,7 @@ impl Decoder {
         let tokens = input_ids.len();
         // Before the lease: widening a half-precision table leases threads too.
         let states = self
-            .embeddings(input_ids)?
+            .embeddings(input_ids, 0)?
             .flatten_all()?
             .to_vec1::<f32>()?;
         let tables = |inverse: &Option<Vec<f32>>| {
@@ -243,6 +353,30 @@ impl Decoder {
             cancelled,
         )
     }
+}
+
+/// Every layer's keys, values and head outputs of the tokens run so far
+/// ([`Decoder::forward_cached`]).
+pub struct KvCache {
+    layers: Vec<LayerCache>,
+    tokens: usize,
+}
+
+impl KvCache {
+    /// Tokens run so far.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+}
+
+/// One layer's rows of new tokens at positions `first_position`, …: P and
+/// S (H × n × T, each head's n rows against all T tokens so far) and O
+/// (H × n × d), row-major.
+pub struct LayerRows<'a> {
+    pub first_position: usize,
+    pub attention: &'a [f32],
+    pub head_outputs: &'a [f32],
+    pub similarity: &'a [f32],
 }
 
 impl AttentionStack for Decoder {
@@ -327,7 +461,7 @@ mod tests {
             let ids: Vec<u32> = (0..29)
                 .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
                 .collect();
-            let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink));
+            let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink, None));
             let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, sink));
             assert_eq!(reference.len(), model.layers(), "{name}");
             for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {

@@ -18,6 +18,8 @@ pub mod quantized;
 pub mod tensors;
 pub mod tokenizer;
 
+use super::config::ModelConfig;
+use super::decoder::LmHead;
 use super::weight::WeightBuilder;
 use super::{without_backtrace, Model, Network};
 use anyhow::anyhow;
@@ -68,7 +70,10 @@ pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
     file.check_tensor_types()?;
     let tokenizer = tokenizer::build(&file)?;
     let (tokenizer, specials) = super::tokenizer::prepare_tokenizer(tokenizer, path, &config)?;
-    let read = tensors::read(&mut file, &config, device)?;
+    let family = config.family;
+    let read = tensors::read(&mut file, &config, device, &|name| {
+        !LmHead::is_head_matrix(family, name)
+    })?;
     let vb = WeightBuilder::with_quantized(read.floats, read.quantized, device);
     let network = Network::load(vb, &config).map_err(|e| {
         anyhow!(
@@ -86,5 +91,26 @@ pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
         tokenizer,
         network,
         specials,
+        lm_head: Default::default(),
     })
+}
+
+/// The tensors of a GGUF file's final norm and LM head (`output_norm`,
+/// `output`, where it has one), for [`LmHead`], under the names the
+/// decoder reads.
+pub fn head_tensors(
+    path: &Path,
+    config: &ModelConfig,
+    device: &Device,
+) -> anyhow::Result<WeightBuilder> {
+    let mut file = GgufFile::open(path)?;
+    let family = config.family;
+    let read = tensors::read(&mut file, config, device, &|name| {
+        LmHead::holds_tensor(family, name)
+    })?;
+    Ok(WeightBuilder::with_quantized(
+        read.floats,
+        read.quantized,
+        device,
+    ))
 }

@@ -7,9 +7,10 @@
 //! query and key rows for the `llama` architecture; transformers' loader
 //! puts them back (`LlamaTensorProcessor._reverse_permute_weights`), and so
 //! does this, by moving whole rows — which, rows being whole blocks, works
-//! on quantized data without dequantizing it. Tensors the study does not
-//! read (`output.weight`, `rope_freqs.weight`) are skipped, as transformers
-//! skips tensors it has no name for.
+//! on quantized data without dequantizing it. The LM head's matrix
+//! (`output.weight`, `lm_head.weight`) is read only when asked for; tensors
+//! the decoder never reads (`rope_freqs.weight`) are skipped, as
+//! transformers skips tensors it has no name for.
 
 use super::file::GgufFile;
 use super::quantized::{onto, reorder_rows, QuantizedWeight};
@@ -37,6 +38,7 @@ pub fn hf_name(gguf: &str) -> Option<String> {
     match gguf {
         "token_embd.weight" => return Some("embed_tokens.weight".into()),
         "output_norm.weight" => return Some("norm.weight".into()),
+        "output.weight" => return Some("lm_head.weight".into()),
         _ => {}
     }
     let rest = gguf.strip_prefix("blk.")?;
@@ -53,12 +55,14 @@ pub struct ReadTensors {
     pub quantized: HashMap<String, QuantizedWeight>,
 }
 
-/// Reads every tensor the decoder needs, in the file's own precision,
-/// onto `device` (each is read and rearranged on the CPU first).
+/// Reads every tensor the decoder reads whose Hugging Face name `keep`
+/// keeps, in the file's own precision, onto `device` (each is read and
+/// rearranged on the CPU first).
 pub fn read(
     file: &mut GgufFile,
     config: &ModelConfig,
     device: &Device,
+    keep: &dyn Fn(&str) -> bool,
 ) -> anyhow::Result<ReadTensors> {
     let unpermute = file.string("general.architecture")? == "llama";
     let (heads, kv_heads) = (config.num_attention_heads, config.key_value_heads());
@@ -69,7 +73,7 @@ pub fn read(
         quantized: HashMap::new(),
     };
     for gguf in names {
-        let Some(name) = hf_name(&gguf) else {
+        let Some(name) = hf_name(&gguf).filter(|name| keep(name)) else {
             continue;
         };
         let mut blocks = file.read_tensor(&gguf, &Device::Cpu)?;
@@ -145,7 +149,7 @@ mod tests {
             hf_name("token_embd.weight").as_deref(),
             Some("embed_tokens.weight")
         );
-        assert_eq!(hf_name("output.weight"), None);
+        assert_eq!(hf_name("output.weight").as_deref(), Some("lm_head.weight"));
         assert_eq!(hf_name("rope_freqs.weight"), None);
     }
 

@@ -67,6 +67,8 @@ pub enum ViewAction {
     PickComparisonModel { file: bool },
     /// Load this model as the second model (Compare).
     LoadComparisonModel(ModelSource),
+    /// Compute the logit lens of these tokens (the result on screen's).
+    ComputeLogitLens(Vec<u32>),
 }
 
 /// A click on a figure's save button (see
@@ -88,6 +90,9 @@ pub struct Shared {
     pub category: Option<Category>,
     /// The per-token arrays of the result on screen.
     pub derived: Option<Derived>,
+    /// Where the text the model generated starts (a byte offset of the
+    /// text), while the text ends with it.
+    pub generated_from: Option<usize>,
 }
 
 impl Shared {

@@ -1,0 +1,237 @@
+//! A decoder's predictions: its LM head, loaded on first use
+//! ([`Model::lm_head`]); the logit lens ([`Model::logit_lens`]); and
+//! generation ([`Model::generate`]): the prompt run once through a
+//! key/value cache, then each new token picked from the last position's
+//! logits ([`crate::predictions`]) and run as one row, until the model's
+//! end-of-sequence token or the number of new tokens asked for.
+
+use super::decoder::{Decoder, KvCache, LayerRows, LmHead};
+use super::stack::AttentionStack;
+use super::weight::WeightBuilder;
+use super::{checkpoint, gguf, Model, Network};
+use crate::predictions::{greedy, Decoding, LensLayer, LogitLens, Sampler};
+use anyhow::{anyhow, bail};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// How many positions' logits the logit lens computes at once.
+const LENS_ROWS: usize = 32;
+
+/// Where a model keeps its LM head once loaded.
+pub(crate) type HeadSlot = Mutex<Option<Arc<LmHead>>>;
+
+/// What [`Model::generate`] is asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GenerationOptions {
+    /// At most this many new tokens.
+    pub max_new_tokens: usize,
+    pub decoding: Decoding,
+}
+
+/// What a generation tells its caller as it goes.
+pub enum GenerationEvent<'a> {
+    /// One layer's rows of P, O and S of tokens just run (the prompt's
+    /// first, then each new token's).
+    Rows { layer: usize, rows: LayerRows<'a> },
+    /// A new token, as soon as it is picked.
+    Token(u32),
+}
+
+/// A finished (or stopped) generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    pub generated_ids: Vec<u32>,
+    /// It stopped at an end-of-sequence token (the last of `generated_ids`).
+    pub ended: bool,
+    /// `cancelled` stopped it.
+    pub cancelled: bool,
+}
+
+impl Model {
+    /// The decoder, or an error saying that `what` needs one.
+    fn causal_decoder(&self, what: &str) -> anyhow::Result<&Decoder> {
+        match &self.network {
+            Network::Decoder(decoder) if self.config.is_causal() => Ok(decoder),
+            _ => bail!(
+                "{what} needs a decoder: {} ({}) is an encoder",
+                self.name,
+                self.config.family
+            ),
+        }
+    }
+
+    /// The final norm and LM head, read from the model's files the first
+    /// time they are asked for (the study's loads skip the head's matrix).
+    pub fn lm_head(&self) -> anyhow::Result<Arc<LmHead>> {
+        let decoder = self.causal_decoder("a language-model head")?;
+        let mut slot = self.lm_head.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(head) = slot.as_ref() {
+            return Ok(head.clone());
+        }
+        let device = decoder.device();
+        let vb = if gguf::is_gguf_file(&self.folder) {
+            gguf::head_tensors(&self.folder, &self.config, device)?
+        } else {
+            let files = checkpoint::weight_files(&self.folder)?.ok_or_else(|| {
+                anyhow!(
+                    "{} no longer holds the model's weights",
+                    self.folder.display()
+                )
+            })?;
+            let family = self.config.family;
+            let tensors = super::read_normalised(&files, family, device, &|name| {
+                LmHead::holds_tensor(family, name)
+            })?;
+            WeightBuilder::new(tensors, device)
+        };
+        let head = decoder.load_head(&vb).map_err(|e| {
+            anyhow!(
+                "{}: cannot load the language-model head: {}",
+                self.folder.display(),
+                super::without_backtrace(&e)
+            )
+        })?;
+        let head = Arc::new(head);
+        *slot = Some(head.clone());
+        Ok(head)
+    }
+
+    /// The logit lens of `input_ids`: per layer, the `k` likeliest next
+    /// tokens at every position, from the residual stream after that layer
+    /// through the final norm and the LM head.
+    pub fn logit_lens(
+        &self,
+        input_ids: &[u32],
+        k: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) -> anyhow::Result<LogitLens> {
+        self.check_input(input_ids)?;
+        let decoder = self.causal_decoder("the logit lens")?;
+        let head = self.lm_head()?;
+        let mut lens = LogitLens::default();
+        decoder.forward_with_residuals(
+            input_ids,
+            cancelled,
+            &mut |_, _| Ok(()),
+            &mut |_, residual| {
+                // A few rows at a time: a long input's logits of every
+                // position would take T × vocab floats at once.
+                let mut layer = LensLayer::default();
+                let tokens = residual.dim(0)?;
+                for start in (0..tokens).step_by(LENS_ROWS) {
+                    let rows = residual.narrow(0, start, LENS_ROWS.min(tokens - start))?;
+                    let logits = head.logits(&rows)?.flatten_all()?.to_vec1::<f32>()?;
+                    let part = LensLayer::of_logits(&logits, head.vocab(), k);
+                    layer.top_ids.extend(part.top_ids);
+                    layer.top_probs.extend(part.top_probs);
+                }
+                lens.layers.push(layer);
+                Ok(())
+            },
+        )?;
+        Ok(lens)
+    }
+
+    /// The text `generated_ids` add after `prompt_ids` (special tokens left
+    /// out): the whole decoded less the prompt's, so that a tokenizer that
+    /// drops a sequence's leading space (SentencePiece's) keeps the space
+    /// between prompt and continuation.
+    pub fn continuation_text(&self, prompt_ids: &[u32], generated_ids: &[u32]) -> String {
+        let decode = |ids: &[u32]| self.tokenizer.decode(ids, true).unwrap_or_default();
+        let all: Vec<u32> = prompt_ids.iter().chain(generated_ids).copied().collect();
+        let (whole, prompt) = (decode(&all), decode(prompt_ids));
+        match whole.strip_prefix(prompt.as_str()) {
+            Some(continuation) => continuation.to_string(),
+            None => decode(generated_ids),
+        }
+    }
+
+    /// The ids generation stops at: `eos_token_id` (one or a list) of the
+    /// folder's `generation_config.json`, else of its `config.json`; a GGUF
+    /// file's `tokenizer.ggml.eos_token_id`.
+    pub fn stop_ids(&self) -> Vec<u32> {
+        if gguf::is_gguf_file(&self.folder) {
+            return gguf::file::GgufFile::open(&self.folder)
+                .ok()
+                .and_then(|file| file.integer("tokenizer.ggml.eos_token_id").ok().flatten())
+                .map(|id| vec![id as u32])
+                .unwrap_or_default();
+        }
+        ["generation_config.json", "config.json"]
+            .iter()
+            .find_map(|name| {
+                let text = std::fs::read_to_string(self.folder.join(name)).ok()?;
+                let value: Value = serde_json::from_str(&text).ok()?;
+                let ids = match value.get("eos_token_id")? {
+                    Value::Array(ids) => ids.iter().filter_map(Value::as_u64).collect(),
+                    id => vec![id.as_u64()?],
+                };
+                Some(ids.into_iter().map(|id| id as u32).collect::<Vec<u32>>())
+            })
+            .unwrap_or_default()
+    }
+
+    /// Continues `prompt_ids` by up to `options.max_new_tokens` tokens,
+    /// stopping after an end-of-sequence token ([`Model::stop_ids`]) or when
+    /// `cancelled` says so (polled before each new token); every layer's
+    /// rows and every new token go to `on_event` as they exist. Each new
+    /// token is run as one row through the key/value cache; the last one
+    /// picked is not run (nothing reads its rows).
+    pub fn generate(
+        &self,
+        prompt_ids: &[u32],
+        options: &GenerationOptions,
+        cancelled: &dyn Fn() -> bool,
+        on_event: &mut dyn FnMut(GenerationEvent),
+    ) -> anyhow::Result<Generation> {
+        self.check_input(prompt_ids)?;
+        let decoder = self.causal_decoder("generation")?;
+        let head = self.lm_head()?;
+        let room = self.max_tokens() - prompt_ids.len();
+        let wanted = options.max_new_tokens.min(room);
+        let stops = self.stop_ids();
+        let mut sampler = match options.decoding {
+            Decoding::Greedy => None,
+            Decoding::Sampled(sampling) => {
+                sampling.check().map_err(|e| anyhow!(e))?;
+                Some(Sampler::new(sampling))
+            }
+        };
+        let mut generation = Generation {
+            generated_ids: Vec::new(),
+            ended: false,
+            cancelled: false,
+        };
+        let mut cache = decoder.new_cache();
+        let run = |ids: &[u32], cache: &mut KvCache, on_event: &mut dyn FnMut(GenerationEvent)| {
+            decoder.forward_cached(cache, ids, &mut |layer, rows| {
+                on_event(GenerationEvent::Rows { layer, rows })
+            })
+        };
+        let mut hidden = run(prompt_ids, &mut cache, on_event)?;
+        let mut picked = Vec::new();
+        while picked.len() < wanted {
+            if cancelled() {
+                generation.cancelled = true;
+                break;
+            }
+            let last = hidden.narrow(0, hidden.dim(0)? - 1, 1)?;
+            let logits = head.logits(&last)?.flatten_all()?.to_vec1::<f32>()?;
+            let id = match sampler.as_mut() {
+                Some(sampler) => sampler.pick(&logits),
+                None => greedy(&logits),
+            };
+            picked.push(id);
+            on_event(GenerationEvent::Token(id));
+            if stops.contains(&id) {
+                generation.ended = true;
+                break;
+            }
+            if picked.len() < wanted {
+                hidden = run(&[id], &mut cache, on_event)?;
+            }
+        }
+        generation.generated_ids = picked;
+        Ok(generation)
+    }
+}

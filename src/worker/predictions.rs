@@ -1,0 +1,200 @@
+//! A decoder's predictions for the app, each on a thread of its own that
+//! borrows the loaded model (as the outline does), so the analyses keep
+//! answering: a generation ([`AnalysisWorker::generate`]), its text
+//! reported as each token comes and stopped between two tokens by its
+//! cancel flag; and the logit lens of a result's tokens
+//! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top 5
+//! tokens.
+
+use super::{panic_message, AnalysisWorker, Command, WorkerThread};
+use crate::model::predict::{GenerationEvent, GenerationOptions};
+use crate::model::Model;
+use crate::predictions::LogitLens;
+use crossbeam_channel::{Receiver, Sender};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What a generation tells the app. The last message is `Finished` or
+/// `Failed`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerationUpdate {
+    /// The continuation so far, as text, and its tokens.
+    Continued {
+        text: String,
+        tokens: usize,
+    },
+    /// Done: the whole continuation; `ended` when the model's
+    /// end-of-sequence token ended it.
+    Finished {
+        text: String,
+        tokens: usize,
+        ended: bool,
+    },
+    Failed(String),
+}
+
+/// The logit lens of a result's tokens, for the app's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LensTable {
+    /// The input ids it was computed on.
+    pub input_ids: Vec<u32>,
+    pub lens: LogitLens,
+    /// The text of each layer's top 5 tokens at each position (L × T × 5).
+    pub top_texts: Vec<Vec<Vec<String>>>,
+}
+
+pub(super) enum PredictionJob {
+    Generate {
+        prompt: String,
+        options: GenerationOptions,
+        cancel: Arc<AtomicBool>,
+        updates: Sender<GenerationUpdate>,
+    },
+    Lens {
+        input_ids: Vec<u32>,
+        reply: Sender<Result<LensTable, String>>,
+    },
+}
+
+impl AnalysisWorker {
+    /// Continues `prompt` (the text as the tokenizer encodes it) with the
+    /// loaded model on a thread of its own; setting `cancel` stops it
+    /// between two tokens.
+    pub fn generate(
+        &self,
+        prompt: String,
+        options: GenerationOptions,
+        cancel: Arc<AtomicBool>,
+    ) -> Receiver<GenerationUpdate> {
+        let (updates, receiver) = crossbeam_channel::unbounded();
+        self.send(Command::Predict(PredictionJob::Generate {
+            prompt,
+            options,
+            cancel,
+            updates,
+        }));
+        receiver
+    }
+
+    /// The logit lens (top 5 per layer and position) of `input_ids` with
+    /// the loaded model, on a thread of its own.
+    pub fn logit_lens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        self.send(Command::Predict(PredictionJob::Lens { input_ids, reply }));
+        receiver
+    }
+}
+
+impl WorkerThread {
+    pub(super) fn start_prediction(&self, job: PredictionJob) {
+        let wake = self.wake.clone();
+        let model = self.model.clone();
+        let spawned = std::thread::Builder::new()
+            .name("headscope-predict".into())
+            .spawn(move || {
+                let crashed = |payload: Box<dyn std::any::Any + Send>| {
+                    format!(
+                        "the model crashed (a bug in headscope: {})",
+                        panic_message(payload.as_ref())
+                    )
+                };
+                match job {
+                    PredictionJob::Generate {
+                        prompt,
+                        options,
+                        cancel,
+                        updates,
+                    } => {
+                        let report = |update| {
+                            let _ = updates.send(update);
+                            wake();
+                        };
+                        let result = catch_unwind(AssertUnwindSafe(|| {
+                            let model = model.ok_or("no model is loaded")?;
+                            generate(&model, &prompt, &options, &cancel, &report)
+                                .map_err(|e| format!("{e:#}"))
+                        }))
+                        .unwrap_or_else(|payload| Err(crashed(payload)));
+                        if let Err(message) = result {
+                            report(GenerationUpdate::Failed(message));
+                        }
+                    }
+                    PredictionJob::Lens { input_ids, reply } => {
+                        let result = catch_unwind(AssertUnwindSafe(|| {
+                            let model = model.ok_or("no model is loaded")?;
+                            lens_table(&model, input_ids).map_err(|e| format!("{e:#}"))
+                        }))
+                        .unwrap_or_else(|payload| Err(crashed(payload)));
+                        let _ = reply.send(result);
+                        wake();
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            eprintln!("headscope: cannot start the prediction thread: {error}");
+        }
+    }
+}
+
+/// Generates, reporting the continuation's text as each token comes.
+fn generate(
+    model: &Model,
+    prompt: &str,
+    options: &GenerationOptions,
+    cancel: &AtomicBool,
+    report: &dyn Fn(GenerationUpdate),
+) -> anyhow::Result<()> {
+    let prompt_ids = model
+        .tokenizer
+        .encode(prompt, true)
+        .map_err(|e| anyhow::anyhow!("the tokenizer failed: {e}"))?
+        .get_ids()
+        .to_vec();
+    let mut ids = Vec::new();
+    let text_of = |ids: &[u32]| model.continuation_text(&prompt_ids, ids);
+    let generation = model.generate(
+        &prompt_ids,
+        options,
+        &|| cancel.load(Ordering::SeqCst),
+        &mut |event| {
+            if let GenerationEvent::Token(id) = event {
+                ids.push(id);
+                report(GenerationUpdate::Continued {
+                    text: text_of(&ids),
+                    tokens: ids.len(),
+                });
+            }
+        },
+    )?;
+    report(GenerationUpdate::Finished {
+        text: text_of(&generation.generated_ids),
+        tokens: generation.generated_ids.len(),
+        ended: generation.ended,
+    });
+    Ok(())
+}
+
+fn lens_table(model: &Model, input_ids: Vec<u32>) -> anyhow::Result<LensTable> {
+    let lens = model.logit_lens(&input_ids, 5, &|| false)?;
+    let top_texts = lens
+        .layers
+        .iter()
+        .map(|layer| {
+            layer
+                .top_ids
+                .iter()
+                .map(|top| {
+                    top.iter()
+                        .map(|&id| model.tokenizer.decode(&[id], false).unwrap_or_default())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    Ok(LensTable {
+        input_ids,
+        lens,
+        top_texts,
+    })
+}
