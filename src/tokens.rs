@@ -3,7 +3,13 @@
 //! sentence it belongs to and where it came from in the user's text.
 //!
 //! Pure data: built by [`crate::input`], read by [`crate::analysis`] and the UI.
+//! Every label a person reads shows a token as [`readable`] writes it
+//! ([`TokenSequence::readable`]); the data written out (JSON, NPZ, CSV,
+//! capture files) keeps the tokenizer's own text.
 
+mod readable;
+
+pub use readable::{VocabularyStyle, CARRIAGE_RETURN, NEWLINE, TAB, WORD_START};
 use serde::{Deserialize, Serialize};
 
 /// A special token: its vocabulary id and the tokenizer's text for it.
@@ -35,6 +41,10 @@ pub struct SpecialTokens {
     /// markers), never content wherever it stands.
     #[serde(default)]
     pub special_ids: Vec<u32>,
+    /// How the tokenizer spells its tokens, which decides how they are
+    /// shown (read from it when the model loads).
+    #[serde(default)]
+    pub style: VocabularyStyle,
 }
 
 impl SpecialTokens {
@@ -78,6 +88,9 @@ pub struct TokenSequence {
     /// tokens of `sep_id` (ANALYSIS.md §8).
     #[serde(default)]
     pub causal: bool,
+    /// How the tokenizer spells `token_texts`, for showing them.
+    #[serde(default)]
+    pub style: VocabularyStyle,
 }
 
 impl TokenSequence {
@@ -130,6 +143,41 @@ impl TokenSequence {
             .iter()
             .position(|&id| id == token_id)
             .map(|i| self.token_texts[i].as_str())
+    }
+
+    /// The token at `position` as a reader reads it (`Ġkeeper` →
+    /// `·keeper`, `Ċ` → `↵`, [`VocabularyStyle::readable`]); a special
+    /// token (`[CLS]`, `<s>`) as the tokenizer writes it; `?` past the end.
+    pub fn readable(&self, position: usize) -> String {
+        match self.token_texts.get(position) {
+            Some(raw) if self.special.get(position) == Some(&true) => raw.clone(),
+            Some(raw) => self.style.readable(raw),
+            None => "?".into(),
+        }
+    }
+
+    /// [`TokenSequence::readable`] of the first position that holds
+    /// `token_id`, if any.
+    pub fn readable_of(&self, token_id: u32) -> Option<String> {
+        self.input_ids
+            .iter()
+            .position(|&id| id == token_id)
+            .map(|i| self.readable(i))
+    }
+
+    /// Every token as [`TokenSequence::readable`] shows it.
+    pub fn readable_texts(&self) -> Vec<String> {
+        (0..self.len()).map(|i| self.readable(i)).collect()
+    }
+
+    /// What hovering the token at `position` tells besides its readable
+    /// text: the tokenizer's own text and the vocabulary id
+    /// (`“Ġkeeper” · id 19323`).
+    pub fn raw_and_id(&self, position: usize) -> String {
+        match (self.token_texts.get(position), self.input_ids.get(position)) {
+            (Some(raw), Some(id)) => format!("“{raw}” · id {id}"),
+            _ => "?".into(),
+        }
     }
 
     /// Whether the token at `position` is punctuation only (for the classic
