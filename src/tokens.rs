@@ -165,9 +165,38 @@ impl TokenSequence {
             .map(|i| self.readable(i))
     }
 
-    /// Every token as [`TokenSequence::readable`] shows it.
-    pub fn readable_texts(&self) -> Vec<String> {
-        (0..self.len()).map(|i| self.readable(i)).collect()
+    /// Every token as [`TokenSequence::readable`] shows it, and whether
+    /// it continues the word before it.
+    pub fn readable_tokens(&self) -> ReadableTokens {
+        let texts: Vec<String> = (0..self.len()).map(|i| self.readable(i)).collect();
+        let content = |i: usize| self.special.get(i) == Some(&false);
+        let continues_word = (0..texts.len())
+            .map(|i| {
+                i > 0
+                    && content(i)
+                    && content(i - 1)
+                    && !texts[i].starts_with(WORD_START)
+                    && !texts[i - 1].ends_with(NEWLINE)
+            })
+            .collect();
+        ReadableTokens {
+            texts,
+            continues_word,
+        }
+    }
+
+    /// The token `token_id` for a label: its readable text, the
+    /// tokenizer's own and the id (`“·the” (Ġthe, id 262)`); the id alone
+    /// when no position holds it.
+    pub fn describe_id(&self, token_id: u32) -> String {
+        match self.input_ids.iter().position(|&id| id == token_id) {
+            Some(i) => format!(
+                "“{}” ({}, id {token_id})",
+                self.readable(i),
+                self.token_texts[i]
+            ),
+            None => format!("id {token_id}"),
+        }
     }
 
     /// What hovering the token at `position` tells besides its readable
@@ -197,6 +226,16 @@ impl TokenSequence {
     }
 }
 
+/// What a person reads of a token sequence, made once per result: each
+/// token's readable text ([`TokenSequence::readable`]) and whether it
+/// continues the word before it (no word-start mark, both content tokens,
+/// not after a newline), so a text drawn token by token reads as words.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadableTokens {
+    pub texts: Vec<String>,
+    pub continues_word: Vec<bool>,
+}
+
 /// What byte-level BPE (`Ġ`) and SentencePiece (`▁`) tokenizers put before a
 /// token that starts a word.
 const WORD_START_MARKS: [char; 2] = ['Ġ', '▁'];
@@ -219,6 +258,33 @@ mod tests {
             punctuation,
             [false, true, true, true, false, false, false, false]
         );
+    }
+
+    #[test]
+    fn special_tokens_show_as_they_are_and_words_glue() {
+        // <s> The ▁cat s ▁sat . <0x0A> It
+        let texts = ["<s>", "The", "▁cat", "s", "▁sat", ".", "<0x0A>", "It"];
+        let tokens = TokenSequence {
+            input_ids: (0..texts.len() as u32).collect(),
+            token_texts: texts.iter().map(|t| t.to_string()).collect(),
+            special: (0..texts.len()).map(|i| i == 0).collect(),
+            style: VocabularyStyle::Metaspace,
+            ..Default::default()
+        };
+        let shown = tokens.readable_tokens();
+        assert_eq!(
+            shown.texts,
+            ["<s>", "The", "·cat", "s", "·sat", ".", "↵", "It"]
+        );
+        assert_eq!(
+            shown.continues_word,
+            [false, false, false, true, false, true, true, false]
+        );
+        assert_eq!(tokens.readable(8), "?");
+        assert_eq!(tokens.raw_and_id(2), "“▁cat” · id 2");
+        assert_eq!(tokens.describe_id(4), "“·sat” (▁sat, id 4)");
+        assert_eq!(tokens.describe_id(99), "id 99");
+        assert_eq!(tokens.readable_of(3).as_deref(), Some("s"));
     }
 
     #[test]

@@ -41,6 +41,7 @@ use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning,
 use crate::input::WindowBounds;
 use crate::model::{LoadProgress, Model, ModelSource};
 use crate::pipeline::{self, InputOptions, RunError, RunOutput, RunProgress};
+use crate::tokens::VocabularyStyle;
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -156,8 +157,9 @@ pub enum CorpusUpdate {
     Skipped(SkippedFile),
     /// A file was read as Latin-1, or a sentence was too long to fit.
     Warning(FileWarning),
-    /// The run ended: complete, or marked `partial` when cancelled.
-    Finished(Arc<CorpusReport>),
+    /// The run ended: complete, or marked `partial` when cancelled; with
+    /// how the model's tokenizer spells tokens, to show its focus tokens.
+    Finished(Arc<CorpusReport>, VocabularyStyle),
     /// The run could not start (no model, no text file) or crashed.
     Failed(String),
 }
@@ -846,7 +848,7 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: 
         ))
     }));
     send(match result {
-        Ok(Ok(report)) => CorpusUpdate::Finished(Arc::new(report)),
+        Ok(Ok(report)) => CorpusUpdate::Finished(Arc::new(report), model.specials.style),
         Ok(Err(message)) => CorpusUpdate::Failed(message),
         Err(payload) => CorpusUpdate::Failed(format!(
             "the corpus run crashed (a bug in headscope: {}); the app is still usable",

@@ -428,7 +428,7 @@ fn dropping_the_worker_stops_a_corpus_run() {
         start.elapsed()
     );
     match drain(&updates, Duration::from_secs(5)).last() {
-        Some(CorpusUpdate::Finished(report)) => {
+        Some(CorpusUpdate::Finished(report, _)) => {
             assert!(report.partial);
             assert!(report.windows >= 1 && report.files < 6, "{report:?}");
         }

@@ -83,9 +83,10 @@ impl VocabularyStyle {
         }
     }
 
-    /// A content token's text as a reader reads it (the module doc says
-    /// how). Special tokens (`[CLS]`, `<s>`, `<|im_start|>`) are best
-    /// shown as they are: see [`crate::tokens::TokenSequence::readable`].
+    /// A token's text as a reader reads it (the module doc says how).
+    /// The special tokens of each style come out as they are (`[CLS]`,
+    /// `<s>`, `<|im_start|>`): those of byte-level BPE and SentencePiece
+    /// are spelled in plain ASCII, WordPiece's in square brackets.
     pub fn readable(self, raw: &str) -> String {
         match self {
             Self::Plain => visible(raw),
@@ -99,7 +100,7 @@ impl VocabularyStyle {
                 // BERT's pre-tokenizer splits punctuation off whether a
                 // space was before it or not: the vocabulary cannot tell,
                 // and most often there was none.
-                None if is_punctuation(raw) => visible(raw),
+                None if is_punctuation(raw) || is_bracketed(raw) => visible(raw),
                 None => format!("{WORD_START}{}", visible(raw)),
             },
         }
@@ -193,6 +194,11 @@ fn visible(text: &str) -> String {
     out
 }
 
+/// WordPiece's special tokens and reserved slots: `[CLS]`, `[unused0]`.
+fn is_bracketed(text: &str) -> bool {
+    text.len() > 2 && text.starts_with('[') && text.ends_with(']')
+}
+
 /// Punctuation or symbols only (`.`, `,`, `$`), not a word.
 fn is_punctuation(text: &str) -> bool {
     !text.is_empty()
@@ -225,8 +231,9 @@ mod tests {
         assert_eq!(read("¥"), "<0xA5>");
         // Byte 0 (U+0100) is a control character.
         assert_eq!(read("Ā"), "<0x00>");
-        // The soft hyphen (AD) is moved, to U+0143.
-        assert_eq!(read("Ń"), "\u{AD}");
+        // Byte AD is moved, to U+0143; the soft hyphen is C2 AD.
+        assert_eq!(read("Ń"), "<0xAD>");
+        assert_eq!(read("ÂŃ"), "\u{AD}");
         // An added token outside the table is itself.
         assert_eq!(read("<|im_start|>"), "<|im_start|>");
         assert_eq!(read("🙂"), "🙂");
@@ -254,6 +261,8 @@ mod tests {
         assert_eq!(read("##"), "##");
         assert_eq!(read("."), ".");
         assert_eq!(read("'"), "'");
+        assert_eq!(read("[SEP]"), "[SEP]");
+        assert_eq!(read("[unused3]"), "[unused3]");
     }
 
     #[test]

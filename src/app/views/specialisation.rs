@@ -217,13 +217,15 @@ pub fn sorted_heads(
     rows.into_iter().map(|(id, _)| id).collect()
 }
 
-/// The cells of one head's row, as displayed.
-pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
+/// The cells of one head's row, as displayed; the focus token as
+/// `tokens` shows it.
+pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<Cell> {
     let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
-    let focus = match &f.focus_token {
-        Some(text) => format!("“{text}”"),
-        None => "—".into(),
+    let focus = match (f.focus_token_id.and_then(|id| tokens.readable_of(id)), &f.focus_token) {
+        (Some(text), _) => format!("“{text}”"),
+        (None, Some(text)) => format!("“{text}”"),
+        (None, None) => "—".into(),
     };
     let stat = |v: Option<f64>| figure(v, 3);
     vec![
@@ -268,7 +270,7 @@ impl ShownColumns {
         let start = tokens
             .cls_positions()
             .first()
-            .and_then(|&i| tokens.token_texts.get(i).cloned());
+            .map(|&i| tokens.readable(i));
         let separator = if tokens.causal {
             "ends".to_string()
         } else {
@@ -310,8 +312,13 @@ impl ShownColumns {
 }
 
 /// The accessible name of a head's row: "L3 H5: category focus, mean dist. 4.21, …".
-pub fn row_name(columns: &ShownColumns, head: HeadId, f: &HeadFigures) -> String {
-    let cells = columns.cells(head_cells(head, f));
+pub fn row_name(
+    columns: &ShownColumns,
+    head: HeadId,
+    f: &HeadFigures,
+    tokens: &TokenSequence,
+) -> String {
+    let cells = columns.cells(head_cells(head, f, tokens));
     format!(
         "L{} H{}: {}",
         head.layer,
@@ -398,7 +405,8 @@ fn table_ui(
     ));
     ui.add_space(4.0);
 
-    let shown = ShownColumns::of(&output.input.tokens);
+    let tokens = &output.input.tokens;
+    let shown = ShownColumns::of(tokens);
     let widths = table::fit_widths(&shown.columns, ui.available_width() - 16.0);
     let mut action = None;
     egui::ScrollArea::horizontal()
@@ -428,7 +436,7 @@ fn table_ui(
                         let Some(f) = analysis.head(head) else {
                             continue;
                         };
-                        let cells = shown.cells(head_cells(head, f));
+                        let cells = shown.cells(head_cells(head, f, tokens));
                         let picked = f.focus_token_id.is_some_and(|id| selection.contains_id(id));
                         let response = table::data_row(
                             ui,
@@ -436,7 +444,7 @@ fn table_ui(
                             &widths,
                             &shown.columns,
                             &cells,
-                            &row_name(&shown, head, f),
+                            &row_name(&shown, head, f, tokens),
                             RowLook {
                                 striped: index % 2 == 1,
                                 tint: picked.then_some(tint),
@@ -539,7 +547,8 @@ mod tests {
 
     #[test]
     fn a_head_without_pairs_shows_dashes() {
-        let cells = head_cells(HeadId::new(0, 1), &HeadFigures::default());
+        let none = TokenSequence::default();
+        let cells = head_cells(HeadId::new(0, 1), &HeadFigures::default(), &none);
         assert_eq!(cells.len(), COLUMNS.len());
         assert_eq!(cells[2].text, "—");
         assert_eq!(cells[5].text, "—");
@@ -552,7 +561,7 @@ mod tests {
             attention_stats: Some(Default::default()),
             ..HeadFigures::default()
         };
-        let cells = head_cells(HeadId::new(0, 1), &with_attention);
+        let cells = head_cells(HeadId::new(0, 1), &with_attention, &none);
         assert_eq!(cells[FIRST_STATISTIC].text, "0.000");
     }
 }
