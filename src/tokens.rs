@@ -175,7 +175,7 @@ impl TokenSequence {
                 i > 0
                     && content(i)
                     && content(i - 1)
-                    && !texts[i].starts_with(WORD_START)
+                    && self.style.continues_word(&self.token_texts[i])
                     && !texts[i - 1].ends_with(NEWLINE)
             })
             .collect();
@@ -228,8 +228,9 @@ impl TokenSequence {
 
 /// What a person reads of a token sequence, made once per result: each
 /// token's readable text ([`TokenSequence::readable`]) and whether it
-/// continues the word before it (no word-start mark, both content tokens,
-/// not after a newline), so a text drawn token by token reads as words.
+/// continues the word before it ([`VocabularyStyle::continues_word`],
+/// both content tokens, not after a newline), so a text drawn token by
+/// token reads as words.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadableTokens {
     pub texts: Vec<String>,

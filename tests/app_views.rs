@@ -322,8 +322,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
     assert_eq!(picked, vec![5, 9]);
     for position in [5, 9] {
-        let name =
-            token_focus::row_name(position, &tokens.readable(position), HeadId::new(0, 3));
+        let name = token_focus::row_name(position, &tokens.readable(position), HeadId::new(0, 3));
         assert!(harness.query_by_label(&name).is_some(), "{name}");
     }
     harness.check_accessibility();

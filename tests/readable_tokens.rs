@@ -49,17 +49,31 @@ fn unmark(joined: &str) -> String {
 fn word_pieces_read_as_words() {
     let model = loaded_test_model();
     assert_eq!(model.specials.style, VocabularyStyle::WordPiece);
-    let tokens = tokens_of(model, "The harbour keepers' café: 🙂");
+    let tokens = tokens_of(model, "The harbourmaster keepers' café: 🙂");
     assert_eq!(
         readable(&tokens),
         [
-            "[CLS]", "·the", "·harbour", "·keeper", "s", "'", "·cafe", ":", "[UNK]", "[SEP]"
+            "[CLS]",
+            "·the",
+            "·harbour",
+            "master",
+            "·keepers",
+            "'",
+            "·cafe",
+            ":",
+            "[UNK]",
+            "[SEP]"
         ]
     );
-    let s = tokens.token_texts.iter().position(|t| t == "##s").unwrap();
     assert_eq!(
-        tokens.raw_and_id(s),
-        format!("“##s” · id {}", tokens.input_ids[s])
+        tokens.raw_and_id(3),
+        format!("“##master” · id {}", tokens.input_ids[3])
+    );
+    let words = tokens.readable_tokens();
+    assert_eq!(
+        words.continues_word,
+        [false, false, false, true, false, true, false, true, false, false],
+        "“master”, “'” and “:” continue a word, “[UNK]” stands for one"
     );
 }
 
@@ -77,8 +91,19 @@ fn byte_level_tokens_read_as_text() {
     assert_eq!(
         readable(&tokens),
         [
-            "The", "·keepers", "'", "·café", ":", "↵", "⇥", "line", "·<0xE6>", "<0x97>",
-            "<0xA5>", "本", "·🙂"
+            "The",
+            "·keepers",
+            "'",
+            "·café",
+            ":",
+            "↵",
+            "⇥",
+            "line",
+            "·<0xE6>",
+            "<0x97>",
+            "<0xA5>",
+            "本",
+            "·🙂"
         ]
     );
     assert_eq!(tokens.raw_and_id(1), "“Ġkeepers” · id 42805");

@@ -105,6 +105,14 @@ impl VocabularyStyle {
             },
         }
     }
+
+    /// Whether a token continues the word before it: its readable text
+    /// has no word-start mark, and it is not one of WordPiece's bracketed
+    /// tokens (`[UNK]` stands for a whole word).
+    pub fn continues_word(self, raw: &str) -> bool {
+        !self.readable(raw).starts_with(WORD_START)
+            && !(self == Self::WordPiece && is_bracketed(raw))
+    }
 }
 
 /// The style one tokenizer component (`decoder` or `pre_tokenizer`) gives.
@@ -263,6 +271,8 @@ mod tests {
         assert_eq!(read("'"), "'");
         assert_eq!(read("[SEP]"), "[SEP]");
         assert_eq!(read("[unused3]"), "[unused3]");
+        assert!(WordPiece.continues_word("##ing") && WordPiece.continues_word("."));
+        assert!(!WordPiece.continues_word("the") && !WordPiece.continues_word("[UNK]"));
     }
 
     #[test]

@@ -368,7 +368,10 @@ fn head_tooltip(layer: usize, head: &HeadSummary, style: VocabularyStyle) -> Str
     if let Some(focus) = &head.focus_token {
         lines.push(format!(
             "focus token: “{}” ({}, id {}) in {:.0}% of windows",
-            focus.token.as_deref().map_or("?".into(), |raw| style.readable(raw)),
+            focus
+                .token
+                .as_deref()
+                .map_or("?".into(), |raw| style.readable(raw)),
             focus.token.as_deref().unwrap_or("?"),
             focus.id,
             focus.fraction * 100.0

@@ -222,7 +222,10 @@ pub fn sorted_heads(
 pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<Cell> {
     let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
-    let focus = match (f.focus_token_id.and_then(|id| tokens.readable_of(id)), &f.focus_token) {
+    let focus = match (
+        f.focus_token_id.and_then(|id| tokens.readable_of(id)),
+        &f.focus_token,
+    ) {
         (Some(text), _) => format!("“{text}”"),
         (None, Some(text)) => format!("“{text}”"),
         (None, None) => "—".into(),
@@ -267,10 +270,7 @@ impl ShownColumns {
     /// decoder's BOS and sentence ends), and no start column where the
     /// model's input has no start token (GPT-2).
     pub fn of(tokens: &TokenSequence) -> Self {
-        let start = tokens
-            .cls_positions()
-            .first()
-            .map(|&i| tokens.readable(i));
+        let start = tokens.cls_positions().first().map(|&i| tokens.readable(i));
         let separator = if tokens.causal {
             "ends".to_string()
         } else {

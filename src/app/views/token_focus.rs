@@ -291,7 +291,10 @@ fn picked_rows(
                     .size(16.0)
                     .color(picked),
             );
-            ui.weak(format!("position {position} · {}", input.raw_and_id(position)));
+            ui.weak(format!(
+                "position {position} · {}",
+                input.raw_and_id(position)
+            ));
             if focused.is_empty() {
                 ui.weak(format!("· the focus token of no head in L{layer}"));
             } else {
@@ -480,7 +483,10 @@ fn focus_table(
                 let cells = [
                     Cell::new(format!("H{h}")),
                     Cell::new(match f.focus_token_id {
-                        Some(id) => format!("“{}”", output.input.tokens.readable_of(id).unwrap_or_default()),
+                        Some(id) => format!(
+                            "“{}”",
+                            output.input.tokens.readable_of(id).unwrap_or_default()
+                        ),
                         None => "—".into(),
                     }),
                     Cell::new(figure(f.focus_share, 3)),

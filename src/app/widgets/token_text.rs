@@ -129,11 +129,9 @@ impl TokenFlow<'_> {
             Vec::with_capacity(self.tokens.texts.len());
         let (mut x, mut y) = (0.0f32, 0.0f32);
         for (i, text) in self.tokens.texts.iter().enumerate() {
-            let galley = ui.painter().layout_no_wrap(
-                text.clone(),
-                font.clone(),
-                Color32::WHITE,
-            );
+            let galley = ui
+                .painter()
+                .layout_no_wrap(text.clone(), font.clone(), Color32::WHITE);
             let size = galley.size() + 2.0 * PAD;
             let glued = self.tokens.continues_word.get(i) == Some(&true);
             let gap = if i == 0 {

@@ -281,11 +281,8 @@ impl HeadView {
             );
         }
         for j in (first..last).filter(|j| j % stride == 0 || picked.contains(j)) {
-            let galley = painter.layout_no_wrap(
-                short_token(&texts.readable(j)),
-                font.clone(),
-                colour_of(j),
-            );
+            let galley =
+                painter.layout_no_wrap(short_token(&texts.readable(j)), font.clone(), colour_of(j));
             // Rotated a quarter turn: the text runs upwards from the plot,
             // its height spreading to the right of `pos`.
             let x = cell_x(j) + cell_px / 2.0 - galley.size().y / 2.0;
@@ -610,10 +607,7 @@ fn attention_stats_grid(
             // if its tokenizer adds one (else no row) and its
             // sentence-final tokens (ANALYSIS.md §8).
             let tokens = &output.input.tokens;
-            let start = tokens
-                .cls_positions()
-                .first()
-                .map(|&i| tokens.readable(i));
+            let start = tokens.cls_positions().first().map(|&i| tokens.readable(i));
             if let Some(start) = start {
                 row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
             }
