@@ -185,7 +185,7 @@ impl TokenSequence {
         }
     }
 
-    /// The token `token_id` for a label: its readable text, the
+    /// The token `token_id` for a tooltip: its readable text, the
     /// tokenizer's own and the id (`“·the” (Ġthe, id 262)`); the id alone
     /// when no position holds it.
     pub fn describe_id(&self, token_id: u32) -> String {

@@ -321,6 +321,8 @@ fn a_byte_level_decoders_tokens_read_as_text() {
     step_until(&mut harness, "the chip's tooltip", |h| {
         shows(h, &format!("token {raw_and_id}"))
     });
+    let image = harness.render().expect("wgpu renders the window");
+    save_picture(&image, "readable-tokens-smollm2.png", "-chips");
 
     // A head's heatmap: the read-out names the tokens readably, the
     // tooltip by the tokenizer's text and id. Saved for a look.

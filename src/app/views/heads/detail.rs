@@ -486,11 +486,20 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 ),
             );
             row(ui, "repetition fraction", figure(f.repetition_fraction, 3));
-            let focus = match f.focus_token_id {
-                Some(id) => output.input.tokens.describe_id(id),
-                None => "—".into(),
-            };
-            row(ui, "focus token", focus);
+            // Its readable text and id; the tokenizer's own text on hover.
+            let tokens = &output.input.tokens;
+            ui.label("focus token");
+            match f.focus_token_id {
+                Some(id) => {
+                    let readable = tokens.readable_of(id).unwrap_or_default();
+                    ui.label(format!("“{readable}” (id {id})"))
+                        .on_hover_text(tokens.describe_id(id));
+                }
+                None => {
+                    ui.label("—");
+                }
+            }
+            ui.end_row();
             row(ui, "focus share", figure(f.focus_share, 3));
             row(
                 ui,
