@@ -110,8 +110,8 @@ impl VocabularyStyle {
     /// has no word-start mark, and it is not one of WordPiece's bracketed
     /// tokens (`[UNK]` stands for a whole word).
     pub fn continues_word(self, raw: &str) -> bool {
-        !self.readable(raw).starts_with(WORD_START)
-            && !(self == Self::WordPiece && is_bracketed(raw))
+        let whole_word = self == Self::WordPiece && is_bracketed(raw);
+        !whole_word && !self.readable(raw).starts_with(WORD_START)
     }
 }
 
