@@ -137,11 +137,14 @@ impl TokenSequence {
             .collect()
     }
 
+    /// The first position that holds `token_id`, if any.
+    fn first_position(&self, token_id: u32) -> Option<usize> {
+        self.input_ids.iter().position(|&id| id == token_id)
+    }
+
     /// Text of the first position that holds `token_id`, if any.
     pub fn text_of(&self, token_id: u32) -> Option<&str> {
-        self.input_ids
-            .iter()
-            .position(|&id| id == token_id)
+        self.first_position(token_id)
             .map(|i| self.token_texts[i].as_str())
     }
 
@@ -159,10 +162,7 @@ impl TokenSequence {
     /// [`TokenSequence::readable`] of the first position that holds
     /// `token_id`, if any.
     pub fn readable_of(&self, token_id: u32) -> Option<String> {
-        self.input_ids
-            .iter()
-            .position(|&id| id == token_id)
-            .map(|i| self.readable(i))
+        self.first_position(token_id).map(|i| self.readable(i))
     }
 
     /// Every token as [`TokenSequence::readable`] shows it, and whether
@@ -189,7 +189,7 @@ impl TokenSequence {
     /// tokenizer's own and the id (`“·the” (Ġthe, id 262)`); the id alone
     /// when no position holds it.
     pub fn describe_id(&self, token_id: u32) -> String {
-        match self.input_ids.iter().position(|&id| id == token_id) {
+        match self.first_position(token_id) {
             Some(i) => format!(
                 "“{}” ({}, id {token_id})",
                 self.readable(i),

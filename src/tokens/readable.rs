@@ -12,9 +12,10 @@
 //!   for WordPiece (`the` → `·the`, `##ing` → `ing`); any other space is
 //!   the same mark, since it is a space;
 //! - newline and tab as [`NEWLINE`] (`↵`) and [`TAB`] (`⇥`), a carriage
-//!   return as `␍`, other control characters and bytes that are only part
+//!   return as `⇤`, other control characters and bytes that are only part
 //!   of a character (a multi-byte character cut between tokens) as
-//!   `<0xE6>`, the way SentencePiece writes them.
+//!   `<0xE6>`, the way SentencePiece writes them;
+//! - special tokens as they are (`[CLS]`, `<s>`, `<|im_start|>`).
 //!
 //! The style is read from the tokenizer's decoder (or else its
 //! pre-tokenizer) when the model loads ([`VocabularyStyle::of_tokenizer`])
@@ -33,8 +34,9 @@ pub const WORD_START: char = '·';
 pub const NEWLINE: char = '↵';
 /// Shown for a tab.
 pub const TAB: char = '⇥';
-/// Shown for a carriage return.
-pub const CARRIAGE_RETURN: char = '␍';
+/// Shown for a carriage return (back to the line's start; `␍` is in
+/// neither of the fonts the app and the figures draw with).
+pub const CARRIAGE_RETURN: char = '⇤';
 
 /// How a vocabulary spells its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -230,7 +232,7 @@ mod tests {
         assert_eq!(read("ĊĊ"), "↵↵");
         assert_eq!(read("ĉ"), "⇥");
         assert_eq!(read("ĠĠĠ"), "···");
-        assert_eq!(read("čĊ"), "␍↵");
+        assert_eq!(read("čĊ"), "⇤↵");
         // "é" is two bytes, C3 A9, each a character of the table.
         assert_eq!(read("Ã©"), "é");
         assert_eq!(read("ĠcafÃ©"), "·café");

@@ -5,9 +5,9 @@
 //!
 //! Tokens show their readable text ([`crate::tokens::ReadableTokens`]:
 //! `·the`, `↵`); a token that continues a word is glued to the one before
-//! it so the text reads as words. Token texts are laid out through
-//! egui's galley cache, so a frame costs one cached lookup and one rectangle per token. In the
-//! interactive form each chip is a button for screen readers and tests,
+//! it so the text reads as words. Token texts are laid out through egui's
+//! galley cache, so a frame costs one cached lookup and one rectangle per
+//! token. In the interactive form each chip is a button for screen readers and tests,
 //! named "{prefix} {position} “{text}”", and a click reports whether shift
 //! (or Ctrl/Cmd) was held; the display form is one widget with a
 //! tooltip for the chip under the pointer.
