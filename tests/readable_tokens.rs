@@ -1,9 +1,10 @@
 //! Tokens as a reader reads them, on the real tokenizers of the three
 //! vocabulary styles: WordPiece (all-MiniLM-L6-v2), byte-level BPE
 //! (SmolLM2-135M-Instruct) and SentencePiece with byte tokens (the Gemma
-//! fixture). The style is read from each tokenizer when its model loads,
-//! and every token of a text is shown decoded, with a word-start mark,
-//! newline and tab visible, and the bytes of a cut character as `<0x..>`.
+//! fixture), and GGUF files' tokenizers. The style is read from each
+//! tokenizer when its model loads, and every token of a text is shown
+//! decoded, with a word-start mark, newline and tab visible, and the bytes
+//! of a cut character as `<0x..>`.
 
 mod common;
 
@@ -176,5 +177,25 @@ fn each_fixture_tokenizer_has_its_style() {
                 assert!(!shown.starts_with("##"), "{name}: {shown:?}");
             }
         }
+    }
+}
+
+/// A GGUF file's tokenizer, built from its metadata, has the style of the
+/// vocabulary it holds: byte-level for `gpt2` files, SentencePiece for
+/// `llama` ones.
+#[test]
+fn gguf_tokenizers_have_their_style() {
+    use VocabularyStyle::*;
+    for (name, style) in [("qwen2", ByteLevel), ("llama", Metaspace)] {
+        let path = fixture(&format!("gguf/{name}.gguf"));
+        let model = Model::load(&ModelSource::Gguf(path), &mut |_| {}).unwrap();
+        assert_eq!(model.specials.style, style, "{name}");
+        let tokens = tokens_of(&model, TEXT);
+        let texts = readable(&tokens);
+        assert!(texts.iter().any(|t| t.contains('↵')), "{name}: {texts:?}");
+        assert!(
+            texts.iter().all(|t| !t.contains(['Ġ', '▁', 'Ċ'])),
+            "{name}: {texts:?}"
+        );
     }
 }
