@@ -151,7 +151,12 @@ enum SortValue {
     Text(String),
 }
 
-fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue> {
+fn sort_value(
+    head: HeadId,
+    f: &HeadFigures,
+    column: usize,
+    tokens: &TokenSequence,
+) -> Option<SortValue> {
     let number = |v: Option<f64>| v.filter(|v| v.is_finite()).map(SortValue::Number);
     let s = f.attention_stats;
     match column {
@@ -160,7 +165,12 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
         2 => number(f.mean_distance),
         3 => number(f.same_sentence_fraction),
         4 => number(f.repetition_fraction),
-        5 => f.focus_token.clone().map(SortValue::Text),
+        // As shown: `·the`, not `Ġthe`.
+        5 => f
+            .focus_token_id
+            .and_then(|id| tokens.readable_of(id))
+            .or_else(|| f.focus_token.clone())
+            .map(SortValue::Text),
         6 => number(f.focus_share),
         7 => number(f.local_fraction),
         8 => number(f.separator_attention),
@@ -176,11 +186,13 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
     }
 }
 
-/// The heads of `analysis` in `category` (all for `None`), sorted.
+/// The heads of `analysis` in `category` (all for `None`), sorted; focus
+/// tokens as `tokens` shows them.
 pub fn sorted_heads(
     analysis: &Analysis,
     sort: (usize, bool),
     category: Option<Category>,
+    tokens: &TokenSequence,
 ) -> Vec<HeadId> {
     let mut rows: Vec<(HeadId, Option<SortValue>)> = analysis
         .layers
@@ -194,7 +206,7 @@ pub fn sorted_heads(
                 .map(move |(h, f)| (HeadId::new(l, h), f))
         })
         .filter(|(_, f)| category.is_none() || f.category == category)
-        .map(|(id, f)| (id, sort_value(id, f, sort.0)))
+        .map(|(id, f)| (id, sort_value(id, f, sort.0, tokens)))
         .collect();
     let (_, descending) = sort;
     rows.sort_by(|(a_id, a), (b_id, b)| {
@@ -387,7 +399,10 @@ fn table_ui(
 
     let key = (generation, state.sort, *category);
     if state.order.as_ref().is_none_or(|(k, _)| *k != key) {
-        state.order = Some((key, sorted_heads(analysis, state.sort, *category)));
+        state.order = Some((
+            key,
+            sorted_heads(analysis, state.sort, *category, &output.input.tokens),
+        ));
     }
     let rows = state
         .order
@@ -529,20 +544,25 @@ mod tests {
             ..Analysis::default()
         };
         let ids = |v: Vec<HeadId>| v.into_iter().map(|h| h.head).collect::<Vec<_>>();
+        let none = TokenSequence::default();
         assert_eq!(
-            ids(sorted_heads(&analysis, (2, false), None)),
+            ids(sorted_heads(&analysis, (2, false), None, &none)),
             vec![0, 2, 1]
         );
-        assert_eq!(ids(sorted_heads(&analysis, (2, true), None)), vec![2, 0, 1]);
+        assert_eq!(
+            ids(sorted_heads(&analysis, (2, true), None, &none)),
+            vec![2, 0, 1]
+        );
         assert_eq!(
             ids(sorted_heads(
                 &analysis,
                 (0, false),
-                Some(Category::Repetition)
+                Some(Category::Repetition),
+                &none
             )),
             vec![2]
         );
-        assert!(sorted_heads(&Analysis::default(), (5, true), None).is_empty());
+        assert!(sorted_heads(&Analysis::default(), (5, true), None, &none).is_empty());
     }
 
     #[test]
