@@ -276,13 +276,14 @@ fn the_app_recomputes_what_does_not_fit() {
         .is_some());
 }
 
-/// SmolLM2's byte-level tokens read as text in every view: no label holds
-/// the vocabulary's own spelling (`Ġ` a space, `Ċ` a newline), a chip
-/// shows the word-start mark (`·keeper`), and hovering it tells the
-/// tokenizer's text and the id; so does a cell of a head's heatmap.
+/// SmolLM2's byte-level tokens read as text in every view: a chip shows
+/// the word-start mark (`·keeper`), and hovering it tells the tokenizer's
+/// text and the id; with that token picked, no label of any view holds
+/// the vocabulary's own spelling (`Ġ` a space, `Ċ` a newline); a cell of
+/// a head's heatmap reads the same way.
 #[test]
 fn a_byte_level_decoders_tokens_read_as_text() {
-    use common::app::start_on_model;
+    use common::app::{start_on_model, WINDOW};
     use headscope::tokens::VocabularyStyle;
     let mut harness = start_on_model(&smollm2_model());
     let output = harness.state().shown_output().unwrap().clone();
@@ -295,15 +296,6 @@ fn a_byte_level_decoders_tokens_read_as_text() {
             .map(|node| text_of(&node))
             .collect::<Vec<_>>()
     };
-    for view in CentralView::ALL {
-        if view == CentralView::Compare {
-            continue;
-        }
-        open_tab(&mut harness, view);
-        let spelled = byte_level(&harness);
-        assert!(spelled.is_empty(), "{view:?} shows {spelled:?}");
-    }
-
     // A word after a space: its chip reads "·word"; its tooltip the rest.
     let p = tokens
         .token_texts
@@ -321,8 +313,24 @@ fn a_byte_level_decoders_tokens_read_as_text() {
     step_until(&mut harness, "the chip's tooltip", |h| {
         shows(h, &format!("token {raw_and_id}"))
     });
+    harness
+        .get_by_label(&format!("token {p} “{shown}”"))
+        .click();
+    step_until(&mut harness, "the picked token's rows", |h| {
+        h.state().picked_tokens().contains(p) && shows(h, &format!("position {p} · id"))
+    });
     let image = harness.render().expect("wgpu renders the window");
     save_picture(&image, "readable-tokens-smollm2.png", "-chips");
+    // Away from every token: only hover texts would name the raw tokens.
+    harness.hover_at(egui::pos2(5.0, WINDOW.y - 5.0));
+    for view in CentralView::ALL {
+        if view == CentralView::Compare {
+            continue;
+        }
+        open_tab(&mut harness, view);
+        let spelled = byte_level(&harness);
+        assert!(spelled.is_empty(), "{view:?} shows {spelled:?}");
+    }
 
     // A head's heatmap: the read-out names the tokens readably, the
     // tooltip by the tokenizer's text and id. Saved for a look.

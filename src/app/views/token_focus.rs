@@ -290,11 +290,9 @@ fn picked_rows(
                     .strong()
                     .size(16.0)
                     .color(picked),
-            );
-            ui.weak(format!(
-                "position {position} · {}",
-                input.raw_and_id(position)
-            ));
+            )
+            .on_hover_text(format!("token {}", input.raw_and_id(position)));
+            ui.weak(format!("position {position} · id {token_id}"));
             if focused.is_empty() {
                 ui.weak(format!("· the focus token of no head in L{layer}"));
             } else {
