@@ -848,13 +848,29 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: 
         ))
     }));
     send(match result {
-        Ok(Ok(report)) => CorpusUpdate::Finished(Arc::new(report), model.specials.style),
+        Ok(Ok(report)) => {
+            // A corpus of captures has no tokenizer: its focus tokens' texts
+            // tell the style.
+            let style = model.map_or_else(|| focus_token_style(&report), |m| m.specials.style);
+            CorpusUpdate::Finished(Arc::new(report), style)
+        }
         Ok(Err(message)) => CorpusUpdate::Failed(message),
         Err(payload) => CorpusUpdate::Failed(format!(
             "the corpus run crashed (a bug in headscope: {}); the app is still usable",
             panic_message(payload.as_ref())
         )),
     });
+}
+
+/// The vocabulary style the focus tokens of a report are spelled in.
+fn focus_token_style(report: &CorpusReport) -> VocabularyStyle {
+    let texts: Vec<&str> = report
+        .layers
+        .iter()
+        .flat_map(|layer| &layer.heads)
+        .filter_map(|head| head.focus_token.as_ref()?.token.as_deref())
+        .collect();
+    VocabularyStyle::guess(&texts)
 }
 
 /// Why a load failed, for the window: the command line's advice (pass a
