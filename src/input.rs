@@ -605,6 +605,7 @@ impl TokenizedText {
                 cls_id: specials.start.id,
                 sep_id: specials.separator.id,
                 causal: true,
+                style: specials.style,
                 ..Default::default()
             };
             for (id, text) in &self.leading {
@@ -690,6 +691,7 @@ fn empty_sequence(specials: &SpecialTokens) -> TokenSequence {
     let mut tokens = TokenSequence {
         cls_id: specials.start.id,
         sep_id: specials.separator.id,
+        style: specials.style,
         ..Default::default()
     };
     special(&mut tokens, &specials.start, None);

@@ -3,7 +3,13 @@
 //! sentence it belongs to and where it came from in the user's text.
 //!
 //! Pure data: built by [`crate::input`], read by [`crate::analysis`] and the UI.
+//! Every label a person reads shows a token as [`readable`] writes it
+//! ([`TokenSequence::readable`]); the data written out (JSON, NPZ, CSV,
+//! capture files) keeps the tokenizer's own text.
 
+mod readable;
+
+pub use readable::{VocabularyStyle, CARRIAGE_RETURN, NEWLINE, TAB, WORD_START};
 use serde::{Deserialize, Serialize};
 
 /// A special token: its vocabulary id and the tokenizer's text for it.
@@ -35,6 +41,10 @@ pub struct SpecialTokens {
     /// markers), never content wherever it stands.
     #[serde(default)]
     pub special_ids: Vec<u32>,
+    /// How the tokenizer spells its tokens, which decides how they are
+    /// shown (read from it when the model loads).
+    #[serde(default)]
+    pub style: VocabularyStyle,
 }
 
 impl SpecialTokens {
@@ -78,6 +88,9 @@ pub struct TokenSequence {
     /// tokens of `sep_id` (ANALYSIS.md §8).
     #[serde(default)]
     pub causal: bool,
+    /// How the tokenizer spells `token_texts`, for showing them.
+    #[serde(default)]
+    pub style: VocabularyStyle,
 }
 
 impl TokenSequence {
@@ -124,12 +137,76 @@ impl TokenSequence {
             .collect()
     }
 
+    /// The first position that holds `token_id`, if any.
+    fn first_position(&self, token_id: u32) -> Option<usize> {
+        self.input_ids.iter().position(|&id| id == token_id)
+    }
+
     /// Text of the first position that holds `token_id`, if any.
     pub fn text_of(&self, token_id: u32) -> Option<&str> {
-        self.input_ids
-            .iter()
-            .position(|&id| id == token_id)
+        self.first_position(token_id)
             .map(|i| self.token_texts[i].as_str())
+    }
+
+    /// The token at `position` as a reader reads it (`Ġkeeper` →
+    /// `·keeper`, `Ċ` → `↵`, [`VocabularyStyle::readable`]); a special
+    /// token (`[CLS]`, `<s>`) as the tokenizer writes it; `?` past the end.
+    pub fn readable(&self, position: usize) -> String {
+        match self.token_texts.get(position) {
+            Some(raw) if self.special.get(position) == Some(&true) => raw.clone(),
+            Some(raw) => self.style.readable(raw),
+            None => "?".into(),
+        }
+    }
+
+    /// [`TokenSequence::readable`] of the first position that holds
+    /// `token_id`, if any.
+    pub fn readable_of(&self, token_id: u32) -> Option<String> {
+        self.first_position(token_id).map(|i| self.readable(i))
+    }
+
+    /// Every token as [`TokenSequence::readable`] shows it, and whether
+    /// it continues the word before it.
+    pub fn readable_tokens(&self) -> ReadableTokens {
+        let texts: Vec<String> = (0..self.len()).map(|i| self.readable(i)).collect();
+        let content = |i: usize| self.special.get(i) == Some(&false);
+        let continues_word = (0..texts.len())
+            .map(|i| {
+                i > 0
+                    && content(i)
+                    && content(i - 1)
+                    && self.style.continues_word(&self.token_texts[i])
+                    && !texts[i - 1].ends_with(NEWLINE)
+            })
+            .collect();
+        ReadableTokens {
+            texts,
+            continues_word,
+        }
+    }
+
+    /// The token `token_id` for a tooltip: its readable text, the
+    /// tokenizer's own and the id (`“·the” (Ġthe, id 262)`); the id alone
+    /// when no position holds it.
+    pub fn describe_id(&self, token_id: u32) -> String {
+        match self.first_position(token_id) {
+            Some(i) => format!(
+                "“{}” ({}, id {token_id})",
+                self.readable(i),
+                self.token_texts[i]
+            ),
+            None => format!("id {token_id}"),
+        }
+    }
+
+    /// What hovering the token at `position` tells besides its readable
+    /// text: the tokenizer's own text and the vocabulary id
+    /// (`“Ġkeeper” · id 19323`).
+    pub fn raw_and_id(&self, position: usize) -> String {
+        match (self.token_texts.get(position), self.input_ids.get(position)) {
+            (Some(raw), Some(id)) => format!("“{raw}” · id {id}"),
+            _ => "?".into(),
+        }
     }
 
     /// Whether the token at `position` is punctuation only (for the classic
@@ -147,6 +224,17 @@ impl TokenSequence {
                 })
         }
     }
+}
+
+/// What a person reads of a token sequence, made once per result: each
+/// token's readable text ([`TokenSequence::readable`]) and whether it
+/// continues the word before it ([`VocabularyStyle::continues_word`],
+/// both content tokens, not after a newline), so a text drawn token by
+/// token reads as words.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadableTokens {
+    pub texts: Vec<String>,
+    pub continues_word: Vec<bool>,
 }
 
 /// What byte-level BPE (`Ġ`) and SentencePiece (`▁`) tokenizers put before a
@@ -171,6 +259,33 @@ mod tests {
             punctuation,
             [false, true, true, true, false, false, false, false]
         );
+    }
+
+    #[test]
+    fn special_tokens_show_as_they_are_and_words_glue() {
+        // <s> The ▁cat s ▁sat . <0x0A> It
+        let texts = ["<s>", "The", "▁cat", "s", "▁sat", ".", "<0x0A>", "It"];
+        let tokens = TokenSequence {
+            input_ids: (0..texts.len() as u32).collect(),
+            token_texts: texts.iter().map(|t| t.to_string()).collect(),
+            special: (0..texts.len()).map(|i| i == 0).collect(),
+            style: VocabularyStyle::Metaspace,
+            ..Default::default()
+        };
+        let shown = tokens.readable_tokens();
+        assert_eq!(
+            shown.texts,
+            ["<s>", "The", "·cat", "s", "·sat", ".", "↵", "It"]
+        );
+        assert_eq!(
+            shown.continues_word,
+            [false, false, false, true, false, true, true, false]
+        );
+        assert_eq!(tokens.readable(8), "?");
+        assert_eq!(tokens.raw_and_id(2), "“▁cat” · id 2");
+        assert_eq!(tokens.describe_id(4), "“·sat” (▁sat, id 4)");
+        assert_eq!(tokens.describe_id(99), "id 99");
+        assert_eq!(tokens.readable_of(3).as_deref(), Some("s"));
     }
 
     #[test]

@@ -44,6 +44,7 @@ use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning,
 use crate::input::WindowBounds;
 use crate::model::{LoadProgress, Model, ModelSource};
 use crate::pipeline::{self, InputOptions, RunError, RunOutput, RunProgress};
+use crate::tokens::VocabularyStyle;
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -161,8 +162,9 @@ pub enum CorpusUpdate {
     Skipped(SkippedFile),
     /// A file was read as Latin-1, or a sentence was too long to fit.
     Warning(FileWarning),
-    /// The run ended: complete, or marked `partial` when cancelled.
-    Finished(Arc<CorpusReport>),
+    /// The run ended: complete, or marked `partial` when cancelled; with
+    /// how the model's tokenizer spells tokens, to show its focus tokens.
+    Finished(Arc<CorpusReport>, VocabularyStyle),
     /// The run could not start (no model, no text file) or crashed.
     Failed(String),
 }
@@ -853,13 +855,29 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: 
         ))
     }));
     send(match result {
-        Ok(Ok(report)) => CorpusUpdate::Finished(Arc::new(report)),
+        Ok(Ok(report)) => {
+            // A corpus of captures has no tokenizer: its focus tokens' texts
+            // tell the style.
+            let style = model.map_or_else(|| focus_token_style(&report), |m| m.specials.style);
+            CorpusUpdate::Finished(Arc::new(report), style)
+        }
         Ok(Err(message)) => CorpusUpdate::Failed(message),
         Err(payload) => CorpusUpdate::Failed(format!(
             "the corpus run crashed (a bug in headscope: {}); the app is still usable",
             panic_message(payload.as_ref())
         )),
     });
+}
+
+/// The vocabulary style the focus tokens of a report are spelled in.
+fn focus_token_style(report: &CorpusReport) -> VocabularyStyle {
+    let texts: Vec<&str> = report
+        .layers
+        .iter()
+        .flat_map(|layer| &layer.heads)
+        .filter_map(|head| head.focus_token.as_ref()?.token.as_deref())
+        .collect();
+    VocabularyStyle::guess(&texts)
 }
 
 /// Why a load failed, for the window: the command line's advice (pass a

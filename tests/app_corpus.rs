@@ -428,7 +428,7 @@ fn dropping_the_worker_stops_a_corpus_run() {
         start.elapsed()
     );
     match drain(&updates, Duration::from_secs(5)).last() {
-        Some(CorpusUpdate::Finished(report)) => {
+        Some(CorpusUpdate::Finished(report, _)) => {
             assert!(report.partial);
             assert!(report.windows >= 1 && report.files < 6, "{report:?}");
         }
@@ -510,7 +510,7 @@ fn a_corpus_of_captures_needs_no_model() {
         Arc::new(AtomicBool::new(false)),
     );
     match drain(&updates, PATIENCE).last() {
-        Some(CorpusUpdate::Finished(report)) => {
+        Some(CorpusUpdate::Finished(report, _)) => {
             assert_eq!(report.windows, 2);
             let expected = library_capture_report(scratch.path(), &options);
             assert_eq!(report.layers, expected.layers);

@@ -275,3 +275,84 @@ fn the_app_recomputes_what_does_not_fit() {
         .next()
         .is_some());
 }
+
+/// SmolLM2's byte-level tokens read as text in every view: a chip shows
+/// the word-start mark (`·keeper`), and hovering it tells the tokenizer's
+/// text and the id; with that token picked, no label of any view holds
+/// the vocabulary's own spelling (`Ġ` a space, `Ċ` a newline); a cell of
+/// a head's heatmap reads the same way.
+#[test]
+fn a_byte_level_decoders_tokens_read_as_text() {
+    use common::app::{start_on_model, WINDOW};
+    use headscope::tokens::VocabularyStyle;
+    let mut harness = start_on_model(&smollm2_model());
+    let output = harness.state().shown_output().unwrap().clone();
+    let tokens = &output.input.tokens;
+    assert_eq!(tokens.style, VocabularyStyle::ByteLevel);
+    let byte_level = |harness: &AppHarness| {
+        ["Ġ", "Ċ"]
+            .iter()
+            .flat_map(|mark| harness.query_all_by_label_contains(mark))
+            .map(|node| text_of(&node))
+            .collect::<Vec<_>>()
+    };
+    // A word after a space: its chip reads "·word"; its tooltip the rest.
+    let p = tokens
+        .token_texts
+        .iter()
+        .position(|t| t.len() > 4 && t.starts_with('Ġ'))
+        .expect("a word after a space");
+    let raw = &tokens.token_texts[p];
+    let shown = format!("·{}", raw.trim_start_matches('Ġ'));
+    assert_eq!(tokens.readable(p), shown);
+    open_tab(&mut harness, CentralView::TokenFocus);
+    harness
+        .get_by_label(&format!("token {p} “{shown}”"))
+        .hover();
+    let raw_and_id = format!("“{raw}” · id {}", tokens.input_ids[p]);
+    step_until(&mut harness, "the chip's tooltip", |h| {
+        shows(h, &format!("token {raw_and_id}"))
+    });
+    harness
+        .get_by_label(&format!("token {p} “{shown}”"))
+        .click();
+    step_until(&mut harness, "the picked token's rows", |h| {
+        h.state().picked_tokens().contains(p) && shows(h, &format!("position {p} · id"))
+    });
+    let image = harness.render().expect("wgpu renders the window");
+    save_picture(&image, "readable-tokens-smollm2.png", "-chips");
+    // Away from every token: only hover texts would name the raw tokens.
+    harness.hover_at(egui::pos2(5.0, WINDOW.y - 5.0));
+    for view in CentralView::ALL {
+        if view == CentralView::Compare {
+            continue;
+        }
+        open_tab(&mut harness, view);
+        let spelled = byte_level(&harness);
+        assert!(spelled.is_empty(), "{view:?} shows {spelled:?}");
+    }
+
+    // A head's heatmap: the read-out names the tokens readably, the
+    // tooltip by the tokenizer's text and id. Saved for a look.
+    open_tab(&mut harness, CentralView::Heads);
+    harness.get_by_label_contains("L0 H0 ").click();
+    step_until(&mut harness, "the head detail", |h| {
+        h.state().detail_head() == Some(HeadId::new(0, 0))
+    });
+    let plot = harness.get_by_label("heatmap of L0 H0").rect();
+    let (i, j) = (p + 1, p);
+    let t = output.captures.tokens as f32;
+    harness
+        .hover_at(plot.min + plot.size() * egui::vec2((j as f32 + 0.5) / t, (i as f32 + 0.5) / t));
+    // Similarity is shown: "token i … · token j …".
+    let readout = format!("token {j} “{shown}” · value");
+    step_until(&mut harness, "the cell's read-out", |h| shows(h, &readout));
+    let tooltip = format!("token {j}: {raw_and_id}");
+    step_until(&mut harness, "the cell's tooltip", |h| shows(h, &tooltip));
+    // The tooltip is the one label with the tokenizer's own spelling.
+    for label in byte_level(&harness) {
+        assert!(label.contains(&tooltip), "{label:?}");
+    }
+    let image = harness.render().expect("wgpu renders the window");
+    save_picture(&image, "readable-tokens-smollm2.png", "");
+}

@@ -85,9 +85,10 @@ fn every_export_kind_is_written_and_failures_are_shown() {
                     .filter(|n| n.has_tag_name("text"))
                     .filter_map(|n| n.text())
                     .collect();
-                // Every token, or every k-th where rows are smaller than
-                // a line of text, on both axes.
-                let labels = &output.input.tokens.token_texts;
+                // Every token as a reader reads it (`·the`), or every
+                // k-th where rows are smaller than a line of text, on
+                // both axes.
+                let labels = &output.input.tokens.readable_tokens().texts;
                 let shown = labels
                     .iter()
                     .filter(|l| texts.contains(&l.as_str()))

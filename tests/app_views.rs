@@ -159,7 +159,10 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let row = text_of(&harness.get_by_label_contains("L3 H5: "));
     let output = harness.state().shown_output().expect("a result").clone();
     let columns = specialisation::ShownColumns::of(&output.input.tokens);
-    assert_eq!(row, specialisation::row_name(&columns, l3h5, f));
+    assert_eq!(
+        row,
+        specialisation::row_name(&columns, l3h5, f, &output.input.tokens)
+    );
     let s = f
         .attention_stats
         .expect("a run with P has attention statistics");
@@ -170,7 +173,11 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
         format!("repetition {}", figure(f.repetition_fraction, 3)),
         format!(
             "focus token “{}”",
-            f.focus_token.as_deref().expect("a focus")
+            output
+                .input
+                .tokens
+                .readable_of(f.focus_token_id.expect("a focus"))
+                .unwrap()
         ),
         format!("focus share {}", figure(f.focus_share, 3)),
         format!("local {}", figure(f.local_fraction, 3)),
@@ -286,21 +293,23 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
         let row = text_of(&harness.get_by_label_contains(&format!("focus of L0 H{h}: ")));
         let expected = format!(
             "focus token “{}”, focus share {}",
-            f.focus_token.as_deref().unwrap_or("—"),
+            f.focus_token_id
+                .and_then(|id| tokens.readable_of(id))
+                .unwrap_or("—".into()),
             figure(f.focus_share, 3)
         );
         assert!(row.contains(&expected), "{row:?} lacks {expected:?}");
     }
 
     // A click picks a token; each head of the layer shows its row.
-    let chip = |i: usize| format!("token {i} “{}”", tokens.token_texts[i]);
+    let chip = |i: usize| format!("token {i} “{}”", tokens.readable(i));
     harness.get_by_label(&chip(5)).click();
     harness.step();
     harness.step();
     let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
     assert_eq!(picked, vec![5]);
     for h in 0..12 {
-        let name = token_focus::row_name(5, &tokens.token_texts[5], HeadId::new(0, h));
+        let name = token_focus::row_name(5, &tokens.readable(5), HeadId::new(0, h));
         assert!(harness.query_by_label(&name).is_some(), "{name}");
     }
 
@@ -313,8 +322,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     let picked: Vec<usize> = harness.state().picked_tokens().positions().collect();
     assert_eq!(picked, vec![5, 9]);
     for position in [5, 9] {
-        let name =
-            token_focus::row_name(position, &tokens.token_texts[position], HeadId::new(0, 3));
+        let name = token_focus::row_name(position, &tokens.readable(position), HeadId::new(0, 3));
         assert!(harness.query_by_label(&name).is_some(), "{name}");
     }
     harness.check_accessibility();
@@ -362,7 +370,7 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     open_tab(&mut harness, CentralView::Separators);
     let seg = format!(
         "segmentation token {position} “{}”",
-        tokens.token_texts[position]
+        tokens.readable(position)
     );
     let node = harness.get_by_label(&seg);
     assert_eq!(
@@ -456,11 +464,12 @@ fn every_view_copes_with_a_one_word_text() {
         .is_some());
     open_tab(&mut harness, CentralView::Separators);
     open_tab(&mut harness, CentralView::TokenFocus);
-    harness.get_by_label("token 1 “hello”").click();
+    // WordPiece: a word-start mark before the word.
+    harness.get_by_label("token 1 “·hello”").click();
     harness.step();
     harness.step();
     assert!(harness
-        .query_by_label(&token_focus::row_name(1, "hello", HeadId::new(0, 0)))
+        .query_by_label(&token_focus::row_name(1, "·hello", HeadId::new(0, 0)))
         .is_some());
     open_tab(&mut harness, CentralView::Specialisation);
     let row = text_of(&harness.get_by_label_contains("L0 H0: "));

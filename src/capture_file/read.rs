@@ -4,7 +4,7 @@ use super::header::{Header, TokenTable, FORMAT, HEADER_KEY, VERSION};
 use super::{CaptureFile, CaptureFileError};
 use crate::captures::Captures;
 use crate::kernels::{matmul, MatMut, MatRef};
-use crate::tokens::TokenSequence;
+use crate::tokens::{TokenSequence, VocabularyStyle};
 use safetensors::{Dtype, SafeTensors};
 use std::path::Path;
 
@@ -158,6 +158,8 @@ fn token_sequence(header: &Header) -> Result<TokenSequence, String> {
         sep_id: table.separator_id.unwrap_or(u32::MAX),
         cls_id: table.start_id.unwrap_or(u32::MAX),
         causal: header.causal,
+        // A capture stores the texts alone: their spelling tells the style.
+        style: VocabularyStyle::guess(&table.texts),
     };
     let derived = tokens.separator_positions();
     if derived != table.separator_positions {

@@ -96,6 +96,7 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
         cls_id: start,
         sep_id: separator,
         causal,
+        style: model.specials.style,
         ..Default::default()
     };
     let vocab = model.config.vocab_size.max(2) as u64;

@@ -119,7 +119,9 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     let options = args.text.input.analysis.options()?;
     let captures = &output.captures;
     let tokens = captures.tokens;
-    let labels = &output.input.tokens.token_texts;
+    // Figures are read: their labels are readable (`·the`); the CSV is
+    // data and keeps the tokenizer's texts (`Ġthe`), as the JSON does.
+    let raw_labels = &output.input.tokens.token_texts;
     let what = if args.attention {
         "attention"
     } else {
@@ -175,7 +177,8 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     let range = ValueRange::auto(map, &values);
     let scene = if args.labels {
         let title = format!("{} · layer {layer} head {head} · {what}", model.name);
-        exp::labelled_figure(&values, tokens, labels, &title, map, range, style)
+        let labels = output.input.tokens.readable_tokens().texts;
+        exp::labelled_figure(&values, tokens, &labels, &title, map, range, style)
     } else {
         exp::bare_figure(&values, tokens, map, range, style)
     };
@@ -192,7 +195,7 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &args.csv {
-        exp::save_text(&exp::matrix_csv(&values, tokens, labels), path)?;
+        exp::save_text(&exp::matrix_csv(&values, tokens, raw_labels), path)?;
     }
     Ok(())
 }

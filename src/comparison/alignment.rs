@@ -152,7 +152,7 @@ mod tests {
             offsets,
             sep_id: 0,
             cls_id: 1,
-            causal: false,
+            ..Default::default()
         }
     }
 

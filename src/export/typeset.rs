@@ -80,3 +80,22 @@ impl Typesetter {
         String::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{CARRIAGE_RETURN, NEWLINE, TAB, WORD_START};
+
+    /// The marks of readable tokens are drawn, not replaced by `?`: in
+    /// the figures, and in the app, whose proportional text falls back
+    /// to Hack as these do.
+    #[test]
+    fn the_token_marks_have_glyphs() {
+        let typesetter = Typesetter::new().expect("the bundled fonts");
+        for mark in [WORD_START, NEWLINE, TAB, CARRIAGE_RETURN, '…'] {
+            let in_main = typesetter.main.glyph_id(mark).0 != 0;
+            let in_fallback = typesetter.fallback.glyph_id(mark).0 != 0;
+            assert!(in_main || in_fallback, "no glyph for {mark:?}");
+        }
+    }
+}

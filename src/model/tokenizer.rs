@@ -11,7 +11,7 @@
 //! is never content.
 
 use super::config::ModelConfig;
-use crate::tokens::{SpecialToken, SpecialTokens};
+use crate::tokens::{SpecialToken, SpecialTokens, VocabularyStyle};
 use anyhow::{anyhow, bail};
 use serde_json::Value;
 use std::path::Path;
@@ -53,8 +53,9 @@ pub fn prepare_tokenizer(
             config.vocab_size
         );
     }
+    let style = vocabulary_style(&tokenizer);
     if config.is_causal() {
-        let specials = decoder_specials(&tokenizer, pad)
+        let specials = decoder_specials(&tokenizer, pad, style)
             .map_err(|e| anyhow!("{}: the tokenizer failed: {e}", path.display()))?;
         return Ok((tokenizer, specials));
     }
@@ -83,15 +84,29 @@ pub fn prepare_tokenizer(
             pad,
             causal: false,
             special_ids: Vec::new(),
+            style,
         },
     ))
+}
+
+/// How the tokenizer spells its tokens, from its decoder and
+/// pre-tokenizer (the rules that turn text into tokens and back).
+fn vocabulary_style(tokenizer: &Tokenizer) -> VocabularyStyle {
+    let json = |part: Option<serde_json::Result<Value>>| part.and_then(Result::ok);
+    let decoder = json(tokenizer.get_decoder().map(serde_json::to_value));
+    let pre_tokenizer = json(tokenizer.get_pre_tokenizer().map(serde_json::to_value));
+    VocabularyStyle::of_tokenizer(decoder.as_ref(), pre_tokenizer.as_ref())
 }
 
 /// A decoder's special tokens: every added token marked special; `start`
 /// (and `separator`, which a decoder's input never holds) names the token
 /// the tokenizer puts before a text (Llama's `<s>`) or else its first
 /// special token (GPT-2's `<|endoftext|>`).
-fn decoder_specials(tokenizer: &Tokenizer, pad: Option<u32>) -> tokenizers::Result<SpecialTokens> {
+fn decoder_specials(
+    tokenizer: &Tokenizer,
+    pad: Option<u32>,
+    style: VocabularyStyle,
+) -> tokenizers::Result<SpecialTokens> {
     let mut special_ids: Vec<u32> = tokenizer
         .get_added_tokens_decoder()
         .into_iter()
@@ -126,6 +141,7 @@ fn decoder_specials(tokenizer: &Tokenizer, pad: Option<u32>) -> tokenizers::Resu
         pad,
         causal: true,
         special_ids,
+        style,
     })
 }
 

@@ -9,6 +9,7 @@ use crate::app::widgets::heatmap;
 use crate::app::widgets::plots;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::corpus::{CorpusReport, HeadSummary, Summary, HEAD_FIGURES, LAYER_FIGURES};
+use crate::tokens::VocabularyStyle;
 use egui::{Color32, RichText, Sense, Stroke};
 use egui_plot::{FilledArea, HLine, Line, LineStyle, MarkerShape, Plot, Points};
 
@@ -333,7 +334,7 @@ pub fn head_cell_label(layer: usize, head: &HeadSummary, figure: usize) -> Strin
     )
 }
 
-fn head_tooltip(layer: usize, head: &HeadSummary) -> String {
+fn head_tooltip(layer: usize, head: &HeadSummary, style: VocabularyStyle) -> String {
     let mut lines = vec![format!("L{layer} H{}", head.head)];
     for (name, summary) in head.figures() {
         lines.push(format!(
@@ -366,7 +367,11 @@ fn head_tooltip(layer: usize, head: &HeadSummary) -> String {
     ));
     if let Some(focus) = &head.focus_token {
         lines.push(format!(
-            "focus token: {} (id {}) in {:.0}% of windows",
+            "focus token: “{}” ({}, id {}) in {:.0}% of windows",
+            focus
+                .token
+                .as_deref()
+                .map_or("?".into(), |raw| style.readable(raw)),
             focus.token.as_deref().unwrap_or("?"),
             focus.id,
             focus.fraction * 100.0
@@ -382,6 +387,7 @@ pub(super) fn head_grid(
     report: &CorpusReport,
     figure: &mut usize,
     map: ColorMap,
+    style: VocabularyStyle,
 ) {
     ui.horizontal(|ui| {
         ui.label(RichText::new("Heads, coloured by").strong());
@@ -466,7 +472,7 @@ pub(super) fn head_grid(
             }
             let label = head_cell_label(layer.layer, head, figure);
             cell.response
-                .on_hover_text(head_tooltip(layer.layer, head))
+                .on_hover_text(head_tooltip(layer.layer, head, style))
                 .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Cell, true, &label));
         });
     ui.horizontal_wrapped(|ui| {

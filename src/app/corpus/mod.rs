@@ -28,6 +28,7 @@ pub use charts::{figure_title, format_number, head_cell_label, layer_cell_label,
 use crate::app::files::dialogs::{self, Dialog, DialogRequest};
 use crate::app::settings::Settings;
 use crate::corpus::{self, CorpusReport, FileWarning, SkippedFile};
+use crate::tokens::VocabularyStyle;
 use crate::worker::{AnalysisWorker, CorpusProgress, CorpusUpdate, Waker};
 use crossbeam_channel::{Receiver, TryRecvError};
 use egui::RichText;
@@ -73,6 +74,8 @@ pub struct CorpusView {
     save_dialog: Option<dialogs::Dialog>,
     run: Option<Run>,
     report: Option<Arc<CorpusReport>>,
+    /// How the model of the report spells its tokens.
+    style: VocabularyStyle,
     /// The folder the report is of.
     report_folder: String,
     /// Why the last run gave no report.
@@ -205,7 +208,8 @@ impl CorpusView {
                 Ok(CorpusUpdate::Progress(progress)) => run.progress = Some(progress),
                 Ok(CorpusUpdate::Skipped(skipped)) => run.skipped.push(skipped),
                 Ok(CorpusUpdate::Warning(warning)) => run.warnings.push(warning),
-                Ok(CorpusUpdate::Finished(report)) => {
+                Ok(CorpusUpdate::Finished(report, style)) => {
+                    self.style = style;
                     ended = Some(Ok(report));
                     break;
                 }
@@ -329,6 +333,7 @@ impl CorpusView {
                     &report,
                     &mut self.head_figure,
                     settings.colormap,
+                    self.style,
                 );
             });
         }

@@ -130,7 +130,9 @@ pub fn write_export(
         ));
     }
     let tokens = captures.tokens;
-    let labels = &output.input.tokens.token_texts;
+    // Figures are read: their labels are readable (`·the`); the CSV is
+    // data and keeps the tokenizer's texts (`Ġthe`), as the JSON does.
+    let raw_labels = &output.input.tokens.token_texts;
     let map = settings.colormap;
     let what = match settings.matrix {
         MatrixKind::Similarity => "similarity",
@@ -160,8 +162,9 @@ pub fn write_export(
                 "{model_name} · layer {} head {} · {what}",
                 head.layer, head.head
             );
+            let labels = output.input.tokens.readable_tokens().texts;
             save(&export::labelled_figure(
-                &values, tokens, labels, &title, map, range, style,
+                &values, tokens, &labels, &title, map, range, style,
             ))
         }
         ExportKind::GridImage => {
@@ -198,7 +201,7 @@ pub fn write_export(
         }
         ExportKind::HeadCsv => {
             let values = shown_matrix(output, head, settings);
-            export::save_text(&export::matrix_csv(&values, tokens, labels), path)
+            export::save_text(&export::matrix_csv(&values, tokens, raw_labels), path)
                 .map_err(|e| e.to_string())
         }
         ExportKind::AnalysisJson => {

@@ -170,11 +170,11 @@ fn selection_summary(ui: &mut egui::Ui, selection: &mut TokenSelection, output: 
             selection.clear();
             return;
         }
-        let texts = &output.input.tokens.token_texts;
+        let tokens = &output.input.tokens;
         let mut names: Vec<String> = selection
             .positions()
             .take(6)
-            .map(|p| format!("“{}” {p}", texts.get(p).map_or("?", String::as_str)))
+            .map(|p| format!("“{}” {p}", tokens.readable(p)))
             .collect();
         if selection.len() > 6 {
             names.push(format!("+{} more", selection.len() - 6));

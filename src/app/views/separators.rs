@@ -375,7 +375,7 @@ fn separator_text(
         Some(range),
         "Σ over [SEP] of P[i, ·], 0 to the largest content token's",
     );
-    let texts = &output.input.tokens.token_texts;
+    let labels = views.labels(output);
     let map = settings.colormap;
     let (weak, picked) = (ui.visuals().weak_text_color(), picked_colour(ui));
     let style = |i: usize| {
@@ -403,7 +403,7 @@ fn separator_text(
     ui.add_space(2.0);
     TokenFlow {
         id_salt: "separator tokens",
-        texts,
+        tokens: &labels,
         font_size: 14.0,
         chip_prefix: Some("token"),
         name: "",
@@ -446,9 +446,10 @@ fn sentences_text(ui: &mut egui::Ui, output: &RunOutput, views: &Shared) -> Opti
         text
     };
     ui.add_space(2.0);
+    let labels = views.labels(output);
     TokenFlow {
         id_salt: "segmentation tokens",
-        texts: &input.token_texts,
+        tokens: &labels,
         font_size: 14.0,
         chip_prefix: Some("sentence token"),
         name: "",
@@ -570,9 +571,10 @@ fn segmentation_text(
         text
     };
     ui.add_space(2.0);
+    let labels = views.labels(output);
     TokenFlow {
         id_salt: "segmentation tokens",
-        texts: &input.token_texts,
+        tokens: &labels,
         font_size: 14.0,
         chip_prefix: Some("segmentation token"),
         name: "",

@@ -151,7 +151,12 @@ enum SortValue {
     Text(String),
 }
 
-fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue> {
+fn sort_value(
+    head: HeadId,
+    f: &HeadFigures,
+    column: usize,
+    tokens: &TokenSequence,
+) -> Option<SortValue> {
     let number = |v: Option<f64>| v.filter(|v| v.is_finite()).map(SortValue::Number);
     let s = f.attention_stats;
     match column {
@@ -160,7 +165,12 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
         2 => number(f.mean_distance),
         3 => number(f.same_sentence_fraction),
         4 => number(f.repetition_fraction),
-        5 => f.focus_token.clone().map(SortValue::Text),
+        // As shown: `·the`, not `Ġthe`.
+        5 => f
+            .focus_token_id
+            .and_then(|id| tokens.readable_of(id))
+            .or_else(|| f.focus_token.clone())
+            .map(SortValue::Text),
         6 => number(f.focus_share),
         7 => number(f.local_fraction),
         8 => number(f.separator_attention),
@@ -176,11 +186,13 @@ fn sort_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<SortValue>
     }
 }
 
-/// The heads of `analysis` in `category` (all for `None`), sorted.
+/// The heads of `analysis` in `category` (all for `None`), sorted; focus
+/// tokens as `tokens` shows them.
 pub fn sorted_heads(
     analysis: &Analysis,
     sort: (usize, bool),
     category: Option<Category>,
+    tokens: &TokenSequence,
 ) -> Vec<HeadId> {
     let mut rows: Vec<(HeadId, Option<SortValue>)> = analysis
         .layers
@@ -194,7 +206,7 @@ pub fn sorted_heads(
                 .map(move |(h, f)| (HeadId::new(l, h), f))
         })
         .filter(|(_, f)| category.is_none() || f.category == category)
-        .map(|(id, f)| (id, sort_value(id, f, sort.0)))
+        .map(|(id, f)| (id, sort_value(id, f, sort.0, tokens)))
         .collect();
     let (_, descending) = sort;
     rows.sort_by(|(a_id, a), (b_id, b)| {
@@ -217,13 +229,18 @@ pub fn sorted_heads(
     rows.into_iter().map(|(id, _)| id).collect()
 }
 
-/// The cells of one head's row, as displayed.
-pub fn head_cells(head: HeadId, f: &HeadFigures) -> Vec<Cell> {
+/// The cells of one head's row, as displayed; the focus token as
+/// `tokens` shows it.
+pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<Cell> {
     let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
-    let focus = match &f.focus_token {
-        Some(text) => format!("“{text}”"),
-        None => "—".into(),
+    let focus = match (
+        f.focus_token_id.and_then(|id| tokens.readable_of(id)),
+        &f.focus_token,
+    ) {
+        (Some(text), _) => format!("“{text}”"),
+        (None, Some(text)) => format!("“{text}”"),
+        (None, None) => "—".into(),
     };
     let stat = |v: Option<f64>| figure(v, 3);
     vec![
@@ -265,10 +282,7 @@ impl ShownColumns {
     /// decoder's BOS and sentence ends), and no start column where the
     /// model's input has no start token (GPT-2).
     pub fn of(tokens: &TokenSequence) -> Self {
-        let start = tokens
-            .cls_positions()
-            .first()
-            .and_then(|&i| tokens.token_texts.get(i).cloned());
+        let start = tokens.cls_positions().first().map(|&i| tokens.readable(i));
         let separator = if tokens.causal {
             "ends".to_string()
         } else {
@@ -310,8 +324,13 @@ impl ShownColumns {
 }
 
 /// The accessible name of a head's row: "L3 H5: category focus, mean dist. 4.21, …".
-pub fn row_name(columns: &ShownColumns, head: HeadId, f: &HeadFigures) -> String {
-    let cells = columns.cells(head_cells(head, f));
+pub fn row_name(
+    columns: &ShownColumns,
+    head: HeadId,
+    f: &HeadFigures,
+    tokens: &TokenSequence,
+) -> String {
+    let cells = columns.cells(head_cells(head, f, tokens));
     format!(
         "L{} H{}: {}",
         head.layer,
@@ -380,7 +399,10 @@ fn table_ui(
 
     let key = (generation, state.sort, *category);
     if state.order.as_ref().is_none_or(|(k, _)| *k != key) {
-        state.order = Some((key, sorted_heads(analysis, state.sort, *category)));
+        state.order = Some((
+            key,
+            sorted_heads(analysis, state.sort, *category, &output.input.tokens),
+        ));
     }
     let rows = state
         .order
@@ -398,7 +420,8 @@ fn table_ui(
     ));
     ui.add_space(4.0);
 
-    let shown = ShownColumns::of(&output.input.tokens);
+    let tokens = &output.input.tokens;
+    let shown = ShownColumns::of(tokens);
     let widths = table::fit_widths(&shown.columns, ui.available_width() - 16.0);
     let mut action = None;
     egui::ScrollArea::horizontal()
@@ -428,7 +451,7 @@ fn table_ui(
                         let Some(f) = analysis.head(head) else {
                             continue;
                         };
-                        let cells = shown.cells(head_cells(head, f));
+                        let cells = shown.cells(head_cells(head, f, tokens));
                         let picked = f.focus_token_id.is_some_and(|id| selection.contains_id(id));
                         let response = table::data_row(
                             ui,
@@ -436,7 +459,7 @@ fn table_ui(
                             &widths,
                             &shown.columns,
                             &cells,
-                            &row_name(&shown, head, f),
+                            &row_name(&shown, head, f, tokens),
                             RowLook {
                                 striped: index % 2 == 1,
                                 tint: picked.then_some(tint),
@@ -521,25 +544,31 @@ mod tests {
             ..Analysis::default()
         };
         let ids = |v: Vec<HeadId>| v.into_iter().map(|h| h.head).collect::<Vec<_>>();
+        let none = TokenSequence::default();
         assert_eq!(
-            ids(sorted_heads(&analysis, (2, false), None)),
+            ids(sorted_heads(&analysis, (2, false), None, &none)),
             vec![0, 2, 1]
         );
-        assert_eq!(ids(sorted_heads(&analysis, (2, true), None)), vec![2, 0, 1]);
+        assert_eq!(
+            ids(sorted_heads(&analysis, (2, true), None, &none)),
+            vec![2, 0, 1]
+        );
         assert_eq!(
             ids(sorted_heads(
                 &analysis,
                 (0, false),
-                Some(Category::Repetition)
+                Some(Category::Repetition),
+                &none
             )),
             vec![2]
         );
-        assert!(sorted_heads(&Analysis::default(), (5, true), None).is_empty());
+        assert!(sorted_heads(&Analysis::default(), (5, true), None, &none).is_empty());
     }
 
     #[test]
     fn a_head_without_pairs_shows_dashes() {
-        let cells = head_cells(HeadId::new(0, 1), &HeadFigures::default());
+        let none = TokenSequence::default();
+        let cells = head_cells(HeadId::new(0, 1), &HeadFigures::default(), &none);
         assert_eq!(cells.len(), COLUMNS.len());
         assert_eq!(cells[2].text, "—");
         assert_eq!(cells[5].text, "—");
@@ -552,7 +581,7 @@ mod tests {
             attention_stats: Some(Default::default()),
             ..HeadFigures::default()
         };
-        let cells = head_cells(HeadId::new(0, 1), &with_attention);
+        let cells = head_cells(HeadId::new(0, 1), &with_attention, &none);
         assert_eq!(cells[FIRST_STATISTIC].text, "0.000");
     }
 }

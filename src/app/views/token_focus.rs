@@ -209,9 +209,10 @@ fn text_chips(
         }
         text
     };
+    let labels = views.labels(output);
     TokenFlow {
         id_salt: "focus text",
-        texts: &input.token_texts,
+        tokens: &labels,
         font_size: 15.0,
         chip_prefix: Some("token"),
         name: "",
@@ -274,7 +275,7 @@ fn picked_rows(
     let (weak, picked) = (ui.visuals().weak_text_color(), picked_colour(ui));
     centred.retain(|&(p, l)| l == layer && views.selection.contains(p));
     for &(position, token_id) in views.selection.entries() {
-        let text = input.token_texts.get(position).map_or("?", String::as_str);
+        let text = input.readable(position);
         let focused: Vec<String> = figures
             .heads
             .iter()
@@ -289,7 +290,8 @@ fn picked_rows(
                     .strong()
                     .size(16.0)
                     .color(picked),
-            );
+            )
+            .on_hover_text(format!("token {}", input.raw_and_id(position)));
             ui.weak(format!("position {position} · id {token_id}"));
             if focused.is_empty() {
                 ui.weak(format!("· the focus token of no head in L{layer}"));
@@ -311,7 +313,7 @@ fn picked_rows(
             .collect();
         let flow = |name: &'static str| TokenFlow {
             id_salt: name,
-            texts: &input.token_texts,
+            tokens: &derived.labels,
             font_size: ROW_FONT,
             chip_prefix: None,
             name,
@@ -381,7 +383,7 @@ fn similarity_line<'a>(
     layout: &token_text::FlowLayout,
 ) {
     let input = &output.input.tokens;
-    let text = input.token_texts.get(position).map_or("?", String::as_str);
+    let text = input.readable(position);
     let partners: Vec<usize> = output
         .analysis
         .head(head)
@@ -426,18 +428,19 @@ fn similarity_line<'a>(
         chip
     };
     let tooltip = |j: usize| {
-        let other = input.token_texts.get(j).map_or("?", String::as_str);
         format!(
-            "{head}: S[“{text}” {position}, “{other}” {j}] = {}{}",
+            "{head}: S[“{text}” {position}, “{}” {j}] = {}{}\ntoken {}",
+            input.readable(j),
             heatmap::format_value(row.get(j).copied().unwrap_or(f32::NAN)),
             if partners.contains(&j) {
                 " · a selected pair"
             } else {
                 ""
-            }
+            },
+            input.raw_and_id(j)
         )
     };
-    let name = row_name(position, text, head);
+    let name = row_name(position, &text, head);
     TokenFlow {
         name: &name,
         id_salt: &name,
@@ -477,8 +480,11 @@ fn focus_table(
                 let (category, colour) = category_style(f.category);
                 let cells = [
                     Cell::new(format!("H{h}")),
-                    Cell::new(match &f.focus_token {
-                        Some(t) => format!("“{t}”"),
+                    Cell::new(match f.focus_token_id {
+                        Some(id) => format!(
+                            "“{}”",
+                            output.input.tokens.readable_of(id).unwrap_or_default()
+                        ),
                         None => "—".into(),
                     }),
                     Cell::new(figure(f.focus_share, 3)),
@@ -503,7 +509,14 @@ fn focus_table(
                         tint: picked.then_some(tint),
                     },
                 );
-                if response.on_hover_text(format!("Open {head}")).clicked() {
+                let hover = match f.focus_token_id {
+                    Some(id) => format!(
+                        "Open {head}\nfocus token {}",
+                        output.input.tokens.describe_id(id)
+                    ),
+                    None => format!("Open {head}"),
+                };
+                if response.on_hover_text(hover).clicked() {
                     clicked = Some(head);
                 }
             }

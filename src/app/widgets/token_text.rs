@@ -3,14 +3,16 @@
 //! sentence colour), outlined (picked) and underlined (a mark such as "in
 //! the wrong sentence").
 //!
-//! Word pieces (`##s`) are glued to the piece before them so the text reads
-//! as words. Token texts are laid out through egui's galley cache, so a
-//! frame costs one cached lookup and one rectangle per token. In the
-//! interactive form each chip is a button for screen readers and tests,
+//! Tokens show their readable text ([`crate::tokens::ReadableTokens`]:
+//! `·the`, `↵`); a token that continues a word is glued to the one before
+//! it so the text reads as words. Token texts are laid out through egui's
+//! galley cache, so a frame costs one cached lookup and one rectangle per
+//! token. In the interactive form each chip is a button for screen readers and tests,
 //! named "{prefix} {position} “{text}”", and a click reports whether shift
 //! (or Ctrl/Cmd) was held; the display form is one widget with a
 //! tooltip for the chip under the pointer.
 
+use crate::tokens::ReadableTokens;
 use egui::{Color32, FontId, Pos2, Rect, Sense, Stroke, Vec2};
 
 /// How one chip looks.
@@ -73,7 +75,7 @@ pub struct FlowOutput {
 pub struct TokenFlow<'a> {
     /// Names the widget ids; two flows on screen need different salts.
     pub id_salt: &'a str,
-    pub texts: &'a [String],
+    pub tokens: &'a ReadableTokens,
     pub font_size: f32,
     /// `Some(prefix)`: every chip is a button named "{prefix} {i} “{text}”".
     /// `None`: the flow is one widget named `name`.
@@ -103,13 +105,6 @@ const PIECE_GAP: f32 = 1.0;
 const PAD: Vec2 = Vec2::new(3.0, 1.5);
 const LINE_GAP: f32 = 3.0;
 
-/// The text a chip shows: word pieces lose their `##`.
-fn chip_text(text: &str) -> &str {
-    text.strip_prefix("##")
-        .filter(|t| !t.is_empty())
-        .unwrap_or(text)
-}
-
 /// The height of one line of chips in a font of `font_size`.
 pub fn line_height(ui: &egui::Ui, font_size: f32) -> f32 {
     ui.ctx()
@@ -131,16 +126,14 @@ impl TokenFlow<'_> {
 
         // Lay the chips out in lines (positions relative to the top left).
         let mut placed: Vec<(Rect, std::sync::Arc<egui::Galley>)> =
-            Vec::with_capacity(self.texts.len());
+            Vec::with_capacity(self.tokens.texts.len());
         let (mut x, mut y) = (0.0f32, 0.0f32);
-        for (i, text) in self.texts.iter().enumerate() {
-            let galley = ui.painter().layout_no_wrap(
-                chip_text(text).to_owned(),
-                font.clone(),
-                Color32::WHITE,
-            );
+        for (i, text) in self.tokens.texts.iter().enumerate() {
+            let galley = ui
+                .painter()
+                .layout_no_wrap(text.clone(), font.clone(), Color32::WHITE);
             let size = galley.size() + 2.0 * PAD;
-            let glued = i > 0 && text.starts_with("##") && text.len() > 2;
+            let glued = self.tokens.continues_word.get(i) == Some(&true);
             let gap = if i == 0 {
                 0.0
             } else if glued {
@@ -234,7 +227,7 @@ impl TokenFlow<'_> {
                 Some(prefix) => {
                     let response = ui.interact(rect, base.with(i), Sense::click());
                     let selected = chip.picked;
-                    let text = &self.texts[i];
+                    let text = &self.tokens.texts[i];
                     response.widget_info(|| {
                         egui::WidgetInfo::selected(
                             egui::Role::Button,
@@ -283,13 +276,6 @@ impl TokenFlow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn word_pieces_lose_their_hashes() {
-        assert_eq!(chip_text("##s"), "s");
-        assert_eq!(chip_text("##"), "##");
-        assert_eq!(chip_text("[SEP]"), "[SEP]");
-    }
 
     #[test]
     fn text_contrasts_with_its_fill() {

@@ -177,7 +177,7 @@ impl HeadView {
         if tokens == 0 {
             return;
         }
-        let texts = &output.input.tokens.token_texts;
+        let texts = &output.input.tokens;
         let hover_line_height = 20.0;
         let available = ui.available_size() - Vec2::new(0.0, hover_line_height);
         let side = (available.x - LABEL_MARGIN)
@@ -275,17 +275,14 @@ impl HeadView {
             painter.text(
                 Pos2::new(plot.left() - 4.0, y),
                 Align2::RIGHT_CENTER,
-                short_token(texts.get(i).map(String::as_str).unwrap_or("?")),
+                short_token(&texts.readable(i)),
                 font.clone(),
                 colour_of(i),
             );
         }
         for j in (first..last).filter(|j| j % stride == 0 || picked.contains(j)) {
-            let galley = painter.layout_no_wrap(
-                short_token(texts.get(j).map(String::as_str).unwrap_or("?")),
-                font.clone(),
-                colour_of(j),
-            );
+            let galley =
+                painter.layout_no_wrap(short_token(&texts.readable(j)), font.clone(), colour_of(j));
             // Rotated a quarter turn: the text runs upwards from the plot,
             // its height spreading to the right of `pos`.
             let x = cell_x(j) + cell_px / 2.0 - galley.size().y / 2.0;
@@ -360,18 +357,28 @@ impl HeadView {
                 painter.rect_stroke(row_rect, 0.0, guide, egui::StrokeKind::Inside);
                 painter.rect_stroke(column_rect, 0.0, guide, egui::StrokeKind::Inside);
                 let value = self.values.get(i * tokens + j).copied().unwrap_or(f32::NAN);
-                let token = |k: usize| texts.get(k).map(String::as_str).unwrap_or("?");
                 let (row_name, column_name) = match settings.matrix {
                     MatrixKind::Attention => ("query", "key"),
                     MatrixKind::Similarity => ("token", "token"),
                 };
-                format!(
+                let readout = format!(
                     "{row_name} {i} “{}” · {column_name} {j} “{}” · value {}",
-                    token(i),
-                    token(j),
+                    texts.readable(i),
+                    texts.readable(j),
                     heatmap::format_value(value)
-                )
+                );
+                let raw = format!(
+                    "{row_name} {i}: {}\n{column_name} {j}: {}",
+                    texts.raw_and_id(i),
+                    texts.raw_and_id(j)
+                );
+                (readout, raw)
             });
+        // The tokenizer's own texts and the ids of the pair, beside the pointer.
+        let (hover_text, hover_raw) = hover_text.unzip();
+        if let Some(raw) = hover_raw {
+            response.clone().on_hover_text_at_pointer(raw);
+        }
         let text = hover_text
             .unwrap_or_else(|| "Point at a cell to read its token pair and value.".into());
         // A real label, so screen readers (and tests) can read it.
@@ -479,12 +486,20 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 ),
             );
             row(ui, "repetition fraction", figure(f.repetition_fraction, 3));
-            let focus = match (&f.focus_token, f.focus_token_id) {
-                (Some(text), Some(id)) => format!("“{text}” (id {id})"),
-                (None, Some(id)) => format!("id {id}"),
-                _ => "—".into(),
-            };
-            row(ui, "focus token", focus);
+            // Its readable text and id; the tokenizer's own text on hover.
+            let tokens = &output.input.tokens;
+            ui.label("focus token");
+            match f.focus_token_id {
+                Some(id) => {
+                    let readable = tokens.readable_of(id).unwrap_or_default();
+                    ui.label(format!("“{readable}” (id {id})"))
+                        .on_hover_text(tokens.describe_id(id));
+                }
+                None => {
+                    ui.label("—");
+                }
+            }
+            ui.end_row();
             row(ui, "focus share", figure(f.focus_share, 3));
             row(
                 ui,
@@ -549,8 +564,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
 
     ui.add_space(8.0);
     ui.strong("Selected pairs");
-    let texts = &output.input.tokens.token_texts;
-    let token = |k: usize| texts.get(k).map(String::as_str).unwrap_or("?");
+    let tokens = &output.input.tokens;
     let shown = 40;
     egui::Grid::new("selected pairs grid")
         .num_columns(5)
@@ -563,9 +577,11 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
             ui.end_row();
             for &(i, j) in f.selected_pairs.iter().take(shown) {
                 ui.label(i.to_string());
-                ui.label(short_token(token(i)));
+                ui.label(short_token(&tokens.readable(i)))
+                    .on_hover_text(tokens.raw_and_id(i));
                 ui.label(j.to_string());
-                ui.label(short_token(token(j)));
+                ui.label(short_token(&tokens.readable(j)))
+                    .on_hover_text(tokens.raw_and_id(j));
                 ui.label((j - i).to_string());
                 ui.end_row();
             }
@@ -600,10 +616,7 @@ fn attention_stats_grid(
             // if its tokenizer adds one (else no row) and its
             // sentence-final tokens (ANALYSIS.md §8).
             let tokens = &output.input.tokens;
-            let start = tokens
-                .cls_positions()
-                .first()
-                .and_then(|&i| tokens.token_texts.get(i));
+            let start = tokens.cls_positions().first().map(|&i| tokens.readable(i));
             if let Some(start) = start {
                 row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
             }

@@ -377,9 +377,10 @@ fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {
             figure(f.same_sentence_fraction, 2),
             figure(f.repetition_fraction, 2),
         ));
-        if let Some(token) = &f.focus_token {
+        if let Some(id) = f.focus_token_id {
             ui.label(format!(
-                "focus token “{token}” in {} of the pairs",
+                "focus token {} in {} of the pairs",
+                output.input.tokens.describe_id(id),
                 figure(f.focus_share, 2)
             ));
         }

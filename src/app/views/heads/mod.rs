@@ -179,7 +179,7 @@ impl HeadsView {
                         .focus_token_id
                         .filter(|&t| shared.selection.contains_id(t))
                     {
-                        let text = texts.text_of(token).unwrap_or("?");
+                        let text = texts.readable_of(token).unwrap_or("?".into());
                         why.push(format!("its focus token “{text}” is picked"));
                     }
                     if shared.category.is_some() && f.category == shared.category {

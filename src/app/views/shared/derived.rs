@@ -1,5 +1,6 @@
 //! Per-token arrays the study's views draw, derived from a result once per
-//! result generation rather than every frame.
+//! result generation rather than every frame: the tokens as labels
+//! ([`ReadableTokens`]) and the figures below.
 //!
 //! These are displays of the captured attention, not figures: every
 //! figure on screen comes from the [`Analysis`](crate::analysis::Analysis)
@@ -22,6 +23,7 @@ use crate::analysis::{
 };
 use crate::captures::{Captures, HeadId, SeparatorColumns};
 use crate::pipeline::RunOutput;
+use crate::tokens::ReadableTokens;
 
 /// One layer's per-token arrays.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,6 +72,8 @@ struct SimilarityLayer {
 /// Everything derived from one result.
 pub struct Derived {
     pub generation: u64,
+    /// Every token as the views label it.
+    pub labels: ReadableTokens,
     /// Positions of the `[SEP]` tokens, ascending.
     pub separators: Vec<usize>,
     /// Number of content tokens.
@@ -93,6 +97,7 @@ impl Derived {
                 || captures.separator_columns.len() == captures.layers);
         let mut derived = Self {
             generation,
+            labels: tokens.readable_tokens(),
             content: tokens.special.iter().filter(|&&s| !s).count(),
             separators,
             layers: Vec::new(),

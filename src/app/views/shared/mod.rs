@@ -19,10 +19,12 @@ use crate::app::widgets::token_text::ChipStyle;
 use crate::captures::HeadId;
 use crate::model::ModelSource;
 use crate::pipeline::RunOutput;
+use crate::tokens::ReadableTokens;
 use crate::worker::Waker;
 use derived::Derived;
 use egui::{Color32, Stroke};
 use selection::TokenSelection;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// One tab of the central area.
@@ -112,6 +114,15 @@ impl Shared {
         self.layer = self.layer.min(layers.saturating_sub(1));
     }
 
+    /// The tokens of `output` as labels: those derived once per result,
+    /// or made now before the first [`Shared::sync`].
+    pub fn labels<'a>(&'a self, output: &RunOutput) -> Cow<'a, ReadableTokens> {
+        match &self.derived {
+            Some(derived) => Cow::Borrowed(&derived.labels),
+            None => Cow::Owned(output.input.tokens.readable_tokens()),
+        }
+    }
+
     /// Applies a click on the token at `position` of `output`.
     pub fn click_token(&mut self, output: &RunOutput, clicked: Option<(usize, bool)>) {
         if let Some((position, add)) = clicked {
@@ -146,14 +157,17 @@ pub fn layer_picker(ui: &mut egui::Ui, layer: &mut usize, layers: usize, hint: &
     });
 }
 
-/// A token's tooltip: its text, position, id and sentence.
+/// A token's tooltip: its readable text, position and sentence, then the
+/// tokenizer's own text and the id.
 pub fn token_tooltip(output: &RunOutput, position: usize) -> String {
     let tokens = &output.input.tokens;
-    let text = tokens.token_texts.get(position).map_or("?", String::as_str);
-    let id = tokens.input_ids.get(position).copied().unwrap_or_default();
     let sentence = match tokens.sentence_ids.get(position).copied().flatten() {
         Some(s) => format!("sentence {}", s + 1),
         None => "no sentence".to_string(),
     };
-    format!("“{text}” · position {position} · id {id} · {sentence}")
+    format!(
+        "“{}” · position {position} · {sentence}\ntoken {}",
+        tokens.readable(position),
+        tokens.raw_and_id(position)
+    )
 }
