@@ -75,14 +75,17 @@ fn generate_stop_and_read_the_logit_lens() {
     // Hovering the prompt's last token gives the model's own top 5 next
     // tokens, the first generated one first.
     let output = harness.state().shown_output().unwrap().clone();
-    let header = output.input.tokens.token_texts[4].replace(' ', "·");
+    let header = output.input.tokens.readable(4);
     harness
         .query_all_by_label(&header)
         .next()
         .expect("the prompt's last token in the header")
         .hover();
-    let first = model.tokenizer.decode(&generated[..1], false).unwrap();
-    let expected = format!("the model's next token: “{}”", first.replace(' ', "·"));
+    let first = model.tokenizer.id_to_token(generated[0]).unwrap();
+    let expected = format!(
+        "the model's next token: “{}”",
+        model.specials.style.readable(&first)
+    );
     step_until(&mut harness, "the top 5 on hover", |h| shows(h, &expected));
     let image = harness.render().expect("wgpu renders the window");
     let shots = repo().join("target").join("screenshots");

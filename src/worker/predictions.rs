@@ -40,7 +40,8 @@ pub struct LensTable {
     /// The input ids it was computed on.
     pub input_ids: Vec<u32>,
     pub lens: LogitLens,
-    /// The text of each layer's top 5 tokens at each position (L × T × 5).
+    /// Each layer's top 5 tokens at each position as a reader reads them
+    /// (L × T × 5, [`crate::tokens::VocabularyStyle::readable`]).
     pub top_texts: Vec<Vec<Vec<String>>>,
 }
 
@@ -186,7 +187,12 @@ fn lens_table(model: &Model, input_ids: Vec<u32>) -> anyhow::Result<LensTable> {
                 .iter()
                 .map(|top| {
                     top.iter()
-                        .map(|&id| model.tokenizer.decode(&[id], false).unwrap_or_default())
+                        .map(|&id| {
+                            model.tokenizer.id_to_token(id).map_or_else(
+                                || format!("id {id}"),
+                                |raw| model.specials.style.readable(&raw),
+                            )
+                        })
                         .collect()
                 })
                 .collect()

@@ -100,10 +100,8 @@ impl View for LogitLensView {
     }
 }
 
-/// A token's text as one short line: a space as ·, a newline as ↵, a tab
-/// as →.
+/// A readable token (`·the`, `↵`) cut to one short cell.
 fn shown(text: &str) -> String {
-    let text = text.replace(' ', "·").replace('\n', "↵").replace('\t', "→");
     let mut chars = text.chars();
     let short: String = chars.by_ref().take(12).collect();
     if chars.next().is_some() {
@@ -159,8 +157,7 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
             .show(ui, |ui| {
                 ui.strong("layer \\ token");
                 for t in 0..positions {
-                    let text = tokens.token_texts.get(t).map_or("?", String::as_str);
-                    let mut label = RichText::new(shown(text)).monospace();
+                    let mut label = RichText::new(shown(&tokens.readable(t))).monospace();
                     if generated(t) {
                         label = label.color(marked).italics();
                     }
@@ -170,7 +167,8 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
                         ""
                     };
                     let hint = format!(
-                        "position {t}{origin}\nthe model's next token: {}",
+                        "position {t}: {}{origin}\nthe model's next token: {}",
+                        tokens.raw_and_id(t),
                         top_five(table, table.lens.layers.len().saturating_sub(1), t)
                     );
                     ui.label(label).on_hover_text(hint);
