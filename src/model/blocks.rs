@@ -13,7 +13,8 @@ use candle_nn::{LayerNorm, RmsNorm};
 /// A dense layer `x·Wᵀ + b` (the bias where the checkpoint has one). On the
 /// CPU the weight is packed once at load for the kernels
 /// ([`kernels::pack_weight`]: panels of 64 columns of Wᵀ, shape panels ×
-/// inputs × 64), in the checkpoint's precision; elsewhere it is kept
+/// inputs × 64), in the checkpoint's precision, and multiplied there by
+/// the CPU pass or, outside it, by [`Dense::forward`]; elsewhere it is kept
 /// transposed (inputs × outputs, contiguous), which candle's matmul takes
 /// without a per-call transpose, and widened for each product. Quantized
 /// blocks are kept as the file has them (outputs × inputs) and dequantized
@@ -96,25 +97,55 @@ impl Dense {
     }
 
     pub(in crate::model) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weight_t = match self.layout {
-            // Panels side by side again: inputs × (panels·64), padding cut off.
-            DenseLayout::Packed => self
-                .weight
-                .map(|w| {
-                    let (panels, inputs, width) = w.dims3()?;
-                    w.transpose(0, 1)?
-                        .reshape((inputs, panels * width))?
-                        .narrow(1, 0, self.outputs)
-                })?
-                .widen()?,
-            DenseLayout::Transposed => self.weight.widen()?,
-            DenseLayout::AsStored => self.weight.widen()?.t()?,
+        let product = match self.layout {
+            DenseLayout::Packed => self.packed_product(x)?,
+            DenseLayout::Transposed => x.matmul(&self.weight.widen()?)?,
+            DenseLayout::AsStored => x.matmul(&self.weight.widen()?.t()?)?,
         };
-        let product = x.matmul(&weight_t)?;
         match &self.bias {
             Some(bias) => product.broadcast_add(bias),
             None => Ok(product),
         }
+    }
+
+    /// x·Wᵀ (x: … × inputs) by the packed kernels, the output columns
+    /// shared out among the threads of the process's budget, whole panels
+    /// each: the weight is read where it lies, in its own precision (candle's
+    /// product would first need the panels side by side again, a copy of the
+    /// whole matrix per call — what the layers off the CPU pass, a cached
+    /// generation step and the language-model head call it for).
+    fn packed_product(&self, x: &Tensor) -> Result<Tensor> {
+        let dense = self.cpu()?;
+        let mut dims = x.dims().to_vec();
+        let inputs = dims.pop().unwrap_or(0);
+        let rows = dims.iter().product::<usize>();
+        let values = x.flatten_all()?.to_vec1::<f32>()?;
+        let panels = self.outputs.div_ceil(kernels::PANEL);
+        let pieces = crate::threads::total().clamp(1, panels.max(1));
+        let ranges: Vec<_> = crate::model::team::split_evenly(panels, pieces)
+            .into_iter()
+            .map(|range| {
+                range.start * kernels::PANEL..(range.end * kernels::PANEL).min(self.outputs)
+            })
+            .collect();
+        let parts = crate::threads::map_indices(ranges.len(), ranges.len(), |piece| {
+            let columns = ranges[piece].clone();
+            let mut out = vec![0.0; rows * columns.len()];
+            let x = kernels::MatRef::new(&values, rows, inputs);
+            dense
+                .weight()
+                .product(x, 0..inputs, columns, &mut out, false);
+            out
+        });
+        let mut product = vec![0.0; rows * self.outputs];
+        for (range, part) in ranges.iter().zip(&parts) {
+            let width = range.len();
+            for (row, values) in part.chunks(width.max(1)).enumerate() {
+                product[row * self.outputs + range.start..][..width].copy_from_slice(values);
+            }
+        }
+        dims.push(self.outputs);
+        Tensor::from_vec(product, dims, x.device())
     }
 
     pub(in crate::model) fn cpu(&self) -> Result<DenseCpu<'_>> {

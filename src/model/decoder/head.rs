@@ -87,47 +87,10 @@ impl LmHead {
     /// been through the final norm: the residual stream after any layer.
     pub fn logits(&self, residual: &Tensor) -> Result<Tensor> {
         let normed = self.norm.forward(residual)?;
-        let logits = self.project(&normed)?;
+        let logits = self.projection.forward(&normed)?;
         match self.soft_cap {
             Some(cap) => (logits / f64::from(cap))?.tanh()? * f64::from(cap),
             None => Ok(logits),
         }
-    }
-
-    /// x·Wᵀ: on the CPU by the packed kernels, a share of the vocabulary
-    /// per thread (candle's product would first unpack and widen the whole
-    /// matrix, the largest of the model); elsewhere by candle's ops.
-    fn project(&self, x: &Tensor) -> Result<Tensor> {
-        let Ok(dense) = self.projection.cpu() else {
-            return self.projection.forward(x);
-        };
-        let (rows, inputs) = x.dims2()?;
-        let values = x.flatten_all()?.to_vec1::<f32>()?;
-        let panels = self.vocab.div_ceil(crate::kernels::PANEL);
-        let pieces = crate::threads::total().clamp(1, panels);
-        let ranges: Vec<_> = crate::model::team::split_evenly(panels, pieces)
-            .into_iter()
-            .map(|range| {
-                range.start * crate::kernels::PANEL
-                    ..(range.end * crate::kernels::PANEL).min(self.vocab)
-            })
-            .collect();
-        let parts = crate::threads::map_indices(ranges.len(), ranges.len(), |piece| {
-            let columns = ranges[piece].clone();
-            let mut out = vec![0.0; rows * columns.len()];
-            let x = crate::kernels::MatRef::new(&values, rows, inputs);
-            dense
-                .weight()
-                .product(x, 0..inputs, columns, &mut out, false);
-            out
-        });
-        let mut logits = vec![0.0; rows * self.vocab];
-        for (range, part) in ranges.iter().zip(&parts) {
-            let width = range.len();
-            for (row, values) in part.chunks(width.max(1)).enumerate() {
-                logits[row * self.vocab + range.start..][..width].copy_from_slice(values);
-            }
-        }
-        Tensor::from_vec(logits, (rows, self.vocab), x.device())
     }
 }
