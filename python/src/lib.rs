@@ -22,6 +22,7 @@ use headscope::capture_file::{header_of, write_capture, CaptureFile, CaptureSour
 use headscope::captures::{Captures, HeadId};
 use headscope::model::{Model, ModelConfig, ModelSource};
 use headscope::pipeline::{self, RunOutput};
+use headscope::report::AnalysisReport;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -216,8 +217,13 @@ fn analyze_capture(py: Python<'_>, path: PathBuf, flags: Vec<String>) -> PyResul
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     py.detach(move || {
         let capture = CaptureFile::read(&path).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let output = capture.run_output(&options);
-        serde_json::to_string_pretty(&output.report()).map_err(error)
+        // A capture records no sentence cut into pieces: the report
+        // `analyze --capture --json` writes, without copying the captures.
+        let report = AnalysisReport {
+            analysis: &capture.analyze(&options),
+            sentences_split: &[],
+        };
+        serde_json::to_string_pretty(&report).map_err(error)
     })
 }
 
