@@ -45,12 +45,12 @@ impl AttentionMask {
 /// How one layer's heads turn queries and keys into attention.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreRule {
-    /// Scores are `scale · q·k`: 1/√d in every family headscope runs.
+    /// Scores are `scale · q·k`: 1/√d, or Gemma 2 and 3's
+    /// `query_pre_attn_scalar`^−½.
     pub scale: f32,
     pub mask: AttentionMask,
     /// Soft-capping, `cap · tanh(score / cap)` before the mask, for a
-    /// family that caps its scores (Gemma 2's `attn_logit_softcapping`);
-    /// `None` in every family headscope runs today.
+    /// family that caps its scores (Gemma 2's `attn_logit_softcapping`).
     pub soft_cap: Option<f32>,
 }
 

@@ -75,6 +75,7 @@ impl Decoder {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
         let activation = config.activation().map_err(candle_core::Error::Msg)?;
+        // Asked before the layers load: each hands its matrices over.
         let quantized = vb.holds_quantized();
         let hidden = config.hidden_size;
         let words = vb
