@@ -11,6 +11,13 @@
 #
 #   scripts/bench.sh                      # needs the reference venv, see below
 #   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders llama3 app
+#   ISA=avx2 SECTIONS="encoders" scripts/bench.sh
+#
+# ISA=avx2 measures both sides as on a CPU without AVX-512, on any x86-64
+# CPU: headscope built without its `avx512` feature (gemm's and our
+# element-wise AVX-512 kernels left out) and PyTorch held to AVX2: its own
+# kernels by ATEN_CPU_CAPABILITY (the capability it reports is printed), its
+# sgemm (MKL) by MKL_ENABLE_INSTRUCTIONS, oneDNN by ONEDNN_MAX_CPU_ISA.
 #
 # The reference needs `python3 -m venv .venv-ref && .venv-ref/bin/pip install
 # torch transformers tokenizers numpy safetensors` (several GB); set REF_PY to
@@ -22,7 +29,13 @@ ref_py="${REF_PY:-.venv-ref/bin/python}"
 sections=" ${SECTIONS:-encoders decoders llama3 app} "
 wants() { [[ "$sections" == *" $1 "* ]]; }
 minilm="$(scripts/fetch-test-model.sh)"
-cargo build --release --quiet --bin headscope
+if [ "${ISA:-}" = avx2 ]; then
+  cargo build --release --quiet --bin headscope --no-default-features
+  export ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+  echo "PyTorch CPU capability: $("$ref_py" -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
+else
+  cargo build --release --quiet --bin headscope
+fi
 bin=target/release/headscope
 base="${BERT_BASE_DIR:-target/bert-base-random}"
 if { wants encoders || wants app; } && [ ! -f "$base/model.safetensors" ]; then

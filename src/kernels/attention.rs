@@ -65,17 +65,35 @@ impl ScoreRule {
     }
 }
 
-/// One head's attention P (`T × T`, row i = query i) from its contiguous
-/// queries and keys (each `T × d`, as the scores read them: rotated where
-/// the family rotates them, not yet scaled).
-pub fn attention_probabilities(
-    query: &[f32],
-    key: &[f32],
-    head_dim: usize,
-    rule: &ScoreRule,
-    attention: &mut [f32],
-) {
-    attention_rows(query, key, head_dim, 0, rule, attention);
+/// Query rows per block of a masked head: each block is scored against,
+/// and multiplies, only the keys its rows see, so a causal head costs about
+/// half a full one. 128 rows keep a block's scores (128 × T) in L2 at
+/// 2,048 tokens, and the wasted triangle of each block small.
+const ROW_BLOCK: usize = 128;
+
+/// The row blocks of `rows` queries at positions `first_query`, …, each
+/// with the keys its rows see together (the union of their ranges: the
+/// ranges' ends never decrease with the query, so the union is one range).
+fn row_blocks(
+    mask: AttentionMask,
+    first_query: usize,
+    rows: usize,
+    tokens: usize,
+) -> impl Iterator<Item = (Range<usize>, Range<usize>)> {
+    let block = if mask == AttentionMask::default() {
+        rows.max(1)
+    } else {
+        ROW_BLOCK
+    };
+    (0..rows).step_by(block).map(move |start| {
+        let end = (start + block).min(rows);
+        let first = mask.visible_keys(first_query + start, tokens);
+        let last = mask.visible_keys(first_query + end - 1, tokens);
+        (
+            start..end,
+            first.start.min(last.start)..first.end.max(last.end),
+        )
+    })
 }
 
 /// Rows of one head's attention P: queries `n × d` at positions
@@ -92,27 +110,36 @@ pub fn attention_rows(
 ) {
     let rows = query.len().checked_div(head_dim).unwrap_or(0);
     let tokens = key.len().checked_div(head_dim).unwrap_or(0);
-    matmul(
-        MatMut::new(attention, rows, tokens),
-        MatRef::new(query, rows, head_dim),
-        MatRef::new(key, tokens, head_dim).t(),
-        false,
-        rule.scale,
-    );
-    if let Some(cap) = rule.soft_cap {
-        attention
-            .iter_mut()
-            .for_each(|score| *score = cap * (*score / cap).tanh());
-    }
-    if rule.mask == AttentionMask::default() {
-        softmax_rows(attention, tokens);
-        return;
-    }
-    for (row_index, row) in attention.chunks_exact_mut(tokens.max(1)).enumerate() {
-        let seen = rule.mask.visible_keys(first_query + row_index, tokens);
-        softmax_rows(&mut row[seen.clone()], seen.len());
-        row[..seen.start].fill(0.0);
-        row[seen.end..].fill(0.0);
+    for (block, keys) in row_blocks(rule.mask, first_query, rows, tokens) {
+        let scores = &mut attention[block.start * tokens..block.end * tokens];
+        matmul(
+            MatMut::strided(&mut scores[keys.start..], block.len(), keys.len(), tokens),
+            MatRef::new(
+                &query[block.start * head_dim..block.end * head_dim],
+                block.len(),
+                head_dim,
+            ),
+            MatRef::new(
+                &key[keys.start * head_dim..keys.end * head_dim],
+                keys.len(),
+                head_dim,
+            )
+            .t(),
+            false,
+            rule.scale,
+        );
+        for (row_index, row) in (block.start..).zip(scores.chunks_exact_mut(tokens)) {
+            let seen = rule.mask.visible_keys(first_query + row_index, tokens);
+            let visible = &mut row[seen.clone()];
+            if let Some(cap) = rule.soft_cap {
+                visible
+                    .iter_mut()
+                    .for_each(|score| *score = cap * (*score / cap).tanh());
+            }
+            softmax_rows(visible, seen.len());
+            row[..seen.start].fill(0.0);
+            row[seen.end..].fill(0.0);
+        }
     }
 }
 
@@ -151,16 +178,39 @@ pub fn attend_rows(
     let rows = query.len().checked_div(head_dim).unwrap_or(0);
     let tokens = key.len().checked_div(head_dim).unwrap_or(0);
     attention_rows(query, key, head_dim, first_query, rule, attention);
-    matmul(
-        MatMut::new(head_output, rows, head_dim),
-        MatRef::new(attention, rows, tokens),
-        MatRef::new(value, tokens, head_dim),
-        false,
-        1.0,
-    );
+    // Each block's rows against the values its keys hold: P is 0 elsewhere.
+    for (block, keys) in row_blocks(rule.mask, first_query, rows, tokens) {
+        matmul(
+            MatMut::new(
+                &mut head_output[block.start * head_dim..block.end * head_dim],
+                block.len(),
+                head_dim,
+            ),
+            MatRef::strided(
+                &attention[block.start * tokens + keys.start..block.end * tokens],
+                block.len(),
+                keys.len(),
+                tokens,
+                1,
+            ),
+            MatRef::new(
+                &value[keys.start * head_dim..keys.end * head_dim],
+                keys.len(),
+                head_dim,
+            ),
+            false,
+            1.0,
+        );
+    }
 }
 
 /// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`).
+///
+/// In full, though S is symmetric: multiplying only the blocks on and
+/// below the diagonal halves the product (3.6 against 6.2 ms at 2,048
+/// tokens, d = 64, one AVX-512 core), but mirroring them above it, block by
+/// block while they are in cache, cost another 3–4 ms: the writes land on
+/// rows far apart, each a cache line not yet held.
 pub fn context_similarity(head_output: &[f32], head_dim: usize, similarity: &mut [f32]) {
     similarity_rows(head_output, head_output, head_dim, similarity);
 }
@@ -248,7 +298,14 @@ mod tests {
     /// them, masked keys exactly 0, every row of P summing to 1.
     #[test]
     fn the_core_computes_the_definitions() {
-        let (t, d) = (19, 8);
+        // 19 tokens: one row block; 300: three, the last one short.
+        for (t, window) in [(19, 4), (300, 70)] {
+            core_matches_definitions(t, window);
+        }
+    }
+
+    fn core_matches_definitions(t: usize, window: usize) {
+        let d = 8;
         let values = |seed: f32| -> Vec<f32> {
             (0..t * d)
                 .map(|i| 2.0 * (i as f32 * 0.37 + seed).sin())
@@ -256,7 +313,7 @@ mod tests {
         };
         let (q, k, v) = (values(0.1), values(1.3), values(2.9));
         for causal in [false, true] {
-            for window in [None, Some(4)] {
+            for window in [None, Some(window)] {
                 for soft_cap in [None, Some(1.5)] {
                     let rule = ScoreRule {
                         soft_cap,
@@ -281,6 +338,33 @@ mod tests {
                             if !rule.mask.visible(i, j) {
                                 assert_eq!(value, 0.0, "{rule:?} P[{i}, {j}]");
                             }
+                        }
+                    }
+                    // The rows of the last tokens alone (as a cached
+                    // generation step makes them), from a position inside a
+                    // row block: the same rows of P and O.
+                    let first = t / 2 + 3;
+                    let (mut rows_p, mut rows_o) =
+                        (vec![0.0; (t - first) * t], vec![0.0; (t - first) * d]);
+                    attend_rows(
+                        &q[first * d..],
+                        &k,
+                        &v,
+                        d,
+                        first,
+                        &rule,
+                        &mut rows_p,
+                        &mut rows_o,
+                    );
+                    for (name, ours, whole) in [
+                        ("P", &rows_p, &p[first * t..]),
+                        ("O", &rows_o, &o[first * d..]),
+                    ] {
+                        for (a, b) in ours.iter().zip(whole) {
+                            assert!(
+                                (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+                                "{rule:?} rows of {name}: {a} vs {b}"
+                            );
                         }
                     }
                 }

@@ -1,6 +1,8 @@
 //! The element-wise steps of the forward pass: bias and residual seeding,
-//! LayerNorm, activations and softmax, with AVX-512
-//! versions picked at run time over portable scalar fallbacks.
+//! LayerNorm, activations and softmax, with AVX-512 and AVX2 versions
+//! picked at run time over portable scalar fallbacks (without a vector
+//! version, softmax and the activations call the scalar `expf` per value:
+//! an AVX2-only CPU would pay that on every layer).
 
 /// Sets every row of `out` to `bias`, the seed onto which a product accumulates.
 pub fn seed_rows(out: &mut [f32], bias: &[f32]) {
@@ -86,6 +88,12 @@ pub fn sum_rows(
     if has_avx512() {
         // SAFETY: the CPU has AVX-512F (checked at run time just above).
         unsafe { avx512::sum_rows(out, partials, bias, residual, norm) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        unsafe { avx2::sum_rows(out, partials, bias, residual, norm) };
         return;
     }
     sum_rows_body(out, partials, bias, residual, norm);
@@ -181,6 +189,14 @@ pub fn activate(x: &mut [f32], bias: &[f32], act: Activation) {
         }
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        for row in x.chunks_mut(bias.len()) {
+            // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+            unsafe { avx2::activate(row, bias, act) };
+        }
+        return;
+    }
     let f = match act {
         Activation::Gelu => scalar::gelu_erf,
         Activation::GeluTanh => scalar::gelu_tanh,
@@ -204,21 +220,37 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
         }
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        for row in x.chunks_mut(width) {
+            // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+            unsafe { avx2::softmax(row) };
+        }
+        return;
+    }
     for row in x.chunks_mut(width) {
         scalar::softmax(row);
     }
 }
 
-/// Whether the AVX-512 element-wise kernels can run (std caches the answer).
+/// Whether the AVX-512 element-wise kernels can run (std caches the
+/// answer); never without the `avx512` feature.
 fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
     {
         std::arch::is_x86_feature_detected!("avx512f")
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", feature = "avx512")))]
     {
         false
     }
+}
+
+/// Whether the AVX2 element-wise kernels can run: AVX2 and FMA, as every
+/// x86-64 CPU of the last decade has.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
 /// Constants shared by the scalar and vector versions, so that both compute
@@ -423,6 +455,177 @@ mod avx512 {
 
     /// [`super::sum_rows`] compiled with AVX-512 enabled.
     #[target_feature(enable = "avx512f")]
+    pub fn sum_rows(
+        out: &mut [f32],
+        partials: &[&[f32]],
+        bias: &[f32],
+        residual: &[f32],
+        norm: Option<super::RowNorm>,
+    ) {
+        super::sum_rows_body(out, partials, bias, residual, norm);
+    }
+}
+
+/// AVX2 and FMA versions, the same functions as `avx512`'s on 8 lanes, for
+/// CPUs without AVX-512 and builds without the `avx512` feature. Every
+/// function requires both features; callers check `has_avx2()` first.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::consts::*;
+    use super::Activation;
+    use std::arch::x86_64::*;
+
+    const LANES: usize = 8;
+
+    /// Up to 8 values; lanes past the end read as `fill`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn load(values: &[f32], fill: f32) -> __m256 {
+        let mut padded = [fill; LANES];
+        let values = if values.len() >= LANES {
+            &values[..LANES]
+        } else {
+            padded[..values.len()].copy_from_slice(values);
+            &padded[..]
+        };
+        // SAFETY: `values` holds 8 floats.
+        unsafe { _mm256_loadu_ps(values.as_ptr()) }
+    }
+
+    /// Stores the first `values.len()` (at most 8) lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn store(values: &mut [f32], v: __m256) {
+        let mut all = [0.0; LANES];
+        // SAFETY: `all` holds 8 floats.
+        unsafe { _mm256_storeu_ps(all.as_mut_ptr(), v) };
+        let n = values.len().min(LANES);
+        values[..n].copy_from_slice(&all[..n]);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn lanes(v: __m256) -> [f32; LANES] {
+        let mut all = [0.0; LANES];
+        store(&mut all, v);
+        all
+    }
+
+    /// e^x as `avx512::exp` computes it, 2ⁿ put into the exponent bits:
+    /// x is held to [−87, 88] so that n stays a normal exponent, and below
+    /// −87.3 (e^x < 1.2e-38) the result is 0.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn exp(x: __m256) -> __m256 {
+        let underflow = _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(-87.3));
+        let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
+        let x = _mm256_min_ps(x, _mm256_set1_ps(88.0));
+        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+            _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
+        );
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+        let mut p = _mm256_set1_ps(1.0 / 5040.0);
+        for c in [
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let two_to_n = _mm256_slli_epi32::<23>(_mm256_add_epi32(
+            _mm256_cvtps_epi32(n),
+            _mm256_set1_epi32(127),
+        ));
+        _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(two_to_n)), underflow)
+    }
+
+    /// The same A&S erf as `scalar::erf`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn erf(x: __m256) -> __m256 {
+        let sign_bit = _mm256_set1_ps(-0.0);
+        let a = _mm256_andnot_ps(sign_bit, x);
+        let one = _mm256_set1_ps(1.0);
+        let t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), a, one));
+        let mut poly = _mm256_set1_ps(ERF_A[4]);
+        for c in [ERF_A[3], ERF_A[2], ERF_A[1], ERF_A[0]] {
+            poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(c));
+        }
+        poly = _mm256_mul_ps(poly, t);
+        let e = exp(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(a, a)));
+        let y = _mm256_fnmadd_ps(poly, e, one);
+        // y ≥ 0: give it x's sign bit.
+        _mm256_or_ps(y, _mm256_and_ps(x, sign_bit))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub fn softmax(row: &mut [f32]) {
+        // Four running maxima: one would make every step wait for the last.
+        let mut maxima = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+        for (i, chunk) in row.chunks(LANES).enumerate() {
+            maxima[i % 4] = _mm256_max_ps(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
+        }
+        let max = _mm256_max_ps(
+            _mm256_max_ps(maxima[0], maxima[1]),
+            _mm256_max_ps(maxima[2], maxima[3]),
+        );
+        let max = _mm256_set1_ps(lanes(max).into_iter().fold(f32::NEG_INFINITY, f32::max));
+        // Lanes past the end read −∞, whose exponential is 0.
+        let mut sum = _mm256_setzero_ps();
+        for chunk in row.chunks_mut(LANES) {
+            let e = exp(_mm256_sub_ps(load(chunk, f32::NEG_INFINITY), max));
+            store(chunk, e);
+            sum = _mm256_add_ps(sum, e);
+        }
+        let inverse = _mm256_set1_ps(1.0 / lanes(sum).into_iter().sum::<f32>());
+        for chunk in row.chunks_mut(LANES) {
+            store(chunk, _mm256_mul_ps(load(chunk, 0.0), inverse));
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
+        let half = _mm256_set1_ps(0.5);
+        let one = _mm256_set1_ps(1.0);
+        for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
+            let x = _mm256_add_ps(load(chunk, 0.0), load(bias, 0.0));
+            let y = match act {
+                Activation::Gelu => {
+                    let e = erf(_mm256_mul_ps(
+                        x,
+                        _mm256_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
+                    ));
+                    _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e))
+                }
+                Activation::GeluTanh => {
+                    // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
+                    let x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+                    let u = _mm256_mul_ps(
+                        _mm256_set1_ps(GELU_TANH_C),
+                        _mm256_fmadd_ps(_mm256_set1_ps(GELU_TANH_K), x3, x),
+                    );
+                    let e = exp(_mm256_add_ps(u, u));
+                    let two = _mm256_set1_ps(2.0);
+                    let t = _mm256_sub_ps(two, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+                    _mm256_mul_ps(_mm256_mul_ps(half, x), t)
+                }
+                Activation::Relu => _mm256_max_ps(x, _mm256_setzero_ps()),
+                Activation::Silu => {
+                    let e = exp(_mm256_sub_ps(_mm256_setzero_ps(), x));
+                    _mm256_div_ps(x, _mm256_add_ps(one, e))
+                }
+            };
+            store(chunk, y);
+        }
+    }
+
+    /// [`super::sum_rows`] compiled with AVX2 and FMA enabled.
+    #[target_feature(enable = "avx2,fma")]
     pub fn sum_rows(
         out: &mut [f32],
         partials: &[&[f32]],
