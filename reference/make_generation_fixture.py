@@ -19,7 +19,9 @@ logit lens), written to tests/fixtures/generation.json:
   the LM head (transformers' `hidden_states[l + 1]`, which for the last
   layer already holds the final norm, so there the model's own logits are
   used): per position the 5 likeliest next tokens (`top_ids`) and their
-  probabilities (`top_probs`, softmax in float32), as `headscope analyze
+  probabilities (`top_probs`, softmax in float32), and at each position but
+  the last the rank of the true next token (`next_token_ranks`, 1 = the
+  likeliest; equal logits by ascending id), as `headscope analyze
   --logit-lens` writes them.
 """
 import argparse, json, os, sys
@@ -79,7 +81,13 @@ def logit_lens(model, ids, k=5):
             logits = out.logits[0] if l == L - 1 else head(norm(out.hidden_states[l + 1][0]))
             probs = torch.softmax(logits.float(), dim=-1)
             top = torch.topk(probs, k, dim=-1)
-            layers.append({"top_ids": top.indices.tolist(), "top_probs": top.values.tolist()})
+            nxt = torch.tensor(ids[1:])
+            own = logits[:-1].gather(1, nxt[:, None])
+            below = torch.arange(logits.shape[1])[None, :] < nxt[:, None]
+            ahead = (logits[:-1] > own) | ((logits[:-1] == own) & below)
+            ranks = (ahead.sum(dim=1) + 1).tolist()
+            layers.append({"top_ids": top.indices.tolist(), "top_probs": top.values.tolist(),
+                           "next_token_ranks": ranks})
     return layers
 
 

@@ -14,7 +14,7 @@
 //! pass ([`crate::kernels::attention`]). The figures never wait for that: the
 //! pipeline analyses each layer while its P and S exist.
 
-use crate::kernels::attention::{attention_probabilities, context_similarity, ScoreRule};
+use crate::kernels::attention::{attention_rows, context_similarity, similarity_rows, ScoreRule};
 use std::borrow::Cow;
 
 /// Shapes: attentions and similarity are L×H×T×T, head outputs L×H×T×d.
@@ -141,7 +141,7 @@ impl Captures {
     pub fn attention(&self, id: HeadId) -> Cow<'_, [f32]> {
         match &self.recompute {
             None => Cow::Borrowed(&self.attentions[self.square(&self.attentions, id)]),
-            Some(inputs) => Cow::Owned(self.recomputed_attention(inputs, id)),
+            Some(inputs) => Cow::Owned(self.recomputed_attention(inputs, id, 0..self.tokens)),
         }
     }
 
@@ -155,17 +155,50 @@ impl Captures {
         Cow::Owned(similarity)
     }
 
-    fn recomputed_attention(&self, inputs: &AttentionInputs, id: HeadId) -> Vec<f32> {
+    /// Row `query` of the head's attention P: its attention to every key.
+    pub fn attention_row(&self, id: HeadId, query: usize) -> Vec<f32> {
+        let t = self.tokens;
+        match &self.recompute {
+            None => self.attentions[self.square(&self.attentions, id)][query * t..(query + 1) * t]
+                .to_vec(),
+            Some(inputs) => self.recomputed_attention(inputs, id, query..query + 1),
+        }
+    }
+
+    /// Row `token` of the head's similarity S: its output vector's dot
+    /// products with every token's.
+    pub fn similarity_row(&self, id: HeadId, token: usize) -> Vec<f32> {
+        let t = self.tokens;
+        if self.recompute.is_none() {
+            return self.similarity[self.square(&self.similarity, id)][token * t..(token + 1) * t]
+                .to_vec();
+        }
+        let d = self.head_dim;
+        let outputs = self.head_output(id);
+        let mut row = vec![0.0f32; t];
+        similarity_rows(&outputs[token * d..(token + 1) * d], outputs, d, &mut row);
+        row
+    }
+
+    /// The rows `queries` of the head's attention, recomputed from its
+    /// queries and keys.
+    fn recomputed_attention(
+        &self,
+        inputs: &AttentionInputs,
+        id: HeadId,
+        queries: std::ops::Range<usize>,
+    ) -> Vec<f32> {
         let (t, d) = (self.tokens, self.head_dim);
         let group = self.heads / inputs.kv_heads.max(1);
         let vectors = t * d;
         let query_start = (id.layer * self.heads + id.head) * vectors;
         let key_start = (id.layer * inputs.kv_heads + id.head / group.max(1)) * vectors;
-        let mut attention = vec![0.0f32; t * t];
-        attention_probabilities(
-            &inputs.queries[query_start..query_start + vectors],
+        let mut attention = vec![0.0f32; queries.len() * t];
+        attention_rows(
+            &inputs.queries[query_start + queries.start * d..query_start + queries.end * d],
             &inputs.keys[key_start..key_start + vectors],
             d,
+            queries.start,
             &inputs.rules[id.layer],
             &mut attention,
         );

@@ -152,24 +152,54 @@ pub enum Decoding {
 
 /// One layer's likeliest next tokens at every position, as `analyze
 /// --logit-lens` writes them: `top_ids[t]` and `top_probs[t]`, likeliest
-/// first.
+/// first; `next_token_ranks[t]`, the rank (1: the likeliest) of the true
+/// next token, the input's token t + 1, at each position that has one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LensLayer {
     pub top_ids: Vec<Vec<u32>>,
     pub top_probs: Vec<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_token_ranks: Vec<u32>,
 }
 
 impl LensLayer {
-    /// The row of each position of `logits` (T × vocab): its `k` likeliest.
-    pub fn of_logits(logits: &[f32], vocab: usize, k: usize) -> Self {
+    /// The rows of positions of `logits` (rows × vocab): each one's `k`
+    /// likeliest, and the rank of its true next token where `next_ids`
+    /// (the ids after these rows, one per row but the input's last) has
+    /// one.
+    pub fn of_logits(logits: &[f32], vocab: usize, k: usize, next_ids: &[u32]) -> Self {
         let mut layer = Self::default();
-        for row in logits.chunks(vocab.max(1)) {
-            let top = top_k(&softmax(row), k);
+        for (row, logits) in logits.chunks(vocab.max(1)).enumerate() {
+            let top = top_k(&softmax(logits), k);
             layer.top_ids.push(top.iter().map(|&(id, _)| id).collect());
             layer.top_probs.push(top.iter().map(|&(_, p)| p).collect());
+            if let Some(&next) = next_ids.get(row) {
+                layer.next_token_ranks.push(rank(logits, next));
+            }
         }
         layer
     }
+
+    /// Appends the rows of `part` (the positions after this one's).
+    pub fn extend(&mut self, part: LensLayer) {
+        self.top_ids.extend(part.top_ids);
+        self.top_probs.extend(part.top_probs);
+        self.next_token_ranks.extend(part.next_token_ranks);
+    }
+}
+
+/// The rank of token `id` among `logits` as [`top_k`] orders them: 1 + the
+/// number of larger logits and of equal ones with smaller ids.
+pub fn rank(logits: &[f32], id: u32) -> u32 {
+    let Some(&own) = logits.get(id as usize) else {
+        return logits.len() as u32 + 1;
+    };
+    let ahead = logits
+        .iter()
+        .enumerate()
+        .filter(|&(other, &logit)| logit > own || (logit == own && (other as u32) < id))
+        .count();
+    ahead as u32 + 1
 }
 
 /// The logit lens (nostalgebraist's): for each layer l, the final norm and
@@ -188,6 +218,17 @@ mod tests {
     fn greedy_takes_the_smallest_of_equal_ids() {
         assert_eq!(greedy(&[0.5, 2.0, -1.0, 2.0]), 1);
         assert_eq!(greedy(&[3.0]), 0);
+    }
+
+    #[test]
+    fn rank_agrees_with_top_k() {
+        let values = [0.1, 0.4, 0.4, 0.05, 0.05];
+        for (place, (id, _)) in top_k(&values, 5).into_iter().enumerate() {
+            assert_eq!(rank(&values, id), place as u32 + 1);
+        }
+        let layer = LensLayer::of_logits(&[1.0, 3.0, 2.0, 0.0, 5.0, 4.0], 3, 2, &[2]);
+        assert_eq!(layer.top_ids, vec![vec![1, 2], vec![1, 2]]);
+        assert_eq!(layer.next_token_ranks, vec![2]);
     }
 
     #[test]

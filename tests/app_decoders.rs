@@ -261,6 +261,9 @@ fn the_app_recomputes_what_does_not_fit() {
     });
     wait_for_result(&mut harness);
     assert!(!shows(&harness, RECOMPUTED_NOTE_SHORT));
+    let kept = harness.state().shown_output().unwrap().clone();
+    assert!(kept.captures.stores_squares());
+    assert_rows_are_the_squares(&kept.captures);
     set_memory_limit(&mut harness, 1);
     step_until(&mut harness, "the recomputed window", |h| {
         !h.state().is_working() && shows(h, RECOMPUTED_NOTE_SHORT)
@@ -269,11 +272,44 @@ fn the_app_recomputes_what_does_not_fit() {
     assert!(!output.captures.stores_squares());
     assert!(output.captures.tokens >= 127);
     check_masked_heatmaps(&mut harness, "llama");
+    assert_rows_are_the_squares(&output.captures);
+    // The Steps tab draws every head's rows of one token from them.
+    open_tab(&mut harness, CentralView::Steps);
+    assert!(harness.query_by_label("step strip L1 H3").is_some());
     open_tab(&mut harness, CentralView::Separators);
     assert!(harness
         .query_all_by_label_contains("sentence token 126 ")
         .next()
         .is_some());
+}
+
+/// One token's rows of P and S (what the Steps tab draws) are the rows of
+/// the whole squares, kept or recomputed.
+fn assert_rows_are_the_squares(captures: &headscope::captures::Captures) {
+    let t = captures.tokens;
+    for id in captures.head_ids().step_by(5) {
+        let (attention, similarity) = (captures.attention(id), captures.similarity(id));
+        for token in [0, t / 2, t - 1] {
+            let rows = [
+                (
+                    captures.attention_row(id, token),
+                    &attention[token * t..(token + 1) * t],
+                ),
+                (
+                    captures.similarity_row(id, token),
+                    &similarity[token * t..(token + 1) * t],
+                ),
+            ];
+            for (row, square) in rows {
+                for (a, b) in row.iter().zip(square) {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                        "{id} token {token}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// SmolLM2's byte-level tokens read as text in every view: a chip shows

@@ -1,15 +1,20 @@
-//! Generate and the logit lens in the app, on SmolLM2-135M-Instruct: a
-//! prompt continued greedily as transformers continues it (the text grows
-//! token by token, the analysis follows), a generation stopped midway, and
-//! the Logit lens tab's table of the result (the last layer's top-1 at the
-//! prompt's last position is the first generated token).
+//! Generate, step through it and the logit lens in the app, on
+//! SmolLM2-135M-Instruct: a prompt continued greedily as transformers
+//! continues it (the text grows token by token, the analysis follows), the
+//! Steps tab going back through the new tokens, the model's next tokens on
+//! hovering a token, the Logit lens tab's table and rank curve of the
+//! result (the last layer's top-1 at the prompt's last position is the
+//! first generated token), and a generation stopped midway.
 
 mod common;
 
-use common::app::{open_tab, shows, start_with, step_until, wait_for_result};
+use common::app::{
+    label_containing, open_tab, shows, start_with, step_until, type_number, wait_for_result,
+};
 use common::*;
 use egui_kittest::kittest::Queryable;
-use headscope::app::panels::generate::{GENERATE_BUTTON, STOP_BUTTON};
+use headscope::app::panels::generate::{GENERATE_BUTTON, MAX_TOKENS_LABEL, STOP_BUTTON};
+use headscope::app::views::steps::{STEP_BACK, STEP_FORWARD};
 use headscope::app::views::CentralView;
 use serde_json::Value;
 
@@ -61,8 +66,55 @@ fn generate_stop_and_read_the_logit_lens() {
         "the analysis covers the continuation: {tokens}"
     );
 
+    let shots = repo().join("target").join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+
+    // Step through it: the newest token first, then back one step; each
+    // head's strip is a widget; hovering a token gives the model's next.
+    let output = harness.state().shown_output().unwrap().clone();
+    let first = (0..tokens)
+        .find(|&t| output.input.tokens.offsets[t].is_some_and(|(start, _)| start >= prompt.len()))
+        .expect("a generated token");
+    let steps = tokens - first;
+    open_tab(&mut harness, CentralView::Steps);
+    assert_eq!(harness.state().step_position(), Some(tokens - 1));
+    assert!(shows(&harness, &format!("Step {steps} of {steps}")));
+    assert!(harness.query_by_label("step strip L29 H8").is_some());
+    harness.get_by_label(STEP_BACK).click();
+    harness.step();
+    harness.get_by_label(STEP_BACK).click();
+    harness.step();
+    assert_eq!(harness.state().step_position(), Some(tokens - 3));
+    assert!(shows(&harness, &format!("Step {} of {steps}", steps - 2)));
+    harness.get_by_label(STEP_FORWARD).click();
+    harness.step();
+    assert_eq!(harness.state().step_position(), Some(tokens - 2));
+    // A head's strip, clicked, tints the text by its own row.
+    harness.get_by_label("step strip L1 H8").click();
+    harness.step();
+    assert!(shows(&harness, "of L1 H8 (click it again"));
+    step_until(&mut harness, "the model's next tokens", |h| {
+        h.state().next_tokens_table().is_some()
+    });
+    let first_token = model.tokenizer.id_to_token(generated[0]).unwrap();
+    let expected = format!(
+        "the model's next token: “{}”",
+        model.specials.style.readable(&first_token)
+    );
+    harness
+        .query_all_by_label_contains("step token 4 ")
+        .next()
+        .expect("the prompt's last token in the text")
+        .hover();
+    step_until(&mut harness, "the next tokens on hover", |h| {
+        shows(h, &expected)
+    });
+    let image = harness.render().expect("wgpu renders the window");
+    image.save(shots.join("steps.png")).unwrap();
+
     // The logit lens of the result: one row per layer, the last layer's
-    // top-1 after the prompt is the first generated token.
+    // top-1 after the prompt is the first generated token, which ranks
+    // first there.
     open_tab(&mut harness, CentralView::LogitLens);
     step_until(&mut harness, "the logit lens", |h| {
         h.state().logit_lens_table().is_some()
@@ -71,7 +123,10 @@ fn generate_stop_and_read_the_logit_lens() {
     assert_eq!(table.lens.layers.len(), 30);
     let last = table.lens.layers.last().unwrap();
     assert_eq!(last.top_ids[4][0], generated[0]);
+    assert_eq!(last.next_token_ranks.len(), tokens - 1);
+    assert_eq!(last.next_token_ranks[4], 1);
     assert!(shows(&harness, "L29"));
+    assert!(shows(&harness, "Rank of the true next token against layer"));
     // Hovering the prompt's last token gives the model's own top 5 next
     // tokens, the first generated one first.
     let output = harness.state().shown_output().unwrap().clone();
@@ -81,27 +136,36 @@ fn generate_stop_and_read_the_logit_lens() {
         .next()
         .expect("the prompt's last token in the header")
         .hover();
-    let first = model.tokenizer.id_to_token(generated[0]).unwrap();
-    let expected = format!(
-        "the model's next token: “{}”",
-        model.specials.style.readable(&first)
-    );
     step_until(&mut harness, "the top 5 on hover", |h| shows(h, &expected));
+    assert!(shows(&harness, "position 4 (the last hovered)"));
     let image = harness.render().expect("wgpu renders the window");
-    let shots = repo().join("target").join("screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
     image.save(shots.join("logit-lens.png")).unwrap();
 
-    // Stopped midway: fewer tokens than asked, the text kept so far.
+    // Stopped midway: a story's beginning, which the model continues far
+    // past the first new token, stopped there: fewer tokens than asked
+    // (400), the text kept so far.
+    open_tab(&mut harness, CentralView::Heads);
+    let story = dir.path().join("story.txt");
+    let story_prompt = reference["greedy"][1]["prompt"].as_str().unwrap();
+    std::fs::write(&story, story_prompt).unwrap();
+    harness.state_mut().open_file(&story);
+    step_until(&mut harness, "the story", |h| {
+        h.state().text() == story_prompt
+    });
+    wait_for_result(&mut harness);
+    type_number(&mut harness, MAX_TOKENS_LABEL, "400");
     let before = harness.state().text().len();
     harness.get_by_label(GENERATE_BUTTON).click();
     step_until(&mut harness, "a first new token", |h| {
         h.state().text().len() > before
     });
-    harness.get_by_label(STOP_BUTTON).click();
+    // (Through AccessKit, as a screen reader presses it: in this headless
+    // harness a pointer click on Stop during a generation is not seen.)
+    harness.get_by_label(STOP_BUTTON).click_accesskit();
     step_until(&mut harness, "the stop", |h| !h.state().is_generating());
-    assert!(shows(&harness, "stopped"), "the panel says it stopped");
-    assert!(!shows(&harness, "20 new tokens, stopped"));
+    let status = label_containing(&harness, "new tokens");
+    assert!(status.ends_with(", stopped"), "{status}");
+    assert!(!status.starts_with("400 "), "{status}");
     let image = harness.render().expect("wgpu renders the window");
     image.save(shots.join("generated.png")).unwrap();
 }

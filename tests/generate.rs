@@ -167,6 +167,25 @@ fn smollm2_logit_lens_equals_transformers() {
                 );
             }
         }
+        // The true next token's rank: transformers' to within the few
+        // places that logits 1e-6 apart may trade, and where it is in our
+        // top 5, its place there.
+        let their_ranks = ids(&theirs["next_token_ranks"]);
+        assert_eq!(ours.next_token_ranks.len(), input_ids.len() - 1);
+        for (t, (&rank, &their_rank)) in ours.next_token_ranks.iter().zip(&their_ranks).enumerate()
+        {
+            let slack = 2 + their_rank / 1000;
+            assert!(
+                rank.abs_diff(their_rank) <= slack,
+                "layer {l} position {t}: rank {rank} vs {their_rank}"
+            );
+            if let Some(k) = ours.top_ids[t]
+                .iter()
+                .position(|&id| id == input_ids[t + 1])
+            {
+                assert_eq!(rank as usize, k + 1, "layer {l} position {t}");
+            }
+        }
     }
     eprintln!("logit lens: {compared} top-1 compared, {ties} within 1e-4");
     assert!(compared > layers.len() * input_ids.len() * 9 / 10);
@@ -374,6 +393,18 @@ fn cli_writes_the_logit_lens() {
     let last = &layers[29];
     assert_eq!(last["top_ids"].as_array().unwrap().len(), 5);
     assert_eq!(last["top_probs"][4].as_array().unwrap().len(), 5);
+    // One rank per position but the last; the top-1's is 1.
+    let ranks = ids(&last["next_token_ranks"]);
+    assert_eq!(
+        ranks.len(),
+        report["input_ids"].as_array().unwrap().len() - 1
+    );
+    for (t, &rank) in ranks.iter().enumerate() {
+        assert_eq!(
+            rank == 1,
+            last["top_ids"][t][0] == report["input_ids"][t + 1]
+        );
+    }
     // "The capital of France is" → " Paris" (greedy's first token).
     assert_eq!(
         last["top_ids"][4][0],

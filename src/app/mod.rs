@@ -208,7 +208,21 @@ impl HeadscopeApp {
 
     /// The Logit lens tab's table, once computed for the result on screen.
     pub fn logit_lens_table(&self) -> Option<&crate::worker::LensTable> {
-        self.views.logit_lens.table()
+        self.views.logit_lens.table(self.runs.shown()?.generation)
+    }
+
+    /// The token the Steps tab is at, in the result on screen.
+    pub fn step_position(&self) -> Option<usize> {
+        Some(self.views.steps.position(&self.runs.shown()?.output))
+    }
+
+    /// The model's own top 5 next tokens at every position of the result
+    /// on screen (a decoder's), once computed.
+    pub fn next_tokens_table(&self) -> Option<&crate::worker::LensTable> {
+        self.views
+            .shared
+            .next_tokens
+            .of(self.runs.shown()?.generation)
     }
 
     /// Where the text the model generated starts, while it is marked.
@@ -233,8 +247,9 @@ impl HeadscopeApp {
     }
 
     /// Opens a text file (or a capture file, as the model): what File →
-    /// Open, Ctrl+O, drag and drop and the command line all end in. The file is read off the UI thread; a file
-    /// that cannot be used leaves the current text as it is.
+    /// Open, Ctrl+O, drag and drop and the command line all end in. The
+    /// file is read off the UI thread; a file that cannot be used leaves
+    /// the current text as it is.
     pub fn open_file(&mut self, path: &Path) {
         // A capture file (docs/CAPTURE.md) replaces the model, with its text.
         if crate::capture_file::is_capture_path(path) {

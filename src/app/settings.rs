@@ -59,18 +59,21 @@ pub enum CentralView {
     Specialisation,
     /// A second model on the same text, and how its heads compare.
     Compare,
+    /// A decoder's tokens one step at a time: every head's rows of one.
+    Steps,
     /// A decoder's predictions layer by layer (the logit lens).
     LogitLens,
 }
 
 impl CentralView {
-    pub const ALL: [CentralView; 7] = [
+    pub const ALL: [CentralView; 8] = [
         CentralView::Heads,
         CentralView::Layers,
         CentralView::Separators,
         CentralView::TokenFocus,
         CentralView::Specialisation,
         CentralView::Compare,
+        CentralView::Steps,
         CentralView::LogitLens,
     ];
 
@@ -83,6 +86,7 @@ impl CentralView {
             CentralView::TokenFocus => "Token focus",
             CentralView::Specialisation => "Specialisation",
             CentralView::Compare => "Compare",
+            CentralView::Steps => "Steps",
             CentralView::LogitLens => "Logit lens",
         }
     }
@@ -107,6 +111,10 @@ impl CentralView {
             CentralView::Compare => {
                 "A second model on the same text: per-layer curves, heads side by side, \
                  heads matched by CKA"
+            }
+            CentralView::Steps => {
+                "Step through a generation: every head's attention and similarity row of \
+                 one token, on the grid and over the text"
             }
             CentralView::LogitLens => {
                 "A decoder's next-token prediction after each layer, at every position"

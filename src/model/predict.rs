@@ -98,38 +98,72 @@ impl Model {
 
     /// The logit lens of `input_ids`: per layer, the `k` likeliest next
     /// tokens at every position, from the residual stream after that layer
-    /// through the final norm and the LM head.
+    /// through the final norm and the LM head, and the true next token's
+    /// rank.
     pub fn logit_lens(
         &self,
         input_ids: &[u32],
         k: usize,
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<LogitLens> {
+        let layers = self.lens_layers(input_ids, k, cancelled, &|_| true)?;
+        Ok(LogitLens { layers })
+    }
+
+    /// The model's own next-token predictions at every position of
+    /// `input_ids` (the logit lens' last layer alone): its `k` likeliest,
+    /// and the true next token's rank.
+    pub fn next_tokens(
+        &self,
+        input_ids: &[u32],
+        k: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) -> anyhow::Result<LensLayer> {
+        let last = self.layers().saturating_sub(1);
+        let mut layers = self.lens_layers(input_ids, k, cancelled, &|l| l == last)?;
+        layers
+            .pop()
+            .ok_or_else(|| anyhow!("the model has no layers"))
+    }
+
+    /// The lens rows of the layers `wanted` picks, in layer order.
+    fn lens_layers(
+        &self,
+        input_ids: &[u32],
+        k: usize,
+        cancelled: &dyn Fn() -> bool,
+        wanted: &dyn Fn(usize) -> bool,
+    ) -> anyhow::Result<Vec<LensLayer>> {
         self.check_input(input_ids)?;
         let decoder = self.causal_decoder("the logit lens")?;
         let head = self.lm_head()?;
-        let mut lens = LogitLens::default();
+        let mut layers = Vec::new();
         decoder.forward_with_residuals(
             input_ids,
             cancelled,
             &mut |_, _| Ok(()),
-            &mut |_, residual| {
+            &mut |l, residual| {
+                if !wanted(l) {
+                    return Ok(());
+                }
                 // A few rows at a time: a long input's logits of every
                 // position would take T × vocab floats at once.
                 let mut layer = LensLayer::default();
                 let tokens = residual.dim(0)?;
                 for start in (0..tokens).step_by(LENS_ROWS) {
-                    let rows = residual.narrow(0, start, LENS_ROWS.min(tokens - start))?;
-                    let logits = head.logits(&rows)?.flatten_all()?.to_vec1::<f32>()?;
-                    let part = LensLayer::of_logits(&logits, head.vocab(), k);
-                    layer.top_ids.extend(part.top_ids);
-                    layer.top_probs.extend(part.top_probs);
+                    let rows = LENS_ROWS.min(tokens - start);
+                    let logits = head
+                        .logits(&residual.narrow(0, start, rows)?)?
+                        .flatten_all()?
+                        .to_vec1::<f32>()?;
+                    let next_ids = input_ids.get(start + 1..).unwrap_or_default();
+                    layer.extend(LensLayer::of_logits(&logits, head.vocab(), k, next_ids));
                 }
-                lens.layers.push(layer);
+                layers.push(layer);
                 Ok(())
             },
         )?;
-        Ok(lens)
+        Ok(layers)
     }
 
     /// The text `generated_ids` add after `prompt_ids` (special tokens left

@@ -4,7 +4,8 @@
 //! reported as each token comes and stopped between two tokens by its
 //! cancel flag; and the logit lens of a result's tokens
 //! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top 5
-//! tokens.
+//! tokens, or of its last layer alone: the model's own next tokens, which
+//! the app shows on hovering a token ([`AnalysisWorker::next_tokens`]).
 
 use super::{panic_message, AnalysisWorker, Command, WorkerThread};
 use crate::model::predict::{GenerationEvent, GenerationOptions};
@@ -45,6 +46,30 @@ pub struct LensTable {
     pub top_texts: Vec<Vec<Vec<String>>>,
 }
 
+impl LensTable {
+    /// Layer `layer`'s likeliest tokens at `position`, as read, with their
+    /// probabilities, likeliest first.
+    pub fn top(&self, layer: usize, position: usize) -> Vec<(&str, f32)> {
+        let texts = self
+            .top_texts
+            .get(layer)
+            .and_then(|layer| layer.get(position));
+        let probs = self
+            .lens
+            .layers
+            .get(layer)
+            .and_then(|layer| layer.top_probs.get(position));
+        match (texts, probs) {
+            (Some(texts), Some(probs)) => texts
+                .iter()
+                .map(String::as_str)
+                .zip(probs.iter().copied())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 pub(super) enum PredictionJob {
     Generate {
         prompt: String,
@@ -54,8 +79,17 @@ pub(super) enum PredictionJob {
     },
     Lens {
         input_ids: Vec<u32>,
+        depth: LensDepth,
         reply: Sender<Result<LensTable, String>>,
     },
+}
+
+/// Which layers a lens job reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LensDepth {
+    EveryLayer,
+    /// The model's own output: its next-token predictions.
+    LastLayer,
 }
 
 impl AnalysisWorker {
@@ -81,8 +115,22 @@ impl AnalysisWorker {
     /// The logit lens (top 5 per layer and position) of `input_ids` with
     /// the loaded model, on a thread of its own.
     pub fn logit_lens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
+        self.lens(input_ids, LensDepth::EveryLayer)
+    }
+
+    /// The model's top 5 next tokens at every position of `input_ids` (a
+    /// table of one layer, the last), on a thread of its own.
+    pub fn next_tokens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
+        self.lens(input_ids, LensDepth::LastLayer)
+    }
+
+    fn lens(&self, input_ids: Vec<u32>, depth: LensDepth) -> Receiver<Result<LensTable, String>> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
-        self.send(Command::Predict(PredictionJob::Lens { input_ids, reply }));
+        self.send(Command::Predict(PredictionJob::Lens {
+            input_ids,
+            depth,
+            reply,
+        }));
         receiver
     }
 }
@@ -121,10 +169,14 @@ impl WorkerThread {
                             report(GenerationUpdate::Failed(message));
                         }
                     }
-                    PredictionJob::Lens { input_ids, reply } => {
+                    PredictionJob::Lens {
+                        input_ids,
+                        depth,
+                        reply,
+                    } => {
                         let result = catch_unwind(AssertUnwindSafe(|| {
                             let model = model.ok_or("no model is loaded")?;
-                            lens_table(&model, input_ids).map_err(|e| format!("{e:#}"))
+                            lens_table(&model, input_ids, depth).map_err(|e| format!("{e:#}"))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
                         let _ = reply.send(result);
@@ -176,8 +228,13 @@ fn generate(
     Ok(())
 }
 
-fn lens_table(model: &Model, input_ids: Vec<u32>) -> anyhow::Result<LensTable> {
-    let lens = model.logit_lens(&input_ids, 5, &|| false)?;
+fn lens_table(model: &Model, input_ids: Vec<u32>, depth: LensDepth) -> anyhow::Result<LensTable> {
+    let lens = match depth {
+        LensDepth::EveryLayer => model.logit_lens(&input_ids, 5, &|| false)?,
+        LensDepth::LastLayer => LogitLens {
+            layers: vec![model.next_tokens(&input_ids, 5, &|| false)?],
+        },
+    };
     let top_texts = lens
         .layers
         .iter()

@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// The accessible names of the panel's buttons.
 pub const GENERATE_BUTTON: &str = "Generate";
 pub const STOP_BUTTON: &str = "Stop";
+/// The accessible name of the field of how many new tokens, at most.
+pub const MAX_TOKENS_LABEL: &str = "New tokens at most";
 
 /// A generation in flight.
 struct Running {
@@ -164,12 +166,16 @@ impl GeneratePanel {
                     action = Some(GenerateAction::Start(self.options()));
                 }
             }
-            ui.add(
-                egui::DragValue::new(&mut self.max_new_tokens)
-                    .range(1..=2048)
-                    .suffix(" tokens"),
-            )
-            .on_hover_text("At most this many new tokens");
+            let field = ui
+                .add(
+                    egui::DragValue::new(&mut self.max_new_tokens)
+                        .range(1..=2048)
+                        .suffix(" tokens"),
+                )
+                .on_hover_text("At most this many new tokens");
+            field.widget_info(|| {
+                egui::WidgetInfo::labeled(egui::Role::SpinButton, true, MAX_TOKENS_LABEL)
+            });
             ui.checkbox(&mut self.sampled, "Sample")
                 .on_hover_text("Sample the new tokens instead of taking the likeliest");
         });

@@ -79,6 +79,20 @@ impl HeadscopeApp {
         if let Some(action) = self.views.ui(ui, view, frame) {
             self.view_action(&ctx, action);
         }
+        // A decoder's own next tokens, once a token's tooltip wanted them
+        // (this frame or before); not while it generates, which makes a
+        // new result per token.
+        let next_tokens = &mut self.views.shared.next_tokens;
+        if output.input.tokens.causal
+            && next_tokens.is_asked()
+            && !self.generate.is_running()
+            && next_tokens.wanted(generation)
+        {
+            let answer = self
+                .worker
+                .next_tokens(output.input.tokens.input_ids.clone());
+            next_tokens.requested(generation, answer);
+        }
     }
 
     /// Does what one of the views asked for.

@@ -3,54 +3,48 @@
 //! stream after the layer — as the classic layer × position table: the
 //! top-1 token and its probability in each cell (shaded by it), the cell
 //! outlined where it is the true next token, the top 5 on hover; hovering
-//! a token of the header gives the model's own top 5 next tokens. Tokens
-//! the model generated are marked in the header. Computed by the worker
-//! on its own thread for each new result while the tab is open.
+//! a token of the header gives the model's own top 5 next tokens. Above
+//! it, the true next token's rank by layer: the median over the positions,
+//! and the position the pointer was last on. Tokens the model generated
+//! are marked in the header. Computed by the worker on its own thread for
+//! each new result while the tab is open.
 
-use super::shared::{View, ViewAction, ViewContext};
+use super::shared::lens::{short, top_text, LensSlot};
+use super::shared::{save_plot, View, ViewAction, ViewContext};
+use crate::app::widgets::plots::{self, add_curve, layer_plot, legend};
 use crate::worker::LensTable;
-use crossbeam_channel::Receiver;
 use egui::{Color32, RichText, Stroke};
 
 /// The most positions the table shows (a cell per layer and position).
 const MAX_POSITIONS: usize = 400;
 
+/// The rank curve of the median over positions.
+const MEDIAN_RANK: Color32 = Color32::from_rgb(70, 110, 200);
+/// The rank curve of one position.
+const POSITION_RANK: Color32 = Color32::from_rgb(230, 120, 30);
+
 /// The table of the result on screen, or the one being computed.
 #[derive(Default)]
 pub struct LogitLensView {
-    /// The result generation the table (or its error) is of.
-    table: Option<(u64, Result<LensTable, String>)>,
-    /// The result generation being computed, and its answer.
-    pending: Option<(u64, Receiver<Result<LensTable, String>>)>,
+    slot: LensSlot,
+    /// The position whose rank curve is drawn (the last one hovered).
+    position: Option<usize>,
 }
 
 impl LogitLensView {
     /// The worker's answer for the result `generation` will come on
     /// `answer`.
-    pub fn requested(&mut self, generation: u64, answer: Receiver<Result<LensTable, String>>) {
-        self.pending = Some((generation, answer));
+    pub fn requested(
+        &mut self,
+        generation: u64,
+        answer: crossbeam_channel::Receiver<Result<LensTable, String>>,
+    ) {
+        self.slot.requested(generation, answer);
     }
 
-    /// The table on screen, if it is computed.
-    pub fn table(&self) -> Option<&LensTable> {
-        self.table.as_ref().and_then(|(_, t)| t.as_ref().ok())
-    }
-
-    fn poll(&mut self) {
-        let Some((generation, answer)) = &self.pending else {
-            return;
-        };
-        match answer.try_recv() {
-            Ok(result) => {
-                self.table = Some((*generation, result));
-                self.pending = None;
-            }
-            Err(crossbeam_channel::TryRecvError::Empty) => {}
-            Err(crossbeam_channel::TryRecvError::Disconnected) => {
-                self.table = Some((*generation, Err("the logit lens stopped".into())));
-                self.pending = None;
-            }
-        }
+    /// The table of the result `generation`, if it is computed.
+    pub fn table(&self, generation: u64) -> Option<&LensTable> {
+        self.slot.of(generation)
     }
 }
 
@@ -64,19 +58,8 @@ impl View for LogitLensView {
             );
             return None;
         }
-        self.poll();
-        let current = self
-            .table
-            .as_ref()
-            .is_some_and(|(g, _)| *g == cx.generation);
-        let asked = self
-            .pending
-            .as_ref()
-            .is_some_and(|(g, _)| *g == cx.generation);
         let mut action = None;
-        // One lens at a time: while the text grows (a generation), the
-        // newest result's is asked for once the one in flight is done.
-        if !current && !asked && self.pending.is_none() {
+        if self.slot.wanted(cx.generation) {
             action = Some(ViewAction::ComputeLogitLens(tokens.input_ids.clone()));
         }
         ui.label(
@@ -84,51 +67,81 @@ impl View for LogitLensView {
              LM head read from the residual stream after that layer, and its probability. \
              A framed cell is the true next token; hover a cell for the top 5.",
         );
-        match self.table.as_ref().filter(|_| current) {
-            None => {
-                ui.horizontal(|ui| {
-                    ui.add(egui::Spinner::new());
-                    ui.label("Computing the logit lens…");
-                });
+        if let Some(message) = self.slot.error(cx.generation) {
+            ui.colored_label(ui.visuals().error_fg_color, message);
+        } else if let Some(table) = self.slot.of(cx.generation) {
+            let save = plots::figure(
+                ui,
+                "next-token-rank",
+                "Rank of the true next token against layer",
+                |ui| rank_plot(ui, table, self.position),
+            );
+            save_plot(&mut action, save);
+            if let Some(hovered) = lens_table(ui, cx, table) {
+                self.position = Some(hovered);
             }
-            Some((_, Err(message))) => {
-                ui.colored_label(ui.visuals().error_fg_color, message);
-            }
-            Some((_, Ok(table))) => lens_table(ui, cx, table),
+        } else {
+            ui.horizontal(|ui| {
+                ui.add(egui::Spinner::new());
+                ui.label("Computing the logit lens…");
+            });
         }
         action
     }
 }
 
-/// A readable token (`·the`, `↵`) cut to one short cell.
-fn shown(text: &str) -> String {
-    let mut chars = text.chars();
-    let short: String = chars.by_ref().take(12).collect();
-    if chars.next().is_some() {
-        format!("{short}…")
-    } else {
-        short
-    }
-}
-
-/// Layer `l`'s top 5 at position `t`: “text” p, ….
-fn top_five(table: &LensTable, l: usize, t: usize) -> String {
-    let (Some(layer), Some(texts)) = (
-        table.lens.layers.get(l),
-        table.top_texts.get(l).and_then(|layer| layer.get(t)),
-    ) else {
-        return String::new();
+/// The true next token's rank (log scale) by layer: the median over every
+/// position that has a next token, and `position`'s.
+fn rank_plot(ui: &mut egui::Ui, table: &LensTable, position: Option<usize>) {
+    let layers = &table.lens.layers;
+    let log_rank = |rank: u32| f64::from(rank).log10();
+    let median = |ranks: &[u32]| {
+        let mut sorted = ranks.to_vec();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied()
     };
-    let probs = layer.top_probs.get(t).map_or(&[][..], Vec::as_slice);
-    texts
-        .iter()
-        .zip(probs)
-        .map(|(text, p)| format!("“{}” {p:.3}", shown(text)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let position = position.filter(|&t| t + 1 < table.input_ids.len());
+    layer_plot("next-token-rank", layers.len(), 150.0)
+        .y_axis_label("rank")
+        .include_y(0.0)
+        .y_axis_formatter(|mark, _| {
+            let rank = 10f64.powf(mark.value);
+            if mark.value >= 0.0 && mark.value.fract() == 0.0 {
+                format!("{rank:.0}")
+            } else {
+                String::new()
+            }
+        })
+        .show(ui, |plot_ui| {
+            add_curve(
+                plot_ui,
+                "median over positions",
+                MEDIAN_RANK,
+                layers
+                    .iter()
+                    .map(|l| median(&l.next_token_ranks).map(log_rank)),
+            );
+            if let Some(t) = position {
+                add_curve(
+                    plot_ui,
+                    "position",
+                    POSITION_RANK,
+                    layers
+                        .iter()
+                        .map(|l| l.next_token_ranks.get(t).copied().map(log_rank)),
+                );
+            }
+        });
+    let position_name = position.map(|t| format!("position {t} (the last hovered)"));
+    let mut entries = vec![(MEDIAN_RANK, "median over positions", false)];
+    if let Some(name) = position_name.as_deref() {
+        entries.push((POSITION_RANK, name, false));
+    }
+    legend(ui, &entries);
 }
 
-fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
+/// The layer × position table; returns the position under the pointer.
+fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) -> Option<usize> {
     let tokens = &cx.output.input.tokens;
     let positions = table.input_ids.len().min(MAX_POSITIONS);
     if table.input_ids.len() > MAX_POSITIONS {
@@ -137,27 +150,19 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
             table.input_ids.len()
         ));
     }
-    let generated_from = cx.shared.generated_from;
-    let generated = |t: usize| {
-        generated_from.is_some_and(|from| {
-            tokens
-                .offsets
-                .get(t)
-                .copied()
-                .flatten()
-                .is_some_and(|(s, _)| s >= from)
-        })
-    };
+    let first_generated = cx.shared.first_generated(cx.output);
+    let generated = |t: usize| first_generated.is_some_and(|first| t >= first);
     let colormap = cx.settings.colormap;
     let marked = ui.visuals().selection.stroke.color;
     let right = Color32::from_rgb(40, 170, 80);
+    let mut hovered = None;
     egui::ScrollArea::both().show(ui, |ui| {
         egui::Grid::new("logit lens table")
             .spacing([2.0, 2.0])
             .show(ui, |ui| {
                 ui.strong("layer \\ token");
                 for t in 0..positions {
-                    let mut label = RichText::new(shown(&tokens.readable(t))).monospace();
+                    let mut label = RichText::new(short(&tokens.readable(t))).monospace();
                     if generated(t) {
                         label = label.color(marked).italics();
                     }
@@ -169,9 +174,13 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
                     let hint = format!(
                         "position {t}: {}{origin}\nthe model's next token: {}",
                         tokens.raw_and_id(t),
-                        top_five(table, table.lens.layers.len().saturating_sub(1), t)
+                        top_text(&table.top(table.lens.layers.len().saturating_sub(1), t))
                     );
-                    ui.label(label).on_hover_text(hint);
+                    let response = ui.label(label);
+                    if response.hovered() {
+                        hovered = Some(t);
+                    }
+                    response.on_hover_text(hint);
                 }
                 ui.end_row();
                 for (l, layer) in table.lens.layers.iter().enumerate() {
@@ -208,7 +217,7 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
                         let response = frame
                             .show(ui, |ui| {
                                 ui.vertical(|ui| {
-                                    let token = RichText::new(shown(text)).monospace().color(ink);
+                                    let token = RichText::new(short(text)).monospace().color(ink);
                                     ui.add(egui::Label::new(token).extend());
                                     let probability =
                                         RichText::new(format!("{p:.2}")).small().color(ink);
@@ -216,18 +225,26 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) {
                                 });
                             })
                             .response;
-                        let truth = match next {
-                            Some(id) if is_next => format!("the true next token (id {id})"),
-                            Some(id) => format!("the true next token is id {id}"),
-                            None => "the last position: no next token".into(),
+                        let rank = layer.next_token_ranks.get(t);
+                        let truth = match (next, rank) {
+                            (Some(id), _) if is_next => format!("the true next token (id {id})"),
+                            (Some(id), Some(rank)) => {
+                                format!("the true next token, id {id}, ranks {rank}")
+                            }
+                            (Some(id), None) => format!("the true next token is id {id}"),
+                            (None, _) => "the last position: no next token".into(),
                         };
+                        if response.hovered() {
+                            hovered = Some(t);
+                        }
                         response.on_hover_text(format!(
                             "L{l}, position {t}: “{text}” {p:.3}\n{truth}\ntop 5: {}",
-                            top_five(table, l, t)
+                            top_text(&table.top(l, t))
                         ));
                     }
                     ui.end_row();
                 }
             });
     });
+    hovered
 }

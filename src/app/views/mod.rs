@@ -5,10 +5,12 @@
 //! "Heads" is the overview grid and one head up close ([`heads`]);
 //! "Layers", "Separators", "Token focus" and "Specialisation" are the
 //! study's views, a file or folder each; "Compare" is a second model beside
-//! the first ([`compare`]); "Logit lens" a decoder's predictions layer by
-//! layer ([`logit_lens`]). They all draw the result on screen and follow
-//! one [`Shared`] state: the picked tokens, the chosen layer, the category
-//! filter, the per-layer token arrays derived once per result.
+//! the first ([`compare`]); a decoder's "Steps" go through its tokens one
+//! at a time, every head's rows of one ([`steps`]), and its "Logit lens"
+//! reads its predictions layer by layer ([`logit_lens`]). They all draw
+//! the result on screen and follow one [`Shared`] state: the picked
+//! tokens, the chosen layer, the category filter, the per-layer token
+//! arrays derived once per result.
 
 pub mod compare;
 pub mod heads;
@@ -17,6 +19,7 @@ pub mod logit_lens;
 pub mod separators;
 pub mod shared;
 pub mod specialisation;
+pub mod steps;
 pub mod token_focus;
 
 pub use crate::app::settings::CentralView;
@@ -30,6 +33,7 @@ use separators::SeparatorsView;
 use shared::selection::TokenSelection;
 use shared::{picked_colour, Shared, View, ViewAction, ViewContext};
 use specialisation::SpecialisationView;
+use steps::StepsView;
 use token_focus::TokenFocusView;
 
 /// Every view's runtime state (not persisted), and the state they share.
@@ -42,6 +46,7 @@ pub struct Views {
     pub token_focus: TokenFocusView,
     pub specialisation: SpecialisationView,
     pub compare: CompareView,
+    pub steps: StepsView,
     pub logit_lens: LogitLensView,
 }
 
@@ -77,6 +82,7 @@ impl Views {
             token_focus,
             specialisation,
             compare,
+            steps,
             logit_lens,
         } = self;
         let view: &mut dyn View = match id {
@@ -86,6 +92,7 @@ impl Views {
             CentralView::TokenFocus => token_focus,
             CentralView::Specialisation => specialisation,
             CentralView::Compare => compare,
+            CentralView::Steps => steps,
             CentralView::LogitLens => logit_lens,
         };
         let mut cx = ViewContext {
@@ -111,11 +118,12 @@ impl Views {
         working: bool,
     ) -> bool {
         let mut heads_clicked = false;
-        // The logit lens reads a decoder's predictions: an encoder has no tab.
+        // Steps and the logit lens are a decoder's: an encoder has neither.
+        let decoder_tabs = [CentralView::Steps, CentralView::LogitLens];
         let tabs = CentralView::ALL
             .into_iter()
-            .filter(|&tab| tab != CentralView::LogitLens || output.input.tokens.causal);
-        // Ctrl+1 … Ctrl+7 switch tabs.
+            .filter(|tab| !decoder_tabs.contains(tab) || output.input.tokens.causal);
+        // Ctrl+1 … Ctrl+8 switch tabs.
         for (index, tab) in tabs.clone().enumerate() {
             let shortcut = egui::KeyboardShortcut::new(egui::Modifiers::COMMAND, TAB_KEYS[index]);
             if ui.input_mut(|i| i.consume_shortcut(&shortcut)) {
@@ -145,7 +153,7 @@ impl Views {
 }
 
 /// The keys that, with Ctrl (Cmd), switch to each tab.
-const TAB_KEYS: [egui::Key; 7] = [
+const TAB_KEYS: [egui::Key; 8] = [
     egui::Key::Num1,
     egui::Key::Num2,
     egui::Key::Num3,
@@ -153,6 +161,7 @@ const TAB_KEYS: [egui::Key; 7] = [
     egui::Key::Num5,
     egui::Key::Num6,
     egui::Key::Num7,
+    egui::Key::Num8,
 ];
 
 /// "Picked: “cat” 5, “dog” 9 ✕" at the right of the tab row.

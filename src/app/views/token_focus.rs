@@ -13,8 +13,7 @@
 
 use crate::app::settings::Settings;
 use crate::app::views::shared::{
-    layer_picker, picked_colour, save_plot, token_tooltip, with_pick, Shared, View, ViewAction,
-    ViewContext,
+    layer_picker, picked_colour, save_plot, with_pick, Shared, View, ViewAction, ViewContext,
 };
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap;
@@ -203,7 +202,7 @@ fn text_chips(
                     .collect()
             })
             .unwrap_or_default();
-        let mut text = token_tooltip(output, i);
+        let mut text = views.token_tooltip(output, i);
         if !heads.is_empty() {
             text.push_str(&format!("\nfocus token of L{layer} {}", heads.join(", ")));
         }

@@ -2,14 +2,16 @@
 //! [`ViewContext`] handed to each, the [`ViewAction`]s they ask of the app,
 //! and the state they all follow ([`Shared`]: the picked tokens, the chosen
 //! layer, the category filter, the per-token arrays derived from a
-//! result), with the small pieces several of them draw (the layer picker,
-//! a token's tooltip, the picked-token outline).
+//! result, a decoder's own next-token predictions), with the small pieces
+//! several of them draw (the layer picker, a token's tooltip, the
+//! picked-token outline).
 //!
 //! A view imports this module and the widgets, never another view; the
 //! registry ([`super::Views`]) and the app's shell are the only ones that
 //! know every view.
 
 pub mod derived;
+pub mod lens;
 pub mod selection;
 
 use crate::analysis::Category;
@@ -23,6 +25,7 @@ use crate::tokens::ReadableTokens;
 use crate::worker::Waker;
 use derived::Derived;
 use egui::{Color32, Stroke};
+use lens::{top_text, LensSlot};
 use selection::TokenSelection;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -95,6 +98,9 @@ pub struct Shared {
     /// Where the text the model generated starts (a byte offset of the
     /// text), while the text ends with it.
     pub generated_from: Option<usize>,
+    /// A decoder's top 5 next tokens at every position of the result on
+    /// screen (asked by the shell once a view wants them).
+    pub next_tokens: LensSlot,
 }
 
 impl Shared {
@@ -121,6 +127,51 @@ impl Shared {
             Some(derived) => Cow::Borrowed(&derived.labels),
             None => Cow::Owned(output.input.tokens.readable_tokens()),
         }
+    }
+
+    /// The first token of `output` the model generated, while the text
+    /// ends with a generation: the first whose text starts in it.
+    pub fn first_generated(&self, output: &RunOutput) -> Option<usize> {
+        let from = self.generated_from?;
+        output
+            .input
+            .tokens
+            .offsets
+            .iter()
+            .position(|offset| offset.is_some_and(|(start, _)| start >= from))
+    }
+
+    /// The model's top 5 next tokens after `position` of the result on
+    /// screen, as “text” p, …, once computed (decoders only).
+    /// Asks for them the first time (see [`LensSlot::ask`]).
+    pub fn predicted_after(&self, position: usize) -> Option<String> {
+        let generation = self.derived.as_ref()?.generation;
+        let Some(table) = self.next_tokens.of(generation) else {
+            self.next_tokens.ask();
+            return None;
+        };
+        let top = table.top(0, position);
+        (!top.is_empty()).then(|| top_text(&top))
+    }
+
+    /// Whether the next tokens of the result on screen could not be had
+    /// (a capture file opened without its model, say).
+    fn predictions_failed(&self) -> bool {
+        self.derived
+            .as_ref()
+            .is_some_and(|d| self.next_tokens.error(d.generation).is_some())
+    }
+
+    /// [`token_tooltip`], with the model's top 5 next tokens where it has
+    /// them.
+    pub fn token_tooltip(&self, output: &RunOutput, position: usize) -> String {
+        let mut text = token_tooltip(output, position);
+        if let Some(next) = self.predicted_after(position) {
+            text.push_str(&format!("\nthe model's next token: {next}"));
+        } else if output.input.tokens.causal && !self.predictions_failed() {
+            text.push_str("\nthe model's next token: computing…");
+        }
+        text
     }
 
     /// Applies a click on the token at `position` of `output`.
