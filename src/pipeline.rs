@@ -418,11 +418,19 @@ pub fn capture_and_analyze(
     *captures = Captures::default();
     let (heads, t) = (model.heads(), tokens.len());
     let separators = tokens.separator_positions();
-    let mut analyser = LayerAnalyser::new(tokens, options, layers);
+    let analyser = LayerAnalyser::new(tokens, options, layers);
+    // Each head is analysed on the thread of the pass that made it, while
+    // it is in that core's cache; the stage times count that as the model's.
+    let on_head = |layer: usize, head: usize, attention: &[f32], similarity: &[f32]| {
+        analyser.add_head(layer, head, attention, similarity)
+    };
     let mut columns = Vec::with_capacity(layers);
     let mut analysis_ms = 0.0;
-    *captures =
-        model.capture_recomputable(&tokens.input_ids, &cancelled, &mut |index, layer| {
+    *captures = model.capture_recomputable(
+        &tokens.input_ids,
+        &cancelled,
+        Some(&on_head),
+        &mut |index, layer| {
             let layer_start = Instant::now();
             let squares = LayerSquares {
                 attention: layer.attention,
@@ -437,7 +445,8 @@ pub fn capture_and_analyze(
                 &separators,
             ));
             analysis_ms += ms_since(layer_start);
-        })?;
+        },
+    )?;
     captures.separator_columns = columns;
     figures_begin();
     let analysis_start = Instant::now();

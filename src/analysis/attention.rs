@@ -1,6 +1,6 @@
 //! One pass over a head's attention P: the classic statistics of Clark et
 //! al. (2019), the separator and sink attention of the content rows, and
-//! the head's share of the layer's separator sums for segmentation.
+//! the head's attention on the separators, for the layer's segmentation.
 //! In a causal model a query's separator attention counts only the
 //! separators it can see, at or before itself (ANALYSIS.md §8).
 
@@ -16,14 +16,13 @@ pub(super) struct AttentionPass {
 }
 
 /// One pass over a head's attention: the classic statistics, the mean
-/// separator and sink attention of the content rows, and
-/// the head's share of the layer's separator sums (overwritten by the first
-/// head, added to by the others).
+/// separator and sink attention of the content rows, and the head's
+/// attention on each separator from each content row (`separator_columns`,
+/// content × separators), which the layer adds up over its heads.
 pub(super) fn attention_pass(
     doc: &Document,
     attention: &[f32],
-    separator_sums: &mut [f32],
-    first_head: bool,
+    separator_columns: &mut [f32],
 ) -> AttentionPass {
     // One logarithm per attention entry (L·H·T² of them) dominates the whole
     // analysis, so the pass gets the CPU's wider vectors where they exist.
@@ -31,9 +30,9 @@ pub(super) fn attention_pass(
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2, checked just above.
-        return unsafe { attention_pass_avx2(doc, attention, separator_sums, first_head) };
+        return unsafe { attention_pass_avx2(doc, attention, separator_columns) };
     }
-    attention_pass_portable(doc, attention, separator_sums, first_head)
+    attention_pass_portable(doc, attention, separator_columns)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -41,18 +40,16 @@ pub(super) fn attention_pass(
 unsafe fn attention_pass_avx2(
     doc: &Document,
     attention: &[f32],
-    separator_sums: &mut [f32],
-    first_head: bool,
+    separator_columns: &mut [f32],
 ) -> AttentionPass {
-    attention_pass_portable(doc, attention, separator_sums, first_head)
+    attention_pass_portable(doc, attention, separator_columns)
 }
 
 #[inline(always)]
 fn attention_pass_portable(
     doc: &Document,
     attention: &[f32],
-    separator_sums: &mut [f32],
-    first_head: bool,
+    separator_columns: &mut [f32],
 ) -> AttentionPass {
     let t = doc.t;
     if t == 0 {
@@ -65,7 +62,7 @@ fn attention_pass_portable(
     let separators = doc.separators.len();
     let mut s = AttentionStats::default();
     let (mut content_separator, mut content_sink) = (0.0, 0.0);
-    let mut sums = separator_sums.chunks_exact_mut(separators.max(1));
+    let mut columns = separator_columns.chunks_exact_mut(separators.max(1));
     let sum_at = |row: &[f32], at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
     // Row by row, so that every lookup hits the row the entropy just read.
     for (i, row) in attention.chunks_exact(t).enumerate() {
@@ -89,9 +86,9 @@ fn attention_pass_portable(
         if !doc.tokens.special[i] {
             content_separator += separator;
             content_sink += f64::from(row[0]);
-            if let Some(sums) = sums.next() {
-                for (sum, &k) in sums.iter_mut().zip(&doc.separators) {
-                    *sum = if first_head { row[k] } else { *sum + row[k] };
+            if let Some(columns) = columns.next() {
+                for (column, &k) in columns.iter_mut().zip(&doc.separators) {
+                    *column = row[k];
                 }
             }
         }

@@ -38,7 +38,9 @@ mod segmentation;
 mod selection;
 mod similarity;
 
-use crate::captures::{Captures, HeadId};
+use std::sync::Mutex;
+
+use crate::captures::Captures;
 use crate::tokens::TokenSequence;
 
 use attention::attention_pass;
@@ -91,10 +93,10 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
 
     // Layers are independent; workers take them in turn.
     let layers = crate::threads::map_indices(layers, 8, |l| {
-        analyse_layer(doc, layer_squares(l), l, &mut Scratch::default())
+        analyse_layer(doc, layer_squares(l), &mut Scratch::default(), &mut [])
     });
     let mut analyser = analyser;
-    analyser.layers = layers.into_iter().map(Some).collect();
+    analyser.layers = Mutex::new(layers.into_iter().map(Some).collect());
     analyser.finish()
 }
 
@@ -138,10 +140,19 @@ struct AnalysedLayer {
 /// The analysis one layer at a time, for a pass that hands each layer's P
 /// and S over and then frees them: [`LayerAnalyser::add_layer`] for every
 /// layer, then [`LayerAnalyser::finish`]. Gives what [`analyze`] gives.
+///
+/// A pass that makes heads on several threads can hand each head over as
+/// soon as it is made ([`LayerAnalyser::add_head`], on any thread, while
+/// the head is still in that core's cache); `add_layer` then analyses only
+/// the heads it was not given and adds them all up in head order, so the
+/// figures do not depend on which thread analysed which head.
 pub struct LayerAnalyser<'a> {
     doc: Document<'a>,
-    layers: Vec<Option<AnalysedLayer>>,
-    scratch: Scratch,
+    layers: Mutex<Vec<Option<AnalysedLayer>>>,
+    /// Per layer, per head: the heads given before their layer.
+    given: Mutex<Vec<Vec<Option<HeadPart>>>>,
+    /// Buffers of the threads that analyse heads, reused.
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 impl<'a> LayerAnalyser<'a> {
@@ -170,13 +181,32 @@ impl<'a> LayerAnalyser<'a> {
         );
         Self {
             doc,
-            layers: (0..layers).map(|_| None).collect(),
-            scratch: Scratch::default(),
+            layers: Mutex::new((0..layers).map(|_| None).collect()),
+            given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
+            scratch: Mutex::new(Vec::new()),
         }
     }
 
-    /// Analyses layer `layer` from its P (or none) and S.
-    pub fn add_layer(&mut self, layer: usize, squares: LayerSquares) {
+    /// Analyses head `head` of layer `layer` from its P and S (T×T each),
+    /// before [`LayerAnalyser::add_layer`] is called for that layer.
+    pub fn add_head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]) {
+        let t = self.doc.t;
+        assert_eq!(attention.len(), t * t, "attention must be T×T");
+        assert_eq!(similarity.len(), t * t, "similarity must be T×T");
+        let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
+        let part = analyse_head(&self.doc, Some(attention), similarity, &mut scratch);
+        lock(&self.scratch).push(scratch);
+        let mut given = lock(&self.given);
+        let heads = &mut given[layer];
+        if heads.len() <= head {
+            heads.resize_with(head + 1, || None);
+        }
+        heads[head] = Some(part);
+    }
+
+    /// Analyses layer `layer` from its P (or none) and S: the heads not
+    /// given to [`LayerAnalyser::add_head`], then the layer's figures.
+    pub fn add_layer(&self, layer: usize, squares: LayerSquares) {
         let t = self.doc.t;
         assert!(
             squares.has_attention() || squares.attention.is_empty(),
@@ -187,7 +217,11 @@ impl<'a> LayerAnalyser<'a> {
             squares.heads * t * t,
             "similarity must be H×T×T"
         );
-        self.layers[layer] = Some(analyse_layer(&self.doc, squares, layer, &mut self.scratch));
+        let mut given = std::mem::take(&mut lock(&self.given)[layer]);
+        let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
+        let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given);
+        lock(&self.scratch).push(scratch);
+        lock(&self.layers)[layer] = Some(analysed);
     }
 
     /// Every figure; panics unless every layer was added.
@@ -204,9 +238,10 @@ impl<'a> LayerAnalyser<'a> {
                 .count(),
             doc.pairs.len(),
         );
-        let mut layer_figures = Vec::with_capacity(self.layers.len());
-        let mut profiles = Vec::with_capacity(self.layers.len());
-        for layer in self.layers {
+        let layers = self.layers.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut layer_figures = Vec::with_capacity(layers.len());
+        let mut profiles = Vec::with_capacity(layers.len());
+        for layer in layers {
             let layer = layer.expect("every layer analysed");
             layer_figures.push(layer.figures);
             profiles.push(layer.profile);
@@ -315,36 +350,103 @@ struct Scratch {
     repeat_weight: Vec<f64>,
 }
 
+/// One head's figures and what it adds to its layer's sums, kept apart
+/// until the layer adds its heads up in head order ([`LayerSums::add`]).
+struct HeadPart {
+    figures: HeadFigures,
+    /// S' of the candidates in pair order, with their moments: the head's
+    /// z-scores for the correlation grid, computed as they are added.
+    values: Vec<f32>,
+    moments: Option<Moments>,
+    /// The selected pairs' weight by distance (T).
+    histogram: Vec<f64>,
+    pooled: PooledPairs,
+    /// P[i, s] for content rows i and separator columns s (empty without P).
+    separator_columns: Vec<f32>,
+}
+
+/// A layer's sums over its heads, added to in head order: the same sums
+/// whatever thread made each head.
+struct LayerSums {
+    heads: Vec<HeadFigures>,
+    /// Σ over heads of each candidate's z-score.
+    profile: Vec<f64>,
+    histogram: Vec<f64>,
+    pooled: PooledPairs,
+    /// Σ over heads of P[i, s] for content rows i and separator columns s.
+    separator_sums: Vec<f32>,
+}
+
+impl LayerSums {
+    fn new(doc: &Document, heads: usize) -> Self {
+        Self {
+            heads: Vec::with_capacity(heads),
+            profile: vec![0.0; doc.pairs.len()],
+            histogram: vec![0.0; doc.t],
+            pooled: PooledPairs::default(),
+            separator_sums: Vec::new(),
+        }
+    }
+
+    /// Adds the next head's part; gives its S' buffer back for reuse.
+    fn add(&mut self, part: HeadPart) -> Vec<f32> {
+        // The correlation grid averages per-head z-scores; a constant head
+        // has none and adds nothing.
+        if let Some(m) = part.moments.filter(|m| m.std > 0.0) {
+            let scale = 1.0 / m.std;
+            for (acc, &v) in self.profile.iter_mut().zip(&part.values) {
+                *acc += (f64::from(v) - m.mean) * scale;
+            }
+        }
+        for (acc, w) in self.histogram.iter_mut().zip(&part.histogram) {
+            *acc += w;
+        }
+        self.pooled.weight += part.pooled.weight;
+        self.pooled.distance += part.pooled.distance;
+        self.pooled.same += part.pooled.same;
+        if self.heads.is_empty() {
+            self.separator_sums = part.separator_columns;
+        } else {
+            for (sum, p) in self.separator_sums.iter_mut().zip(&part.separator_columns) {
+                *sum += p;
+            }
+        }
+        self.heads.push(part.figures);
+        part.values
+    }
+}
+
+/// Analyses a layer's heads in order, those in `given` (indexed by head)
+/// already analysed, and adds them up.
 fn analyse_layer(
     doc: &Document,
     squares: LayerSquares,
-    layer: usize,
     scratch: &mut Scratch,
+    given: &mut [Option<HeadPart>],
 ) -> AnalysedLayer {
     let n = doc.pairs.len();
-    let mut profile = vec![0.0f64; n];
-    let mut heads = Vec::with_capacity(squares.heads);
-    let mut histogram = vec![0.0f64; doc.t];
-    let mut pooled = PooledPairs::default();
-    // Σ over heads of P[i, s] for content rows i and separator columns s.
-    let mut separator_sums = vec![0.0f32; doc.content.len() * doc.separators.len()];
+    let mut sums = LayerSums::new(doc, squares.heads);
     for h in 0..squares.heads {
-        let id = HeadId::new(layer, h);
-        let figures = analyse_head(
-            doc,
-            squares.has_attention().then(|| squares.head_attention(h)),
-            squares.head_similarity(h),
-            id,
-            scratch,
-            &mut profile,
-            &mut separator_sums,
-            HeadTotals {
-                histogram: &mut histogram,
-                pooled: &mut pooled,
-            },
-        );
-        heads.push(figures);
+        let part = given.get_mut(h).and_then(Option::take).unwrap_or_else(|| {
+            analyse_head(
+                doc,
+                squares.has_attention().then(|| squares.head_attention(h)),
+                squares.head_similarity(h),
+                scratch,
+            )
+        });
+        let values = sums.add(part);
+        if values.capacity() > scratch.values.capacity() {
+            scratch.values = values;
+        }
     }
+    let LayerSums {
+        heads,
+        profile,
+        histogram,
+        pooled,
+        separator_sums,
+    } = sums;
 
     // Means over every head of a per-head attention figure.
     let head_mean = |figure: fn(&HeadFigures) -> Option<f64>| {
@@ -384,12 +486,6 @@ fn analyse_layer(
     AnalysedLayer { figures, profile }
 }
 
-/// What a layer adds up over its heads' selected pairs.
-struct HeadTotals<'a> {
-    histogram: &'a mut [f64],
-    pooled: &'a mut PooledPairs,
-}
-
 /// Weighted sums over the selected pairs of every head of a layer.
 #[derive(Default)]
 struct PooledPairs {
@@ -398,17 +494,12 @@ struct PooledPairs {
     same: f64,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn analyse_head(
     doc: &Document,
     attention: Option<&[f32]>,
     similarity: &[f32],
-    id: HeadId,
     scratch: &mut Scratch,
-    profile: &mut [f64],
-    separator_sums: &mut [f32],
-    totals: HeadTotals,
-) -> HeadFigures {
+) -> HeadPart {
     let t = doc.t;
     let transform = Transform::new(similarity, t, doc.options.similarity);
 
@@ -426,16 +517,8 @@ fn analyse_head(
     }
     let moments = Moments::of(&values);
 
-    // The correlation grid averages per-head z-scores; a constant head has
-    // none and adds nothing.
-    if let Some(m) = moments.filter(|m| m.std > 0.0) {
-        let scale = 1.0 / m.std;
-        for (acc, &v) in profile.iter_mut().zip(values.iter()) {
-            *acc += (f64::from(v) - m.mean) * scale;
-        }
-    }
-
-    let mut pairs = WeightedPairs::new(doc, scratch, totals.histogram);
+    let mut histogram = vec![0.0; t];
+    let mut pairs = WeightedPairs::new(doc, scratch, &mut histogram);
     let mut ties = None;
     let selected: Vec<(u32, u32)> = match doc.options.selection {
         Selection::TopFraction { q } => {
@@ -482,12 +565,13 @@ fn analyse_head(
             chosen
         }
     };
-    let mut figures = pairs.finish(totals.pooled);
-    scratch.values = values;
+    let mut pooled = PooledPairs::default();
+    let mut figures = pairs.finish(&mut pooled);
     figures.ties = ties;
+    let mut separator_columns = Vec::new();
     if let Some(attention) = attention {
-        let first_head = id.head == 0;
-        let pass = attention_pass(doc, attention, separator_sums, first_head);
+        separator_columns = vec![0.0; doc.content.len() * doc.separators.len()];
+        let pass = attention_pass(doc, attention, &mut separator_columns);
         figures.attention_stats = Some(pass.stats);
         figures.separator_attention = pass.separator_attention;
         figures.sink_attention = pass.sink_attention;
@@ -496,7 +580,20 @@ fn analyse_head(
         .into_iter()
         .map(|(i, j)| (i as usize, j as usize))
         .collect();
-    figures
+    HeadPart {
+        figures,
+        values,
+        moments,
+        histogram,
+        pooled,
+        separator_columns,
+    }
+}
+
+/// The lock's data, whether or not a thread panicked while holding it (the
+/// data is whole between the statements that change it).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The per-head figures of ANALYSIS.md §4 that depend only on the selected

@@ -18,7 +18,7 @@
 //! decoders, ModernBERT) before each sub-layer.
 
 use super::blocks::{DenseCpu, NormCpu};
-use super::stack::{CaptureBuffers, ForwardError, LayerCaptures};
+use super::stack::{CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
 use super::team::{self, Barrier};
 use crate::kernels::attention::{attend, ScoreRule};
 use crate::kernels::{self, Activation, MatRef};
@@ -125,9 +125,14 @@ pub(super) enum Capture<'a> {
     /// Writes every layer's into these buffers.
     Kept(CaptureBuffers<'a>),
     /// Hands each layer's, with the rotated queries and keys P is made
-    /// from, to the sink as soon as the layer's attention is complete
-    /// (on the calling thread), in buffers the next layer reuses.
-    Streamed(&'a mut LayerSink<'a>),
+    /// from, to `layers` as soon as the layer's attention is complete
+    /// (on the calling thread), in buffers the next layer reuses; and,
+    /// before, each head's P and S to `heads` as soon as the head is made
+    /// (on the thread that made it).
+    Streamed {
+        layers: &'a mut LayerSink<'a>,
+        heads: Option<&'a HeadSink<'a>>,
+    },
 }
 
 /// Receives layer `index`'s captures.
@@ -161,9 +166,9 @@ pub(super) fn run(
         .collect();
     let square = shape.tokens * shape.tokens;
     let vectors = shape.tokens * shape.head_dim;
-    let (mut out, sink) = match capture {
-        Capture::Kept(out) => (Some(out), None),
-        Capture::Streamed(sink) => (None, Some(sink)),
+    let (mut out, sink, head_sink) = match capture {
+        Capture::Kept(out) => (Some(out), None, None),
+        Capture::Streamed { layers, heads } => (None, Some(layers), heads),
     };
     let mut layer_buffers = [
         shape.heads * square,
@@ -203,6 +208,7 @@ pub(super) fn run(
         heads: head_ranges,
         columns: column_ranges,
         barrier: Barrier::new(threads),
+        head_sink,
         stop_at: AtomicUsize::new(usize::MAX),
         attention_partials: mailboxes(),
         feed_forward_partials: mailboxes(),
@@ -316,6 +322,8 @@ struct Pass<'a> {
     /// Each thread's feed-forward intermediate columns.
     columns: Vec<Range<usize>>,
     barrier: Barrier,
+    /// Where each streamed head goes as soon as it is made.
+    head_sink: Option<&'a HeadSink<'a>>,
     /// The layer at which the pass stops (`usize::MAX`: none).
     stop_at: AtomicUsize,
     /// Each thread's partial sum of the attention-output projection, T × hidden.
@@ -490,6 +498,9 @@ impl Pass<'_> {
                         o,
                         s,
                     );
+                    if let Some(head_sink) = self.head_sink {
+                        head_sink(l, head, p, s);
+                    }
                     for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
                         row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
                     }

@@ -46,7 +46,7 @@ pub use config::ModelConfig;
 pub use decoder::Decoder;
 pub use encoder::Encoder;
 pub use family::Family;
-pub use stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
+pub use stack::{AttentionStack, CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
@@ -326,12 +326,15 @@ impl Model {
 
     /// Runs a decoder keeping, instead of every P and S, what recomputes
     /// them ([`Captures::recompute`]); each layer's full captures go to
-    /// `on_layer` while they exist, for the figures that need them.
+    /// `on_layer` while they exist, for the figures that need them, and,
+    /// where given, each of its heads' P and S to `on_head` before
+    /// (on the CPU pass, on the thread that made the head).
     /// An error for the BERT-like encoders.
     pub fn capture_recomputable(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
+        on_head: Option<&HeadSink>,
         on_layer: &mut dyn FnMut(usize, &LayerCaptures),
     ) -> Result<Captures, ForwardError> {
         self.check_input(input_ids)?;
@@ -348,7 +351,7 @@ impl Model {
         let mut head_outputs = vec![0.0; layers * vectors];
         let mut queries = vec![0.0; layers * vectors];
         let mut keys = vec![0.0; layers * kv_vectors];
-        decoder.forward_layers(input_ids, cancelled, &mut |index, layer| {
+        decoder.forward_layers(input_ids, cancelled, on_head, &mut |index, layer| {
             on_layer(index, &layer);
             let at = |size: usize| index * size..(index + 1) * size;
             head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);

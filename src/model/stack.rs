@@ -95,6 +95,12 @@ pub struct LayerCaptures<'a> {
     pub keys: &'a [f32],
 }
 
+/// Receives one head's P and S (T×T each) as soon as the head is made, on
+/// the thread that made it: `(layer, head, attention, similarity)`. A
+/// caller's work on each head then runs on every thread of the pass, while
+/// the head is in that core's cache.
+pub type HeadSink<'a> = dyn Fn(usize, usize, &[f32], &[f32]) + Sync + 'a;
+
 /// Where one layer's heads write P and S (H×T×T) and O (H×T×d).
 pub struct LayerAttention<'a> {
     pub attention: &'a mut [f32],

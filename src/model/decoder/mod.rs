@@ -33,7 +33,7 @@ use super::blocks::Norm;
 use super::config::{Activation, ModelConfig, PreNormShape};
 use super::cpu_pass::{self, Capture, LayerSink, PassShape, RotaryCpu};
 use super::family::Family;
-use super::stack::{AttentionStack, CaptureBuffers, ForwardError, LayerCaptures};
+use super::stack::{AttentionStack, CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
 use super::weight::{Weight, WeightBuilder};
 use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
@@ -121,19 +121,36 @@ impl Decoder {
 
     /// Runs the decoder on one sequence, handing each layer's captures to
     /// `sink` as soon as they exist (the caller keeps what it needs: a long
-    /// input's P and S of every layer would not fit in memory).
+    /// input's P and S of every layer would not fit in memory), and, where
+    /// given, each head's P and S to `heads` before its layer goes to
+    /// `sink` (on the CPU pass, on the thread that made the head).
     pub fn forward_layers(
         &self,
         input_ids: &[u32],
         cancelled: &dyn Fn() -> bool,
+        heads: Option<&HeadSink>,
         sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
     ) -> std::result::Result<(), ForwardError> {
         if self.cpu_pass {
             let mut sink = |index: usize, layer: LayerCaptures| sink(index, layer);
-            let sink: &mut LayerSink = &mut sink;
-            return self.forward_cpu(input_ids, cancelled, Capture::Streamed(sink));
+            let layers: &mut LayerSink = &mut sink;
+            return self.forward_cpu(input_ids, cancelled, Capture::Streamed { layers, heads });
         }
-        self.forward_tensors(input_ids, cancelled, sink, None)
+        let Some(heads) = heads else {
+            return self.forward_tensors(input_ids, cancelled, sink, None);
+        };
+        let square = input_ids.len() * input_ids.len();
+        let mut sink = |index: usize, layer: LayerCaptures| {
+            let squares = layer
+                .attention
+                .chunks(square)
+                .zip(layer.similarity.chunks(square));
+            for (head, (attention, similarity)) in squares.enumerate() {
+                heads(index, head, attention, similarity);
+            }
+            sink(index, layer)
+        };
+        self.forward_tensors(input_ids, cancelled, &mut sink, None)
     }
 
     /// [`Decoder::forward_layers`] on candle's ops, on any device, each
@@ -401,7 +418,7 @@ impl AttentionStack for Decoder {
             return self.forward_cpu(input_ids, cancelled, Capture::Kept(out));
         }
         let mut out = out;
-        self.forward_layers(input_ids, cancelled, &mut |index, layer| {
+        self.forward_layers(input_ids, cancelled, None, &mut |index, layer| {
             let target = out.layer(index, heads, tokens, head_dim);
             target.attention.copy_from_slice(layer.attention);
             target.head_outputs.copy_from_slice(layer.head_outputs);
@@ -463,7 +480,7 @@ mod tests {
                 .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
                 .collect();
             let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink, None));
-            let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, sink));
+            let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, None, sink));
             assert_eq!(reference.len(), model.layers(), "{name}");
             for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
                 let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
