@@ -18,17 +18,30 @@ pub(super) fn unit_profile(mut p: Vec<f64>) -> Option<Vec<f32>> {
     Some(p.iter().map(|x| (x / norm) as f32).collect())
 }
 
-/// Pearson correlation between every two layers' unit profiles.
+/// Pearson correlation between every two layers' unit profiles; the rows
+/// on the threads of the budget (at 2,048 tokens and 30 layers, 435 dot
+/// products of two million pairs).
 pub(super) fn correlation_matrix(unit: Vec<Option<Vec<f32>>>) -> Vec<Vec<Option<f64>>> {
     let l = unit.len();
+    // Row a: its correlations with the layers after it.
+    let upper = crate::threads::map_indices(l, crate::threads::total(), |a| {
+        let Some(x) = &unit[a] else {
+            return vec![None; l - a - 1];
+        };
+        unit[a + 1..]
+            .iter()
+            .map(|y| {
+                let y = y.as_ref()?;
+                finite(dot(x, y).clamp(-1.0, 1.0))
+            })
+            .collect::<Vec<_>>()
+    });
     let mut grid = vec![vec![None; l]; l];
-    for a in 0..l {
-        let Some(x) = &unit[a] else { continue };
-        grid[a][a] = Some(1.0);
-        for b in a + 1..l {
-            let Some(y) = &unit[b] else { continue };
-            let r = dot(x, y);
-            let r = finite(r.clamp(-1.0, 1.0));
+    for (a, row) in upper.into_iter().enumerate() {
+        if unit[a].is_some() {
+            grid[a][a] = Some(1.0);
+        }
+        for (b, r) in (a + 1..l).zip(row) {
             grid[a][b] = r;
             grid[b][a] = r;
         }

@@ -153,6 +153,9 @@ pub struct LayerAnalyser<'a> {
     given: Mutex<Vec<Vec<Option<HeadPart>>>>,
     /// Buffers of the threads that analyse heads, reused.
     scratch: Mutex<Vec<Scratch>>,
+    /// S' buffers of merged heads, for the next heads: a fresh one per
+    /// head would cost its page faults each time.
+    spare_values: Mutex<Vec<Vec<f32>>>,
 }
 
 impl<'a> LayerAnalyser<'a> {
@@ -184,6 +187,7 @@ impl<'a> LayerAnalyser<'a> {
             layers: Mutex::new((0..layers).map(|_| None).collect()),
             given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
             scratch: Mutex::new(Vec::new()),
+            spare_values: Mutex::new(Vec::new()),
         }
     }
 
@@ -194,6 +198,9 @@ impl<'a> LayerAnalyser<'a> {
         assert_eq!(attention.len(), t * t, "attention must be T×T");
         assert_eq!(similarity.len(), t * t, "similarity must be T×T");
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
+        if scratch.spare_values.is_empty() {
+            scratch.spare_values.extend(lock(&self.spare_values).pop());
+        }
         let part = analyse_head(&self.doc, Some(attention), similarity, &mut scratch);
         lock(&self.scratch).push(scratch);
         let mut given = lock(&self.given);
@@ -220,6 +227,7 @@ impl<'a> LayerAnalyser<'a> {
         let mut given = std::mem::take(&mut lock(&self.given)[layer]);
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
         let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given);
+        lock(&self.spare_values).append(&mut scratch.spare_values);
         lock(&self.scratch).push(scratch);
         lock(&self.layers)[layer] = Some(analysed);
     }
@@ -337,8 +345,9 @@ impl<'a> Document<'a> {
 /// Per-worker buffers reused from head to head.
 #[derive(Default)]
 struct Scratch {
-    /// S' of the N candidates, in pair order.
-    values: Vec<f32>,
+    /// Buffers for S' of the N candidates (a head's part takes one away;
+    /// its layer gives it back).
+    spare_values: Vec<Vec<f32>>,
     keys: Vec<u64>,
     /// One row of S' (top-k per row).
     row: Vec<f32>,
@@ -369,7 +378,9 @@ struct HeadPart {
 /// whatever thread made each head.
 struct LayerSums {
     heads: Vec<HeadFigures>,
-    /// Σ over heads of each candidate's z-score.
+    pairs: usize,
+    /// Σ over heads of each candidate's z-score; filled by the first head
+    /// (a zeroed buffer read, then written, faults twice per page).
     profile: Vec<f64>,
     histogram: Vec<f64>,
     pooled: PooledPairs,
@@ -381,7 +392,8 @@ impl LayerSums {
     fn new(doc: &Document, heads: usize) -> Self {
         Self {
             heads: Vec::with_capacity(heads),
-            profile: vec![0.0; doc.pairs.len()],
+            pairs: doc.pairs.len(),
+            profile: Vec::new(),
             histogram: vec![0.0; doc.t],
             pooled: PooledPairs::default(),
             separator_sums: Vec::new(),
@@ -392,11 +404,22 @@ impl LayerSums {
     fn add(&mut self, part: HeadPart) -> Vec<f32> {
         // The correlation grid averages per-head z-scores; a constant head
         // has none and adds nothing.
-        if let Some(m) = part.moments.filter(|m| m.std > 0.0) {
+        let z_scores = part.moments.filter(|m| m.std > 0.0).map(|m| {
             let scale = 1.0 / m.std;
-            for (acc, &v) in self.profile.iter_mut().zip(&part.values) {
-                *acc += (f64::from(v) - m.mean) * scale;
-            }
+            part.values
+                .iter()
+                .map(move |&v| (f64::from(v) - m.mean) * scale)
+        });
+        match z_scores {
+            // 0 + z, as the sum of one head is.
+            Some(z) if self.profile.is_empty() => self.profile.extend(z.map(|z| 0.0 + z)),
+            Some(z) => self
+                .profile
+                .iter_mut()
+                .zip(z)
+                .for_each(|(acc, z)| *acc += z),
+            None if self.profile.is_empty() => self.profile.resize(self.pairs, 0.0),
+            None => {}
         }
         for (acc, w) in self.histogram.iter_mut().zip(&part.histogram) {
             *acc += w;
@@ -435,18 +458,17 @@ fn analyse_layer(
                 scratch,
             )
         });
-        let values = sums.add(part);
-        if values.capacity() > scratch.values.capacity() {
-            scratch.values = values;
-        }
+        scratch.spare_values.push(sums.add(part));
     }
     let LayerSums {
         heads,
-        profile,
+        mut profile,
         histogram,
         pooled,
         separator_sums,
+        ..
     } = sums;
+    profile.resize(n, 0.0);
 
     // Means over every head of a per-head attention figure.
     let head_mean = |figure: fn(&HeadFigures) -> Option<f64>| {
@@ -503,7 +525,7 @@ fn analyse_head(
     let t = doc.t;
     let transform = Transform::new(similarity, t, doc.options.similarity);
 
-    let mut values = std::mem::take(&mut scratch.values);
+    let mut values = scratch.spare_values.pop().unwrap_or_default();
     values.clear();
     // Row i's candidates are the content positions after i: the rest of its
     // own run, then every later run (pair order).
