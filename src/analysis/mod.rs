@@ -547,9 +547,13 @@ fn analyse_head(
             let k = top_fraction_count(q, values.len());
             let best = top_fraction(&values, k, &mut pairs.scratch.keys);
             if let Some(&kth) = best.last() {
-                let rule = TieRule::new(values.iter().copied(), values[kth], k);
+                let rule = TieRule::new(&values, values[kth], k);
+                // Most candidates weigh 0: one f32 comparison passes them over.
+                let lowest = rule.lowest_weighted();
                 for (p, &v) in values.iter().enumerate() {
-                    pairs.add(doc.pairs[p], rule.weight(v));
+                    if v >= lowest {
+                        pairs.add(doc.pairs[p], rule.weight(v));
+                    }
                 }
                 ties = Some(rule.share);
             }

@@ -22,22 +22,19 @@ pub(super) struct TieRule {
 
 impl TieRule {
     /// The rule for selecting `k` of `values`, whose k-th best is `kth`.
-    pub(super) fn new(values: impl Iterator<Item = f32> + Clone, kth: f32, k: usize) -> Self {
+    pub(super) fn new(values: &[f32], kth: f32, k: usize) -> Self {
         let kth = f64::from(kth);
-        let largest = values
-            .clone()
-            .map(|v| f64::from(v).abs())
-            .filter(|v| !v.is_nan())
-            .fold(0.0, f64::max);
+        // Widening is exact and keeps the order: the largest |v| in f32 is
+        // the largest in f64.
+        let largest = f64::from(largest_magnitude(values));
         let epsilon = TIE_BAND * largest;
         let (mut above, mut tied) = (0usize, 0usize);
-        for v in values {
+        // Without branches, so that the loop runs in vector lanes.
+        for &v in values {
             let v = f64::from(v);
-            if v > kth + epsilon {
-                above += 1;
-            } else if (v - kth).abs() <= epsilon {
-                tied += 1;
-            }
+            let is_above = v > kth + epsilon;
+            above += usize::from(is_above);
+            tied += usize::from(!is_above && (v - kth).abs() <= epsilon);
         }
         // The k-th value ties with itself, so `tied` ≥ 1 and `above` < k,
         // unless it is not finite (then nothing ties and nothing is shared).
@@ -57,6 +54,24 @@ impl TieRule {
         }
     }
 
+    /// A value below which every candidate's weight is 0 (the band's lower
+    /// edge less a margin far above f64 rounding, as an f32), so that a
+    /// pass over all candidates can skip them with one f32 comparison;
+    /// −∞ where the band is not finite.
+    pub(super) fn lowest_weighted(&self) -> f32 {
+        let edge = self.kth - self.epsilon;
+        let lowest = edge - (self.kth.abs() + self.epsilon) * 1e-9;
+        if !lowest.is_finite() {
+            return f32::NEG_INFINITY;
+        }
+        let rounded = lowest as f32;
+        if f64::from(rounded) > lowest {
+            rounded.next_down()
+        } else {
+            rounded
+        }
+    }
+
     /// The weight of a candidate whose value is `v`.
     #[inline]
     pub(super) fn weight(&self, v: f32) -> f64 {
@@ -69,6 +84,32 @@ impl TieRule {
             0.0
         }
     }
+}
+
+/// The largest |v| of the values that are not NaN (0 for none), in 16
+/// running maxima (one would be a chain of dependent steps).
+fn largest_magnitude(values: &[f32]) -> f32 {
+    let keep_larger = |m: f32, v: f32| {
+        let a = v.abs();
+        // NaN compares false and is passed over.
+        if a > m {
+            a
+        } else {
+            m
+        }
+    };
+    let mut lanes = [0.0f32; 16];
+    let chunks = values.chunks_exact(16);
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(0.0, |m, &v| keep_larger(m, v));
+    for chunk in chunks {
+        for (m, &v) in lanes.iter_mut().zip(chunk) {
+            *m = keep_larger(*m, v);
+        }
+    }
+    lanes.into_iter().fold(rest, keep_larger)
 }
 
 /// k of the top-fraction rule for N candidates: max(1, floor(q·N)), at most
@@ -172,6 +213,7 @@ pub(super) fn top_k_per_row(
         return Vec::new();
     }
     let mut chosen = Vec::with_capacity(c * k);
+    let mut partner_values = Vec::with_capacity(c);
     for &i in &doc.content {
         row.clear();
         for run in &doc.content_runs {
@@ -202,7 +244,9 @@ pub(super) fn top_k_per_row(
         let kth_value = partners()
             .find(|&(&j, _)| Some(j) == kth)
             .map_or(f32::NAN, |(_, &v)| v);
-        let rule = TieRule::new(partners().map(|(_, &v)| v), kth_value, k);
+        partner_values.clear();
+        partner_values.extend(partners().map(|(_, &v)| v));
+        let rule = TieRule::new(&partner_values, kth_value, k);
         for (&j, &v) in partners() {
             let w = rule.weight(v);
             if w > 0.0 {
@@ -219,6 +263,43 @@ pub(super) fn top_k_per_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_skip_bound_passes_over_only_candidates_of_weight_zero() {
+        // Values on and around the band's edges, in f32 steps, for a
+        // positive, a negative and a zero k-th value; NaN and ∞ among them.
+        for kth in [0.37f32, -2.5, 0.0] {
+            let mut values = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1000.0];
+            let epsilon = (TIE_BAND * 1000.0) as f32;
+            for edge in [kth - epsilon, kth, kth + epsilon] {
+                let mut v = edge;
+                for _ in 0..40 {
+                    v = v.next_down();
+                }
+                for _ in 0..80 {
+                    values.push(v);
+                    v = v.next_up();
+                }
+            }
+            let finite: Vec<f32> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            assert_eq!(largest_magnitude(&values[1..]), f32::INFINITY);
+            assert_eq!(largest_magnitude(&finite), 1000.0);
+            // k large enough that the tied values share places.
+            let rule = TieRule::new(&finite, kth, finite.len() - 1);
+            let lowest = rule.lowest_weighted();
+            let mut weighed_below_kth = 0;
+            for v in finite {
+                if rule.weight(v) > 0.0 {
+                    assert!(v >= lowest, "{v} weighs {} below {lowest}", rule.weight(v));
+                    weighed_below_kth += usize::from(v < kth);
+                }
+            }
+            assert!(weighed_below_kth > 30, "the lower edge is in the band");
+            assert!(rule.weight(lowest.next_down()) == 0.0);
+        }
+        assert_eq!(largest_magnitude(&[f32::NAN, -3.0, 2.0]), 3.0);
+        assert_eq!(largest_magnitude(&[]), 0.0);
+    }
 
     #[test]
     fn rank_key_orders_like_numpy_lexsort() {
