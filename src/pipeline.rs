@@ -2,7 +2,8 @@
 //! the benchmarks and the tests: build the input (ANALYSIS.md §1), run the
 //! encoder with every head captured (§2), compute the figures (§3–§5);
 //! when every head's P and S would not fit the memory limit (a decoder on a
-//! long input), the figures are computed layer by layer during the pass and
+//! long input), the figures are computed during the pass, each head on
+//! the thread that made it and each layer once its heads are done, and
 //! the captures keep what recomputes P and S per head ([`capture_and_analyze`]);
 //! and, for a comparison, run a second model on the same text and compare
 //! the two ([`run_comparison`]).
@@ -351,7 +352,8 @@ pub fn run_prepared(
 }
 
 /// Milliseconds in the model and in the analysis (during a pass that
-/// analyses layer by layer, the analysis' share of it).
+/// analyses as it goes, the model's time holds the heads' analysis, made
+/// on the pass's threads, and the analysis' the layers' and the rest).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StageTimes {
     pub model_ms: f64,
