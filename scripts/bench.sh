@@ -30,13 +30,16 @@ sections=" ${SECTIONS:-encoders decoders llama3 app} "
 wants() { [[ "$sections" == *" $1 "* ]]; }
 minilm="$(scripts/fetch-test-model.sh)"
 if [ "${ISA:-}" = avx2 ]; then
-  cargo build --release --quiet --bin headscope --no-default-features
+  # A target folder of its own, so that the default release binary stays
+  # the one with the AVX-512 kernels.
+  cargo build --release --quiet --bin headscope --no-default-features --target-dir target/avx2
+  bin=target/avx2/release/headscope
   export ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
   echo "PyTorch CPU capability: $("$ref_py" -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
 else
   cargo build --release --quiet --bin headscope
+  bin=target/release/headscope
 fi
-bin=target/release/headscope
 base="${BERT_BASE_DIR:-target/bert-base-random}"
 if { wants encoders || wants app; } && [ ! -f "$base/model.safetensors" ]; then
   "$bin" make-random-model --like bert-base-uncased --tokenizer "$minilm/tokenizer.json" --out "$base"
@@ -47,35 +50,16 @@ if wants encoders && [ ! -f "$roberta/model.safetensors" ]; then
     --tokenizer tests/fixtures/families/roberta/tokenizer.json --out "$roberta"
 fi
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d['$1'])"; }
-if wants encoders; then
-printf '| model | tokens | headscope median ms | reference median ms | ratio | headscope peak RSS MB |\n'
-printf '|---|---:|---:|---:|---:|---:|\n'
-for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init" \
-  "RoBERTa-base (random):$roberta:--random-init"; do
-  IFS=: read -r name dir flag <<<"$spec"
-  for tokens in 128 512; do
-    ours="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "$runs")"
-    theirs="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "$runs" $flag 2>/dev/null)"
-    o="$(json median_ms <<<"$ours")"; t="$(json median_ms <<<"$theirs")"; m="$(json peak_rss_mb <<<"$ours")"
-    python3 -c "print(f'| $name | $tokens | {float($o):.1f} | {float($t):.1f} | {float($o)/float($t):.2f} | {float($m):.0f} |')"
-  done
-done
-fi
-
-# Decoders, headscope and the reference alternating (ROUNDS rounds, each
-# one call of each with a warm-up and DECODER_RUNS runs), so that a busy
-# machine slows both alike: the medians of the calls' medians and the median
-# of the rounds' ratios. SmolLM2-135M-Instruct is the real checkpoint (30
-# layers × 9 query heads, 3 key/value heads, hidden 576); Qwen2-0.5B's shape
-# (24 layers × 14 query heads, 2 key/value heads, hidden 896) has random
-# weights. At 2,048 tokens P and S are recomputed per head in headscope (the
-# default memory limit), while the reference holds every one at once.
-alternate() { # name dir tokens [flag]
-  local name="$1" dir="$2" tokens="$3" flag="${4:-}" ours=() theirs=() rss=() ref_rss=()
+# headscope and the reference alternating (ROUNDS rounds, each one call of
+# each with a warm-up and `runs` runs), so that a busy machine slows both
+# alike: the medians of the calls' medians and the median of the rounds'
+# ratios.
+alternate() { # runs name dir tokens [flag]
+  local runs="$1" name="$2" dir="$3" tokens="$4" flag="${5:-}" ours=() theirs=() rss=() ref_rss=()
   for _ in $(seq "${ROUNDS:-3}"); do
     local o t
-    o="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "${DECODER_RUNS:-2}")"
-    t="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "${DECODER_RUNS:-2}" $flag 2>/dev/null)"
+    o="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "$runs")"
+    t="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "$runs" $flag 2>/dev/null)"
     ours+=("$(json median_ms <<<"$o")"); theirs+=("$(json median_ms <<<"$t")")
     rss+=("$(json peak_rss_mb <<<"$o")"); ref_rss+=("$(json peak_rss_mb <<<"$t")")
   done
@@ -88,6 +72,23 @@ print(f"| {name} | {tokens} | {st.median(ours):.0f} | {st.median(theirs):.0f} | 
       f"| {max(float(v) for v in rss.split()):.0f} | {max(float(v) for v in ref.split()):.0f} |")
 PY
 }
+if wants encoders; then
+  printf '| model | tokens | headscope ms | reference ms | ratio (median of rounds) | headscope peak RSS MB | reference peak RSS MB |\n'
+  printf '|---|---:|---:|---:|---:|---:|---:|\n'
+  for spec in "all-MiniLM-L6-v2:$minilm:" "BERT-base (random):$base:--random-init" \
+    "RoBERTa-base (random):$roberta:--random-init"; do
+    IFS=: read -r name dir flag <<<"$spec"
+    for tokens in 128 512; do
+      alternate "$runs" "$name" "$dir" "$tokens" $flag
+    done
+  done
+fi
+
+# Decoders: SmolLM2-135M-Instruct is the real checkpoint (30 layers × 9
+# query heads, 3 key/value heads, hidden 576); Qwen2-0.5B's shape (24 layers
+# × 14 query heads, 2 key/value heads, hidden 896) has random weights. At
+# 2,048 tokens P and S are recomputed per head in headscope (the default
+# memory limit), while the reference holds every one at once.
 if wants decoders; then
   smollm2="${SMOLLM2_DIR:-$(scripts/fetch-smollm2-model.sh)}"
   qwen="${QWEN2_DIR:-target/qwen2-0.5b-random}"
@@ -99,11 +100,11 @@ if wants decoders; then
   printf '| decoder | tokens | headscope ms | reference ms | ratio (median of rounds) | headscope peak RSS MB | reference peak RSS MB |\n'
   printf '|---|---:|---:|---:|---:|---:|---:|\n'
   for tokens in 512 2048; do
-    alternate "SmolLM2-135M-Instruct" "$smollm2" "$tokens"
+    alternate "${DECODER_RUNS:-2}" "SmolLM2-135M-Instruct" "$smollm2" "$tokens"
   done
   # At 2,048 tokens the reference holds 19.5 GB: QWEN2_TOKENS=512 skips it.
   for tokens in ${QWEN2_TOKENS:-512 2048}; do
-    alternate "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
+    alternate "${DECODER_RUNS:-2}" "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
   done
 fi
 

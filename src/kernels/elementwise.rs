@@ -273,6 +273,16 @@ mod consts {
     /// √(2/π) and the cubic coefficient of the tanh GELU.
     pub const GELU_TANH_C: f32 = 0.797_884_6;
     pub const GELU_TANH_K: f32 = 0.044_715;
+    /// e^r's Taylor coefficients after r⁷'s (1/7!), highest first.
+    pub const TAYLOR_EXP: [f32; 7] = [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ];
 }
 
 /// Portable versions, for CPUs without AVX-512.
@@ -310,6 +320,107 @@ pub(super) mod scalar {
     }
 }
 
+/// The vector kernels, written once: each instruction set's module below
+/// defines its lanes (`V`, `LANES`), `load`/`store` of a chunk of at most
+/// `LANES` values, the arithmetic (`add`, `mul`, `fmadd`, … under those
+/// names), `exp`'s range reduction (where the two differ) and the
+/// reductions, then instantiates these bodies with its `target_feature`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! vector_kernels {
+    ($feature:literal) => {
+        /// The same A&S erf as `scalar::erf`.
+        #[inline]
+        #[target_feature(enable = $feature)]
+        fn erf(x: V) -> V {
+            let a = abs(x);
+            let one = splat(1.0);
+            let t = div(one, fmadd(splat(ERF_P), a, one));
+            let mut poly = splat(ERF_A[4]);
+            for c in [ERF_A[3], ERF_A[2], ERF_A[1], ERF_A[0]] {
+                poly = fmadd(poly, t, splat(c));
+            }
+            poly = mul(poly, t);
+            let e = exp(sub(splat(0.0), mul(a, a)));
+            // y ≥ 0: give it x's sign.
+            with_sign_of(fnmadd(poly, e, one), x)
+        }
+
+        #[target_feature(enable = $feature)]
+        pub fn softmax(row: &mut [f32]) {
+            // Four running maxima: one would make every step wait for the last.
+            let mut maxima = [splat(f32::NEG_INFINITY); 4];
+            for (i, chunk) in row.chunks(LANES).enumerate() {
+                maxima[i % 4] = max(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
+            }
+            let top = max(max(maxima[0], maxima[1]), max(maxima[2], maxima[3]));
+            let top = splat(reduce_max(top));
+            let mut sum = splat(0.0);
+            for chunk in row.chunks_mut(LANES) {
+                let e = exp(sub(load(chunk, f32::NEG_INFINITY), top));
+                store(chunk, e);
+                sum = add_first(sum, e, chunk.len());
+            }
+            let inverse = splat(1.0 / reduce_add(sum));
+            for chunk in row.chunks_mut(LANES) {
+                store(chunk, mul(load(chunk, 0.0), inverse));
+            }
+        }
+
+        #[target_feature(enable = $feature)]
+        pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
+            let half = splat(0.5);
+            let one = splat(1.0);
+            for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
+                let x = add(load(chunk, 0.0), load(bias, 0.0));
+                let y = match act {
+                    Activation::Gelu => {
+                        let e = erf(mul(x, splat(std::f32::consts::FRAC_1_SQRT_2)));
+                        mul(mul(half, x), add(one, e))
+                    }
+                    Activation::GeluTanh => {
+                        // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
+                        let x3 = mul(mul(x, x), x);
+                        let u = mul(splat(GELU_TANH_C), fmadd(splat(GELU_TANH_K), x3, x));
+                        let e = exp(add(u, u));
+                        let two = splat(2.0);
+                        let t = sub(two, div(two, add(e, one)));
+                        mul(mul(half, x), t)
+                    }
+                    Activation::Relu => max(x, splat(0.0)),
+                    Activation::Silu => {
+                        let e = exp(sub(splat(0.0), x));
+                        div(x, add(one, e))
+                    }
+                };
+                store(chunk, y);
+            }
+        }
+
+        /// [`super::sum_rows`] compiled with this module's instruction set.
+        #[target_feature(enable = $feature)]
+        pub fn sum_rows(
+            out: &mut [f32],
+            partials: &[&[f32]],
+            bias: &[f32],
+            residual: &[f32],
+            norm: Option<super::RowNorm>,
+        ) {
+            super::sum_rows_body(out, partials, bias, residual, norm);
+        }
+
+        /// e^r for r = x − n·ln 2, by the degree-7 Taylor polynomial.
+        #[inline]
+        #[target_feature(enable = $feature)]
+        fn exp_reduced(x: V, n: V) -> V {
+            let r = fnmadd(n, splat(LN2_HI), x);
+            let r = fnmadd(n, splat(LN2_LO), r);
+            TAYLOR_EXP
+                .iter()
+                .fold(splat(1.0 / 5040.0), |p, &c| fmadd(p, r, splat(c)))
+        }
+    };
+}
+
 /// AVX-512F versions. Every function requires the feature; callers check
 /// `has_avx512()` first.
 #[cfg(target_arch = "x86_64")]
@@ -317,8 +428,17 @@ mod avx512 {
     use super::consts::*;
     use super::Activation;
     use std::arch::x86_64::*;
+    // The arithmetic `vector_kernels!` is written in.
+    use std::arch::x86_64::{
+        _mm512_add_ps as add, _mm512_div_ps as div, _mm512_fmadd_ps as fmadd,
+        _mm512_fnmadd_ps as fnmadd, _mm512_max_ps as max, _mm512_mul_ps as mul,
+        _mm512_set1_ps as splat, _mm512_sub_ps as sub,
+    };
 
+    type V = __m512;
     const LANES: usize = 16;
+
+    vector_kernels!("avx512f");
 
     fn mask(len: usize) -> __mmask16 {
         if len >= LANES {
@@ -331,7 +451,7 @@ mod avx512 {
     /// Up to 16 values; lanes past the end read as `fill`.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn load(values: &[f32], fill: f32) -> __m512 {
+    fn load(values: &[f32], fill: f32) -> V {
         // SAFETY: the mask enables only lanes below `values.len()` (at most
         // 16), and masked-off lanes are neither read nor able to fault.
         unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(fill), mask(values.len()), values.as_ptr()) }
@@ -340,9 +460,43 @@ mod avx512 {
     /// Stores the first `values.len()` (at most 16) lanes.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn store(values: &mut [f32], v: __m512) {
+    fn store(values: &mut [f32], v: V) {
         // SAFETY: as in `load`, only lanes inside the slice are written.
         unsafe { _mm512_mask_storeu_ps(values.as_mut_ptr(), mask(values.len()), v) }
+    }
+
+    /// `sum + e` in the first `len` lanes: `exp` gives the smallest
+    /// denormal, not 0, for the −∞ read past a row's end.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn add_first(sum: V, e: V, len: usize) -> V {
+        _mm512_mask_add_ps(sum, mask(len), sum, e)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn reduce_max(v: V) -> f32 {
+        _mm512_reduce_max_ps(v)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn reduce_add(v: V) -> f32 {
+        _mm512_reduce_add_ps(v)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn abs(x: V) -> V {
+        _mm512_abs_ps(x)
+    }
+
+    /// `y` (≥ 0) with `x`'s sign bit (AVX-512F has no float `and`/`or`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn with_sign_of(y: V, x: V) -> V {
+        let sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
+        _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign))
     }
 
     /// e^x to about 1 ulp: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its
@@ -351,118 +505,13 @@ mod avx512 {
     /// exponent arithmetic would wrap.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn exp(x: __m512) -> __m512 {
+    fn exp(x: V) -> V {
         let x = _mm512_max_ps(x, _mm512_set1_ps(-104.0));
         let x = _mm512_min_ps(x, _mm512_set1_ps(88.7));
         let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
             _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
         );
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
-        let mut p = _mm512_set1_ps(1.0 / 5040.0);
-        for c in [
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-        }
-        _mm512_scalef_ps(p, n)
-    }
-
-    /// The same A&S erf as `scalar::erf`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn erf(x: __m512) -> __m512 {
-        let a = _mm512_abs_ps(x);
-        let one = _mm512_set1_ps(1.0);
-        let t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(ERF_P), a, one));
-        let mut poly = _mm512_set1_ps(ERF_A[4]);
-        for c in [ERF_A[3], ERF_A[2], ERF_A[1], ERF_A[0]] {
-            poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(c));
-        }
-        poly = _mm512_mul_ps(poly, t);
-        let e = exp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(a, a)));
-        let y = _mm512_fnmadd_ps(poly, e, one);
-        // y ≥ 0: give it x's sign bit.
-        let sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
-        _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign))
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub fn softmax(row: &mut [f32]) {
-        // Four running maxima: one would make every step wait for the last.
-        let mut maxima = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
-        for (i, chunk) in row.chunks(LANES).enumerate() {
-            maxima[i % 4] = _mm512_max_ps(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
-        }
-        let max = _mm512_max_ps(
-            _mm512_max_ps(maxima[0], maxima[1]),
-            _mm512_max_ps(maxima[2], maxima[3]),
-        );
-        let max = _mm512_set1_ps(_mm512_reduce_max_ps(max));
-        let mut sum = _mm512_setzero_ps();
-        for chunk in row.chunks_mut(LANES) {
-            let e = exp(_mm512_sub_ps(load(chunk, 0.0), max));
-            store(chunk, e);
-            sum = _mm512_mask_add_ps(sum, mask(chunk.len()), sum, e);
-        }
-        let inverse = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
-        for chunk in row.chunks_mut(LANES) {
-            store(chunk, _mm512_mul_ps(load(chunk, 0.0), inverse));
-        }
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
-        let half = _mm512_set1_ps(0.5);
-        let one = _mm512_set1_ps(1.0);
-        for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
-            let x = _mm512_add_ps(load(chunk, 0.0), load(bias, 0.0));
-            let y = match act {
-                Activation::Gelu => {
-                    let e = erf(_mm512_mul_ps(
-                        x,
-                        _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
-                    ));
-                    _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, e))
-                }
-                Activation::GeluTanh => {
-                    // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
-                    let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-                    let u = _mm512_mul_ps(
-                        _mm512_set1_ps(GELU_TANH_C),
-                        _mm512_fmadd_ps(_mm512_set1_ps(GELU_TANH_K), x3, x),
-                    );
-                    let e = exp(_mm512_add_ps(u, u));
-                    let two = _mm512_set1_ps(2.0);
-                    let t = _mm512_sub_ps(two, _mm512_div_ps(two, _mm512_add_ps(e, one)));
-                    _mm512_mul_ps(_mm512_mul_ps(half, x), t)
-                }
-                Activation::Relu => _mm512_max_ps(x, _mm512_setzero_ps()),
-                Activation::Silu => {
-                    let e = exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
-                    _mm512_div_ps(x, _mm512_add_ps(one, e))
-                }
-            };
-            store(chunk, y);
-        }
-    }
-
-    /// [`super::sum_rows`] compiled with AVX-512 enabled.
-    #[target_feature(enable = "avx512f")]
-    pub fn sum_rows(
-        out: &mut [f32],
-        partials: &[&[f32]],
-        bias: &[f32],
-        residual: &[f32],
-        norm: Option<super::RowNorm>,
-    ) {
-        super::sum_rows_body(out, partials, bias, residual, norm);
+        _mm512_scalef_ps(exp_reduced(x, n), n)
     }
 }
 
@@ -474,13 +523,22 @@ mod avx2 {
     use super::consts::*;
     use super::Activation;
     use std::arch::x86_64::*;
+    // The arithmetic `vector_kernels!` is written in.
+    use std::arch::x86_64::{
+        _mm256_add_ps as add, _mm256_div_ps as div, _mm256_fmadd_ps as fmadd,
+        _mm256_fnmadd_ps as fnmadd, _mm256_max_ps as max, _mm256_mul_ps as mul,
+        _mm256_set1_ps as splat, _mm256_sub_ps as sub,
+    };
 
+    type V = __m256;
     const LANES: usize = 8;
+
+    vector_kernels!("avx2,fma");
 
     /// Up to 8 values; lanes past the end read as `fill`.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn load(values: &[f32], fill: f32) -> __m256 {
+    fn load(values: &[f32], fill: f32) -> V {
         let mut padded = [fill; LANES];
         let values = if values.len() >= LANES {
             &values[..LANES]
@@ -495,20 +553,50 @@ mod avx2 {
     /// Stores the first `values.len()` (at most 8) lanes.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn store(values: &mut [f32], v: __m256) {
-        let mut all = [0.0; LANES];
-        // SAFETY: `all` holds 8 floats.
-        unsafe { _mm256_storeu_ps(all.as_mut_ptr(), v) };
+    fn store(values: &mut [f32], v: V) {
         let n = values.len().min(LANES);
-        values[..n].copy_from_slice(&all[..n]);
+        values[..n].copy_from_slice(&lanes(v)[..n]);
     }
 
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn lanes(v: __m256) -> [f32; LANES] {
+    fn lanes(v: V) -> [f32; LANES] {
         let mut all = [0.0; LANES];
-        store(&mut all, v);
+        // SAFETY: `all` holds 8 floats.
+        unsafe { _mm256_storeu_ps(all.as_mut_ptr(), v) };
         all
+    }
+
+    /// `sum + e`: lanes past a row's end read −∞, whose `exp` is 0.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn add_first(sum: V, e: V, _len: usize) -> V {
+        add(sum, e)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn reduce_max(v: V) -> f32 {
+        lanes(v).into_iter().fold(f32::NEG_INFINITY, f32::max)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn reduce_add(v: V) -> f32 {
+        lanes(v).into_iter().sum::<f32>()
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn abs(x: V) -> V {
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0), x)
+    }
+
+    /// `y` (≥ 0) with `x`'s sign bit.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn with_sign_of(y: V, x: V) -> V {
+        _mm256_or_ps(y, _mm256_and_ps(x, _mm256_set1_ps(-0.0)))
     }
 
     /// e^x as `avx512::exp` computes it, 2ⁿ put into the exponent bits:
@@ -516,123 +604,18 @@ mod avx2 {
     /// −87.3 (e^x < 1.2e-38) the result is 0.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn exp(x: __m256) -> __m256 {
+    fn exp(x: V) -> V {
         let underflow = _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(-87.3));
         let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
         let x = _mm256_min_ps(x, _mm256_set1_ps(88.0));
         let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
             _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
         );
-        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
-        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
-        let mut p = _mm256_set1_ps(1.0 / 5040.0);
-        for c in [
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-        }
         let two_to_n = _mm256_slli_epi32::<23>(_mm256_add_epi32(
             _mm256_cvtps_epi32(n),
             _mm256_set1_epi32(127),
         ));
+        let p = exp_reduced(x, n);
         _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(two_to_n)), underflow)
-    }
-
-    /// The same A&S erf as `scalar::erf`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn erf(x: __m256) -> __m256 {
-        let sign_bit = _mm256_set1_ps(-0.0);
-        let a = _mm256_andnot_ps(sign_bit, x);
-        let one = _mm256_set1_ps(1.0);
-        let t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), a, one));
-        let mut poly = _mm256_set1_ps(ERF_A[4]);
-        for c in [ERF_A[3], ERF_A[2], ERF_A[1], ERF_A[0]] {
-            poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(c));
-        }
-        poly = _mm256_mul_ps(poly, t);
-        let e = exp(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(a, a)));
-        let y = _mm256_fnmadd_ps(poly, e, one);
-        // y ≥ 0: give it x's sign bit.
-        _mm256_or_ps(y, _mm256_and_ps(x, sign_bit))
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub fn softmax(row: &mut [f32]) {
-        // Four running maxima: one would make every step wait for the last.
-        let mut maxima = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
-        for (i, chunk) in row.chunks(LANES).enumerate() {
-            maxima[i % 4] = _mm256_max_ps(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
-        }
-        let max = _mm256_max_ps(
-            _mm256_max_ps(maxima[0], maxima[1]),
-            _mm256_max_ps(maxima[2], maxima[3]),
-        );
-        let max = _mm256_set1_ps(lanes(max).into_iter().fold(f32::NEG_INFINITY, f32::max));
-        // Lanes past the end read −∞, whose exponential is 0.
-        let mut sum = _mm256_setzero_ps();
-        for chunk in row.chunks_mut(LANES) {
-            let e = exp(_mm256_sub_ps(load(chunk, f32::NEG_INFINITY), max));
-            store(chunk, e);
-            sum = _mm256_add_ps(sum, e);
-        }
-        let inverse = _mm256_set1_ps(1.0 / lanes(sum).into_iter().sum::<f32>());
-        for chunk in row.chunks_mut(LANES) {
-            store(chunk, _mm256_mul_ps(load(chunk, 0.0), inverse));
-        }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub fn activate(values: &mut [f32], bias: &[f32], act: Activation) {
-        let half = _mm256_set1_ps(0.5);
-        let one = _mm256_set1_ps(1.0);
-        for (chunk, bias) in values.chunks_mut(LANES).zip(bias.chunks(LANES)) {
-            let x = _mm256_add_ps(load(chunk, 0.0), load(bias, 0.0));
-            let y = match act {
-                Activation::Gelu => {
-                    let e = erf(_mm256_mul_ps(
-                        x,
-                        _mm256_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
-                    ));
-                    _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e))
-                }
-                Activation::GeluTanh => {
-                    // tanh(u) = 1 − 2/(e^{2u} + 1); 1 + tanh(u) = 2 − 2/(e^{2u} + 1).
-                    let x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-                    let u = _mm256_mul_ps(
-                        _mm256_set1_ps(GELU_TANH_C),
-                        _mm256_fmadd_ps(_mm256_set1_ps(GELU_TANH_K), x3, x),
-                    );
-                    let e = exp(_mm256_add_ps(u, u));
-                    let two = _mm256_set1_ps(2.0);
-                    let t = _mm256_sub_ps(two, _mm256_div_ps(two, _mm256_add_ps(e, one)));
-                    _mm256_mul_ps(_mm256_mul_ps(half, x), t)
-                }
-                Activation::Relu => _mm256_max_ps(x, _mm256_setzero_ps()),
-                Activation::Silu => {
-                    let e = exp(_mm256_sub_ps(_mm256_setzero_ps(), x));
-                    _mm256_div_ps(x, _mm256_add_ps(one, e))
-                }
-            };
-            store(chunk, y);
-        }
-    }
-
-    /// [`super::sum_rows`] compiled with AVX2 and FMA enabled.
-    #[target_feature(enable = "avx2,fma")]
-    pub fn sum_rows(
-        out: &mut [f32],
-        partials: &[&[f32]],
-        bias: &[f32],
-        residual: &[f32],
-        norm: Option<super::RowNorm>,
-    ) {
-        super::sum_rows_body(out, partials, bias, residual, norm);
     }
 }
