@@ -68,7 +68,8 @@ import statistics as st, sys
 name, tokens, ours, theirs, rss, ref = sys.argv[1:]
 ours, theirs = [float(v) for v in ours.split()], [float(v) for v in theirs.split()]
 ratio = st.median(o / t for o, t in zip(ours, theirs))
-print(f"| {name} | {tokens} | {st.median(ours):.0f} | {st.median(theirs):.0f} | {ratio:.2f} "
+ms = lambda values: f"{st.median(values):.{1 if st.median(values) < 100 else 0}f}"
+print(f"| {name} | {tokens} | {ms(ours)} | {ms(theirs)} | {ratio:.2f} "
       f"| {max(float(v) for v in rss.split()):.0f} | {max(float(v) for v in ref.split()):.0f} |")
 PY
 }
