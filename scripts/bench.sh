@@ -156,4 +156,11 @@ for line in sys.stdin:
         name, p95 = "edit → grid updated (incl. %d ms pause)" % d["debounce_ms"], ""
     print("| %s | %d | %.1f | %s |" % (name, d["tokens"], d["median_ms"], p95))
 '
-HEADSCOPE_BENCH_MODEL="$base" cargo bench --quiet --bench ui 2>/dev/null | grep '"measure"' | python3 -c "$ui_table"
+ui_log="$(mktemp)"
+if ! HEADSCOPE_BENCH_MODEL="$base" cargo bench --quiet --bench ui 2>"$ui_log" |
+  grep '"measure"' | python3 -c "$ui_table"; then
+  echo "The app bench failed; the end of what it printed:" >&2
+  tail -n 30 "$ui_log" >&2
+  exit 1
+fi
+rm -f "$ui_log"
