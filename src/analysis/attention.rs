@@ -66,21 +66,14 @@ fn attention_pass_portable(
     let sum_at = |row: &[f32], at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
     // Row by row, so that every lookup hits the row the entropy just read.
     for (i, row) in attention.chunks_exact(t).enumerate() {
-        // A causal query's keys after itself hold 0 (half of a decoder's
-        // P): they are not read. Whole blocks of 64 are left out, as
+        // The last key the query sees: a causal query's keys after itself
+        // hold 0 (half of a decoder's P).
+        let last_seen = if doc.tokens.causal { i } else { t - 1 };
+        // Those zeros are not read: whole blocks of 64 are left out, as
         // `row_entropy` sums them, so the sum is the same to the bit.
-        let seen = if doc.tokens.causal {
-            &row[..(i + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]
-        } else {
-            row
-        };
-        s.entropy += row_entropy(seen);
+        s.entropy += row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
         s.cls += sum_at(row, &doc.cls);
-        let visible = if doc.tokens.causal {
-            &doc.separators[..doc.separators.partition_point(|&k| k <= i)]
-        } else {
-            &doc.separators[..]
-        };
+        let visible = &doc.separators[..doc.separators.partition_point(|&k| k <= last_seen)];
         let separator = sum_at(row, visible);
         s.sep += separator;
         s.punctuation += sum_at(row, &doc.punctuation);
