@@ -19,35 +19,11 @@ pub(super) struct AttentionPass {
 /// separator and sink attention of the content rows, and the head's
 /// attention on each separator from each content row (`separator_columns`,
 /// content × separators), which the layer adds up over its heads.
-pub(super) fn attention_pass(
-    doc: &Document,
-    attention: &[f32],
-    separator_columns: &mut [f32],
-) -> AttentionPass {
-    // One logarithm per attention entry (L·H·T² of them) dominates the whole
-    // analysis, so the pass gets the CPU's wider vectors where they exist.
-    // The result is bit-identical either way: nothing is fused or reordered.
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2, checked just above.
-        return unsafe { attention_pass_avx2(doc, attention, separator_columns) };
-    }
-    attention_pass_portable(doc, attention, separator_columns)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn attention_pass_avx2(
-    doc: &Document,
-    attention: &[f32],
-    separator_columns: &mut [f32],
-) -> AttentionPass {
-    attention_pass_portable(doc, attention, separator_columns)
-}
-
+// One logarithm per attention entry (L·H·T² of them): the pass is inlined
+// into the head's analysis, which runs in the CPU's widest vectors.
 #[inline(always)]
-fn attention_pass_portable(
-    doc: &Document,
+pub(super) fn attention_pass<'d>(
+    doc: &'d Document,
     attention: &[f32],
     separator_columns: &mut [f32],
 ) -> AttentionPass {
@@ -72,11 +48,15 @@ fn attention_pass_portable(
         // Those zeros are not read: whole blocks of 64 are left out, as
         // `row_entropy` sums them, so the sum is the same to the bit.
         s.entropy += row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
-        s.cls += sum_at(row, &doc.cls);
-        let visible = &doc.separators[..doc.separators.partition_point(|&k| k <= last_seen)];
-        let separator = sum_at(row, visible);
+        // The positions it sees, at or before `last_seen`: the others hold
+        // 0, and reading them would fetch the cache lines the entropy left
+        // out.
+        let visible = |at: &'d [usize]| &at[..at.partition_point(|&k| k <= last_seen)];
+        let seen_separators = visible(&doc.separators);
+        s.cls += sum_at(row, visible(&doc.cls));
+        let separator = sum_at(row, seen_separators);
         s.sep += separator;
-        s.punctuation += sum_at(row, &doc.punctuation);
+        s.punctuation += sum_at(row, visible(&doc.punctuation));
         s.self_attention += f64::from(row[i]);
         if i >= 1 {
             s.previous += f64::from(row[i - 1]);
@@ -88,7 +68,8 @@ fn attention_pass_portable(
             content_separator += separator;
             content_sink += f64::from(row[0]);
             if let Some(columns) = columns.next() {
-                for (column, &k) in columns.iter_mut().zip(&doc.separators) {
+                // The columns of the separators it does not see stay 0.
+                for (column, &k) in columns.iter_mut().zip(seen_separators) {
                     *column = row[k];
                 }
             }

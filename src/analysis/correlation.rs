@@ -2,11 +2,13 @@
 //! layers' head-averaged, z-scored similarity over the candidate pairs.
 
 use super::finite;
+use super::widest::widest;
 
 /// A layer's profile centred and scaled to unit length, kept in f32 (at
 /// 2,048 tokens a profile has two million pairs, and a deep model's
 /// profiles would take 400 MB in f64); `None` for a profile that is constant
 /// up to rounding, which has no direction to correlate.
+#[inline(always)]
 pub(super) fn unit_profile(mut p: Vec<f64>) -> Option<Vec<f32>> {
     let mean = p.iter().sum::<f64>() / p.len() as f64;
     p.iter_mut().for_each(|x| *x -= mean);
@@ -49,8 +51,13 @@ pub(super) fn correlation_matrix(unit: Vec<Option<Vec<f32>>>) -> Vec<Vec<Option<
     grid
 }
 
-/// Σ a·b with eight independent accumulators (see `lane_sum`).
-fn dot(a: &[f32], b: &[f32]) -> f64 {
+widest! {
+    /// Σ a·b with eight independent accumulators (see `lane_sum`).
+    fn dot(a: &[f32], b: &[f32]) -> f64 = dot_body;
+}
+
+#[inline(always)]
+fn dot_body(a: &[f32], b: &[f32]) -> f64 {
     let mut lanes = [0.0f64; 8];
     let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
     let rest: f64 = (chunks_a.remainder().iter())

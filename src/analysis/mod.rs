@@ -37,6 +37,7 @@ pub mod options;
 mod segmentation;
 mod selection;
 mod similarity;
+mod widest;
 
 use std::sync::Mutex;
 
@@ -46,8 +47,9 @@ use crate::tokens::TokenSequence;
 use attention::attention_pass;
 use correlation::{correlation_matrix, unit_profile};
 use segmentation::segmentation;
-use selection::{key_index, rank_key, top_fraction, top_k_per_row, TieRule};
+use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
 use similarity::{Moments, Transform};
+use widest::widest;
 
 use figures::focus_counts;
 pub use figures::{Analysis, AttentionStats, Category, HeadFigures, LayerFigures, TieShare};
@@ -401,6 +403,7 @@ impl LayerSums {
     }
 
     /// Adds the next head's part; gives its S' buffer back for reuse.
+    #[inline(always)]
     fn add(&mut self, part: HeadPart) -> Vec<f32> {
         // The correlation grid averages per-head z-scores; a constant head
         // has none and adds nothing.
@@ -439,9 +442,19 @@ impl LayerSums {
     }
 }
 
-/// Analyses a layer's heads in order, those in `given` (indexed by head)
-/// already analysed, and adds them up.
-fn analyse_layer(
+widest! {
+    /// Analyses a layer's heads in order, those in `given` (indexed by head)
+    /// already analysed, and adds them up.
+    fn analyse_layer(
+        doc: &Document,
+        squares: LayerSquares,
+        scratch: &mut Scratch,
+        given: &mut [Option<HeadPart>],
+    ) -> AnalysedLayer = analyse_layer_body;
+}
+
+#[inline(always)]
+fn analyse_layer_body(
     doc: &Document,
     squares: LayerSquares,
     scratch: &mut Scratch,
@@ -450,14 +463,19 @@ fn analyse_layer(
     let n = doc.pairs.len();
     let mut sums = LayerSums::new(doc, squares.heads);
     for h in 0..squares.heads {
-        let part = given.get_mut(h).and_then(Option::take).unwrap_or_else(|| {
-            analyse_head(
-                doc,
-                squares.has_attention().then(|| squares.head_attention(h)),
-                squares.head_similarity(h),
-                scratch,
-            )
-        });
+        // Not `unwrap_or_else`: a closure would not be compiled for the
+        // caller's vectors (see `widest`).
+        let part = match given.get_mut(h).and_then(Option::take) {
+            Some(part) => part,
+            None => {
+                let attention = if squares.has_attention() {
+                    Some(squares.head_attention(h))
+                } else {
+                    None
+                };
+                analyse_head_body(doc, attention, squares.head_similarity(h), scratch)
+            }
+        };
         scratch.spare_values.push(sums.add(part));
     }
     let LayerSums {
@@ -516,7 +534,18 @@ struct PooledPairs {
     same: f64,
 }
 
-fn analyse_head(
+widest! {
+    /// One head's figures and its part of its layer's sums.
+    fn analyse_head(
+        doc: &Document,
+        attention: Option<&[f32]>,
+        similarity: &[f32],
+        scratch: &mut Scratch,
+    ) -> HeadPart = analyse_head_body;
+}
+
+#[inline(always)]
+fn analyse_head_body(
     doc: &Document,
     attention: Option<&[f32]>,
     similarity: &[f32],
@@ -550,11 +579,9 @@ fn analyse_head(
                 let rule = TieRule::new(&values, values[kth], k);
                 // Most candidates weigh 0: one f32 comparison passes them over.
                 let lowest = rule.lowest_weighted();
-                for (p, &v) in values.iter().enumerate() {
-                    if v >= lowest {
-                        pairs.add(doc.pairs[p], rule.weight(v));
-                    }
-                }
+                for_each_at_least(&values, lowest, |p, v| {
+                    pairs.add(doc.pairs[p], rule.weight(v))
+                });
                 ties = Some(rule.share);
             }
             best.into_iter().map(|p| doc.pairs[p]).collect()
@@ -653,7 +680,7 @@ impl<'a> WeightedPairs<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, (i, j): (u32, u32), w: f64) {
         if w <= 0.0 {
             return;
@@ -679,6 +706,7 @@ impl<'a> WeightedPairs<'a> {
         }
     }
 
+    #[inline(always)]
     fn finish(self, pooled: &mut PooledPairs) -> HeadFigures {
         pooled.weight += self.weight;
         pooled.distance += self.distance;
@@ -756,4 +784,104 @@ fn fraction(count: usize, total: usize) -> Option<f64> {
 
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[CLS]`-less text of `t` tokens in sentences of 37, each closed by a
+    /// separator (id 2), a comma every 5th token, words repeating.
+    fn tokens(t: usize, causal: bool) -> TokenSequence {
+        let mut seq = TokenSequence {
+            sep_id: 2,
+            cls_id: 1,
+            causal,
+            ..TokenSequence::default()
+        };
+        for i in 0..t {
+            let (id, text) = match i {
+                0 => (1, "[CLS]".to_owned()),
+                _ if i % 37 == 36 => (2, "[SEP]".to_owned()),
+                _ if i % 5 == 4 => (3, ",".to_owned()),
+                _ => (10 + (i * 7 % 23) as u32, format!("w{}", i * 7 % 23)),
+            };
+            seq.special.push(id <= 2 && !causal);
+            seq.sentence_ids.push((i > 0).then_some(i / 37));
+            seq.input_ids.push(id);
+            seq.token_texts.push(text);
+            seq.offsets.push(None);
+        }
+        seq
+    }
+
+    /// P (rows summing to 1, 0 past the query for a causal model) and S for
+    /// `heads` heads, from a fixed generator; the last head's S is flat to
+    /// float noise, as a sink head's is.
+    fn squares(t: usize, heads: usize, causal: bool) -> (Vec<f32>, Vec<f32>) {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let (mut attention, mut similarity) = (Vec::new(), Vec::new());
+        for h in 0..heads {
+            for i in 0..t {
+                let seen = if causal { i + 1 } else { t };
+                let row: Vec<f32> = (0..t)
+                    .map(|j| if j < seen { next().powi(4) } else { 0.0 })
+                    .collect();
+                let sum: f32 = row.iter().sum();
+                attention.extend(row.iter().map(|p| p / sum));
+                similarity.extend((0..t).map(|_| {
+                    if h + 1 == heads {
+                        3.0 + next() * 1e-6
+                    } else {
+                        next() * 4.0 - 1.0
+                    }
+                }));
+            }
+        }
+        (attention, similarity)
+    }
+
+    /// The figures compiled for the CPU's widest vectors (`widest!`) are
+    /// those of the plain code to the bit, for every rule and variant. (The
+    /// vectors differ only in an optimised build: `cargo test --release`.)
+    #[test]
+    fn every_instruction_set_gives_the_same_bits() {
+        let (t, heads) = (300, 3);
+        for causal in [false, true] {
+            let tokens = tokens(t, causal);
+            let (attention, similarity) = squares(t, heads, causal);
+            let squares = LayerSquares {
+                attention: &attention,
+                similarity: &similarity,
+                heads,
+            };
+            for (selection, similarity) in [
+                (Selection::default(), SimilarityVariant::Raw),
+                (Selection::AboveMean { z: 2.0 }, SimilarityVariant::Cosine),
+                (Selection::TopKPerRow { k: 2 }, SimilarityVariant::ZScore),
+                (Selection::default(), SimilarityVariant::RowOverDiagonal),
+            ] {
+                let options = AnalysisOptions {
+                    selection,
+                    similarity,
+                    ..AnalysisOptions::default()
+                };
+                let doc = Document::new(&tokens, &options);
+                let widest = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
+                let plain = analyse_layer_body(&doc, squares, &mut Scratch::default(), &mut []);
+                // Debug prints the shortest text that reads back to the same
+                // float, so equal texts are equal bits.
+                let text =
+                    |layer: &AnalysedLayer| format!("{:?} {:?}", layer.figures, layer.profile);
+                assert_eq!(text(&widest), text(&plain), "{options:?}, causal {causal}");
+                assert!(widest.figures.heads[0].mean_distance.is_some());
+            }
+        }
+    }
 }

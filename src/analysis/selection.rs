@@ -22,6 +22,7 @@ pub(super) struct TieRule {
 
 impl TieRule {
     /// The rule for selecting `k` of `values`, whose k-th best is `kth`.
+    #[inline(always)]
     pub(super) fn new(values: &[f32], kth: f32, k: usize) -> Self {
         let kth = f64::from(kth);
         // Widening is exact and keeps the order: the largest |v| in f32 is
@@ -58,6 +59,7 @@ impl TieRule {
     /// edge less a margin far above f64 rounding, as an f32), so that a
     /// pass over all candidates can skip them with one f32 comparison;
     /// −∞ where the band is not finite.
+    #[inline(always)]
     pub(super) fn lowest_weighted(&self) -> f32 {
         let edge = self.kth - self.epsilon;
         let lowest = edge - (self.kth.abs() + self.epsilon) * 1e-9;
@@ -73,7 +75,7 @@ impl TieRule {
     }
 
     /// The weight of a candidate whose value is `v`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn weight(&self, v: f32) -> f64 {
         let v = f64::from(v);
         if v > self.kth + self.epsilon {
@@ -88,6 +90,7 @@ impl TieRule {
 
 /// The largest |v| of the values that are not NaN (0 for none), in 16
 /// running maxima (one would be a chain of dependent steps).
+#[inline(always)]
 fn largest_magnitude(values: &[f32]) -> f32 {
     let keep_larger = |m: f32, v: f32| {
         let a = v.abs();
@@ -110,6 +113,34 @@ fn largest_magnitude(values: &[f32]) -> f32 {
         }
     }
     lanes.into_iter().fold(rest, keep_larger)
+}
+
+/// Calls `f(index, value)` for every value ≥ `threshold` (an IEEE
+/// comparison: NaN never is), in index order. The values are compared 16
+/// at a time, in vector lanes, and only a block with one at least as large
+/// is looked at one by one: the rules pass over a few in a thousand.
+#[inline(always)]
+pub(super) fn for_each_at_least(values: &[f32], threshold: f32, mut f: impl FnMut(usize, f32)) {
+    const BLOCK: usize = 16;
+    let blocks = values.chunks_exact(BLOCK);
+    let rest = blocks.remainder();
+    for (b, block) in blocks.enumerate() {
+        // A fold, not `any`, so that the compiler does not stop early and
+        // compares the whole block at once.
+        if block.iter().fold(false, |hit, &v| hit | (v >= threshold)) {
+            for (offset, &v) in block.iter().enumerate() {
+                if v >= threshold {
+                    f(b * BLOCK + offset, v);
+                }
+            }
+        }
+    }
+    let start = values.len() - rest.len();
+    for (offset, &v) in rest.iter().enumerate() {
+        if v >= threshold {
+            f(start + offset, v);
+        }
+    }
 }
 
 /// k of the top-fraction rule for N candidates: max(1, floor(q·N)), at most
@@ -146,6 +177,7 @@ pub(super) fn key_index(key: u64) -> usize {
 
 /// Indices of the k best values in rank order: numpy's
 /// `np.lexsort((np.arange(n), -v))[:k]`, without sorting all n.
+#[inline(always)]
 pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec<usize> {
     let k = k.min(values.len());
     if k == 0 {
@@ -167,11 +199,7 @@ pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec
         let rank = ((k as f64 / values.len() as f64) * sample.len() as f64 * 2.0) as usize + 8;
         if rank < sample.len() {
             let threshold = *sample.select_nth_unstable_by(rank, |a, b| b.total_cmp(a)).1;
-            for (p, &v) in values.iter().enumerate() {
-                if v >= threshold {
-                    keys.push(rank_key(v, p));
-                }
-            }
+            for_each_at_least(values, threshold, |p, v| keys.push(rank_key(v, p)));
             if keys.len() < k {
                 keys.clear();
             }
@@ -193,6 +221,7 @@ pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec
 /// places by the tie rule; a pair's weight, written to
 /// `scratch.pair_weights` (indexed like the candidates), is the larger of
 /// its weights from its two rows.
+#[inline(always)]
 pub(super) fn top_k_per_row(
     doc: &Document,
     transform: &Transform,
@@ -299,6 +328,27 @@ mod tests {
         }
         assert_eq!(largest_magnitude(&[f32::NAN, -3.0, 2.0]), 3.0);
         assert_eq!(largest_magnitude(&[]), 0.0);
+    }
+
+    #[test]
+    fn for_each_at_least_finds_what_a_plain_filter_finds() {
+        // Hits in the first and last place of a block, in the rest after
+        // the last whole block, NaN and −0 among the values.
+        let mut values: Vec<f32> = (0..16 * 3 + 5).map(|i| (i % 7) as f32 - 3.0).collect();
+        values[0] = 9.0;
+        values[15] = 9.0;
+        values[16 * 3 + 4] = 9.0;
+        values[20] = f32::NAN;
+        values[21] = -0.0;
+        for threshold in [9.0, 2.0, 0.0, -3.0, 10.0, f32::NAN] {
+            let mut found = Vec::new();
+            for_each_at_least(&values, threshold, |p, v| found.push((p, v.to_bits())));
+            let expected: Vec<(usize, u32)> = (values.iter().enumerate())
+                .filter(|&(_, &v)| v >= threshold)
+                .map(|(p, v)| (p, v.to_bits()))
+                .collect();
+            assert_eq!(found, expected, "threshold {threshold}");
+        }
     }
 
     #[test]

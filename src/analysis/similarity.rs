@@ -79,6 +79,7 @@ impl<'a> Transform<'a> {
     /// Appends S'[i, j] for every j in `columns`: `get` with the variant's
     /// dispatch hoisted out of the loop and contiguous columns copied as
     /// slices, which vectorises.
+    #[inline(always)]
     pub(super) fn extend_row(&self, i: usize, columns: std::ops::Range<usize>, out: &mut Vec<f32>) {
         let row = &self.raw[i * self.t..(i + 1) * self.t];
         let values = row[columns.clone()].iter().copied();
@@ -143,6 +144,7 @@ pub(super) struct Moments {
 }
 
 impl Moments {
+    #[inline(always)]
     pub(super) fn of(values: &[f32]) -> Option<Moments> {
         if values.is_empty() {
             return None;

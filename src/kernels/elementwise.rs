@@ -234,8 +234,9 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
 }
 
 /// Whether the AVX-512 element-wise kernels can run (std caches the
-/// answer); never without the `avx512` feature.
-fn has_avx512() -> bool {
+/// answer); never without the `avx512` feature. The analysis's loops ask
+/// the same (`analysis::widest`).
+pub(crate) fn has_avx512() -> bool {
     #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
     {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -249,7 +250,7 @@ fn has_avx512() -> bool {
 /// Whether the AVX2 element-wise kernels can run: AVX2 and FMA, as every
 /// x86-64 CPU of the last decade has.
 #[cfg(target_arch = "x86_64")]
-fn has_avx2() -> bool {
+pub(crate) fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
