@@ -12,6 +12,10 @@
 //! index, so [`ColorMap::index_of`] can read an exported image back into
 //! the order of its values (tests and tools rely on that).
 
+mod scale;
+
+pub use scale::{percentile_range, ColourScale, RangeRule, LOG_FLOOR};
+
 use serde::{Deserialize, Serialize};
 
 type Lut = [[u8; 3]; 256];

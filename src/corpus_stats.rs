@@ -8,7 +8,9 @@
 //!   Chan et al.'s pairwise update, so that shards of a corpus add up to
 //!   the whole;
 //! - [`Summary`]: what a report shows of it (mean, sample std, 95%
-//!   interval, n), with [`t_quantile_975`] (statrs) for the interval;
+//!   interval, n), with [`t_quantile_975`] (statrs) for the interval,
+//!   kept within the values the figure can take ([`Bounds`]): a fraction's
+//!   by Wilson's score interval, a non-negative figure's by its bound;
 //! - [`CorpusStats`]: adds up whole [`Analysis`] values, one per window,
 //!   each window weighted equally; its state serialises and merges.
 //!
@@ -98,7 +100,21 @@ impl Aggregate {
         self.n
     }
 
-    /// Mean, sample std, 95% interval and n.
+    /// Mean, sample std, 95% interval within `bounds` and n.
+    pub fn summary_within(&self, bounds: Bounds) -> Summary {
+        let mut summary = self.summary();
+        if let (Some(mean), Some(std)) = (summary.mean, summary.std) {
+            summary.ci95 = summary.ci95.map(|interval| match bounds {
+                Bounds::Fraction => wilson_interval(mean, std, self.n),
+                // The true mean is ≥ 0, so cutting the interval there
+                // covers it exactly as often as before.
+                Bounds::NonNegative => [interval[0].max(0.0), interval[1]],
+            });
+        }
+        summary
+    }
+
+    /// Mean, sample std, 95% t-interval (unbounded) and n.
     pub fn summary(&self) -> Summary {
         if self.n == 0 {
             return Summary::default();
@@ -120,6 +136,38 @@ impl Aggregate {
             n: self.n,
         }
     }
+}
+
+/// The values a figure can take, which its interval keeps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounds {
+    /// A share, in [0, 1].
+    Fraction,
+    /// A distance or a count, ≥ 0.
+    NonNegative,
+}
+
+/// Wilson's score interval for the mean `mean` of `n` values in [0, 1]
+/// with sample standard deviation `std`, at the t quantile of n − 1
+/// degrees of freedom: the interval for a proportion with the effective
+/// sample size n·p(1 − p)/std² whose binomial standard error equals the
+/// observed one (n − 1 for 0/1 values). Near the middle it is the
+/// t-interval; near 0 or 1 it bends inside [0, 1] instead of crossing
+/// them, as a mean over a few windows of a rare share would.
+pub fn wilson_interval(mean: f64, std: f64, n: usize) -> [f64; 2] {
+    let p = mean.clamp(0.0, 1.0);
+    let binomial = p * (1.0 - p);
+    let Some(z) = t_quantile_975(n.saturating_sub(1)) else {
+        return [p, p];
+    };
+    if std <= 0.0 || binomial <= 0.0 {
+        return [p, p];
+    }
+    let n_eff = n as f64 * binomial / (std * std);
+    let z2n = z * z / n_eff;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let half = z / (1.0 + z2n) * (binomial / n_eff + z2n / (4.0 * n_eff)).sqrt();
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
 /// How often a head fell in each category (ANALYSIS.md §4).
@@ -239,6 +287,13 @@ pub const HEAD_FIGURES: [&str; 7] = [
     "sink_attention",
 ];
 
+/// The values each of [`HEAD_FIGURES`] can take: a distance, then shares.
+const HEAD_BOUNDS: [Bounds; HEAD_FIGURES.len()] = {
+    let mut bounds = [Bounds::Fraction; HEAD_FIGURES.len()];
+    bounds[0] = Bounds::NonNegative;
+    bounds
+};
+
 /// The per-layer figures of ANALYSIS.md §5, in table order.
 pub const LAYER_FIGURES: [&str; 9] = [
     "mean_distance",
@@ -251,6 +306,13 @@ pub const LAYER_FIGURES: [&str; 9] = [
     "segmentation_share_chance",
     "sink_attention",
 ];
+
+/// The values each of [`LAYER_FIGURES`] can take: a distance, then shares.
+const LAYER_BOUNDS: [Bounds; LAYER_FIGURES.len()] = {
+    let mut bounds = [Bounds::Fraction; LAYER_FIGURES.len()];
+    bounds[0] = Bounds::NonNegative;
+    bounds
+};
 
 /// One head's figures over the corpus.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -469,12 +531,12 @@ impl CorpusStats {
 
     /// Tokens per window.
     pub fn tokens_per_window(&self) -> Summary {
-        self.tokens.summary()
+        self.tokens.summary_within(Bounds::NonNegative)
     }
 
     /// The chance same-sentence fraction per window.
     pub fn baseline_same_sentence_fraction(&self) -> Summary {
-        self.baseline.summary()
+        self.baseline.summary_within(Bounds::Fraction)
     }
 
     /// Every layer's and head's summary.
@@ -484,7 +546,7 @@ impl CorpusStats {
             .enumerate()
             .map(|(index, layer)| {
                 let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, segmentation_share, segmentation_share_chance, sink_attention] =
-                    layer.figures.map(|a| a.summary());
+                    within(&layer.figures, LAYER_BOUNDS);
                 LayerSummary {
                     layer: index,
                     mean_distance,
@@ -508,9 +570,14 @@ impl CorpusStats {
     }
 }
 
+/// Each aggregate's summary within its figure's bounds.
+fn within<const N: usize>(aggregates: &[Aggregate; N], bounds: [Bounds; N]) -> [Summary; N] {
+    std::array::from_fn(|i| aggregates[i].summary_within(bounds[i]))
+}
+
 fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
     let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention] =
-        head.figures.map(|a| a.summary());
+        within(&head.figures, HEAD_BOUNDS);
     let windows = head.categories.total();
     // BTreeMap order makes the smallest id win ties.
     let focus_token = head

@@ -1,6 +1,7 @@
 //! From the user's text to the model's input (ANALYSIS.md §1).
 //!
-//! Document mode splits the text into sentences (Unicode UAX #29, or one per
+//! Document mode splits the text into sentences (Unicode UAX #29 with the
+//! line breaks inside a paragraph read as spaces, [`sentences`]; or one per
 //! line), tokenizes each without special tokens and builds
 //! `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]`, with the start and separator
 //! tokens of the model's tokenizer (`<s> s1 </s> … </s>` for RoBERTa,
@@ -15,6 +16,7 @@
 
 mod decoder;
 mod pieces;
+mod sentences;
 
 pub use pieces::{SplitSentence, WindowPiece};
 
@@ -22,7 +24,6 @@ use crate::captures::CaptureMode;
 use crate::tokens::{SpecialToken, SpecialTokens, TokenSequence};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
-use unicode_segmentation::UnicodeSegmentation;
 
 /// How the text becomes sentences and tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -243,11 +244,13 @@ impl BuiltInput {
     }
 }
 
-/// Trimmed, non-empty sentence spans of `text` (byte offsets).
+/// Trimmed, non-empty sentence spans of `text` (byte offsets): one per
+/// line, or (document and plain modes) UAX #29's sentences with a line
+/// break inside a paragraph read as a space (ANALYSIS.md §1).
 pub fn split_sentences(text: &str, mode: InputMode) -> Vec<(usize, usize)> {
     let pieces: Vec<(usize, &str)> = match mode {
         InputMode::OneSentencePerLine => line_spans(text),
-        InputMode::Document | InputMode::Plain => text.split_sentence_bound_indices().collect(),
+        InputMode::Document | InputMode::Plain => sentences::document_pieces(text),
     };
     pieces
         .into_iter()
@@ -360,19 +363,29 @@ impl TokenizedText {
                 }
             }
             InputMode::Document | InputMode::OneSentencePerLine => {
-                let sentences: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+                // A wrapped sentence is read with its line breaks as spaces;
+                // `origins` maps the read text's offsets back.
+                let (sentences, origins): (Vec<_>, Vec<_>) = spans
+                    .iter()
+                    .map(|&(s, e)| sentences::sentence_text(text, s, e))
+                    .unzip();
                 let encodings = tokenizer
                     .encode_batch(sentences, false)
                     .map_err(tokenizer_error)?;
-                for (sentence, (encoding, &(start, _))) in encodings.iter().zip(&spans).enumerate()
+                for (sentence, ((encoding, origin), &(start, _))) in
+                    encodings.iter().zip(&origins).zip(&spans).enumerate()
                 {
+                    let place = |offset: usize| match origin {
+                        Some(origin) => origin[offset],
+                        None => start + offset,
+                    };
                     for ((&id, token), &(s, e)) in encoding
                         .get_ids()
                         .iter()
                         .zip(encoding.get_tokens())
                         .zip(encoding.get_offsets())
                     {
-                        tokenized.push(id, token, (start + s, start + e), sentence);
+                        tokenized.push(id, token, (place(s), place(e)), sentence);
                     }
                 }
             }

@@ -188,6 +188,56 @@ fn a_long_decoder_run_shows_its_progress_and_can_be_cancelled() {
     save_picture(&mut harness, "app_long_text-cancelled.png");
 }
 
+/// Moving the window and cancelling its run puts the window back where
+/// the figures on screen are from: the editor's "sentences …" and the
+/// result agree, and the next edit analyses that window, not the
+/// cancelled one. A new file shows every layer again.
+#[test]
+fn a_cancelled_jump_leaves_the_text_on_the_window_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bakery.txt");
+    let text: String = (1..=60)
+        .map(|n| format!("Loaf {n} came out of the oven golden and warm. "))
+        .collect();
+    std::fs::write(&file, &text).unwrap();
+    let mut harness = start_on_family("llama");
+    wait_for_result(&mut harness);
+    harness.state_mut().open_file(&file);
+    step_until(&mut harness, "the first window", |h| {
+        !h.state().is_working() && shows(h, "sentences 1–")
+    });
+    let first = label_containing(&harness, "sentences 1–");
+    let before = harness.state().shown_output().unwrap().clone();
+    harness
+        .state()
+        .worker()
+        .set_layer_delay(std::time::Duration::from_millis(1500));
+    harness.get_by_label("Next window ▶").click();
+    step_until(&mut harness, "the next window's run", |h| {
+        shows(h, "layer 2 of 2 · ~")
+    });
+    harness.get_by_label(CANCEL_LABEL).click();
+    harness.step();
+    harness.step();
+    let after = harness.state().shown_output().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&before, after));
+    assert_eq!(label_containing(&harness, "sentences 1–"), first);
+    harness
+        .state()
+        .worker()
+        .set_layer_delay(std::time::Duration::ZERO);
+
+    // "Showing layer 1 only" does not outlive the text it was chosen on.
+    harness.state_mut().show_layer(1);
+    harness.step();
+    assert!(shows(&harness, "Showing layer 1 only"));
+    harness.state_mut().open_file(&file);
+    step_until(&mut harness, "the file again", |h| {
+        !h.state().is_working() && h.state().grid_layer().is_none()
+    });
+    assert!(!shows(&harness, "Showing layer 1 only"));
+}
+
 /// A 10 MB document of numbered sentences; the ones at `marked` mention a
 /// zeppelin.
 fn ten_megabytes(marked: &[usize]) -> String {

@@ -153,6 +153,100 @@ fn with_a_banner_nothing_is_cut_at_either_size() {
     }
 }
 
+/// The rects of the tab row's tabs and of what shares their row: the
+/// pick hint, "updating…".
+fn tab_row_rects(harness: &AppHarness) -> Vec<(String, egui::Rect)> {
+    let mut rects: Vec<(String, egui::Rect)> = CentralView::ALL
+        .iter()
+        .filter_map(|view| {
+            harness
+                .query_by(|n| {
+                    n.role() == egui::Role::Button && n.label().as_deref() == Some(view.label())
+                })
+                .map(|node| (view.label().to_string(), node.rect()))
+        })
+        .collect();
+    for text in ["Click tokens to pick them", "updating…"] {
+        for node in harness.query_all_by_label_contains(text) {
+            rects.push((text.to_string(), node.rect()));
+        }
+    }
+    rects
+}
+
+/// A decoder's eight tabs, the pick hint and the spinner's note never
+/// overlap, at 1280 × 720 and, with the outline open, at 1600 × 1000:
+/// the hint moves below the tabs where the row is too narrow for it.
+#[test]
+fn a_decoders_tabs_and_the_pick_hint_never_overlap() {
+    for (size, outline) in [(SIZES[0], false), (SIZES[1], true), (SIZES[0], true)] {
+        let tag = format!(
+            "{}x{}{}",
+            size.x,
+            size.y,
+            if outline { "-outline" } else { "" }
+        );
+        let config = AppConfig {
+            start: StartOptions {
+                model: Some(common::family_fixture("llama").display().to_string()),
+                file: Some(common::fixture("families/llama.txt")),
+            },
+            autosave_path: None,
+            restore_text: false,
+        };
+        let mut harness = start_sized(config, size);
+        wait_for_result(&mut harness);
+        if outline {
+            harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::F);
+            step_until(&mut harness, "the outline", |h| {
+                h.state().outline_panel().windows().is_some()
+            });
+        }
+        save_picture(&mut harness, &format!("{tag}-decoder-tabs.png"));
+        // The grid's last column and the colour bar are not under the
+        // outline either.
+        let right = if outline {
+            harness.get_by_label("Outline").rect().left()
+        } else {
+            size.x
+        };
+        for label in ["L0 H3 ", "colour bar "] {
+            let rect = harness.get_by_label_contains(label).rect();
+            assert!(
+                rect.right() <= right + 0.5 && rect.width() > 10.0,
+                "{tag}: {label} at {rect:?} is cut"
+            );
+        }
+        open_tab(&mut harness, CentralView::LogitLens);
+        harness.step();
+        save_picture(&mut harness, &format!("{tag}-decoder-logit-lens.png"));
+        let rects = tab_row_rects(&harness);
+        assert!(
+            rects.iter().any(|(name, _)| name == "Logit lens")
+                && rects
+                    .iter()
+                    .any(|(name, _)| name.starts_with("Click tokens")),
+            "{tag}: {rects:?}"
+        );
+        assert_nothing_cut(&harness, &format!("{tag} decoder tabs"));
+        // Beside the outline, not under it.
+        for (i, (a, ra)) in rects.iter().enumerate() {
+            assert_inside(*ra, size, &format!("{tag} {a}"));
+            assert!(
+                ra.right() <= right + 0.5,
+                "{tag}: {a} at {ra:?} is under the outline"
+            );
+            for (b, rb) in &rects[i + 1..] {
+                let overlap = ra.intersect(*rb);
+                assert!(
+                    overlap.width() <= 0.5 || overlap.height() <= 0.5,
+                    "{tag}: {a} at {ra:?} overlaps {b} at {rb:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_tab_keeps_its_own_scroll_position() {
     let size = SIZES[0];

@@ -105,6 +105,55 @@ fn analyze_prints_a_table_and_reads_stdin() {
     assert_eq!(rows, 6, "{table}");
 }
 
+/// Hard-wrapped text keeps its sentences whole (ANALYSIS.md §1): two
+/// sentences over three lines are two sentences, each closed by one
+/// `[SEP]`, with the same tokens as the text written on one line; a
+/// paragraph break and a list item still end sentences, and one sentence
+/// per line splits at every line.
+#[test]
+fn wrapped_lines_are_read_as_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let analyse = |name: &str, text: &str, extra: &[&str]| -> serde_json::Value {
+        let file = dir.path().join(format!("{name}.txt"));
+        let json = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, text).unwrap();
+        let mut args = vec!["analyze", "--model"];
+        let model = model_arg();
+        args.push(&model);
+        args.extend_from_slice(extra);
+        args.extend(["--json", json.to_str().unwrap(), file.to_str().unwrap()]);
+        let output = headscope(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let count = |report: &serde_json::Value| report["sentences_analysed"].as_u64().unwrap();
+    let ids = |report: &serde_json::Value| report["input_ids"].clone();
+    let wrapped = analyse(
+        "wrapped",
+        "The licences for most software are designed to take away\nyour freedom to share and change it.  By contrast, the GNU\r\nGeneral Public License is intended to guarantee it.\n",
+        &[],
+    );
+    let one_line = analyse(
+        "one-line",
+        "The licences for most software are designed to take away your freedom to share and change it.  By contrast, the GNU General Public License is intended to guarantee it.\n",
+        &[],
+    );
+    assert_eq!(count(&wrapped), 2, "{}", wrapped["input_ids"]);
+    assert_eq!(ids(&wrapped), ids(&one_line));
+    let blocks = analyse(
+        "blocks",
+        "Things to bring\n- a map\n- a lamp that is\nwrapped\n\nA paragraph without a stop\nthat goes on",
+        &[],
+    );
+    assert_eq!(count(&blocks), 4);
+    let per_line = analyse(
+        "per-line",
+        "One line\nand its wrap.\n",
+        &["--one-sentence-per-line"],
+    );
+    assert_eq!(count(&per_line), 2);
+}
+
 #[test]
 fn a_long_document_is_cut_at_the_last_whole_sentence_and_reported() {
     let dir = tempfile::tempdir().unwrap();

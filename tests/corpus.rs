@@ -9,7 +9,9 @@ mod common;
 use common::*;
 use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, LayerFigures};
 use headscope::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport};
-use headscope::corpus_stats::{t_quantile_975, Aggregate, CategoryCounts, CorpusStats, Summary};
+use headscope::corpus_stats::{
+    t_quantile_975, Aggregate, Bounds, CategoryCounts, CorpusStats, Summary,
+};
 use headscope::input::{split_sentences, InputMode};
 use headscope::pipeline::{self, InputOptions};
 use headscope::textfile::read_text_file;
@@ -107,6 +109,54 @@ fn aggregate_mean_sample_std_and_interval_on_known_numbers() {
         json,
         serde_json::json!({"mean": null, "std": null, "ci95": null, "n": 0})
     );
+}
+
+#[test]
+fn intervals_of_bounded_figures_stay_in_their_range() {
+    // A rare share over four windows: the t-interval crosses 0.
+    let rare = Aggregate::from_values([Some(0.0), Some(0.0), Some(0.0), Some(0.2)]);
+    assert!(rare.summary().ci95.unwrap()[0] < 0.0);
+    let s = rare.summary_within(Bounds::Fraction);
+    let [lo, hi] = s.ci95.unwrap();
+    assert!(
+        0.0 <= lo && lo <= 0.05 && 0.05 <= hi && hi <= 1.0,
+        "{lo} {hi}"
+    );
+    // Wilson's interval bends away from the bound it nears: more room above.
+    assert!(hi - 0.05 > 0.05 - lo);
+    // 0/1 values: Wilson's score interval for k of n with n − 1 windows'
+    // worth of information, by hand for 1 of 5 at t(0.975, 4) = 2.776.
+    let ones = Aggregate::from_values([1.0, 0.0, 0.0, 0.0, 0.0].map(Some));
+    let [lo, hi] = ones.summary_within(Bounds::Fraction).ci95.unwrap();
+    let (p, n, z) = (0.2f64, 4.0f64, 2.776_445_105);
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    assert_close(lo, (centre - half).max(0.0), "wilson lo");
+    assert_close(hi, centre + half, "wilson hi");
+    // Mid-range shares over many windows: the t-interval, within 1%.
+    let values: Vec<Option<f64>> = (0..400)
+        .map(|i| Some(0.4 + 0.2 * ((i % 5) as f64 / 4.0)))
+        .collect();
+    let plain = Aggregate::from_values(values.clone())
+        .summary()
+        .ci95
+        .unwrap();
+    let bounded = Aggregate::from_values(values)
+        .summary_within(Bounds::Fraction)
+        .ci95
+        .unwrap();
+    let width = plain[1] - plain[0];
+    assert!((plain[0] - bounded[0]).abs() < 0.01 * width);
+    assert!((plain[1] - bounded[1]).abs() < 0.01 * width);
+    // A distance is cut at 0, its upper end unchanged.
+    let distances = Aggregate::from_values([Some(0.0), Some(1.0), Some(260.0)]);
+    let plain = distances.summary().ci95.unwrap();
+    let cut = distances.summary_within(Bounds::NonNegative).ci95.unwrap();
+    assert!(plain[0] < 0.0);
+    assert_eq!(cut, [0.0, plain[1]]);
+    // No spread, no width.
+    let same = Aggregate::from_values([Some(0.5), Some(0.5)]);
+    assert_eq!(same.summary_within(Bounds::Fraction).ci95, Some([0.5, 0.5]));
 }
 
 #[test]

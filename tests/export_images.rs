@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use headscope::colormap::{ColorMap, ValueRange};
+use headscope::colormap::{ColorMap, ColourScale, ValueRange};
 use headscope::export::{
     default_scale, grid_figure, heatmap_image, labelled_figure, matrix_csv, save_png, save_scene,
     save_text, scene_pdf, scene_png, write_atomically, FigureFormat, FigureStyle, GridRange,
@@ -250,7 +250,14 @@ fn degenerate_inputs_do_not_panic() {
         style,
     );
     assert!(scene_png(&nan, 72.0).is_ok() && scene_pdf(&nan).is_ok());
-    let grid = grid_figure(&[], 10, 0, ColorMap::Viridis, GridRange::PerPanel, style);
+    let grid = grid_figure(
+        &[],
+        10,
+        0,
+        ColorMap::Viridis,
+        GridRange::PerPanel(ColourScale::default()),
+        style,
+    );
     assert!(scene_png(&grid, 72.0).is_ok());
     let dir = tempfile::tempdir().unwrap();
     assert!(save_png(&RgbImage::new(0, 0), &dir.path().join("empty.png")).is_err());
@@ -661,7 +668,7 @@ fn grid_holds_every_head() {
         65,
         12,
         ColorMap::Viridis,
-        GridRange::PerPanel,
+        GridRange::PerPanel(ColourScale::default()),
         style,
     );
     // 12 columns and 6 rows of panels a page wide, each with its label.
@@ -707,7 +714,7 @@ fn grid_holds_every_head() {
         65,
         12,
         ColorMap::Cividis,
-        GridRange::PerPanel,
+        GridRange::PerPanel(ColourScale::default()),
         style,
     );
     // The colour bar takes room from the panels: the same width, shorter.

@@ -196,6 +196,14 @@ impl HeadscopeApp {
         self.views.heads.grid_layer
     }
 
+    /// Shows one layer's heads in the grid, as a click on a layer in the
+    /// Layers view does.
+    pub fn show_layer(&mut self, layer: usize) {
+        self.settings.view = CentralView::Heads;
+        self.views.heads.detail = None;
+        self.views.heads.grid_layer = Some(layer);
+    }
+
     /// The head open in the detail view.
     pub fn detail_head(&self) -> Option<HeadId> {
         self.views.heads.detail

@@ -11,7 +11,7 @@
 //! lose a value the user typed.
 
 use crate::analysis::{AnalysisOptions, Selection, SimilarityVariant};
-use crate::colormap::ColorMap;
+use crate::colormap::{ColorMap, RangeRule};
 use crate::input::InputMode;
 use serde::{Deserialize, Serialize};
 
@@ -146,6 +146,12 @@ pub struct Settings {
     pub colormap: ColorMap,
     /// One colour range for all thumbnails instead of one per head.
     pub shared_scale: bool,
+    /// Which values set a picture's colour range.
+    pub colour_range: RangeRule,
+    /// Leave a causal model's first token (its sink) out of the range.
+    pub scale_without_first_token: bool,
+    /// Colour attention on a log scale.
+    pub log_attention: bool,
     /// Outline the selected pairs on the large heatmap.
     pub mark_pairs: bool,
     /// Show the text panel on the left.
@@ -177,6 +183,9 @@ impl Default for Settings {
             matrix: MatrixKind::default(),
             colormap: ColorMap::default(),
             shared_scale: false,
+            colour_range: RangeRule::default(),
+            scale_without_first_token: true,
+            log_attention: false,
             mark_pairs: true,
             show_text_panel: true,
             view: CentralView::default(),

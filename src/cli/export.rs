@@ -49,6 +49,17 @@ pub(crate) struct ExportArgs {
     /// Colour map.
     #[arg(long, default_value = "viridis")]
     pub(crate) colormap: String,
+    /// Which values span the colours: `percentiles` (1st to 99th; beyond
+    /// take the end colours) or `full` (min to max).
+    #[arg(long, default_value = "percentiles")]
+    pub(crate) range: String,
+    /// Keep a causal model's first token (its attention sink) in the
+    /// colour range; by default it is left out.
+    #[arg(long)]
+    pub(crate) with_first_token: bool,
+    /// Colour attention by log₁₀ P (with --attention).
+    #[arg(long)]
+    pub(crate) log: bool,
     /// Write the image here (PNG; a figure at 300 dpi).
     #[arg(long)]
     pub(crate) png: Option<PathBuf>,
@@ -66,7 +77,7 @@ pub(crate) struct ExportArgs {
 pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     use crate::analysis::transformed_similarity;
     use crate::captures::HeadId;
-    use crate::colormap::{ColorMap, ValueRange};
+    use crate::colormap::{ColorMap, ColourScale, RangeRule};
     use crate::export::{self as exp, FigureFormat, FigureStyle, GridRange, PaperWidth};
     let figures: Vec<(FigureFormat, &PathBuf)> = [
         (FigureFormat::Png, &args.png),
@@ -106,6 +117,13 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
                 names.join(", ")
             )
         })?;
+    let rule: RangeRule = args
+        .range
+        .parse()
+        .map_err(|e: String| anyhow!("--range {}: {e}", args.range))?;
+    if args.log && !args.attention {
+        bail!("--log colours attention: give --attention too (a similarity can be negative)");
+    }
     if args.scale == Some(0) {
         bail!("--scale must be at least 1");
     }
@@ -122,19 +140,26 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
     // Figures are read: their labels are readable (`·the`); the CSV is
     // data and keeps the tokenizer's texts (`Ġthe`), as the JSON does.
     let raw_labels = &output.input.tokens.token_texts;
-    let what = if args.attention {
-        "attention"
-    } else {
-        "similarity"
+    let colour_scale = ColourScale {
+        rule,
+        without_first_token: !args.with_first_token && output.input.tokens.causal,
+        log: args.log,
+    };
+    let what = match (args.attention, args.log) {
+        (true, true) => "attention (log₁₀)",
+        (true, false) => "attention",
+        _ => "similarity",
     };
     // The matrix shown is the one the analysis ranks pairs by.
-    let matrix = |id: HeadId| -> Vec<f32> {
+    let data = |id: HeadId| -> Vec<f32> {
         if args.attention {
             captures.attention(id).into_owned()
         } else {
             transformed_similarity(&captures.similarity(id), tokens, options.similarity)
         }
     };
+    // As the figures colour it (log₁₀ on a log scale).
+    let matrix = |id: HeadId| colour_scale.coloured(&data(id));
     if args.grid {
         let panels: Vec<(String, Vec<f32>)> = captures
             .head_ids()
@@ -150,7 +175,7 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
             tokens,
             captures.heads,
             map,
-            GridRange::PerPanel,
+            GridRange::PerPanel(colour_scale),
             style,
         );
         for (format, path) in figures {
@@ -174,7 +199,7 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
         );
     }
     let values = matrix(HeadId::new(layer, head));
-    let range = ValueRange::auto(map, &values);
+    let range = colour_scale.range(map, &values, tokens);
     let scene = if args.labels {
         let title = format!("{} · layer {layer} head {head} · {what}", model.name);
         let labels = output.input.tokens.readable_tokens().texts;
@@ -195,6 +220,8 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &args.csv {
+        // The numbers themselves, not their colours' log.
+        let values = data(HeadId::new(layer, head));
         exp::save_text(&exp::matrix_csv(&values, tokens, raw_labels), path)?;
     }
     Ok(())

@@ -7,7 +7,7 @@
 use super::scene::{Anchor, Scene};
 use super::style::FigureStyle;
 use super::typeset::Typesetter;
-use crate::colormap::{ColorMap, ValueRange};
+use crate::colormap::{ColorMap, ColourScale, ValueRange};
 use image::{Rgb, RgbImage};
 
 /// Smallest whole-pixel cell size that makes a `tokens`-wide heatmap at
@@ -305,9 +305,10 @@ pub enum GridRange {
     /// One range for every panel, so colours compare across heads; a colour
     /// bar for it is drawn on the right.
     Shared(ValueRange),
-    /// Each panel uses [`ValueRange::auto`] of its own values, which shows
-    /// every head's pattern but makes colours incomparable; no colour bar.
-    PerPanel,
+    /// Each panel has its own range by the [`ColourScale`]'s rule (the
+    /// panels' values already as it colours them), which shows every
+    /// head's pattern but makes colours incomparable; no colour bar.
+    PerPanel(ColourScale),
 }
 
 /// Every panel as a small heatmap (one image each) with its label above
@@ -332,7 +333,7 @@ pub fn grid_figure(
     let gap = (layout.font * 0.5).round();
     let bar = match ranges {
         GridRange::Shared(range) => layout.font + layout.colour_bar_width(range),
-        GridRange::PerPanel => 0.0,
+        GridRange::PerPanel(_) => 0.0,
     };
     let side = ((width - 2.0 * m - bar - gap * (columns as f32 - 1.0)) / columns as f32).max(1.0);
     let pitch_x = side + gap;
@@ -347,7 +348,7 @@ pub fn grid_figure(
         let y = m + (k / columns) as f32 * pitch_y;
         let range = match ranges {
             GridRange::Shared(range) => range,
-            GridRange::PerPanel => ValueRange::auto(map, matrix),
+            GridRange::PerPanel(scale) => scale.range(map, matrix, tokens),
         };
         let text = layout.fit(label, label_size, side + gap * 0.8);
         scene.text(

@@ -102,12 +102,32 @@ pub(super) fn layer_plots(
     // evenly.
     // The chance of the own-separator share is drawn as that plot's chance
     // line, not as a plot of its own.
-    let figures: Vec<(usize, &str)> = LAYER_FIGURES
+    // A figure no window defines (the segmentation figures of a causal
+    // decoder, ANALYSIS.md §8) is named, not drawn as an empty box.
+    let defined = |index: usize| report.layers.iter().any(|l| l.figures()[index].1.n > 0);
+    let (figures, undefined): (Vec<(usize, &str)>, Vec<(usize, &str)>) = LAYER_FIGURES
         .iter()
         .copied()
         .enumerate()
         .filter(|&(_, figure)| figure != "segmentation_share_chance")
-        .collect();
+        .partition(|&(index, _)| defined(index) || report.layers.is_empty());
+    if !undefined.is_empty() {
+        let names: Vec<&str> = undefined.iter().map(|&(_, f)| figure_title(f)).collect();
+        let causal = undefined.iter().all(|(_, f)| f.starts_with("segmentation"));
+        ui.weak(format!(
+            "Not defined in any window, so not drawn: {}{}",
+            names.join(", "),
+            if causal {
+                " (a causal model's token cannot attend to the end of its own sentence, \
+                 ANALYSIS.md §8)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if figures.is_empty() {
+        return None;
+    }
     let spacing = ui.spacing().item_spacing.x;
     let available = ui.available_width();
     let per_row = (((available + spacing) / (MIN_PLOT_WIDTH + spacing)).floor() as usize)

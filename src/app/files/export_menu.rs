@@ -10,6 +10,7 @@
 
 use crate::analysis::transformed_similarity;
 use crate::app::settings::{MatrixKind, Settings};
+use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::captures::HeadId;
 use crate::colormap::ValueRange;
 use crate::export::{self, FigureFormat, GridRange};
@@ -138,14 +139,21 @@ pub fn write_export(
         MatrixKind::Similarity => "similarity",
         MatrixKind::Attention => "attention",
     };
+    // Coloured as on screen (the scale's rule, its log₁₀ of attention).
+    let scale = heatmap::colour_scale(output, &ViewKey::new(0, settings));
+    let what = if scale.log {
+        format!("{what} (log₁₀)")
+    } else {
+        what.to_string()
+    };
     let format = FigureFormat::of_path(path).unwrap_or(FigureFormat::Png);
     let style = settings.figure_style;
     let save =
         |scene: &export::Scene| export::save_scene(scene, format, path).map_err(|e| e.to_string());
     match kind {
         ExportKind::HeadImage => {
-            let values = shown_matrix(output, head, settings);
-            let range = ValueRange::auto(map, &values);
+            let (values, range) =
+                heatmap::picture(map, scale, &shown_matrix(output, head, settings), tokens);
             if format == FigureFormat::Png {
                 // Exactly T × T cells.
                 let scale = export::default_scale(tokens);
@@ -156,8 +164,8 @@ pub fn write_export(
             }
         }
         ExportKind::HeadFigure => {
-            let values = shown_matrix(output, head, settings);
-            let range = ValueRange::auto(map, &values);
+            let (values, range) =
+                heatmap::picture(map, scale, &shown_matrix(output, head, settings), tokens);
             let title = format!(
                 "{model_name} · layer {} head {} · {what}",
                 head.layer, head.head
@@ -180,15 +188,19 @@ pub fn write_export(
                         .map_or("—".to_string(), |c| c.to_string());
                     (
                         format!("L{} H{} {category}", id.layer, id.head),
-                        shown_matrix(output, id, settings),
+                        scale.coloured(&shown_matrix(output, id, settings)),
                     )
                 })
                 .collect();
             let ranges = if settings.shared_scale {
-                let all: Vec<f32> = panels.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-                GridRange::Shared(ValueRange::auto(map, &all))
+                // The range holding every panel's, as the grid on screen.
+                let each: Vec<ValueRange> = panels
+                    .iter()
+                    .map(|(_, values)| scale.range(map, values, tokens))
+                    .collect();
+                GridRange::Shared(heatmap::union(&each))
             } else {
-                GridRange::PerPanel
+                GridRange::PerPanel(scale)
             };
             save(&export::grid_figure(
                 &panels,

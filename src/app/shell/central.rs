@@ -113,11 +113,7 @@ impl HeadscopeApp {
                 self.settings.view = CentralView::Heads;
                 self.views.heads.open_head(head);
             }
-            ViewAction::ShowLayer(layer) => {
-                self.settings.view = CentralView::Heads;
-                self.views.heads.detail = None;
-                self.views.heads.grid_layer = Some(layer);
-            }
+            ViewAction::ShowLayer(layer) => self.show_layer(layer),
             ViewAction::ShowSeparatorOverlay => {
                 self.settings.view = CentralView::Heads;
                 self.views.heads.detail = None;

@@ -22,6 +22,8 @@ impl HeadscopeApp {
         match prepared {
             Prepared::Opened { warning } => {
                 self.notice = warning.map(Notice::info);
+                // A new text starts on every layer.
+                self.views.heads.grid_layer = None;
                 self.runs.schedule_now(ctx);
             }
             Prepared::Replaced | Prepared::FellBack => self.runs.schedule_now(ctx),

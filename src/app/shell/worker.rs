@@ -52,7 +52,11 @@ impl HeadscopeApp {
 
     fn on_model_event(&mut self, ctx: &egui::Context, event: WorkerEvent) {
         match self.model.on_event(event) {
-            Some(ModelChange::Ready) => self.runs.schedule_now(ctx),
+            Some(ModelChange::Ready) => {
+                // Another model's layers: no layer filter carries over.
+                self.views.heads.grid_layer = None;
+                self.runs.schedule_now(ctx);
+            }
             Some(ModelChange::LoadFailed(message)) => {
                 self.notice = Some(Notice::error(message));
             }
@@ -87,6 +91,10 @@ impl HeadscopeApp {
         }
         self.worker.cancel_run();
         self.runs.forget();
+        // The window asked for is not the one on screen: back to it.
+        if let Some(shown) = self.runs.shown() {
+            self.text.return_to_shown(&shown.first);
+        }
         self.notice = Some(Notice::info(
             "Analysis cancelled: the figures on screen are from the last finished run. \
              Edit the text, change a setting or move the window to analyse again.",

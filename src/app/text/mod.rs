@@ -132,6 +132,19 @@ impl TextState {
         self.window_history.clear();
     }
 
+    /// Goes back to the window of the result on screen after the run for
+    /// another was cancelled, so the editor's window and the figures agree;
+    /// the jump that asked for it is forgotten.
+    pub fn return_to_shown(&mut self, shown: &WindowStart) {
+        if self.window == *shown {
+            return;
+        }
+        if self.window_history.last() == Some(shown) {
+            self.window_history.pop();
+        }
+        self.window = *shown;
+    }
+
     /// Starts the window at `start`; "Previous window" comes back.
     pub fn jump_to(&mut self, start: WindowStart) {
         if start != self.window {

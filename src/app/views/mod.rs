@@ -131,25 +131,74 @@ impl Views {
                 *view = tab;
             }
         }
-        ui.horizontal(|ui| {
-            for (index, tab) in tabs.enumerate() {
-                let text = egui::RichText::new(tab.label()).size(15.0);
-                let response = ui
-                    .selectable_label(*view == tab, text)
-                    .on_hover_text(format!("{} (Ctrl+{})", tab.hint(), index + 1));
-                if response.clicked() {
-                    heads_clicked |= tab == CentralView::Heads;
-                    *view = tab;
+        // Wrapped: a row wider than the central area (a decoder's eight
+        // tabs beside the outline at 1280 points) would widen it, and every
+        // view below would be drawn past its right edge.
+        let summary_fitted = ui
+            .horizontal_wrapped(|ui| {
+                for (index, tab) in tabs.enumerate() {
+                    let text = egui::RichText::new(tab.label()).size(15.0);
+                    let response = ui
+                        .selectable_label(*view == tab, text)
+                        .on_hover_text(format!("{} (Ctrl+{})", tab.hint(), index + 1));
+                    if response.clicked() {
+                        heads_clicked |= tab == CentralView::Heads;
+                        *view = tab;
+                    }
                 }
-            }
-            if working && *view != CentralView::Heads {
-                ui.add(egui::Spinner::new());
-                ui.weak("updating…");
-            }
-            selection_summary(ui, &mut self.shared.selection, output);
-        });
+                if working && *view != CentralView::Heads {
+                    ui.add(egui::Spinner::new());
+                    ui.weak("updating…");
+                }
+                // At the right of the row where it fits; a right-to-left
+                // layout narrower than its text would draw over the tabs.
+                let fits = ui.available_size_before_wrap().x
+                    >= selection_width(ui, &self.shared.selection, output);
+                if fits {
+                    ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                        selection_summary(ui, &mut self.shared.selection, output);
+                    });
+                }
+                fits
+            })
+            .inner;
+        if !summary_fitted {
+            ui.horizontal_wrapped(|ui| selection_summary(ui, &mut self.shared.selection, output));
+        }
         heads_clicked
     }
+}
+
+/// The text of the selection summary: the hint, or the picked tokens.
+fn selection_text(selection: &TokenSelection, output: &RunOutput) -> String {
+    if selection.is_empty() {
+        return SELECTION_HINT.to_string();
+    }
+    let tokens = &output.input.tokens;
+    let mut names: Vec<String> = selection
+        .positions()
+        .take(6)
+        .map(|p| format!("“{}” {p}", tokens.readable(p)))
+        .collect();
+    if selection.len() > 6 {
+        names.push(format!("+{} more", selection.len() - 6));
+    }
+    format!("Picked: {}", names.join(", "))
+}
+
+const SELECTION_HINT: &str = "Click tokens to pick them (shift-click: several)";
+
+/// The width the selection summary takes in `ui`: its text and, with a
+/// selection, the clear button.
+fn selection_width(ui: &egui::Ui, selection: &TokenSelection, output: &RunOutput) -> f32 {
+    let text = selection_text(selection, output);
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let text_width = ui
+        .fonts_mut(|fonts| fonts.layout_no_wrap(text, font, egui::Color32::WHITE))
+        .size()
+        .x;
+    let button = if selection.is_empty() { 0.0 } else { 160.0 };
+    text_width + button + 2.0 * ui.spacing().item_spacing.x
 }
 
 /// The keys that, with Ctrl (Cmd), switch to each tab.
@@ -164,32 +213,28 @@ const TAB_KEYS: [egui::Key; 8] = [
     egui::Key::Num8,
 ];
 
-/// "Picked: “cat” 5, “dog” 9 ✕" at the right of the tab row.
+/// "Picked: “cat” 5, “dog” 9" and a button to clear them, or the hint.
 fn selection_summary(ui: &mut egui::Ui, selection: &mut TokenSelection, output: &RunOutput) {
-    ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-        if selection.is_empty() {
-            ui.weak("Click tokens to pick them (shift-click: several)");
-            return;
-        }
+    if selection.is_empty() {
+        ui.weak(SELECTION_HINT);
+        return;
+    }
+    let text = selection_text(selection, output);
+    let clear = |ui: &mut egui::Ui, selection: &mut TokenSelection| {
         if ui
             .small_button("Clear picked tokens")
             .on_hover_text("Unpick every token")
             .clicked()
         {
             selection.clear();
-            return;
         }
-        let tokens = &output.input.tokens;
-        let mut names: Vec<String> = selection
-            .positions()
-            .take(6)
-            .map(|p| format!("“{}” {p}", tokens.readable(p)))
-            .collect();
-        if selection.len() > 6 {
-            names.push(format!("+{} more", selection.len() - 6));
-        }
-        ui.label(
-            egui::RichText::new(format!("Picked: {}", names.join(", "))).color(picked_colour(ui)),
-        );
-    });
+    };
+    // In a right-to-left layout the first widget is the rightmost.
+    if ui.layout().main_dir() == egui::Direction::RightToLeft {
+        clear(ui, selection);
+        ui.label(egui::RichText::new(text).color(picked_colour(ui)));
+    } else {
+        ui.label(egui::RichText::new(text).color(picked_colour(ui)));
+        clear(ui, selection);
+    }
 }

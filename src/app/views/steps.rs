@@ -14,7 +14,7 @@
 use super::shared::{picked_colour, Shared, View, ViewAction, ViewContext};
 use crate::app::widgets::format::figure;
 use crate::app::widgets::head_grid::HeadGrid;
-use crate::app::widgets::heatmap::{picture_range, range_of};
+use crate::app::widgets::heatmap::{range_of, row_range};
 use crate::app::widgets::token_text::{ChipStyle, TokenFlow};
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
@@ -168,7 +168,7 @@ impl StepRows {
             let mut similarity = captures.similarity_row(id, t);
             attention.truncate(seen);
             similarity.truncate(seen);
-            let attention_range = picture_range(map, &attention, seen, output.input.tokens.causal);
+            let attention_range = row_range(map, &attention, output.input.tokens.causal);
             let similarity_range = range_of(map, &similarity);
             let colour = |value: f32, range: ValueRange| {
                 let [r, g, b] = map.color(value, range);
@@ -307,7 +307,7 @@ fn tinted_text(
     let range = if by_similarity {
         range_of(map, values)
     } else {
-        picture_range(map, values, values.len(), output.input.tokens.causal)
+        row_range(map, values, output.input.tokens.causal)
     };
     let visuals = ui.visuals().clone();
     let outline = Stroke::new(2.5, picked_colour(ui));

@@ -14,7 +14,7 @@
 use crate::analysis::{transformed_similarity, SimilarityVariant};
 use crate::app::settings::{MatrixKind, Settings};
 use crate::captures::HeadId;
-use crate::colormap::{ColorMap, ValueRange};
+use crate::colormap::{ColorMap, ColourScale, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
 use std::borrow::Cow;
@@ -38,6 +38,9 @@ pub struct ViewKey {
     pub variant: SimilarityVariant,
     pub colormap: ColorMap,
     pub shared_scale: bool,
+    pub range_rule: RangeRule,
+    pub without_first_token: bool,
+    pub log_attention: bool,
 }
 
 impl ViewKey {
@@ -49,6 +52,9 @@ impl ViewKey {
             variant: settings.similarity,
             colormap: settings.colormap,
             shared_scale: settings.shared_scale,
+            range_rule: settings.colour_range,
+            without_first_token: settings.scale_without_first_token,
+            log_attention: settings.log_attention,
         }
     }
 }
@@ -108,39 +114,42 @@ pub fn range_of(map: ColorMap, values: &[f32]) -> ValueRange {
     ValueRange::auto(map, values)
 }
 
-/// Whether a head's picture of `kind` is scaled without its first key: a
-/// causal model's attention, where the first query sees only the first key
-/// (P = 1) and later queries pour much of their attention on it (the
-/// sink), so a scale up to those values leaves the rest of the head black.
-pub fn clips_first_key(output: &RunOutput, kind: MatrixKind) -> bool {
-    output.input.tokens.causal && kind == MatrixKind::Attention
+/// How a head's picture of `key` spreads its colours (ANALYSIS.md's
+/// views; [`ColourScale`]): the first token is left out of the range only
+/// for a causal model, where it is the sink, and attention alone has a
+/// log scale.
+pub fn colour_scale(output: &RunOutput, key: &ViewKey) -> ColourScale {
+    ColourScale {
+        rule: key.range_rule,
+        without_first_token: key.without_first_token && output.input.tokens.causal,
+        log: key.log_attention && key.kind == MatrixKind::Attention,
+    }
 }
 
-/// The colour range of a head's side×side picture: its values' own, or,
-/// when `clip_first_key`, that of every key but the first (whose larger
-/// values then take the top colour). The legend says which.
-pub fn picture_range(
+/// A head's side×side picture: the values it colours (log₁₀ on a log
+/// scale) and their colour range.
+pub fn picture(
     map: ColorMap,
+    scale: ColourScale,
     values: &[f32],
     side: usize,
-    clip_first_key: bool,
-) -> ValueRange {
-    if clip_first_key && side > 1 {
-        let rest: Vec<f32> = values
-            .chunks(side)
-            .flat_map(|row| row[1..].iter().copied())
-            .filter(|v| v.is_finite())
-            .collect();
-        if !rest.is_empty() {
-            return range_of(map, &rest);
-        }
-    }
-    range_of(map, values)
+) -> (Vec<f32>, ValueRange) {
+    let coloured = scale.coloured(values);
+    let range = scale.range(map, &coloured, side);
+    (coloured, range)
 }
 
-/// What the legend adds when the first key is clipped.
-pub const FIRST_KEY_CLIPPED: &str =
-    "scaled without the first key (its attention sink takes the top colour)";
+/// The colour range of one row of attention (a step's query), without its
+/// first key where `without_first_key` (a causal model's sink, whose larger
+/// value then takes the top colour).
+pub fn row_range(map: ColorMap, row: &[f32], without_first_key: bool) -> ValueRange {
+    match row.get(1..) {
+        Some(rest) if without_first_key && rest.iter().any(|v| v.is_finite()) => {
+            range_of(map, rest)
+        }
+        _ => range_of(map, row),
+    }
+}
 
 /// The smallest range holding all of `ranges`.
 pub fn union(ranges: &[ValueRange]) -> ValueRange {
@@ -354,14 +363,22 @@ mod tests {
     }
 
     #[test]
-    fn a_decoders_attention_is_scaled_without_the_first_key() {
+    fn a_decoders_attention_is_scaled_without_the_first_token() {
         // Row 0 sees only key 0 (P = 1); the rest is small.
         let values = [1.0, f32::NAN, f32::NAN, 0.7, 0.3, f32::NAN, 0.6, 0.1, 0.3];
         let map = ColorMap::Viridis;
-        let clipped = picture_range(map, &values, 3, true);
+        let full = |without_first_token| ColourScale {
+            rule: RangeRule::Full,
+            without_first_token,
+            log: false,
+        };
+        let (_, clipped) = picture(map, full(true), &values, 3);
         assert_eq!((clipped.min, clipped.max), (0.1, 0.3));
-        let whole = picture_range(map, &values, 3, false);
+        let (_, whole) = picture(map, full(false), &values, 3);
         assert_eq!((whole.min, whole.max), (0.1, 1.0));
+        // One step's row: without its first key.
+        let row = row_range(map, &[0.9, 0.02, 0.08], true);
+        assert_eq!((row.min, row.max), (0.02, 0.08));
     }
 
     #[test]

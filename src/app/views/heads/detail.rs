@@ -65,9 +65,10 @@ impl HeadView {
         }
         let tokens = output.captures.tokens;
         let values = heatmap::head_matrix(output, head, key.kind, key.variant).into_owned();
-        let clip = heatmap::clips_first_key(output, key.kind);
-        self.range = heatmap::picture_range(key.colormap, &values, tokens, clip);
-        let image = heatmap::colour_image(&values, tokens, key.colormap, self.range);
+        let scale = heatmap::colour_scale(output, &key);
+        let (coloured, range) = heatmap::picture(key.colormap, scale, &values, tokens);
+        self.range = scale.shown_range(range);
+        let image = heatmap::colour_image(&coloured, tokens, key.colormap, range);
         heatmap::upload(ctx, &mut self.texture, "head heatmap", image);
         if tokens != self.tokens {
             self.zoom = 1.0;

@@ -94,13 +94,13 @@ pub fn thumbnail_label(head: HeadId, category: Option<Category>) -> String {
 fn build_thumbnails(output: &RunOutput, key: ViewKey) -> Thumbnails {
     let captures = &output.captures;
     let heads: Vec<HeadId> = captures.head_ids().collect();
-    let clip = heatmap::clips_first_key(output, key.kind);
+    let scale = heatmap::colour_scale(output, &key);
     // Heads in parallel: a long decoder input recomputes each head's P or S.
     let (shrunk, ranges): (Vec<_>, Vec<_>) =
         crate::threads::map_indices(heads.len(), crate::threads::total(), |index| {
             let values = heatmap::head_matrix(output, heads[index], key.kind, key.variant);
-            let range = heatmap::picture_range(key.colormap, &values, captures.tokens, clip);
-            let (small, side) = heatmap::shrink(&values, captures.tokens, THUMBNAIL_PIXELS);
+            let (coloured, range) = heatmap::picture(key.colormap, scale, &values, captures.tokens);
+            let (small, side) = heatmap::shrink(&coloured, captures.tokens, THUMBNAIL_PIXELS);
             ((small.into_owned(), side), range)
         })
         .into_iter()

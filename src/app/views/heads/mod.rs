@@ -13,7 +13,7 @@ use crate::app::views::shared::{Shared, View, ViewAction, ViewContext};
 use crate::app::widgets::format::{category_style, HIGHLIGHT};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::captures::HeadId;
-use crate::colormap::{ColorMap, ValueRange};
+use crate::colormap::{ColorMap, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use detail::{HeadAction, HeadView};
 use grid::{GridMarks, Overview};
@@ -75,11 +75,10 @@ impl HeadsView {
         };
         let caption = without_attention(output, settings.matrix, caption);
         let range = self.head_view.range();
-        let caption = if heatmap::clips_first_key(output, settings.matrix) {
-            format!("{caption}, {}", heatmap::FIRST_KEY_CLIPPED)
-        } else {
-            caption
-        };
+        let caption = format!(
+            "{caption}; {}",
+            heatmap::colour_scale(output, &key).caption()
+        );
         view_controls(ui, settings, cx.working, Some(range), &caption);
         ui.separator();
         match self
@@ -95,18 +94,18 @@ impl HeadsView {
     fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) {
         let key = ViewKey::new(cx.generation, cx.settings);
         self.overview.update(ui.ctx(), cx.output, key, cx.wake);
-        let range = self.overview.shared_range();
-        let caption = match (cx.settings.matrix, range.is_some()) {
-            (MatrixKind::Similarity, true) => "similarity S, one scale for all heads",
-            (MatrixKind::Similarity, false) => "similarity S, each head from its own min to max",
-            (MatrixKind::Attention, true) => "attention P, one scale for all heads",
-            (MatrixKind::Attention, false) => "attention P, each head from its own min to max",
+        let scale = heatmap::colour_scale(cx.output, &key);
+        let range = self.overview.shared_range().map(|r| scale.shown_range(r));
+        let matrix = match cx.settings.matrix {
+            MatrixKind::Similarity => "similarity S",
+            MatrixKind::Attention => "attention P",
         };
-        let caption = if heatmap::clips_first_key(cx.output, cx.settings.matrix) {
-            format!("{caption}, {}", heatmap::FIRST_KEY_CLIPPED)
+        let heads = if range.is_some() {
+            "one scale for all heads"
         } else {
-            caption.to_string()
+            "each head on its own scale"
         };
+        let caption = format!("{matrix}, {heads}; {}", scale.caption());
         let caption = without_attention(cx.output, cx.settings.matrix, caption);
         view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
@@ -240,8 +239,37 @@ fn view_controls(
             .response
             .labelled_by(label.id);
         ui.checkbox(&mut settings.shared_scale, "One scale for all heads")
-            .on_hover_text("Off: each thumbnail spans its own min to max");
-        ui.separator();
+            .on_hover_text("Off: each thumbnail has its own colour range");
+        let label = ui.label("Range");
+        egui::ComboBox::from_id_salt("colour range")
+            .selected_text(settings.colour_range.label())
+            .show_ui(ui, |ui| {
+                for rule in RangeRule::ALL {
+                    ui.selectable_value(&mut settings.colour_range, rule, rule.label());
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text(
+                "Which values span the colours: the 1st to 99th percentile (a few extreme \
+                 cells take the end colours) or the minimum to the maximum",
+            );
+        ui.checkbox(
+            &mut settings.scale_without_first_token,
+            "Without first token",
+        )
+        .on_hover_text(
+            "A causal model's first token (its attention sink) is left out of the colour \
+                 range, so the other cells are not all dark",
+        );
+        ui.add_enabled(
+            settings.matrix == MatrixKind::Attention,
+            egui::Checkbox::new(&mut settings.log_attention, "Log scale"),
+        )
+        .on_hover_text("Colour attention by log₁₀ P, to see what lies past the sink");
+        // A row of its own: squeezed into the end of a narrow row, the bar
+        // and its caption would widen the view past its panel.
+        ui.end_row();
         heatmap::colour_bar(ui, settings.colormap, range, caption);
         if working {
             ui.add(egui::Spinner::new());
