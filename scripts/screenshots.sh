@@ -240,4 +240,21 @@ xdotool mousemove 1590 5
 sleep 1.5
 import -window root screenshots/compare-matching.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching}.png" >&2
+kill "$app_pid" 2>/dev/null || true
+wait "$app_pid" 2>/dev/null || true
+
+# A real decoder's grid, SmolLM2-135M-Instruct on its fixture text, with
+# the default colour scale (1st–99th percentile, the sink left out).
+smollm2="$(scripts/fetch-smollm2-model.sh | head -n 1)"
+XDG_DATA_HOME="$scratch/data-decoder" XDG_CONFIG_HOME="$scratch/config-decoder" \
+HEADSCOPE_CACHE="$scratch/cache-decoder" HEADSCOPE_TRACE=1 \
+  "$bin" --model "$smollm2" tests/fixtures/smollm2.txt >"$log" 2>&1 &
+app_pid=$!
+wait_for_log "headscope: result" 300
+window="$(xdotool search --sync --name '^headscope' | head -n 1)"
+xdotool windowmove "$window" 0 0 windowsize "$window" 1600 1000
+xdotool mousemove 1590 5
+sleep 20   # 270 thumbnails
+import -window root screenshots/decoder-smollm2.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2}.png" >&2

@@ -167,7 +167,7 @@ impl RunProgress {
 }
 
 /// "41 s", "2 min 5 s": a time left, rounded up to whole seconds.
-fn seconds(duration: Duration) -> String {
+pub fn seconds(duration: Duration) -> String {
     let secs = duration.as_secs_f64().ceil() as u64;
     if secs < 60 {
         format!("{secs} s")

@@ -105,7 +105,8 @@ pub(super) fn layer_plots(
     // A figure no window defines (the segmentation figures of a causal
     // decoder, ANALYSIS.md §8) is named, not drawn as an empty box.
     let defined = |index: usize| report.layers.iter().any(|l| l.figures()[index].1.n > 0);
-    let (figures, undefined): (Vec<(usize, &str)>, Vec<(usize, &str)>) = LAYER_FIGURES
+    type Figures<'a> = Vec<(usize, &'a str)>;
+    let (figures, undefined): (Figures, Figures) = LAYER_FIGURES
         .iter()
         .copied()
         .enumerate()

@@ -5,6 +5,7 @@
 
 use crate::app::panels::model::LoadState;
 use crate::app::text::editor::WindowInfo;
+use crate::app::widgets::progress::progress_bar;
 use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::ModelInfo;
 
@@ -27,7 +28,7 @@ pub struct StatusInfo<'a> {
 pub const WORKING_LABEL: &str = "Working…";
 
 /// The button that abandons the run in flight.
-pub const CANCEL_LABEL: &str = "Cancel";
+pub use crate::app::widgets::progress::CANCEL_LABEL;
 
 /// What the user asked of the status bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,28 +40,32 @@ pub enum StatusAction {
 pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) -> Option<StatusAction> {
     let mut action = None;
     ui.horizontal(|ui| {
+        let cancel_hint = (info.working && info.running)
+            .then_some("Stop this analysis; the result on screen stays");
         match (info.working, info.progress) {
             (true, Some(progress)) => {
-                ui.add(
-                    egui::ProgressBar::new(progress.fraction())
-                        .desired_width(260.0)
-                        .text(progress.describe()),
-                );
+                if progress_bar(
+                    ui,
+                    progress.fraction(),
+                    progress.describe(),
+                    260.0,
+                    cancel_hint,
+                ) {
+                    action = Some(StatusAction::CancelRun);
+                }
             }
             (true, None) => {
                 ui.add(egui::Spinner::new().size(14.0));
                 ui.label(WORKING_LABEL);
+                // Cancel alone, before the run's first progress.
+                if let Some(hint) = cancel_hint {
+                    if ui.small_button(CANCEL_LABEL).on_hover_text(hint).clicked() {
+                        action = Some(StatusAction::CancelRun);
+                    }
+                }
             }
             (false, _) => {
                 ui.weak("Ready");
-            }
-        }
-        if info.working && info.running {
-            let cancel = ui
-                .small_button(CANCEL_LABEL)
-                .on_hover_text("Stop this analysis; the result on screen stays");
-            if cancel.clicked() {
-                action = Some(StatusAction::CancelRun);
             }
         }
         ui.separator();

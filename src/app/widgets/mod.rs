@@ -10,11 +10,13 @@
 //! - [`table`]: fixed-column tables with sortable headers and readable
 //!   rows;
 //! - [`token_text`]: a text drawn as token chips that can be picked;
+//! - [`progress`]: a slow stage's progress bar, time left and Cancel;
 //! - [`format`]: how figures, categories and sizes read on screen.
 
 pub mod format;
 pub mod head_grid;
 pub mod heatmap;
 pub mod plots;
+pub mod progress;
 pub mod table;
 pub mod token_text;

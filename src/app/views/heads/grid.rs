@@ -9,7 +9,7 @@
 //! deep model scroll ([`thumbnail_side`]).
 
 use crate::analysis::Category;
-use crate::app::jobs::spawn_job;
+use crate::app::jobs::{spawn_tracked_job, JobProgress};
 use crate::app::widgets::format::{category_style, figure, HIGHLIGHT};
 use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap::{self, ViewKey, THUMBNAIL_PIXELS};
@@ -42,7 +42,17 @@ pub struct Overview {
     textures: Vec<Option<TextureHandle>>,
     shared: Option<ValueRange>,
     /// Thumbnails being computed off the UI thread, for this key.
-    building: Option<(ViewKey, Receiver<Thumbnails>)>,
+    building: Option<Building>,
+    /// A key whose thumbnails the user cancelled: not built again until a
+    /// result or a view choice changes.
+    cancelled_key: Option<ViewKey>,
+}
+
+/// A build of the thumbnails in progress.
+struct Building {
+    key: ViewKey,
+    receiver: Receiver<Option<Thumbnails>>,
+    progress: Arc<JobProgress>,
 }
 
 /// The colour images of every head, computed off the UI thread.
@@ -91,20 +101,32 @@ pub fn thumbnail_label(head: HeadId, category: Option<Category>) -> String {
 
 /// Every head's thumbnail image for `key` (the transform, the colour
 /// ranges and the shrinking touch all L·H·T² values, hence a thread).
-fn build_thumbnails(output: &RunOutput, key: ViewKey) -> Thumbnails {
+/// `None` when cancelled.
+fn build_thumbnails(
+    output: &RunOutput,
+    key: ViewKey,
+    progress: &JobProgress,
+) -> Option<Thumbnails> {
     let captures = &output.captures;
     let heads: Vec<HeadId> = captures.head_ids().collect();
     let scale = heatmap::colour_scale(output, &key);
     // Heads in parallel: a long decoder input recomputes each head's P or S.
     let (shrunk, ranges): (Vec<_>, Vec<_>) =
         crate::threads::map_indices(heads.len(), crate::threads::total(), |index| {
+            if progress.is_cancelled() {
+                return ((Vec::new(), 0), ValueRange::default());
+            }
             let values = heatmap::head_matrix(output, heads[index], key.kind, key.variant);
             let (coloured, range) = heatmap::picture(key.colormap, scale, &values, captures.tokens);
             let (small, side) = heatmap::shrink(&coloured, captures.tokens, THUMBNAIL_PIXELS);
+            progress.step();
             ((small.into_owned(), side), range)
         })
         .into_iter()
         .unzip();
+    if progress.is_cancelled() {
+        return None;
+    }
     let shared = key.shared_scale.then(|| heatmap::union(&ranges));
     let images = shrunk
         .iter()
@@ -113,7 +135,7 @@ fn build_thumbnails(output: &RunOutput, key: ViewKey) -> Thumbnails {
             heatmap::colour_image(values, *side, key.colormap, shared.unwrap_or(range))
         })
         .collect();
-    Thumbnails { images, shared }
+    Some(Thumbnails { images, shared })
 }
 
 impl Overview {
@@ -127,9 +149,18 @@ impl Overview {
         key: ViewKey,
         wake: &Waker,
     ) {
-        if let Some((built_key, receiver)) = &self.building {
+        if let Some(Building {
+            key: built_key,
+            receiver,
+            progress,
+        }) = &self.building
+        {
             match receiver.try_recv() {
-                Ok(thumbnails) => {
+                Ok(None) => {
+                    self.cancelled_key = Some(*built_key);
+                    self.building = None;
+                }
+                Ok(Some(thumbnails)) => {
                     let built_key = *built_key;
                     self.building = None;
                     self.textures.resize_with(thumbnails.images.len(), || None);
@@ -140,18 +171,50 @@ impl Overview {
                     self.shared = thumbnails.shared;
                     self.shown_key = Some(built_key);
                 }
-                Err(crossbeam_channel::TryRecvError::Empty) => {}
+                Err(crossbeam_channel::TryRecvError::Empty) => {
+                    // A newer key: this build's pictures will not be shown.
+                    if *built_key != key {
+                        progress.cancel();
+                    }
+                }
                 Err(crossbeam_channel::TryRecvError::Disconnected) => self.building = None,
             }
         }
         let wanted = Some(key);
-        if self.shown_key != wanted && self.building.as_ref().map(|(k, _)| *k) != wanted {
+        if self.shown_key != wanted
+            && self.building.as_ref().map(|b| b.key) != wanted
+            && self.cancelled_key != wanted
+        {
             let output = output.clone();
-            let receiver = spawn_job("headscope-thumbnails", wake.clone(), move || {
-                build_thumbnails(&output, key)
+            let heads = output.captures.layers * output.captures.heads;
+            let (receiver, progress) = spawn_tracked_job(
+                "headscope-thumbnails",
+                "Drawing the thumbnails",
+                heads,
+                wake.clone(),
+                move |progress| build_thumbnails(&output, key, progress),
+            );
+            self.building = Some(Building {
+                key,
+                receiver,
+                progress,
             });
-            self.building = Some((key, receiver));
         }
+    }
+
+    /// Whether the user cancelled the thumbnails of `key`.
+    pub fn is_cancelled(&self, key: ViewKey) -> bool {
+        self.cancelled_key == Some(key)
+    }
+
+    /// Draws again the thumbnails whose drawing was cancelled.
+    pub fn draw_again(&mut self) {
+        self.cancelled_key = None;
+    }
+
+    /// The build in progress, if any, for its progress row.
+    pub fn building(&self) -> Option<&JobProgress> {
+        self.building.as_ref().map(|b| b.progress.as_ref())
     }
 
     /// Whether the pictures on screen are those of `key`.

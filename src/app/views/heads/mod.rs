@@ -12,11 +12,15 @@ use crate::app::settings::{MatrixKind, Settings};
 use crate::app::views::shared::{Shared, View, ViewAction, ViewContext};
 use crate::app::widgets::format::{category_style, HIGHLIGHT};
 use crate::app::widgets::heatmap::{self, ViewKey};
+use crate::app::widgets::progress;
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use detail::{HeadAction, HeadView};
 use grid::{GridMarks, Overview};
+
+/// The button that draws thumbnails whose drawing was cancelled.
+pub const DRAW_THUMBNAILS_LABEL: &str = "Draw them";
 
 /// The Heads tab's state (not persisted).
 #[derive(Default)]
@@ -109,6 +113,16 @@ impl HeadsView {
         let caption = without_attention(cx.output, cx.settings.matrix, caption);
         view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
+        if let Some(job) = self.overview.building() {
+            progress::job_row(ui, job, "Stop drawing them; the pictures on screen stay");
+        } else if self.overview.is_cancelled(key) {
+            ui.horizontal(|ui| {
+                ui.weak("Drawing the thumbnails was cancelled.");
+                if ui.small_button(DRAW_THUMBNAILS_LABEL).clicked() {
+                    self.overview.draw_again();
+                }
+            });
+        }
         ui.separator();
         let marks = self.grid_marks(cx.shared, cx.output, cx.settings);
         if let Some(head) = self.overview.ui(ui, cx.output, self.detail, &marks) {
