@@ -19,7 +19,8 @@
 //! - [`model`]: loads a checkpoint and runs our own encoder or decoder,
 //!   capturing every head's attention and output (ANALYSIS.md §2);
 //!   [`input`]: turns text into the model's token sequence (ANALYSIS.md §1),
-//!   cutting a sentence longer than a window into pieces; [`report`]: the
+//!   cutting a sentence longer than a window into pieces; [`probe`]: the
+//!   induction probe's input (ANALYSIS.md §9); [`report`]: the
 //!   JSON documents `analyze` and `compare` write (the figures, and what
 //!   the input did to the text).
 //! - [`export`], [`npz`]: figures and files out, the same for the CLI and
@@ -51,6 +52,7 @@ pub mod model;
 pub mod npz;
 pub mod pipeline;
 pub mod predictions;
+pub mod probe;
 pub mod report;
 pub mod textfile;
 pub mod threads;

@@ -291,6 +291,27 @@ pub fn prepare_ids(
     Ok((fit_window(model, built, limit, input), text))
 }
 
+/// The induction probe's input for the model (ANALYSIS.md §9,
+/// [`crate::probe`]): its leading special tokens, R random ids, R again,
+/// in one window of one sentence.
+pub fn prepare_probe(model: &Model, input: &InputOptions) -> Result<BuiltInput, InputError> {
+    let limit = token_limit(model, input);
+    let tokens = crate::probe::probe_sequence(&model.tokenizer, &model.specials)
+        .map_err(InputError::Tokenizer)?;
+    if tokens.len() > limit.tokens {
+        return Err(InputError::LimitTooSmall {
+            limit: limit.tokens,
+            added: tokens.len(),
+        });
+    }
+    let built = BuiltInput {
+        tokens,
+        sentences_analysed: 1,
+        ..BuiltInput::default()
+    };
+    Ok(fit_window(model, built, limit, input))
+}
+
 /// Every window of `text` from the first, as the runs would cut them one
 /// after the other (with `input`'s mode and limits): the outline of a long
 /// document. Tokenizes the whole text: call it off the UI thread.

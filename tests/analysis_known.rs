@@ -912,6 +912,11 @@ fn json_names_match_the_contract() {
             "separator_attention",
             "sink_attention",
             "category",
+            "previous_token_score",
+            "duplicate_token_score",
+            "induction_score",
+            "self_score",
+            "role",
             "attention_stats",
         ])
     );

@@ -161,6 +161,38 @@ fn clicking_a_head_opens_its_detail_and_arrow_keys_step() {
         );
     }
     assert!(harness.query_by_label("local fraction (w = 4)").is_some());
+    // The head's role and role scores of ANALYSIS.md §9.
+    let f = harness
+        .state()
+        .shown_output()
+        .and_then(|output| output.analysis.head(HeadId::new(2, 5)).cloned())
+        .expect("the head's figures");
+    for (name, value) in [
+        ("role", f.role.map(|r| r.to_string())),
+        (
+            "previous-token score",
+            f.previous_token_score.map(|x| format!("{x:.3}")),
+        ),
+        (
+            "duplicate-token score",
+            f.duplicate_token_score.map(|x| format!("{x:.3}")),
+        ),
+        (
+            "induction score",
+            f.induction_score.map(|x| format!("{x:.3}")),
+        ),
+        ("self score", f.self_score.map(|x| format!("{x:.3}"))),
+    ] {
+        assert!(
+            harness.query_all_by_label(name).next().is_some(),
+            "{name} is shown"
+        );
+        let value = value.unwrap_or_else(|| "—".into());
+        assert!(
+            harness.query_all_by_label(&value).next().is_some(),
+            "{name} shows {value}"
+        );
+    }
     harness.check_accessibility();
 
     harness.key_press(egui::Key::ArrowRight);

@@ -152,6 +152,63 @@ fn wrapped_lines_are_read_as_one_sentence() {
         &["--one-sentence-per-line"],
     );
     assert_eq!(count(&per_line), 2);
+
+/// `analyze --probe induction` on an encoder: its tokenizer's `[CLS]`, 50
+/// ids from 1000 on and the same 50 again, with every head's role
+/// scores; the probe takes no text.
+#[test]
+fn analyze_runs_the_induction_probe_on_an_encoder() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("probe.json");
+    let output = headscope(&[
+        "analyze",
+        "--model",
+        &model_arg(),
+        "--probe",
+        "induction",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let figures: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ids: Vec<u64> = figures["input_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 101);
+    assert_eq!(ids[0], 101, "[CLS]");
+    assert_eq!(ids[1..51], ids[51..]);
+    assert!(ids[1..].iter().all(|&id| (1000..20000).contains(&id)));
+    assert_eq!(figures["content_tokens"], 100);
+    let head = &figures["layers"][0]["heads"][0];
+    for key in [
+        "previous_token_score",
+        "duplicate_token_score",
+        "induction_score",
+        "self_score",
+    ] {
+        assert!(head[key].is_number(), "{key}: {head}");
+    }
+    assert!(head["role"].is_string(), "{head}");
+
+    // The probe is the input: a text beside it is refused (by clap).
+    let both = headscope(&[
+        "analyze",
+        "--model",
+        &model_arg(),
+        "--probe",
+        "induction",
+        "some.txt",
+    ]);
+    assert!(!both.status.success());
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
 }
 
 #[test]

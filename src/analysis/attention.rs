@@ -1,10 +1,16 @@
 //! One pass over a head's attention P: the classic statistics of Clark et
-//! al. (2019), the separator and sink attention of the content rows, and
-//! the head's attention on the separators, for the layer's segmentation.
-//! In a causal model a query's separator attention counts only the
-//! separators it can see, at or before itself (ANALYSIS.md §8).
+//! al. (2019), the separator and sink attention of the content rows, the
+//! role scores of ANALYSIS.md §9 (previous-token, duplicate-token,
+//! induction, self), and the head's attention on the separators, for the
+//! layer's segmentation. In a causal model a query's separator attention
+//! counts only the separators it can see, at or before itself (§8).
+//!
+//! The role scores read each content row where the entropy has just read
+//! it: the previous key, the diagonal and the keys of the earlier
+//! occurrences of the query's token (and the keys after them), O(T·k) per
+//! head for k repeats, with no pass over P of their own.
 
-use super::{finite, AttentionStats, Document};
+use super::{finite, AttentionStats, Document, NO_OCCURRENCE};
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -13,6 +19,40 @@ pub(super) struct AttentionPass {
     pub(super) separator_attention: Option<f64>,
     /// Mean attention of the content rows on position 0.
     pub(super) sink_attention: Option<f64>,
+    pub(super) roles: RoleScores,
+}
+
+/// The role scores of ANALYSIS.md §9, each `None` where no content query
+/// defines it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct RoleScores {
+    pub(super) previous_token: Option<f64>,
+    pub(super) duplicate_token: Option<f64>,
+    pub(super) induction: Option<f64>,
+    pub(super) self_attention: Option<f64>,
+}
+
+/// A sum over the queries that define a score, and how many did.
+#[derive(Clone, Copy, Default)]
+struct QueryMean {
+    sum: f64,
+    queries: usize,
+}
+
+impl QueryMean {
+    #[inline(always)]
+    fn add(&mut self, x: f64) {
+        self.sum += x;
+        self.queries += 1;
+    }
+
+    fn mean(self) -> Option<f64> {
+        if self.queries == 0 {
+            None
+        } else {
+            finite(self.sum / self.queries as f64)
+        }
+    }
 }
 
 /// One pass over a head's attention: the classic statistics, the mean
@@ -33,11 +73,15 @@ pub(super) fn attention_pass<'d>(
             stats: AttentionStats::default(),
             separator_attention: None,
             sink_attention: None,
+            roles: RoleScores::default(),
         };
     }
     let separators = doc.separators.len();
     let mut s = AttentionStats::default();
     let (mut content_separator, mut content_sink) = (0.0, 0.0);
+    let [mut previous_token, mut duplicate_token, mut induction, mut self_score] =
+        [QueryMean::default(); 4];
+    let special = &doc.tokens.special;
     let mut columns = separator_columns.chunks_exact_mut(separators.max(1));
     let sum_at = |row: &[f32], at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
     // Row by row, so that every lookup hits the row the entropy just read.
@@ -64,9 +108,34 @@ pub(super) fn attention_pass<'d>(
         if i + 1 < t {
             s.next += f64::from(row[i + 1]);
         }
-        if !doc.tokens.special[i] {
+        if !special[i] {
             content_separator += separator;
             content_sink += f64::from(row[0]);
+            self_score.add(f64::from(row[i]));
+            if i >= 1 && !special[i - 1] {
+                previous_token.add(f64::from(row[i - 1]));
+            }
+            // Every earlier occurrence p of the query's token (duplicate),
+            // and the token after it, p + 1, while that is before the
+            // query (induction: J_i of §9).
+            let mut earlier = doc.earlier_occurrence[i];
+            if earlier != NO_OCCURRENCE {
+                let (mut on_duplicates, mut on_successors) = (0.0, 0.0);
+                let mut has_successor = false;
+                while earlier != NO_OCCURRENCE {
+                    let p = earlier as usize;
+                    on_duplicates += f64::from(row[p]);
+                    if p + 1 < i {
+                        on_successors += f64::from(row[p + 1]);
+                        has_successor = true;
+                    }
+                    earlier = doc.earlier_occurrence[p];
+                }
+                duplicate_token.add(on_duplicates);
+                if has_successor {
+                    induction.add(on_successors);
+                }
+            }
             if let Some(columns) = columns.next() {
                 // The columns of the separators it does not see stay 0.
                 for (column, &k) in columns.iter_mut().zip(seen_separators) {
@@ -98,6 +167,12 @@ pub(super) fn attention_pass<'d>(
         stats,
         separator_attention: content_mean(content_separator),
         sink_attention: content_mean(content_sink),
+        roles: RoleScores {
+            previous_token: previous_token.mean(),
+            duplicate_token: duplicate_token.mean(),
+            induction: induction.mean(),
+            self_attention: self_score.mean(),
+        },
     }
 }
 

@@ -40,6 +40,85 @@ impl std::fmt::Display for Category {
     }
 }
 
+/// What kind of head a head is, by the largest of its role scores
+/// (ANALYSIS.md §9): the score must be at least [`ROLE_FLOOR`] and exceed
+/// the second largest by [`ROLE_MARGIN`], else the head is `Mixed`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    PreviousToken,
+    DuplicateToken,
+    Induction,
+    Sink,
+    Separator,
+    #[serde(rename = "self")]
+    SelfAttention,
+    Mixed,
+}
+
+/// The least score a role needs (ANALYSIS.md §9).
+pub const ROLE_FLOOR: f64 = 0.4;
+/// How far a role's score must exceed the second largest (ANALYSIS.md §9).
+pub const ROLE_MARGIN: f64 = 0.1;
+
+impl Role {
+    pub const ALL: [Role; 7] = [
+        Role::PreviousToken,
+        Role::DuplicateToken,
+        Role::Induction,
+        Role::Sink,
+        Role::Separator,
+        Role::SelfAttention,
+        Role::Mixed,
+    ];
+
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::PreviousToken => "previous_token",
+            Role::DuplicateToken => "duplicate_token",
+            Role::Induction => "induction",
+            Role::Sink => "sink",
+            Role::Separator => "separator",
+            Role::SelfAttention => "self",
+            Role::Mixed => "mixed",
+        }
+    }
+
+    /// The role of a head with these scores, each `None` where undefined
+    /// (an undefined score competes with none). `None` when every score
+    /// is: a head without P has no role.
+    pub fn of_scores(scores: [(Role, Option<f64>); 6]) -> Option<Role> {
+        let mut defined = scores
+            .iter()
+            .filter_map(|&(role, score)| Some((role, score?)));
+        let (mut best, mut best_score) = defined.next()?;
+        let mut second = f64::NEG_INFINITY;
+        for (role, score) in defined {
+            if score > best_score {
+                second = best_score;
+                (best, best_score) = (role, score);
+            } else if score > second {
+                second = score;
+            }
+        }
+        // An exact tie leaves the margin 0: mixed, whichever came first.
+        Some(
+            if best_score >= ROLE_FLOOR && best_score - second >= ROLE_MARGIN {
+                best
+            } else {
+                Role::Mixed
+            },
+        )
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The classic per-head attention statistics of Clark et al. (2019), "What
 /// does BERT look at?": each a mean over the query rows of the head's P.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
@@ -78,6 +157,20 @@ pub struct HeadFigures {
     /// position (`[CLS]`): the "attention sink".
     pub sink_attention: Option<f64>,
     pub category: Option<Category>,
+    /// Mean over content queries i with a content token at i − 1 of
+    /// P[i, i − 1] (ANALYSIS.md §9).
+    pub previous_token_score: Option<f64>,
+    /// Mean over content queries with an earlier occurrence of their token
+    /// of the attention on those occurrences; `None` when no token repeats.
+    pub duplicate_token_score: Option<f64>,
+    /// Mean over content queries i of the attention on the tokens that
+    /// followed earlier occurrences of token i; `None` when none has one.
+    pub induction_score: Option<f64>,
+    /// Mean over content queries of P[i, i].
+    pub self_score: Option<f64>,
+    /// The largest of the role scores, sink and separator attention
+    /// included, or `mixed` (ANALYSIS.md §9); `None` without P.
+    pub role: Option<Role>,
     /// `None` when the input came without its attention P (a capture file
     /// may hold the head outputs O alone).
     pub attention_stats: Option<AttentionStats>,

@@ -52,7 +52,10 @@ use similarity::{Moments, Transform};
 use widest::widest;
 
 use figures::focus_counts;
-pub use figures::{Analysis, AttentionStats, Category, HeadFigures, LayerFigures, TieShare};
+pub use figures::{
+    Analysis, AttentionStats, Category, HeadFigures, LayerFigures, Role, TieShare, ROLE_FLOOR,
+    ROLE_MARGIN,
+};
 pub use options::{AnalysisOptions, Selection, SimilarityVariant};
 pub use segmentation::{choose_separator, SeparatorChoice, SEGMENTATION_TIE};
 pub use selection::{top_fraction_count, TIE_BAND};
@@ -289,7 +292,15 @@ struct Document<'a> {
     content_index: Vec<u32>,
     /// The content positions ordered by token id, then position.
     content_by_id: Vec<usize>,
+    /// Per position, the last earlier position with the same token id
+    /// ([`NO_OCCURRENCE`] where none): following it from i visits every
+    /// earlier occurrence of token i, newest first, in O(occurrences) for
+    /// the role scores of ANALYSIS.md §9.
+    earlier_occurrence: Vec<u32>,
 }
+
+/// No earlier occurrence of a position's token.
+const NO_OCCURRENCE: u32 = u32::MAX;
 
 impl<'a> Document<'a> {
     fn new(tokens: &'a TokenSequence, options: &'a AnalysisOptions) -> Self {
@@ -311,6 +322,14 @@ impl<'a> Document<'a> {
         }
         let mut content_by_id = content.clone();
         content_by_id.sort_by_key(|&i| (tokens.input_ids[i], i));
+        let mut last_seen_at = std::collections::HashMap::new();
+        let earlier_occurrence = (0..tokens.len())
+            .map(|i| {
+                last_seen_at
+                    .insert(tokens.input_ids[i], i as u32)
+                    .unwrap_or(NO_OCCURRENCE)
+            })
+            .collect();
         Self {
             tokens,
             options,
@@ -319,6 +338,7 @@ impl<'a> Document<'a> {
             content_runs,
             content_index,
             content_by_id,
+            earlier_occurrence,
             separators: tokens.separator_positions(),
             cls: tokens.cls_positions(),
             punctuation: (0..tokens.len())
@@ -628,6 +648,19 @@ fn analyse_head_body(
         figures.attention_stats = Some(pass.stats);
         figures.separator_attention = pass.separator_attention;
         figures.sink_attention = pass.sink_attention;
+        let roles = pass.roles;
+        figures.previous_token_score = roles.previous_token;
+        figures.duplicate_token_score = roles.duplicate_token;
+        figures.induction_score = roles.induction;
+        figures.self_score = roles.self_attention;
+        figures.role = Role::of_scores([
+            (Role::PreviousToken, roles.previous_token),
+            (Role::DuplicateToken, roles.duplicate_token),
+            (Role::Induction, roles.induction),
+            (Role::Sink, pass.sink_attention),
+            (Role::Separator, pass.separator_attention),
+            (Role::SelfAttention, roles.self_attention),
+        ]);
     }
     figures.selected_pairs = selected
         .into_iter()
@@ -883,5 +916,153 @@ mod tests {
                 assert!(widest.figures.heads[0].mean_distance.is_some());
             }
         }
+    }
+
+    /// `[CLS] A B C A B [SEP]` with ids 1, 10, 11, 12, 10, 11, 2.
+    fn repeated_tokens(causal: bool) -> TokenSequence {
+        let ids = [1, 10, 11, 12, 10, 11, 2];
+        TokenSequence {
+            input_ids: ids.to_vec(),
+            token_texts: ids.iter().map(|id| format!("t{id}")).collect(),
+            special: ids.iter().map(|&id| id <= 2).collect(),
+            sentence_ids: ids.iter().map(|&id| (id != 1).then_some(0)).collect(),
+            offsets: vec![None; ids.len()],
+            sep_id: 2,
+            cls_id: 1,
+            causal,
+            ..TokenSequence::default()
+        }
+    }
+
+    /// A T×T attention whose row i is `row(i)`: a list of (key, weight).
+    fn attention_of(t: usize, row: impl Fn(usize) -> Vec<(usize, f32)>) -> Vec<f32> {
+        let mut p = vec![0.0f32; t * t];
+        for i in 0..t {
+            for (j, w) in row(i) {
+                p[i * t + j] += w;
+            }
+        }
+        p
+    }
+
+    /// Hand-built heads whose role scores are known exactly (ANALYSIS.md
+    /// §9): an induction head, a previous-token head, a duplicate-token
+    /// head, a uniform head and one whose two largest scores tie.
+    #[test]
+    fn role_scores_of_hand_built_heads() {
+        let tokens = repeated_tokens(false);
+        let t = tokens.len();
+        // The earlier occurrence of rows 4 and 5 is at 1 and 2; the token
+        // after it at 2 and 3.
+        let induction = attention_of(t, |i| match i {
+            4 => vec![(2, 1.0)],
+            5 => vec![(3, 1.0)],
+            _ => vec![(0, 1.0)],
+        });
+        let previous = attention_of(t, |i| vec![(i.saturating_sub(1), 1.0)]);
+        let duplicate = attention_of(t, |i| match i {
+            4 => vec![(1, 0.75), (6, 0.25)],
+            5 => vec![(2, 0.75), (6, 0.25)],
+            _ => vec![(i, 1.0)],
+        });
+        let uniform = attention_of(t, |_| (0..t).map(|j| (j, 1.0 / t as f32)).collect());
+        let tied = attention_of(t, |i| vec![(i, 0.5), (0, 0.5)]);
+        let heads = [induction, previous, duplicate, uniform, tied];
+        let attention: Vec<f32> = heads.concat();
+        let similarity = vec![0.5f32; attention.len()];
+        let options = AnalysisOptions::default();
+        let doc = Document::new(&tokens, &options);
+        let squares = LayerSquares {
+            attention: &attention,
+            similarity: &similarity,
+            heads: heads.len(),
+        };
+        let layer = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
+        let scores = |h: usize| {
+            let f = &layer.figures.heads[h];
+            (
+                [
+                    f.previous_token_score,
+                    f.duplicate_token_score,
+                    f.induction_score,
+                    f.self_score,
+                    f.sink_attention,
+                    f.separator_attention,
+                ],
+                f.role,
+            )
+        };
+        let close = |a: [Option<f64>; 6], b: [f64; 6]| {
+            a.iter()
+                .zip(b)
+                .all(|(a, b)| a.is_some_and(|a| (a - b).abs() < 1e-6))
+        };
+        // Content rows 1..=5; previous-token rows 2..=5; duplicate and
+        // induction rows 4 and 5.
+        let expected = [
+            ([0.0, 0.0, 1.0, 0.0, 0.6, 0.0], Role::Induction),
+            ([1.0, 0.0, 0.0, 0.0, 0.2, 0.0], Role::PreviousToken),
+            ([0.0, 0.75, 0.0, 0.6, 0.0, 0.1], Role::DuplicateToken),
+            (
+                [
+                    1.0 / 7.0,
+                    1.0 / 7.0,
+                    1.0 / 7.0,
+                    1.0 / 7.0,
+                    1.0 / 7.0,
+                    1.0 / 7.0,
+                ],
+                Role::Mixed,
+            ),
+            ([0.0, 0.0, 0.0, 0.5, 0.5, 0.0], Role::Mixed),
+        ];
+        for (h, (values, role)) in expected.into_iter().enumerate() {
+            let (ours, our_role) = scores(h);
+            assert!(close(ours, values), "head {h}: {ours:?} vs {values:?}");
+            assert_eq!(our_role, Some(role), "head {h}");
+        }
+
+        // Without a repeated token, duplicate and induction are undefined
+        // (and compete with nothing); without P, every score is.
+        let mut distinct = tokens.clone();
+        distinct.input_ids = vec![1, 10, 11, 12, 13, 14, 2];
+        let doc = Document::new(&distinct, &options);
+        let layer = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
+        let f = &layer.figures.heads[1];
+        assert_eq!((f.duplicate_token_score, f.induction_score), (None, None));
+        assert_eq!(f.role, Some(Role::PreviousToken));
+        let without_p = LayerSquares {
+            attention: &[],
+            ..squares
+        };
+        let layer = analyse_layer(&doc, without_p, &mut Scratch::default(), &mut []);
+        let f = &layer.figures.heads[0];
+        assert_eq!((f.self_score, f.role), (None, None));
+    }
+
+    /// The role rule: at least 0.4, and 0.1 above the second.
+    #[test]
+    fn role_needs_its_floor_and_margin() {
+        let role = |scores: [f64; 6]| {
+            let roles = [
+                Role::PreviousToken,
+                Role::DuplicateToken,
+                Role::Induction,
+                Role::Sink,
+                Role::Separator,
+                Role::SelfAttention,
+            ];
+            Role::of_scores(std::array::from_fn(|k| (roles[k], Some(scores[k])))).unwrap()
+        };
+        assert_eq!(role([0.0, 0.0, 0.5, 0.3, 0.0, 0.0]), Role::Induction);
+        assert_eq!(role([0.0, 0.0, 0.5, 0.45, 0.0, 0.0]), Role::Mixed);
+        assert_eq!(role([0.39, 0.0, 0.0, 0.0, 0.0, 0.0]), Role::Mixed);
+        assert_eq!(role([0.0, 0.0, 0.0, 0.0, 0.9, 0.1]), Role::Separator);
+        assert_eq!(role([0.0, 0.0, 0.0, 0.0, 0.1, 0.9]), Role::SelfAttention);
+        assert_eq!(Role::of_scores([(Role::Sink, None); 6]), None);
+        assert_eq!(
+            serde_json::to_string(&Role::SelfAttention).unwrap(),
+            "\"self\""
+        );
     }
 }

@@ -1,14 +1,16 @@
 //! `headscope analyze`: the figures of every layer and head of one text, as
 //! a table on stdout, or JSON and NPZ files (ANALYSIS.md §6); of a model
-//! run on a text, or of a capture file (`--capture`, docs/CAPTURE.md).
+//! run on a text, on the induction probe (`--probe induction`, §9), or of
+//! a capture file (`--capture`, docs/CAPTURE.md).
 
 use super::args::{InputArgs, LimitArgs, ModelInputArgs, TextArgs};
-use super::running::{check_writable, write_json};
+use super::running::{check_writable, load_model, write_json};
+use crate::analysis::Role;
 use crate::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
 use crate::pipeline::RunOutput;
 use crate::report::DecoderReport;
 use anyhow::bail;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -22,14 +24,23 @@ pub(crate) struct AnalyzeArgs {
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
     /// Text file, or - for standard input.
-    #[arg(required_unless_present = "capture", conflicts_with = "capture")]
+    #[arg(
+        required_unless_present_any = ["capture", "probe"],
+        conflicts_with_all = ["capture", "probe"]
+    )]
     pub(crate) file: Option<PathBuf>,
+    /// Analyse a generated input instead of a text: `induction`, the
+    /// tokenizer's BOS (if it adds one), 50 seeded random token ids and the
+    /// same 50 again (ANALYSIS.md §9), on which induction and
+    /// previous-token heads show.
+    #[arg(long, value_enum, requires = "model", conflicts_with = "capture")]
+    pub(crate) probe: Option<ProbeArg>,
     /// Analyse a capture file (docs/CAPTURE.md) instead of running a model
     /// on a text; the analysis options apply, the input options do not.
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     pub(crate) capture: Option<PathBuf>,
     /// Also store the run as a capture file (head outputs and attentions).
-    #[arg(long, value_name = "FILE", conflicts_with = "capture")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["capture", "probe"])]
     pub(crate) save_capture: Option<PathBuf>,
     /// Write the figures as JSON (ANALYSIS.md §6) to this file, - for stdout.
     #[arg(long)]
@@ -42,6 +53,12 @@ pub(crate) struct AnalyzeArgs {
     /// residual stream after that layer through the final norm and LM head.
     #[arg(long, requires = "json", conflicts_with = "capture")]
     pub(crate) logit_lens: bool,
+}
+
+/// The generated inputs `--probe` offers.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProbeArg {
+    Induction,
 }
 
 pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
@@ -68,6 +85,17 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     };
     let mut lens = None;
     let (name, output) = match (&text, &args.capture) {
+        _ if args.probe.is_some() => {
+            let model = load_model(args.model.as_deref().unwrap_or_default())?;
+            let options = args.input.analysis.options()?;
+            let input = args.limits.input_options(&args.input)?;
+            let built = crate::pipeline::prepare_probe(&model, &input)?;
+            let output = crate::pipeline::run_prepared(&model, built, &options, &|| false)?;
+            if args.logit_lens {
+                lens = Some(model.logit_lens(&output.input.tokens.input_ids, 5, &|| false)?);
+            }
+            (model.name.clone(), output)
+        }
         (Some(text), None) => {
             let (model, text, output) = text.run_with_text()?;
             if args.logit_lens {
@@ -147,19 +175,24 @@ pub(crate) fn print_table(name: &str, output: &RunOutput) {
     );
     let _ = writeln!(
         out,
-        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  categories (repetition/focus/local/mixed)",
+        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  categories (repetition/focus/local/mixed)  roles (previous/duplicate/induction/sink/separator/self/mixed)",
         "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "own-sep (chance)", "sink-attn"
     );
     for (index, layer) in a.layers.iter().enumerate() {
         let mut counts = [0usize; 4];
+        let mut roles = [0usize; Role::ALL.len()];
         for head in &layer.heads {
             if let Some(category) = head.category {
                 counts[category as usize] += 1;
             }
+            if let Some(role) = head.role {
+                roles[role as usize] += 1;
+            }
         }
+        let roles = roles.map(|n| n.to_string()).join("/");
         let _ = writeln!(
             out,
-            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  {}/{}/{}/{}",
+            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  {}/{}/{}/{}  {}",
             index,
             fmt(layer.mean_distance, 2),
             fmt(layer.same_sentence_fraction, 3),
@@ -176,7 +209,8 @@ pub(crate) fn print_table(name: &str, output: &RunOutput) {
             counts[0],
             counts[1],
             counts[2],
-            counts[3]
+            counts[3],
+            roles
         );
     }
 }

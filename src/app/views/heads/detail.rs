@@ -509,6 +509,20 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
             );
             row(ui, "separator attention", figure(f.separator_attention, 3));
             row(ui, "sink attention", figure(f.sink_attention, 3));
+            // The role scores of ANALYSIS.md §9 and the role they give.
+            row(ui, "role", f.role.map_or("—".into(), |r| r.to_string()));
+            row(
+                ui,
+                "previous-token score",
+                figure(f.previous_token_score, 3),
+            );
+            row(
+                ui,
+                "duplicate-token score",
+                figure(f.duplicate_token_score, 3),
+            );
+            row(ui, "induction score", figure(f.induction_score, 3));
+            row(ui, "self score", figure(f.self_score, 3));
         });
 
     ui.add_space(8.0);
