@@ -25,8 +25,9 @@ tests/fixtures/gguf:
 
     python reference/make_gguf_type_fixtures.py [blocks] [mixed]
 
-`blocks` needs only gguf and numpy; `mixed` also torch, transformers and
-tokenizers (the Python environment of scripts/python-env.sh).
+`blocks` needs only gguf (made with gguf 0.19.0) and numpy; `mixed` also
+torch, transformers and tokenizers (the Python environment of
+scripts/python-env.sh, with `pip install gguf==0.19.0` added).
 """
 import hashlib
 import json
