@@ -6,9 +6,10 @@ gguf_file=NAME)`, eager, float32) into tests/fixtures/gguf:
 - `llama.gguf`: architecture llama, a SentencePiece-style vocabulary
   (`tokenizer.ggml.model` llama: byte tokens, scores and no merges, so the
   merges are recovered from the scores; BOS added; a user-defined token),
-  its tensors in every type headscope reads: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0,
-  Q4_1, F16, BF16 and F32 (the K-quant blocks are random bytes with sane
-  scales: gguf-py cannot quantize to them);
+  its tensors in Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1, F16, BF16 and F32
+  (the K-quant blocks are random bytes with sane scales: gguf-py cannot
+  quantize to them; make_gguf_type_fixtures.py's mixed.gguf holds the
+  other types headscope reads);
 - `qwen2.gguf`: architecture qwen2, a byte-level BPE vocabulary
   (`tokenizer.ggml.model` gpt2) with Qwen2's split regex
   (`tokenizer.ggml.pre` qwen2) and control tokens, q/k/v biases.

@@ -5,8 +5,10 @@
 //! `reference/make_smollm2_fixture.py`), the tokenizer's ids on the fixture
 //! text and on tricky strings, and the captures and figures of
 //! `tests/fixtures/smollm2.*` (that reference's run on the same file);
-//! and damaged files, other architectures and tensor types are refused
-//! with a message naming the problem.
+//! every tensor type headscope reads dequantizes as gguf-py does, bit for
+//! bit, and tiny random files (one mixed as llama.cpp's Q4_K_M) equal
+//! transformers' loading of them; and damaged files, other architectures
+//! and tensor types are refused with a message naming the problem.
 
 mod common;
 
@@ -15,8 +17,10 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use common::parity::assert_matches_reference;
 use common::*;
-use headscope::model::gguf::{file::GgufFile, tensors};
+use headscope::model::gguf::file::{GgufFile, TensorType, SUPPORTED_TYPES};
+use headscope::model::gguf::tensors;
 use headscope::model::{checkpoint, Model, ModelSource};
+use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -213,44 +217,113 @@ fn other_architectures_are_refused_by_name() {
     );
 }
 
-#[test]
-fn other_tensor_types_are_refused_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    // A type candle reads but transformers' loader does not.
-    let path = dir.path().join("q5.gguf");
-    write_small_gguf(&path, "llama", GgmlDType::Q5_0);
-    let file = GgufFile::open(&path).unwrap();
-    let message = format!("{:#}", file.check_tensor_types().unwrap_err());
-    assert!(
-        message.contains("blk.0.attn_q.weight")
-            && message.contains("Q5_0")
-            && message.contains("Q4_K"),
-        "{message}"
-    );
-    // A type unknown to candle (IQ2_XXS, ggml type 16): the tensor table's
-    // type field rewritten.
-    let mut bytes = std::fs::read(&path).unwrap();
+/// `path` with its one tensor's ggml type id rewritten to `id`.
+fn with_type_id(path: &Path, id: u32, out: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
     let name = b"blk.0.attn_q.weight";
     let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len();
     let dims = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
     let type_at = at + 4 + 8 * dims;
-    bytes[type_at..type_at + 4].copy_from_slice(&16u32.to_le_bytes());
-    let iq = dir.path().join("iq.gguf");
-    std::fs::write(&iq, bytes).unwrap();
-    let message = load_error(&iq);
-    assert!(
-        message.contains("iq.gguf")
-            && message.contains("IQ2_XXS")
-            && message.contains("does not read"),
-        "{message}"
+    bytes[type_at..type_at + 4].copy_from_slice(&id.to_le_bytes());
+    std::fs::write(out, bytes).unwrap();
+}
+
+#[test]
+fn other_tensor_types_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q8.gguf");
+    write_small_gguf(&path, "llama", GgmlDType::Q8_0);
+    // Types no mix people download holds: IQ2_XXS (ggml type 16), TQ1_0
+    // (34), and an id ggml has never used; the header still reads, and
+    // the refusal names the file, the tensor and the type.
+    for (id, name) in [(16, "IQ2_XXS"), (34, "TQ1_0"), (77, "ggml type 77")] {
+        let other = dir.path().join(format!("type{id}.gguf"));
+        with_type_id(&path, id, &other);
+        let message = load_error(&other);
+        assert!(
+            message.contains(&format!("type{id}.gguf"))
+                && message.contains("blk.0.attn_q.weight")
+                && message.contains(name)
+                && message.contains("does not read")
+                && message.contains("IQ4_XS"),
+            "{message}"
+        );
+        let mut file = GgufFile::open(&other).unwrap();
+        assert!(file.check_tensor_types().is_err());
+        let message = format!("{:#}", file.read_tensor("blk.0.attn_q.weight").unwrap_err());
+        assert!(message.contains(name), "{message}");
+    }
+}
+
+/// Every type headscope reads, on random blocks made by
+/// `reference/make_gguf_type_fixtures.py` (`blocks.gguf`: each type's
+/// tensor and gguf-py's dequantization of it): headscope's dequantizing —
+/// candle's for the types it knows, ours for IQ4_NL and IQ4_XS — gives
+/// the same bits, for the whole matrix and for rows gathered as an
+/// embedding table's.
+#[test]
+fn every_block_type_dequantizes_bit_for_bit_as_gguf_py() {
+    let mut file = GgufFile::open(&fixture("gguf/blocks.gguf")).unwrap();
+    let mut stored: Vec<(String, TensorType)> = file
+        .content
+        .tensor_infos
+        .iter()
+        .filter(|(name, _)| !name.ends_with(".dequantized"))
+        .map(|(name, info)| (name.clone(), info.dtype))
+        .collect();
+    stored.sort_by_key(|(name, _)| name.clone());
+    let mut types: Vec<String> = stored.iter().map(|(_, t)| t.name()).collect();
+    let mut supported: Vec<String> = SUPPORTED_TYPES.iter().map(|t| t.name()).collect();
+    types.sort();
+    supported.sort();
+    assert_eq!(
+        types, supported,
+        "the fixture holds every type headscope reads"
     );
+    let bits = |tensor: &Tensor| -> Vec<u32> {
+        let values = tensor.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        values.iter().map(|v| v.to_bits()).collect()
+    };
+    for (name, dtype) in stored {
+        assert_eq!(name, dtype.name());
+        let raw = file.read_tensor(&name).unwrap();
+        let weight = tensors::to_weight(raw, &Device::Cpu).unwrap();
+        let expected = file.read_tensor(&format!("{name}.dequantized")).unwrap();
+        let expected = tensors::to_weight(expected, &Device::Cpu)
+            .unwrap()
+            .widen()
+            .unwrap();
+        let ours = weight.widen().unwrap();
+        assert_eq!(ours.dims(), expected.dims(), "{name}");
+        let (ours_bits, expected_bits) = (bits(&ours), bits(&expected));
+        let differing = ours_bits
+            .iter()
+            .zip(&expected_bits)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            differing, 0,
+            "{name}: {differing} values differ from gguf-py's"
+        );
+        assert!(expected_bits.iter().any(|&b| b != 0), "{name}: all zero");
+        // Rows gathered as an embedding table's, in any order and shape.
+        let ids = Tensor::new(&[[3u32, 0], [2, 3]], &Device::Cpu).unwrap();
+        let rows = weight.rows(&ids).unwrap();
+        assert_eq!(rows.dims(), &[2, 2, 256], "{name}");
+        let wanted = expected
+            .index_select(&ids.flatten_all().unwrap(), 0)
+            .unwrap();
+        assert_eq!(bits(&rows), bits(&wanted), "{name}: gathered rows");
+    }
 }
 
 /// Tiny random GGUF files made by `reference/make_gguf_fixtures.py`, with
 /// transformers' loading of each as the reference: `llama.gguf` holds
-/// every tensor type headscope reads and a SentencePiece-style vocabulary
-/// (merges recovered from scores, BOS added), `qwen2.gguf` a byte-level
-/// vocabulary with Qwen2's split regex and q/k/v biases.
+/// the types of headscope's first GGUF reader and a SentencePiece-style
+/// vocabulary (merges recovered from scores, BOS added), `qwen2.gguf` a
+/// byte-level vocabulary with Qwen2's split regex and q/k/v biases, and
+/// `mixed.gguf` (`reference/make_gguf_type_fixtures.py`) llama's layout
+/// with the other types.
 fn check_tiny_fixture(name: &str) {
     let path = fixture(&format!("gguf/{name}.gguf"));
     let model = Model::load(&ModelSource::Gguf(path), &mut |_| {})
@@ -279,24 +352,88 @@ fn check_tiny_fixture(name: &str) {
     eprintln!("{name}.gguf: {agreement:?}");
 }
 
-#[test]
-fn every_tensor_type_and_a_sentencepiece_vocabulary_match_transformers() {
-    let file = GgufFile::open(&fixture("gguf/llama.gguf")).unwrap();
-    let mut types: Vec<GgmlDType> = file
+/// The types of a fixture's tensors, by name.
+fn fixture_types(name: &str) -> Vec<String> {
+    let file = GgufFile::open(&fixture(&format!("gguf/{name}.gguf"))).unwrap();
+    let mut types: Vec<String> = file
         .content
         .tensor_infos
         .values()
-        .map(|info| info.ggml_dtype)
+        .map(|info| info.dtype.name())
         .collect();
-    types.sort_by_key(|t| format!("{t:?}"));
+    types.sort();
     types.dedup();
-    let mut supported = headscope::model::gguf::file::SUPPORTED_TYPES.to_vec();
-    supported.sort_by_key(|t| format!("{t:?}"));
+    types
+}
+
+#[test]
+fn every_tensor_type_and_a_sentencepiece_vocabulary_match_transformers() {
+    // llama.gguf holds the types of the earlier reader, mixed.gguf the
+    // others: between them, every type headscope reads.
+    let mut types = fixture_types("llama");
+    types.extend(fixture_types("mixed"));
+    types.sort();
+    types.dedup();
+    let mut supported: Vec<String> = SUPPORTED_TYPES.iter().map(|t| t.name()).collect();
+    supported.sort();
     assert_eq!(
         types, supported,
-        "the fixture holds every type headscope reads"
+        "the fixtures hold every type headscope reads"
     );
     check_tiny_fixture("llama");
+}
+
+/// A file mixed as llama.cpp's quantizer writes Q4_K_M for a small model
+/// (Q4_K and Q6_K, Q5_0 and Q8_0 where the rows, 288 wide, are not whole
+/// 256-value super-blocks), with a layer in IQ4_XS and IQ4_NL, one in
+/// Q2_K, Q3_K, Q5_K and Q5_1, and its embedding table in IQ4_XS: every
+/// tensor, dequantized, has the bits of transformers' state dict from its
+/// own GGUF loading (SHA-256 of the float32 bytes, in
+/// `mixed.weights.json`), and the analysis equals transformers'.
+#[test]
+fn a_q4_k_m_like_mix_matches_transformers() {
+    assert!(
+        fixture_types("mixed").len() >= 10,
+        "{:?}",
+        fixture_types("mixed")
+    );
+    let mut file = GgufFile::open(&fixture("gguf/mixed.gguf")).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let read = tensors::read(&mut file, &config, &Device::Cpu, &|_| true).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("gguf/mixed.weights.json")).unwrap())
+            .unwrap();
+    let theirs = theirs.as_object().unwrap();
+    let ours: Vec<(String, Tensor)> = read
+        .floats
+        .iter()
+        .map(|(name, tensor)| (name.clone(), tensor.clone()))
+        .chain(
+            read.quantized
+                .iter()
+                .map(|(name, blocks)| (name.clone(), blocks.dequantize().unwrap())),
+        )
+        .collect();
+    assert_eq!(ours.len(), theirs.len());
+    for (name, tensor) in ours {
+        let reference = &theirs[&format!("model.{name}")];
+        let dims: Vec<usize> = reference["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(tensor.dims(), dims.as_slice(), "{name}");
+        let values = tensor.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let digest = format!("{:x}", Sha256::digest(&bytes));
+        assert_eq!(
+            digest,
+            reference["sha256"].as_str().unwrap(),
+            "{name} differs from transformers' reading"
+        );
+    }
+    check_tiny_fixture("mixed");
 }
 
 #[test]

@@ -158,17 +158,15 @@ fn describe_gguf(mut found: FoundModel, path: &Path) -> FoundModel {
         }
     };
     found.family = file.string("general.architecture").ok().map(str::to_string);
-    let mut by_type: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut by_type: BTreeMap<String, u64> = BTreeMap::new();
     for info in file.content.tensor_infos.values() {
-        *by_type
-            .entry(gguf::file::type_name(info.ggml_dtype))
-            .or_default() += info.shape.elem_count() as u64;
+        *by_type.entry(info.dtype.name()).or_default() += info.shape.elem_count() as u64;
     }
     found.parameters = Some(by_type.values().sum());
     found.precision = by_type
         .iter()
         .max_by_key(|(_, count)| **count)
-        .map(|(name, _)| name.to_string());
+        .map(|(name, _)| name.clone());
     let check = gguf::config::model_type(&file)
         .and_then(|_| file.check_tensor_types())
         .and_then(|_| match file.string("tokenizer.ggml.model")? {

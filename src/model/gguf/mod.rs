@@ -5,15 +5,19 @@
 //! where the pass reaches them ([`quantized`], [`tensors`]).
 //!
 //! headscope opens the architectures `llama` (Llama, Mistral, SmolLM, …)
-//! and `qwen2`, with tensors in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
-//! Q5_K or Q6_K, and computes what transformers computes on its own GGUF
-//! loading of the same file (`from_pretrained(dir, gguf_file=NAME)`): the
-//! same config, token ids and dequantized weights. Other architectures,
-//! tensor types and damaged files are refused with a message naming the
-//! file and the problem.
+//! and `qwen2`, with tensors in every type llama.cpp's quantizer writes
+//! for the mixes people download — F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+//! Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (a Q4_K_M
+//! file holds Q5_0 or Q8_0 where rows are not a multiple of 256) — and
+//! computes what transformers computes on its own GGUF loading of the same
+//! file (`from_pretrained(dir, gguf_file=NAME)`): the same config, token
+//! ids and dequantized weights. Other architectures, tensor types (named
+//! with the tensor) and damaged files are refused with a message naming
+//! the file and the problem.
 
 pub mod config;
 pub mod file;
+pub mod iquants;
 pub mod quantized;
 pub mod tensors;
 pub mod tokenizer;
@@ -66,8 +70,8 @@ fn display_name(file: &GgufFile) -> String {
 /// Loads a GGUF file onto `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
     let mut file = GgufFile::open(path)?;
-    let config = config::encoder_config(&file)?;
     file.check_tensor_types()?;
+    let config = config::encoder_config(&file)?;
     let tokenizer = tokenizer::build(&file)?;
     let (tokenizer, specials) = super::tokenizer::prepare_tokenizer(tokenizer, path, &config)?;
     let family = config.family;

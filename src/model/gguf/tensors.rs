@@ -12,10 +12,11 @@
 //! the decoder never reads (`rope_freqs.weight`) are skipped, as
 //! transformers skips tensors it has no name for.
 
-use super::file::GgufFile;
-use super::quantized::{onto, reorder_rows, QuantizedWeight};
+use super::file::{GgufFile, RawTensor, TensorType};
+use super::quantized::QuantizedWeight;
 use crate::model::config::ModelConfig;
-use candle_core::quantized::{GgmlDType, QTensor};
+use crate::model::weight::Weight;
+use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
 
@@ -76,7 +77,7 @@ pub fn read(
         let Some(name) = hf_name(&gguf).filter(|name| keep(name)) else {
             continue;
         };
-        let mut blocks = file.read_tensor(&gguf, &Device::Cpu)?;
+        let mut raw = file.read_tensor(&gguf)?;
         let groups = if gguf.contains(".attn_q.") {
             Some(heads)
         } else if gguf.contains(".attn_k.") {
@@ -85,34 +86,38 @@ pub fn read(
             None
         };
         if let Some(groups) = groups.filter(|_| unpermute) {
-            let rows = blocks.shape().dims()[0];
-            blocks = reorder_rows(&blocks, &rotary_order(rows, groups))?;
+            raw = raw.reorder_rows(&rotary_order(raw.rows(), groups));
         }
-        match blocks.dtype() {
-            GgmlDType::F32 => {
-                out.floats.insert(name, blocks.dequantize(device)?);
+        let weight = to_weight(raw, device).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: tensor {gguf}: {}",
+                file.path.display(),
+                crate::model::without_backtrace(&e)
+            )
+        })?;
+        match weight {
+            Weight::Quantized(blocks) => {
+                out.quantized.insert(name, blocks);
             }
-            GgmlDType::F16 | GgmlDType::BF16 => {
-                let dtype = if blocks.dtype() == GgmlDType::F16 {
-                    DType::F16
-                } else {
-                    DType::BF16
-                };
-                let tensor = half_tensor(&blocks, dtype, device)?;
+            Weight::F32(tensor) | Weight::Half(tensor) => {
                 out.floats.insert(name, tensor);
-            }
-            _ => {
-                out.quantized
-                    .insert(name, QuantizedWeight::new(onto(blocks, device)?));
             }
         }
     }
     Ok(out)
 }
 
-/// A float16 or bfloat16 GGUF tensor as a candle tensor of the same type.
-fn half_tensor(blocks: &QTensor, dtype: DType, device: &Device) -> candle_core::Result<Tensor> {
-    Tensor::from_raw_buffer(&blocks.data()?, dtype, blocks.shape().dims(), device)
+/// One tensor of the file as headscope keeps it: float32, float16 and
+/// bfloat16 as candle tensors of their own type, blocks quantized.
+pub fn to_weight(raw: RawTensor, device: &Device) -> candle_core::Result<Weight> {
+    let dtype = match raw.dtype {
+        TensorType::Candle(GgmlDType::F32) => DType::F32,
+        TensorType::Candle(GgmlDType::F16) => DType::F16,
+        TensorType::Candle(GgmlDType::BF16) => DType::BF16,
+        _ => return Ok(Weight::Quantized(QuantizedWeight::from_raw(raw, device)?)),
+    };
+    let tensor = Tensor::from_raw_buffer(&raw.data, dtype, raw.shape.dims(), device)?;
+    Weight::new(tensor)
 }
 
 /// For each Hugging Face row of a rotary projection with `groups` heads,
