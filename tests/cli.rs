@@ -152,6 +152,7 @@ fn wrapped_lines_are_read_as_one_sentence() {
         &["--one-sentence-per-line"],
     );
     assert_eq!(count(&per_line), 2);
+}
 
 /// `analyze --probe induction` on an encoder: its tokenizer's `[CLS]`, 50
 /// ids from 1000 on and the same 50 again, with every head's role
