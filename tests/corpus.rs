@@ -119,7 +119,7 @@ fn intervals_of_bounded_figures_stay_in_their_range() {
     let s = rare.summary_within(Bounds::Fraction);
     let [lo, hi] = s.ci95.unwrap();
     assert!(
-        0.0 <= lo && lo <= 0.05 && 0.05 <= hi && hi <= 1.0,
+        (0.0..=0.05).contains(&lo) && (0.05..=1.0).contains(&hi),
         "{lo} {hi}"
     );
     // Wilson's interval bends away from the bound it nears: more room above.
