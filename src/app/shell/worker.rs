@@ -29,7 +29,13 @@ impl HeadscopeApp {
                     }
                     self.on_model_event(ctx, event);
                 }
-                WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
+                WorkerEvent::ComparisonModel(event) => {
+                    // Model B joins the recent models (persisted with them).
+                    if let WorkerEvent::ModelReady(info) = event.as_ref() {
+                        self.model.add_recent(info.source.to_string());
+                    }
+                    self.views.compare.on_model_event(*event);
+                }
                 WorkerEvent::Comparison { generation, event } => {
                     if self.views.compare.on_comparison_event(generation, event) {
                         self.chrome.trace_line("comparison on screen");
@@ -48,6 +54,8 @@ impl HeadscopeApp {
                 }
             }
         }
+        // Compare's panel for model B offers what the Model window offers.
+        self.views.compare.share_recent(self.model.recent());
     }
 
     fn on_model_event(&mut self, ctx: &egui::Context, event: WorkerEvent) {
