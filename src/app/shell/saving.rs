@@ -41,10 +41,19 @@ impl HeadscopeApp {
         self.notice = Some(match crate::export::save_text(document.text(), path) {
             Ok(()) => {
                 self.text.set_file(path);
-                Notice::info(format!("Saved the text to {}", path.display()))
+                Notice::passing(format!("Saved the text to {}", path.display()))
             }
             Err(error) => Notice::error(format!("Saving the text failed: {error}")),
         });
+    }
+
+    /// File → Save text (Ctrl+S): to the text's file, or where the user
+    /// says when it has none (or is a capture's).
+    pub fn save_text(&mut self) {
+        match self.text.file().map(Path::to_path_buf) {
+            Some(path) if !self.text.is_capture() => self.save_text_to(&path),
+            _ => self.pick_text_save_path(),
+        }
     }
 
     /// Asks where to save the text (File → Save text as…).

@@ -20,8 +20,12 @@ impl HeadscopeApp {
             return;
         };
         match prepared {
-            Prepared::Opened { warning } => {
-                self.notice = warning.map(Notice::info);
+            Prepared::Opened {
+                warning,
+                kept_edits,
+            } => {
+                let said: Vec<String> = kept_edits.into_iter().chain(warning).collect();
+                self.notice = (!said.is_empty()).then(|| Notice::info(said.join(" ")));
                 self.runs.schedule_now(ctx);
             }
             Prepared::Replaced | Prepared::FellBack => self.runs.schedule_now(ctx),

@@ -19,13 +19,29 @@ impl HeadscopeApp {
                 | WorkerEvent::ModelProgress(_)
                 | WorkerEvent::ModelReady(_)
                 | WorkerEvent::ModelFailed { .. } => {
-                    // A capture shows the text it was taken of.
+                    // A capture shows the text it was taken of, read-only,
+                    // named after the capture file; any other model lets
+                    // the text be edited again.
                     if let WorkerEvent::ModelReady(ModelInfo {
-                        capture_text: Some(text),
+                        capture_text,
+                        source,
                         ..
                     }) = &event
                     {
-                        self.text.show_text(text.clone(), self.settings.input_mode);
+                        match (capture_text, source) {
+                            (Some(text), ModelSource::Folder(path) | ModelSource::Gguf(path)) => {
+                                let path = path.clone();
+                                self.text.show_capture(
+                                    text.clone(),
+                                    self.settings.input_mode,
+                                    &path,
+                                );
+                            }
+                            (Some(text), ModelSource::Hub(_)) => {
+                                self.text.show_text(text.clone(), self.settings.input_mode);
+                            }
+                            (None, _) => self.text.end_capture(),
+                        }
                     }
                     self.on_model_event(ctx, event);
                 }
