@@ -72,11 +72,13 @@ impl HeadscopeApp {
             ui.close();
         }
         if ui.button("Open model folder…").clicked() {
-            self.dialogs.model(&self.wake, false);
+            self.dialogs
+                .model(&self.wake, false, self.model.remembered());
             ui.close();
         }
         if ui.button("Open GGUF file…").clicked() {
-            self.dialogs.model(&self.wake, true);
+            self.dialogs
+                .model(&self.wake, true, self.model.remembered());
             ui.close();
         }
         if ui.button("Choose model…").clicked() {

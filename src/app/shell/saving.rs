@@ -116,14 +116,19 @@ impl HeadscopeApp {
             return;
         };
         let wake = self.wake.clone();
+        let folder = self.dialogs.export_folder().map(Path::to_path_buf);
         let Some(outcome) = export.update(ctx, |name, format| {
-            dialogs::save_figure(&wake, name, format)
+            dialogs::save_figure(&wake, name, format, folder.as_deref())
         }) else {
             return;
         };
         self.plots.export = None;
         match outcome {
-            plot_export::Outcome::Saved(path) => self.notice = Some(Notice::export(Ok(&path))),
+            plot_export::Outcome::Saved(path) => {
+                // Export and Save figure start here next time.
+                self.dialogs.exported_to(&path);
+                self.notice = Some(Notice::export(Ok(&path)));
+            }
             plot_export::Outcome::Cancelled => {}
             plot_export::Outcome::Failed(message) => {
                 self.notice = Some(Notice::export(Err(message)));
