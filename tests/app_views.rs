@@ -662,4 +662,14 @@ fn the_logit_lens_reads_as_a_table_of_separate_tokens() {
         .expect("wgpu renders the window")
         .save(&picture)
         .expect("save the picture");
+
+    // (Token focus: each head's focus token whole, wrapped in its cell.)
+    open_tab(&mut harness, CentralView::TokenFocus);
+    harness.step();
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("token-focus-llama.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
 }

@@ -34,7 +34,7 @@ pub fn multiples(min: f64, max: f64, step: f64) -> Vec<f64> {
 /// Round ticks over `min`..`max`: the smallest 1-2-5 step that gives at
 /// most `most` of them (at least two where the range allows).
 pub fn nice_ticks(min: f64, max: f64, most: usize) -> Vec<f64> {
-    if !(max > min) {
+    if max.partial_cmp(&min) != Some(std::cmp::Ordering::Greater) {
         return vec![min];
     }
     let intervals = most.max(2) - 1;

@@ -286,6 +286,38 @@ mod tests {
     }
 
     #[test]
+    fn a_wrapping_cell_shows_its_whole_text_on_more_lines() {
+        let columns = [Column {
+            title: Cow::Borrowed("focus token"),
+            width: 60.0,
+            tooltip: "",
+            numeric: false,
+        }];
+        let long = "“·extraordinarily·long·token”";
+        let ctx = egui::Context::default();
+        let mut heights = Vec::new();
+        for cell in [Cell::new(long), Cell::wrapping(long)] {
+            let mut height = 0.0;
+            let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
+                let response = data_row(
+                    ui,
+                    egui::Id::unique("row"),
+                    &[60.0],
+                    &columns,
+                    std::slice::from_ref(&cell),
+                    "row",
+                    RowLook::default(),
+                );
+                height = response.rect.height();
+            });
+            output.textures_delta.clear();
+            heights.push(height);
+        }
+        assert_eq!(heights[0], ROW_HEIGHT, "a cut cell keeps one line");
+        assert!(heights[1] > ROW_HEIGHT * 1.5, "{heights:?}");
+    }
+
+    #[test]
     fn long_text_is_cut() {
         assert_eq!(fit_text("short", 200.0, 13.0), "short");
         assert!(fit_text("a very long token text indeed", 40.0, 13.0).ends_with('…'));
