@@ -37,8 +37,8 @@ pub fn nice_ticks(min: f64, max: f64, most: usize) -> Vec<f64> {
     if max.partial_cmp(&min) != Some(std::cmp::Ordering::Greater) {
         return vec![min];
     }
-    let intervals = most.max(2) - 1;
-    let mut step = nice_step((max - min) / intervals as f64);
+    // From a step too small for `most` ticks up to the first that fits.
+    let mut step = nice_step((max - min) / (2 * most.max(2)) as f64);
     loop {
         let ticks = multiples(min, max, step);
         if ticks.len() <= most.max(2) {
@@ -84,5 +84,7 @@ mod tests {
         assert_eq!(multiples(0.0, 3.0, 0.2).last(), Some(&3.0));
         assert_eq!(nice_ticks(0.013, 0.087, 5), vec![0.02, 0.04, 0.06, 0.08]);
         assert_eq!(nice_ticks(2.0, 2.0, 5), vec![2.0]);
+        // The smallest step that fits: 1, 2, 3, 4 rather than 2, 4.
+        assert_eq!(nice_ticks(0.1, 4.4, 5), vec![1.0, 2.0, 3.0, 4.0]);
     }
 }
