@@ -174,3 +174,26 @@ fn a_capture_is_model_b_beside_the_live_model() {
         assert!(best.cka > 0.999, "{head}: {}", best.cka);
     }
 }
+
+#[test]
+fn a_captures_text_is_named_after_it_and_read_only() {
+    use egui_kittest::kittest::Queryable;
+    use headscope::app::text::editor::EDITOR_LABEL;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, text) = write_harbour_capture(dir.path(), "harbour.safetensors", true);
+    let mut harness = start_on_capture(&path);
+    harness.step();
+    let title = harness.state().window_title().to_string();
+    assert!(title.contains("harbour.safetensors"), "{title}");
+    assert!(!title.contains("untitled"), "{title}");
+    assert!(harness.query_by_label_contains("read-only").is_some());
+    // Typing changes nothing, and no run is asked of the capture.
+    harness.get_by_label(EDITOR_LABEL).click();
+    harness.step();
+    harness.get_by_label(EDITOR_LABEL).type_text("More words.");
+    harness.step();
+    harness.step();
+    assert_eq!(harness.state().text(), text);
+    assert!(harness.state().notice().is_none());
+    screenshot(&mut harness, "capture-read-only.png");
+}

@@ -237,3 +237,38 @@ fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
         image.save(path).unwrap();
     }
 }
+
+#[test]
+fn compare_offers_the_recent_models_and_model_b_joins_them() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let a_folder = model_arg();
+    assert_eq!(harness.state().recent_models().first(), Some(&a_folder));
+    open_tab(&mut harness, CentralView::Compare);
+    // B's panel lists model A's folder among the models found, as the
+    // Model window does, rather than "None found".
+    let a_dir = std::path::Path::new(&a_folder);
+    let a_link = a_dir.file_name().unwrap().to_str().unwrap().to_string();
+    step_until(&mut harness, "the recent models in Compare", |h| {
+        h.query_by(|n| n.role() == Role::Link && n.label().as_deref() == Some(a_link.as_str()))
+            .is_some()
+    });
+    assert!(!shows(
+        &harness,
+        "None found in the Hugging Face cache, Ollama's store or LM Studio's folders."
+    ));
+
+    // A model B loaded joins the recent models, first.
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("small-b");
+    std::fs::create_dir_all(&b).unwrap();
+    write_random_model(&b, 2, 4);
+    load_model_b(&mut harness, b.to_str().unwrap());
+    step_until(&mut harness, "model B", |h| {
+        h.state().compare_view().model_b().is_some()
+    });
+    harness.step();
+    let recent = harness.state().recent_models().to_vec();
+    assert_eq!(recent.first().map(String::as_str), b.to_str(), "{recent:?}");
+    assert!(recent.contains(&a_folder), "{recent:?}");
+}

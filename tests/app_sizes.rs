@@ -10,7 +10,7 @@
 mod common;
 
 use common::app::*;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::app::views::CentralView;
 use headscope::app::{AppConfig, StartOptions};
 use headscope::model::ModelSource;
@@ -381,10 +381,10 @@ fn without_a_desktop_dialog_open_and_export_happen_in_the_window() {
         autosave_path: None,
         restore_text: false,
     };
-    // (egui_file's icons are emoji that egui's fonts lack: drawn as boxes.)
+    // Every glyph of the dialog is in the window's fonts (no empty boxes
+    // for icons): the harness fails on a missing one.
     let mut harness = egui_kittest::Harness::builder()
         .with_size(size)
-        .allow_missing_glyphs()
         .build_eframe(move |cc| headscope::app::HeadscopeApp::new(cc, config).expect("the app"));
     wait_for_result(&mut harness);
     step_until(&mut harness, "the first text", |h| {
@@ -402,7 +402,13 @@ fn without_a_desktop_dialog_open_and_export_happen_in_the_window() {
         h.query_by_label_contains("second.txt").is_some()
     });
     save_picture(&mut harness, "in-app-open.png");
-    harness.get_by_label_contains("second.txt").click();
+    // A name typed, then Open clicked (not Enter): the file opens.
+    fn name_field(n: &egui_kittest::kittest::AccessKitNode<'_>) -> bool {
+        n.role() == egui::Role::TextInput && n.label().is_some_and(|l| l.starts_with("File name"))
+    }
+    harness.get_by(name_field).focus();
+    harness.step();
+    harness.get_by(name_field).type_text("second.txt");
     harness.step();
     harness.get_by_label("Open").click();
     step_until(&mut harness, "the second text", |h| {
@@ -445,4 +451,26 @@ fn without_a_desktop_dialog_open_and_export_happen_in_the_window() {
         json.get("layers").is_some(),
         "{written:?} holds the analysis"
     );
+
+    // File → Open model folder…: a short title, in the folder of the
+    // model in use, listing folders (and GGUF files), not the model's
+    // .json and .safetensors files.
+    harness.get_by_label("File").click();
+    step_until(&mut harness, "the File menu", |h| {
+        h.query_by_label("Open model folder…").is_some()
+    });
+    harness.get_by_label("Open model folder…").click();
+    let model = std::path::PathBuf::from(model_arg());
+    let model_folder = format!("{}/", model.file_name().unwrap().to_str().unwrap());
+    step_until(&mut harness, "the model dialog", |h| {
+        h.query_by_label(&model_folder).is_some()
+    });
+    assert!(shows(&harness, "Open a model folder"));
+    // (The export's passing note still names its .json: only entries.)
+    assert!(harness
+        .query_all_by_label_contains(".json")
+        .all(|n| n.accesskit_node().role() != egui::Role::Button));
+    save_picture(&mut harness, "in-app-model-folder.png");
+    harness.get_by_label("Cancel").click();
+    harness.step();
 }

@@ -791,3 +791,69 @@ fn an_edited_text_is_saved_as_a_file() {
     assert!(shows(&harness, &notice));
     assert_eq!(harness.state().text(), edited);
 }
+
+#[test]
+fn unsaved_edits_are_marked_saved_with_ctrl_s_and_kept_when_another_file_opens() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("gulls.txt");
+    let text = "The harbour was quiet before dawn.\n";
+    std::fs::write(&path, text).expect("write the file");
+    let mut harness = start(Some(path.clone()), None);
+    step_until(&mut harness, "the file", |h| h.state().text() == text);
+    harness.step();
+    let title = harness.state().window_title().to_string();
+    assert!(
+        title.contains("gulls.txt") && !title.contains('•'),
+        "{title}"
+    );
+
+    // An edit: the title and the editor's heading mark it.
+    harness.get_by_label(EDITOR_LABEL).click();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::End);
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text("A gull cried.");
+    harness.step();
+    harness.step();
+    let title = harness.state().window_title().to_string();
+    assert!(title.contains("• gulls.txt"), "{title}");
+    assert!(harness.query_by_label_contains("unsaved edits").is_some());
+
+    // Ctrl+S writes it to its file; the mark goes.
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::S);
+    harness.step();
+    harness.step();
+    let edited = harness.state().text().to_string();
+    assert!(edited.ends_with("A gull cried."), "{edited:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+    let title = harness.state().window_title().to_string();
+    assert!(!title.contains('•'), "{title}");
+
+    // Edited again, then another file opened: the edits are kept in a
+    // file the notice names.
+    harness.get_by_label(EDITOR_LABEL).click();
+    harness.step();
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::End);
+    harness
+        .get_by_label(EDITOR_LABEL)
+        .type_text(" Then another.");
+    harness.step();
+    let unsaved = harness.state().text().to_string();
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, "Another text altogether.\n").unwrap();
+    harness.state_mut().open_file(&other);
+    step_until(&mut harness, "the other file", |h| {
+        h.state().text().starts_with("Another text")
+    });
+    let notice = harness.state().notice().expect("a notice").to_string();
+    let kept = notice
+        .split(" are kept in ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("{notice}"));
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), unsaved);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("unsaved-kept.png");
+    harness.render().unwrap().save(&picture).unwrap();
+}

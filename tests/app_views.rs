@@ -620,3 +620,56 @@ fn a_plot_is_saved_as_png_svg_and_pdf() {
     });
     assert!(!blocked.exists());
 }
+
+#[test]
+fn the_logit_lens_reads_as_a_table_of_separate_tokens() {
+    // A tiny Llama: every layer's row, each header token in its own cell.
+    let mut harness = start_on_family("llama");
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, CentralView::LogitLens);
+    step_until(&mut harness, "the logit lens", |h| {
+        h.state().logit_lens_table().is_some()
+    });
+    harness.step();
+    let table = harness.state().logit_lens_table().unwrap().clone();
+    let layers = table.lens.layers.len();
+    assert!(shows(&harness, &format!("L{}", layers - 1)));
+    let output = shown(&harness);
+    let tokens = &output.input.tokens;
+    // Two neighbouring headers are two widgets that do not touch.
+    let (first, second) = (tokens.readable(1), tokens.readable(2));
+    let rect = |text: &str| {
+        harness
+            .query_all_by_label(text)
+            .next()
+            .unwrap_or_else(|| panic!("the header {text:?}"))
+            .rect()
+    };
+    let (a, b) = (rect(&first), rect(&second));
+    assert!(
+        b.min.x - a.max.x >= 8.0,
+        "{first:?} {a:?} runs into {second:?} {b:?}"
+    );
+    // A header's hover names the position's token and the model's next.
+    harness.query_all_by_label(&first).next().unwrap().hover();
+    for _ in 0..8 {
+        harness.step();
+    }
+    assert!(shows(&harness, "position 1: "));
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("logit-lens-llama.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+
+    // (Token focus: each head's focus token whole, wrapped in its cell.)
+    open_tab(&mut harness, CentralView::TokenFocus);
+    harness.step();
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("token-focus-llama.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+}

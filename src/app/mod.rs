@@ -161,6 +161,12 @@ impl HeadscopeApp {
         self.model.active().map(|m| m.name.as_str())
     }
 
+    /// The models loaded lately, newest first (model B's too), as the
+    /// Model window and Compare's panel offer them.
+    pub fn recent_models(&self) -> &[String] {
+        self.model.recent()
+    }
+
     /// Whether an analysis is owed or running.
     pub fn is_working(&self) -> bool {
         self.runs.is_working(self.model.active().is_some())

@@ -46,6 +46,9 @@ pub struct Persisted {
     pub model: Option<String>,
     /// The models loaded lately, newest first.
     pub recent_models: Vec<String>,
+    /// The folder the last export (File → Export, or a figure's Save)
+    /// went to, where the next one's dialog starts.
+    pub export_folder: Option<PathBuf>,
 }
 
 impl Persisted {

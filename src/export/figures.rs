@@ -43,27 +43,23 @@ pub fn heatmap_image(
     })
 }
 
-/// Tick labels for `count` evenly spaced values from `range.min` to
-/// `range.max`, with enough decimals to tell neighbours apart and the same
-/// number of decimals on every tick.
+/// Tick labels at round values (steps of 1, 2 or 5 × 10ᵏ, see
+/// [`super::ticks`]) within `range.min`..`range.max`, at most `count` of
+/// them, each with the decimals its step needs, and where each falls on
+/// the bar (0 at `min`, 1 at `max`).
 fn tick_labels(range: ValueRange, count: usize) -> Vec<(f32, String)> {
-    let count = count.max(2);
     let (min, max) = (f64::from(range.min), f64::from(range.max));
-    let step = (max - min) / (count - 1) as f64;
+    let ticks = super::ticks::nice_ticks(min, max, count.max(2));
+    let step = match ticks.as_slice() {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    };
     let biggest = min.abs().max(max.abs());
     let scientific = biggest >= 1e5 || (biggest > 0.0 && biggest < 1e-3);
-    let decimals = if step > 0.0 {
-        (2.0 - step.log10().floor()).clamp(0.0, 8.0) as usize
-    } else {
-        3
-    };
-    (0..count)
-        .map(|k| {
-            let v = if k + 1 == count {
-                max
-            } else {
-                min + step * k as f64
-            };
+    let decimals = super::ticks::decimals(step);
+    ticks
+        .into_iter()
+        .map(|v| {
             let text = if scientific {
                 format!("{v:.2e}").replace('-', "\u{2212}")
             } else {

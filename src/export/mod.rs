@@ -18,6 +18,7 @@ mod formats;
 mod render;
 pub mod scene;
 mod style;
+pub mod ticks;
 mod typeset;
 
 pub use crate::atomic_file::{save_text, write_atomically, WriteError as ExportError};

@@ -6,7 +6,7 @@
 //! (a minimal window manager, remote X) it returns "nothing chosen" at
 //! once, exactly as if the user had cancelled. A dialog that comes back
 //! empty sooner than anyone could have cancelled it was never shown: the
-//! same request then opens in the window instead ([`egui_file`]'s dialog),
+//! same request then opens in the window instead ([`super::browser`]),
 //! and every later dialog does too. `HEADSCOPE_FILE_DIALOG=in-app` asks for
 //! the window's dialogs from the start.
 //!
@@ -14,8 +14,12 @@
 //! save as, the file types shown); a [`Dialog`] is one open, polled each
 //! frame with [`poll_dialog`]. [`FileDialogs`] holds the main window's
 //! (open a text, save it, open a model folder or model B's, export), one
-//! of each at a time.
+//! of each at a time: a text's dialogs start in the text's folder, a
+//! model's in the last model's folder (else headscope's models folder),
+//! and Export and Save figure in the folder the last of them saved to
+//! (remembered across sessions).
 
+use super::browser::{Answer, Browser};
 use super::export_menu::ExportKind;
 use crate::app::jobs::spawn_job;
 use crate::captures::HeadId;
@@ -116,33 +120,18 @@ impl DialogRequest {
     }
 
     /// The window's own dialog, open.
-    fn in_app_dialog(&self) -> Box<egui_file::FileDialog> {
-        let mut dialog = match &self.choose {
-            Choose::File => egui_file::FileDialog::open_file(),
-            Choose::Folder => egui_file::FileDialog::select_folder(),
-            Choose::SaveAs(name) => egui_file::FileDialog::save_file().default_filename(name),
-        }
-        .title(&self.title)
-        .keep_on_top(true)
-        .default_size(egui::vec2(560.0, 440.0));
-        if let Some(folder) = &self.start_in {
-            dialog = dialog.initial_path(folder);
-        }
+    fn in_app_dialog(&self) -> Box<Browser> {
         let extensions: Vec<String> = self
             .filters
             .iter()
             .flat_map(|(_, e)| e.iter().cloned())
-            .filter(|e| e != "*")
             .collect();
-        if !extensions.is_empty() && self.choose == Choose::File {
-            dialog = dialog.show_files_filter(Box::new(move |path: &Path| {
-                path.extension()
-                    .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
-            }));
-        }
-        let mut dialog = Box::new(dialog);
-        dialog.open();
-        dialog
+        Box::new(Browser::new(
+            &self.title,
+            self.choose.clone(),
+            &extensions,
+            self.start_in.as_deref(),
+        ))
     }
 }
 
@@ -169,7 +158,7 @@ fn ask_on_thread(
 
 enum Backend {
     Desktop(Receiver<DesktopAnswer>),
-    InApp(Box<egui_file::FileDialog>),
+    InApp(Box<Browser>),
 }
 
 /// One dialog open, the desktop's or the window's.
@@ -217,10 +206,10 @@ impl Dialog {
                 Err(TryRecvError::Empty) => None,
                 Err(TryRecvError::Disconnected) => Some(None),
             },
-            Backend::InApp(dialog) => match dialog.show(ctx).state() {
-                egui_file::State::Open => None,
-                egui_file::State::Selected => Some(dialog.path().map(Path::to_path_buf)),
-                egui_file::State::Cancelled | egui_file::State::Closed => Some(None),
+            Backend::InApp(dialog) => match dialog.show(ctx) {
+                Answer::Open => None,
+                Answer::Chosen(path) => Some(Some(path)),
+                Answer::Cancelled => Some(None),
             },
         }
     }
@@ -234,29 +223,48 @@ pub fn poll_dialog(ctx: &egui::Context, slot: &mut Option<Dialog>) -> Option<Pat
     answer
 }
 
-/// Asks where to save a figure as `format`, suggesting `name`.
-pub fn save_figure(wake: &Waker, name: String, format: crate::export::FigureFormat) -> Dialog {
+/// Asks where to save a figure as `format`, suggesting `name`, starting in
+/// `folder` (the last export's).
+pub fn save_figure(
+    wake: &Waker,
+    name: String,
+    format: crate::export::FigureFormat,
+    folder: Option<&Path>,
+) -> Dialog {
     Dialog::open(
         wake,
-        DialogRequest::save("Save figure", name).filter(format.name(), &[format.extension()]),
+        DialogRequest::save("Save figure", name)
+            .filter(format.name(), &[format.extension()])
+            .start_in(folder),
     )
 }
 
-/// The dialog that picks a model: a folder, or with `file` a GGUF file or
-/// a capture file (docs/CAPTURE.md), which takes a model's place.
+/// The dialog that picks a model: a folder (or a GGUF file in it), or
+/// with `file` a GGUF file or a capture file (docs/CAPTURE.md), which
+/// takes a model's place. Its title is short: a window title is cut to the
+/// dialog's width.
 fn model_request(title: &str, file: bool) -> DialogRequest {
     if file {
-        DialogRequest::file(&format!(
-            "{title}: a GGUF file, or a capture file (.safetensors)"
-        ))
-        .filter("GGUF", &["gguf"])
-        .filter("Capture", &["safetensors"])
-        .filter("All files", &["*"])
+        DialogRequest::file(&format!("{title}: GGUF or capture file"))
+            .filter("GGUF", &["gguf"])
+            .filter("Capture", &["safetensors"])
     } else {
-        DialogRequest::folder(&format!(
-            "{title}: a folder (config.json, model.safetensors, tokenizer.json)"
-        ))
+        DialogRequest::folder(&format!("{title} folder")).filter("GGUF", &["gguf"])
     }
+}
+
+/// Where a model dialog starts: the folder that holds the last model
+/// (`last`, as the user would type it), else headscope's models folder.
+pub fn model_folder(last: Option<&str>) -> Option<PathBuf> {
+    let last = last
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .filter(|p| p.is_dir());
+    last.or_else(|| {
+        let models = crate::model::cache_dir().join("models");
+        models.is_dir().then_some(models)
+    })
 }
 
 /// What a dialog of the main window answered.
@@ -281,8 +289,13 @@ pub struct FileDialogs {
     comparison_model: Option<Dialog>,
     /// A save dialog for an export, with what it is for.
     export: Option<(ExportKind, HeadId, Dialog)>,
-    /// Where the in-app dialogs start: the text's folder.
+    /// Where the text dialogs start: the text's folder.
     folder: Option<PathBuf>,
+    /// Where the model dialogs start.
+    model_folder: Option<PathBuf>,
+    /// Where Export and Save figure start: the folder the last export went
+    /// to (persisted).
+    export_folder: Option<PathBuf>,
 }
 
 impl FileDialogs {
@@ -291,8 +304,33 @@ impl FileDialogs {
         self.folder = folder.map(Path::to_path_buf);
     }
 
+    /// The folder Export and Save figure start in.
+    pub fn export_folder(&self) -> Option<&Path> {
+        self.export_folder.as_deref()
+    }
+
+    /// Export and Save figure start where `path` (just exported) is, from
+    /// now on.
+    pub fn exported_to(&mut self, path: &Path) {
+        if let Some(folder) = path.parent().filter(|f| f.is_dir()) {
+            self.export_folder = Some(folder.to_path_buf());
+        }
+    }
+
+    /// Export and Save figure start in `folder` (the persisted one).
+    pub fn set_export_folder(&mut self, folder: Option<PathBuf>) {
+        self.export_folder = folder;
+    }
+
     fn open(&self, wake: &Waker, request: DialogRequest) -> Option<Dialog> {
         Some(Dialog::open(wake, request.start_in(self.folder.as_deref())))
+    }
+
+    fn open_model(&self, wake: &Waker, request: DialogRequest) -> Option<Dialog> {
+        Some(Dialog::open(
+            wake,
+            request.start_in(self.model_folder.as_deref()),
+        ))
     }
 
     /// File → Open text file… (Ctrl+O).
@@ -314,17 +352,20 @@ impl FileDialogs {
     }
 
     /// Open model folder… (File menu and the model panel), or with
-    /// `file`, Open GGUF file….
-    pub fn model(&mut self, wake: &Waker, file: bool) {
+    /// `file`, Open GGUF file…, starting where the `last` model is.
+    pub fn model(&mut self, wake: &Waker, file: bool, last: Option<&str>) {
         if self.model.is_none() {
-            self.model = self.open(wake, model_request("Open a model", file));
+            self.model_folder = model_folder(last);
+            self.model = self.open_model(wake, model_request("Open a model", file));
         }
     }
 
-    /// Compare → load model B from a folder or (`file`) a GGUF file.
-    pub fn comparison_model(&mut self, wake: &Waker, file: bool) {
+    /// Compare → load model B from a folder or (`file`) a GGUF file,
+    /// starting where the `last` model is.
+    pub fn comparison_model(&mut self, wake: &Waker, file: bool, last: Option<&str>) {
         if self.comparison_model.is_none() {
-            self.comparison_model = self.open(wake, model_request("Open model B", file));
+            self.model_folder = model_folder(last);
+            self.comparison_model = self.open_model(wake, model_request("Open model B", file));
         }
     }
 
@@ -341,11 +382,10 @@ impl FileDialogs {
         if self.export.is_some() {
             return;
         }
-        let request =
-            DialogRequest::save("Export", name).filter(&extension.to_uppercase(), &[extension]);
-        if let Some(dialog) = self.open(wake, request) {
-            self.export = Some((kind, head, dialog));
-        }
+        let request = DialogRequest::save("Export", name)
+            .filter(&extension.to_uppercase(), &[extension])
+            .start_in(self.export_folder.as_deref().or(self.folder.as_deref()));
+        self.export = Some((kind, head, Dialog::open(wake, request)));
     }
 
     /// Draws the in-app dialogs open; the answers that came since the last
@@ -354,8 +394,12 @@ impl FileDialogs {
         let mut picked = Vec::new();
         if let Some((kind, head, dialog)) = &mut self.export {
             if let Some(answer) = dialog.poll(ctx) {
-                picked.extend(answer.map(|path| Picked::Export(*kind, *head, path)));
+                let (kind, head) = (*kind, *head);
                 self.export = None;
+                if let Some(path) = &answer {
+                    self.exported_to(path);
+                }
+                picked.extend(answer.map(|path| Picked::Export(kind, head, path)));
             }
         }
         picked.extend(poll_dialog(ctx, &mut self.save_text).map(Picked::SaveText));

@@ -4,6 +4,7 @@
 //! the shapes it drew on screen ([`plot_export`]). What the app does with a chosen path is the shell's
 //! ([`super::shell`]).
 
+pub mod browser;
 pub mod dialogs;
 pub mod export_menu;
 pub mod plot_export;

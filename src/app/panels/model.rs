@@ -111,6 +111,22 @@ impl ModelState {
         &self.recent
     }
 
+    /// `typed` (a model as the user would type it) becomes the newest
+    /// recent model: a model loaded elsewhere (Compare's B) joins the list.
+    pub fn add_recent(&mut self, typed: String) {
+        self.recent.retain(|recent| *recent != typed);
+        self.recent.insert(0, typed);
+        self.recent.truncate(RECENT_MODELS);
+    }
+
+    /// The recent models are `recent` (another panel's list, shared, so
+    /// that every model panel offers the same models).
+    pub fn share_recent(&mut self, recent: &[String]) {
+        if self.recent != recent {
+            self.recent = recent.to_vec();
+        }
+    }
+
     /// A load of `source` was sent to the worker.
     pub fn loading(&mut self, source: ModelSource) {
         self.load = LoadState::Loading {
@@ -142,9 +158,7 @@ impl ModelState {
             }
             WorkerEvent::ModelReady(info) => {
                 let typed = info.source.to_string();
-                self.recent.retain(|recent| *recent != typed);
-                self.recent.insert(0, typed.clone());
-                self.recent.truncate(RECENT_MODELS);
+                self.add_recent(typed.clone());
                 self.remembered = Some(typed);
                 self.active = Some(info);
                 self.load = LoadState::Idle;

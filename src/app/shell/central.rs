@@ -100,7 +100,8 @@ impl HeadscopeApp {
         match action {
             ViewAction::SavePlot(request) => self.save_plot(ctx, request),
             ViewAction::PickComparisonModel { file } => {
-                self.dialogs.comparison_model(&self.wake, file)
+                self.dialogs
+                    .comparison_model(&self.wake, file, self.model.remembered())
             }
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
             ViewAction::ComputeLogitLens(input_ids) => {
@@ -130,8 +131,14 @@ impl HeadscopeApp {
 
     pub(super) fn model_action(&mut self, action: Option<ModelAction>) {
         match action {
-            Some(ModelAction::PickFolder) => self.dialogs.model(&self.wake, false),
-            Some(ModelAction::PickGguf) => self.dialogs.model(&self.wake, true),
+            Some(ModelAction::PickFolder) => {
+                self.dialogs
+                    .model(&self.wake, false, self.model.remembered())
+            }
+            Some(ModelAction::PickGguf) => {
+                self.dialogs
+                    .model(&self.wake, true, self.model.remembered())
+            }
             Some(ModelAction::Load(source)) => self.load_model(source),
             None => {}
         }

@@ -52,6 +52,17 @@ impl HeadscopeApp {
         }
         if ui
             .add_enabled(
+                self.text.document().is_some() && !self.text.is_capture(),
+                egui::Button::new("Save text").shortcut_text("Ctrl+S"),
+            )
+            .on_hover_text("Save the text to the file it was opened from or saved to")
+            .clicked()
+        {
+            self.save_text();
+            ui.close();
+        }
+        if ui
+            .add_enabled(
                 self.text.document().is_some(),
                 egui::Button::new("Save text as…").shortcut_text("Ctrl+Shift+S"),
             )
@@ -61,11 +72,13 @@ impl HeadscopeApp {
             ui.close();
         }
         if ui.button("Open model folder…").clicked() {
-            self.dialogs.model(&self.wake, false);
+            self.dialogs
+                .model(&self.wake, false, self.model.remembered());
             ui.close();
         }
         if ui.button("Open GGUF file…").clicked() {
-            self.dialogs.model(&self.wake, true);
+            self.dialogs
+                .model(&self.wake, true, self.model.remembered());
             ui.close();
         }
         if ui.button("Choose model…").clicked() {
@@ -120,9 +133,14 @@ impl HeadscopeApp {
         if ctx.input_mut(|i| i.consume_shortcut(&find)) {
             self.outline.open_find();
         }
+        // (Save as first: Ctrl+S would also match Ctrl+Shift+S.)
         let save_as = KeyboardShortcut::new(Modifiers::COMMAND | Modifiers::SHIFT, Key::S);
         if ctx.input_mut(|i| i.consume_shortcut(&save_as)) {
             self.pick_text_save_path();
+        }
+        let save = KeyboardShortcut::new(Modifiers::COMMAND, Key::S);
+        if ctx.input_mut(|i| i.consume_shortcut(&save)) {
+            self.save_text();
         }
         let dropped = ctx.input(|i| {
             i.raw

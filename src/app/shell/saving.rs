@@ -41,10 +41,19 @@ impl HeadscopeApp {
         self.notice = Some(match crate::export::save_text(document.text(), path) {
             Ok(()) => {
                 self.text.set_file(path);
-                Notice::info(format!("Saved the text to {}", path.display()))
+                Notice::passing(format!("Saved the text to {}", path.display()))
             }
             Err(error) => Notice::error(format!("Saving the text failed: {error}")),
         });
+    }
+
+    /// File → Save text (Ctrl+S): to the text's file, or where the user
+    /// says when it has none (or is a capture's).
+    pub fn save_text(&mut self) {
+        match self.text.file().map(Path::to_path_buf) {
+            Some(path) if !self.text.is_capture() => self.save_text_to(&path),
+            _ => self.pick_text_save_path(),
+        }
     }
 
     /// Asks where to save the text (File → Save text as…).
@@ -107,14 +116,19 @@ impl HeadscopeApp {
             return;
         };
         let wake = self.wake.clone();
+        let folder = self.dialogs.export_folder().map(Path::to_path_buf);
         let Some(outcome) = export.update(ctx, |name, format| {
-            dialogs::save_figure(&wake, name, format)
+            dialogs::save_figure(&wake, name, format, folder.as_deref())
         }) else {
             return;
         };
         self.plots.export = None;
         match outcome {
-            plot_export::Outcome::Saved(path) => self.notice = Some(Notice::export(Ok(&path))),
+            plot_export::Outcome::Saved(path) => {
+                // Export and Save figure start here next time.
+                self.dialogs.exported_to(&path);
+                self.notice = Some(Notice::export(Ok(&path)));
+            }
             plot_export::Outcome::Cancelled => {}
             plot_export::Outcome::Failed(message) => {
                 self.notice = Some(Notice::export(Err(message)));

@@ -95,6 +95,8 @@ impl HeadscopeApp {
             }
             app.text.show_fallback(mode);
         }
+        app.dialogs
+            .set_export_folder(persisted.export_folder.clone().filter(|f| f.is_dir()));
         app.runs.schedule_now(&ctx);
         Ok(app)
     }
@@ -114,6 +116,7 @@ impl HeadscopeApp {
             first_sentence: self.text.first_sentence(),
             model: self.model.remembered().map(str::to_string),
             recent_models: self.model.recent().to_vec(),
+            export_folder: self.dialogs.export_folder().map(PathBuf::from),
         }
     }
 

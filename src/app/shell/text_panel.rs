@@ -20,8 +20,12 @@ impl HeadscopeApp {
             return;
         };
         match prepared {
-            Prepared::Opened { warning } => {
-                self.notice = warning.map(Notice::info);
+            Prepared::Opened {
+                warning,
+                kept_edits,
+            } => {
+                let said: Vec<String> = kept_edits.into_iter().chain(warning).collect();
+                self.notice = (!said.is_empty()).then(|| Notice::info(said.join(" ")));
                 // A new text starts on every layer.
                 self.views.heads.grid_layer = None;
                 self.runs.schedule_now(ctx);

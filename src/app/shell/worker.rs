@@ -19,17 +19,39 @@ impl HeadscopeApp {
                 | WorkerEvent::ModelProgress(_)
                 | WorkerEvent::ModelReady(_)
                 | WorkerEvent::ModelFailed { .. } => {
-                    // A capture shows the text it was taken of.
+                    // A capture shows the text it was taken of, read-only,
+                    // named after the capture file; any other model lets
+                    // the text be edited again.
                     if let WorkerEvent::ModelReady(ModelInfo {
-                        capture_text: Some(text),
+                        capture_text,
+                        source,
                         ..
                     }) = &event
                     {
-                        self.text.show_text(text.clone(), self.settings.input_mode);
+                        match (capture_text, source) {
+                            (Some(text), ModelSource::Folder(path) | ModelSource::Gguf(path)) => {
+                                let path = path.clone();
+                                self.text.show_capture(
+                                    text.clone(),
+                                    self.settings.input_mode,
+                                    &path,
+                                );
+                            }
+                            (Some(text), ModelSource::Hub(_)) => {
+                                self.text.show_text(text.clone(), self.settings.input_mode);
+                            }
+                            (None, _) => self.text.end_capture(),
+                        }
                     }
                     self.on_model_event(ctx, event);
                 }
-                WorkerEvent::ComparisonModel(event) => self.views.compare.on_model_event(*event),
+                WorkerEvent::ComparisonModel(event) => {
+                    // Model B joins the recent models (persisted with them).
+                    if let WorkerEvent::ModelReady(info) = event.as_ref() {
+                        self.model.add_recent(info.source.to_string());
+                    }
+                    self.views.compare.on_model_event(*event);
+                }
                 WorkerEvent::Comparison { generation, event } => {
                     if self.views.compare.on_comparison_event(generation, event) {
                         self.chrome.trace_line("comparison on screen");
@@ -48,6 +70,8 @@ impl HeadscopeApp {
                 }
             }
         }
+        // Compare's panel for model B offers what the Model window offers.
+        self.views.compare.share_recent(self.model.recent());
     }
 
     fn on_model_event(&mut self, ctx: &egui::Context, event: WorkerEvent) {

@@ -112,6 +112,7 @@ pub fn editor_ui(
     window: Option<&WindowInfo>,
     busy: Option<&str>,
     source: &str,
+    read_only: bool,
 ) -> EditorOutput {
     let mut output = EditorOutput::default();
     let label = ui
@@ -198,7 +199,18 @@ pub fn editor_ui(
         .id_salt("editor scroll")
         .auto_shrink([false, false])
         .show(ui, |ui| {
-            let changed = if edit_whole {
+            let changed = if read_only {
+                // A capture's text: selectable and copyable, never edited.
+                let mut text: &str = document.text();
+                ui.add(
+                    egui::TextEdit::multiline(&mut text)
+                        .id_salt("text editor")
+                        .desired_width(f32::INFINITY)
+                        .desired_rows(rows),
+                )
+                .labelled_by(label.id);
+                false
+            } else if edit_whole {
                 // (At most WHOLE_TEXT_EDIT_LIMIT bytes: kept to tell an
                 // edit from a replacement of the whole text.)
                 let before = document.text().to_owned();

@@ -22,6 +22,10 @@ use document::Document;
 use editor::{EditorOutput, WindowInfo, WindowMove};
 use std::path::{Path, PathBuf};
 
+/// The mark before the file's name in the title (and after it in the
+/// editor's heading) while the text has edits its file lacks.
+pub const MODIFIED_MARK: &str = "•";
+
 /// The text the editor starts with the first time.
 pub const SAMPLE_TEXT: &str = include_str!("../../../assets/sample.txt");
 
@@ -49,8 +53,12 @@ struct PreparedText {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prepared {
     /// A file is open; its warning, if it has one (which replaces any
-    /// message on screen).
-    Opened { warning: Option<String> },
+    /// message on screen), and where the unsaved edits of the text it
+    /// replaced were kept.
+    Opened {
+        warning: Option<String>,
+        kept_edits: Option<String>,
+    },
     /// The autosave, or the text split again, is on screen.
     Replaced,
     /// The autosave could not be read: the persisted text (or the sample)
@@ -74,6 +82,25 @@ pub struct TextState {
     /// for "Previous window".
     window_history: Vec<WindowStart>,
     autosave: Autosave,
+    /// A hash of the text as its file holds it (opened from or saved to).
+    file_hash: Option<u64>,
+    /// The text differs from its file's.
+    modified: bool,
+    /// The capture file (docs/CAPTURE.md) whose text is shown, read-only.
+    capture: Option<PathBuf>,
+    /// Where edits a file never got are kept when another file is opened.
+    unsaved_folder: PathBuf,
+    /// What became of the unsaved edits of the text the file being opened
+    /// replaces: where they were kept, or why they could not be.
+    kept_edits: Option<String>,
+}
+
+/// A hash of `text`, to tell whether it still is its file's.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl TextState {
@@ -90,8 +117,35 @@ impl TextState {
             file,
             window: WindowStart::from(first_sentence),
             window_history: Vec::new(),
-            autosave: Autosave::new(autosave_path),
+            autosave: Autosave::new(autosave_path.clone()),
+            file_hash: None,
+            modified: false,
+            capture: None,
+            unsaved_folder: autosave_path
+                .as_deref()
+                .and_then(Path::parent)
+                .map_or_else(|| std::env::temp_dir().join("headscope"), Path::to_path_buf)
+                .join("unsaved"),
+            kept_edits: None,
         }
+    }
+
+    /// Whether the text differs from the file it was opened from or saved
+    /// to (a text of no file never does: the autosave keeps it).
+    pub fn is_modified(&self) -> bool {
+        self.modified
+    }
+
+    /// The text is its file's as it is now (just opened or saved).
+    fn matches_file(&mut self) {
+        self.file_hash = self.document.as_ref().map(|d| text_hash(d.text()));
+        self.modified = false;
+    }
+
+    /// Whether the text shown is a capture's, which cannot be edited (the
+    /// capture holds that text's run only).
+    pub fn is_capture(&self) -> bool {
+        self.capture.is_some()
     }
 
     /// The whole text (empty while a file is being read).
@@ -108,13 +162,17 @@ impl TextState {
         self.file.as_deref()
     }
 
+    /// The text was saved to `path`, which becomes its file.
     pub fn set_file(&mut self, path: &Path) {
         self.file = Some(path.to_path_buf());
+        self.matches_file();
     }
 
     /// The text is no longer its file's (the whole of it was replaced).
     pub fn forget_file(&mut self) {
         self.file = None;
+        self.file_hash = None;
+        self.modified = false;
     }
 
     pub fn first_sentence(&self) -> usize {
@@ -180,7 +238,7 @@ impl TextState {
     /// Forgets the persisted text and window (tests start from the sample).
     pub fn forget_persisted(&mut self) {
         self.fallback = SAMPLE_TEXT.to_string();
-        self.file = None;
+        self.forget_file();
         self.set_window_start(WindowStart::default());
     }
 
@@ -193,14 +251,63 @@ impl TextState {
     /// capture file was taken of).
     pub fn show_text(&mut self, text: String, mode: InputMode) {
         self.document = Some(Document::new(text, mode));
-        self.file = None;
+        self.forget_file();
+        self.capture = None;
         self.window = WindowStart::default();
         self.window_history.clear();
     }
 
-    /// Starts reading `path` off the UI thread.
+    /// Shows the text the capture file `path` was taken of, read-only,
+    /// named after the capture.
+    pub fn show_capture(&mut self, text: String, mode: InputMode, path: &Path) {
+        self.show_text(text, mode);
+        self.capture = Some(path.to_path_buf());
+    }
+
+    /// The model in use is no capture: the text shown can be edited again
+    /// (as a text of no file).
+    pub fn end_capture(&mut self) {
+        self.capture = None;
+    }
+
+    /// Starts reading `path` off the UI thread. Edits the text's file
+    /// lacks are first kept in a file of their own (see
+    /// [`Prepared::Opened`]), so that opening another file never loses
+    /// them.
     pub fn open_file(&mut self, path: &Path, mode: InputMode, wake: &crate::worker::Waker) {
+        self.kept_edits = self.keep_unsaved_edits();
         self.start_job(TextSource::File(path.to_path_buf()), path, mode, wake);
+    }
+
+    /// Writes the text, when it has edits its file lacks, to a file in
+    /// the unsaved folder; says where (or why not).
+    fn keep_unsaved_edits(&self) -> Option<String> {
+        let (true, Some(file), Some(document)) = (self.modified, &self.file, &self.document) else {
+            return None;
+        };
+        let stem = file
+            .file_stem()
+            .map_or_else(|| "text".into(), |s| s.to_string_lossy().into_owned());
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let copy = self.unsaved_folder.join(format!("{stem}-{seconds}.txt"));
+        let written = std::fs::create_dir_all(&self.unsaved_folder)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                crate::export::save_text(document.text(), &copy).map_err(|e| e.to_string())
+            });
+        Some(match written {
+            Ok(()) => format!(
+                "The unsaved edits of {} are kept in {}.",
+                file_name(file),
+                copy.display()
+            ),
+            Err(error) => format!(
+                "The unsaved edits of {} could not be kept: {error}",
+                file_name(file)
+            ),
+        })
     }
 
     /// Starts reading the autosave file off the UI thread.
@@ -257,6 +364,9 @@ impl TextState {
     /// autosave.
     pub fn edited(&mut self, ctx: &egui::Context) {
         self.autosave.edited(ctx);
+        if let (Some(document), Some(hash)) = (&self.document, self.file_hash) {
+            self.modified = text_hash(document.text()) != hash;
+        }
         if let Some(document) = &self.document {
             let count = document.sentence_count();
             if count > 0 && self.window.sentence >= count {
@@ -383,9 +493,19 @@ impl TextState {
         })
     }
 
-    /// Where the text comes from, for the editor's heading.
+    /// Where the text comes from, for the editor's heading: with
+    /// [`MODIFIED_MARK`] while it differs from its file.
     fn source_label(&self) -> String {
+        if let Some(capture) = &self.capture {
+            return format!("{} (a capture: read-only)", file_name(capture));
+        }
         match (&self.file, self.autosave.is_enabled()) {
+            (Some(path), _) if self.modified => {
+                format!(
+                    "{} {MODIFIED_MARK} unsaved edits (Ctrl+S saves)",
+                    file_name(path)
+                )
+            }
             (Some(path), _) => file_name(path),
             (None, true) => "untitled, autosaved".to_string(),
             (None, false) => "untitled".to_string(),
@@ -402,10 +522,21 @@ impl TextState {
                 }),
                 _,
             ) => format!("opening {}…", file_name(path)),
-            (_, Some(path)) => match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(parent) => format!("{} ({})", file_name(path), parent.display()),
-                None => file_name(path),
-            },
+            _ if self.capture.is_some() => self
+                .capture
+                .as_deref()
+                .map_or_else(String::new, |c| format!("{} (capture)", file_name(c))),
+            (_, Some(path)) => {
+                let mark = if self.modified {
+                    format!("{MODIFIED_MARK} ")
+                } else {
+                    String::new()
+                };
+                match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    Some(parent) => format!("{mark}{} ({})", file_name(path), parent.display()),
+                    None => format!("{mark}{}", file_name(path)),
+                }
+            }
             (_, None) => "untitled text".into(),
         }
     }
@@ -430,13 +561,17 @@ impl TextState {
             (TextSource::File(path), Ok(prepared)) => {
                 self.document = Some(prepared.document);
                 self.file = Some(path);
+                self.capture = None;
+                self.matches_file();
                 self.set_window_start(WindowStart::default());
                 self.edited(ctx);
                 Prepared::Opened {
                     warning: prepared.warning,
+                    kept_edits: self.kept_edits.take(),
                 }
             }
             (TextSource::File(_), Err(message)) => {
+                self.kept_edits = None;
                 Prepared::Failed(format!("{message}. The text in the editor is unchanged."))
             }
             (TextSource::Autosave | TextSource::Resplit, Ok(prepared)) => {
@@ -455,7 +590,8 @@ impl TextState {
         })
     }
 
-    /// The editor, with the window's buttons and where the text comes from.
+    /// The editor, with the window's buttons and where the text comes from
+    /// (a capture's text read-only).
     pub fn editor_ui(&mut self, ui: &mut egui::Ui, window: Option<WindowInfo>) -> EditorOutput {
         let busy = self.busy_label();
         let source = self.source_label();
@@ -466,6 +602,7 @@ impl TextState {
             window.as_ref(),
             busy.as_deref(),
             &source,
+            self.capture.is_some(),
         )
     }
 }

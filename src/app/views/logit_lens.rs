@@ -158,7 +158,7 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) -> Opt
     let mut hovered = None;
     egui::ScrollArea::both().show(ui, |ui| {
         egui::Grid::new("logit lens table")
-            .spacing([2.0, 2.0])
+            .spacing([4.0, 2.0])
             .show(ui, |ui| {
                 ui.strong("layer \\ token");
                 for t in 0..positions {
@@ -176,7 +176,9 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) -> Opt
                         tokens.raw_and_id(t),
                         top_text(&table.top(table.lens.layers.len().saturating_sub(1), t))
                     );
-                    let response = ui.label(label);
+                    // Each header in a cell of its own, so that tokens that
+                    // begin with a space (·on) never read as one run.
+                    let response = header_cell(ui, label);
                     if response.hovered() {
                         hovered = Some(t);
                     }
@@ -226,14 +228,7 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) -> Opt
                             })
                             .response;
                         let rank = layer.next_token_ranks.get(t);
-                        let truth = match (next, rank) {
-                            (Some(id), _) if is_next => format!("the true next token (id {id})"),
-                            (Some(id), Some(rank)) => {
-                                format!("the true next token, id {id}, ranks {rank}")
-                            }
-                            (Some(id), None) => format!("the true next token is id {id}"),
-                            (None, _) => "the last position: no next token".into(),
-                        };
+                        let truth = truth_text(next, tokens.readable(t + 1), is_next, rank);
                         if response.hovered() {
                             hovered = Some(t);
                         }
@@ -247,4 +242,45 @@ fn lens_table(ui: &mut egui::Ui, cx: &ViewContext<'_>, table: &LensTable) -> Opt
             });
     });
     hovered
+}
+
+/// A header cell: the token in a frame of its own.
+fn header_cell(ui: &mut egui::Ui, label: RichText) -> egui::Response {
+    let fill = ui.visuals().faint_bg_color;
+    let stroke = ui.visuals().widgets.noninteractive.bg_stroke;
+    egui::Frame::new()
+        .fill(fill)
+        .stroke(stroke)
+        .inner_margin(egui::Margin::symmetric(3, 1))
+        .show(ui, |ui| ui.add(egui::Label::new(label).extend()))
+        .inner
+}
+
+/// What a cell's hover says of the true next token: its text, id and rank
+/// at this layer (`next`: its id, none at the last position; `text`: it
+/// readable).
+fn truth_text(next: Option<u32>, text: String, is_next: bool, rank: Option<&u32>) -> String {
+    match (next, rank) {
+        (Some(id), _) if is_next => format!("the true next token “{text}” (id {id}), ranked 1"),
+        (Some(id), Some(rank)) => {
+            format!("the true next token “{text}” (id {id}) ranks {rank}")
+        }
+        (Some(id), None) => format!("the true next token is “{text}” (id {id})"),
+        (None, _) => "the last position: no next token".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hover_names_the_true_next_token_by_its_text() {
+        let text = truth_text(Some(260), "·on".into(), false, Some(&6));
+        assert_eq!(text, "the true next token “·on” (id 260) ranks 6");
+        let text = truth_text(Some(260), "·on".into(), true, Some(&1));
+        assert!(text.contains("“·on”"), "{text}");
+        let text = truth_text(None, String::new(), false, None);
+        assert_eq!(text, "the last position: no next token");
+    }
 }

@@ -479,7 +479,8 @@ fn focus_table(
                 let (category, colour) = category_style(f.category);
                 let cells = [
                     Cell::new(format!("H{h}")),
-                    Cell::new(match f.focus_token_id {
+                    // The token whole, wrapped in its column if need be.
+                    Cell::wrapping(match f.focus_token_id {
                         Some(id) => format!(
                             "“{}”",
                             output.input.tokens.readable_of(id).unwrap_or_default()

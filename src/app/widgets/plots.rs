@@ -4,7 +4,7 @@
 //! per-layer curves that break where a figure is undefined, and the legend
 //! drawn under a plot.
 
-use crate::export::FigureFormat;
+use crate::export::{ticks, FigureFormat};
 use egui::{Color32, FontId, Id, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{Line, MarkerShape, Plot, PlotPoints, Points};
 
@@ -219,7 +219,7 @@ pub fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str, bool)]) {
 }
 
 pub fn layer_plot(id: &str, layers: usize, height: f32) -> Plot<'static> {
-    Plot::new(id.to_owned())
+    let plot = Plot::new(id.to_owned())
         .height(height)
         .allow_zoom(false)
         .allow_drag(false)
@@ -231,19 +231,95 @@ pub fn layer_plot(id: &str, layers: usize, height: f32) -> Plot<'static> {
         .include_x(layers.saturating_sub(1) as f64 + 0.3)
         .x_axis_label("layer")
         .x_grid_spacer(egui_plot::uniform_grid_spacer(|_| [1.0, 5.0, 10.0]))
-        .x_axis_formatter(|mark, _| {
-            let v = mark.value;
-            if v >= 0.0 && v.fract() == 0.0 {
-                format!("L{v:.0}")
-            } else {
-                String::new()
-            }
+        .x_axis_formatter(move |mark, _| layer_tick(mark.value, layers));
+    round_y_axis(plot)
+}
+
+/// `plot`'s value axis labelled at round values ([`round_grid_spacer`]),
+/// each label at full strength.
+pub fn round_y_axis(plot: Plot<'_>) -> Plot<'_> {
+    plot.y_grid_spacer(round_grid_spacer)
+        .custom_y_axes(vec![egui_plot::AxisHints::new_y()
+            .label_spacing((LABEL_SPACING as f32 - 4.0)..=LABEL_SPACING as f32)])
+}
+
+/// The least distance between two labelled grid values, in points.
+const LABEL_SPACING: f64 = 22.0;
+
+/// Grid lines at round values (steps of 1, 2 or 5 × 10ᵏ), labelled ones at
+/// least [`LABEL_SPACING`] apart, and fainter ones between: an axis reads
+/// 0, 0.2, 0.4 … 1 on screen and in a saved figure, not only 0 and 1.
+pub fn round_grid_spacer(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    // egui_plot's base step is a value per point times its least grid
+    // spacing (8 points).
+    let per_point = input.base_step_size / 8.0;
+    let (min, max) = input.bounds;
+    let step = ticks::nice_step(per_point * LABEL_SPACING);
+    // Between labels: fifths of a step of 1 or 5 × 10ᵏ, halves of a 2.
+    let mantissa = step / 10f64.powf(step.log10().floor());
+    let fine = step
+        / if (mantissa - 2.0).abs() < 1e-6 {
+            2.0
+        } else {
+            5.0
+        };
+    let mut marks: Vec<egui_plot::GridMark> = ticks::multiples(min, max, fine)
+        .into_iter()
+        .map(|value| egui_plot::GridMark {
+            value,
+            step_size: fine,
         })
+        .collect();
+    marks.extend(
+        ticks::multiples(min, max, step)
+            .into_iter()
+            .map(|value| egui_plot::GridMark {
+                value,
+                step_size: step,
+            }),
+    );
+    marks
+}
+
+/// A layer axis's label at `value`: L0 … L(layers − 1), none elsewhere
+/// (the margin around the last layer is no layer L(layers)).
+pub fn layer_tick(value: f64, layers: usize) -> String {
+    if value >= 0.0 && value.fract() == 0.0 && value < layers as f64 {
+        format!("L{value:.0}")
+    } else {
+        String::new()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_axis_is_labelled_at_round_steps() {
+        // A fraction plot 150 points tall: 0 … 1.1 in about 130 points.
+        let per_point = 1.1 / 130.0;
+        let marks = round_grid_spacer(egui_plot::GridInput {
+            bounds: (-0.05, 1.1),
+            base_step_size: per_point * 8.0,
+        });
+        let mut labelled: Vec<f64> = marks
+            .iter()
+            .filter(|m| m.step_size / per_point >= LABEL_SPACING)
+            .map(|m| m.value)
+            .collect();
+        labelled.sort_by(f64::total_cmp);
+        assert_eq!(labelled, vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+    }
+
+    #[test]
+    fn a_layer_axis_names_only_the_layers_there_are() {
+        assert_eq!(layer_tick(0.0, 30), "L0");
+        assert_eq!(layer_tick(29.0, 30), "L29");
+        assert_eq!(layer_tick(30.0, 30), "");
+        assert_eq!(layer_tick(-1.0, 30), "");
+        assert_eq!(layer_tick(2.5, 30), "");
+    }
 
     #[test]
     fn undefined_figures_break_a_curve() {

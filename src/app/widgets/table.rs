@@ -31,6 +31,9 @@ pub struct Column {
 pub struct Cell {
     pub text: String,
     pub colour: Option<Color32>,
+    /// Shown whole, on as many lines as it needs (the row grows), instead
+    /// of cut with an ellipsis.
+    pub wrap: bool,
 }
 
 impl Cell {
@@ -38,13 +41,22 @@ impl Cell {
         Self {
             text: text.into(),
             colour: None,
+            wrap: false,
         }
     }
 
     pub fn coloured(text: impl Into<String>, colour: Color32) -> Self {
         Self {
-            text: text.into(),
             colour: Some(colour),
+            ..Self::new(text)
+        }
+    }
+
+    /// A cell whose text is never cut: it wraps within the column.
+    pub fn wrapping(text: impl Into<String>) -> Self {
+        Self {
+            wrap: true,
+            ..Self::new(text)
         }
     }
 }
@@ -142,7 +154,29 @@ pub fn data_row(
     look: RowLook,
 ) -> egui::Response {
     let total: f32 = widths.iter().sum();
-    let (rect, _) = ui.allocate_exact_size(Vec2::new(total, ROW_HEIGHT), Sense::hover());
+    let font = FontId::proportional(13.0);
+    let default_colour = ui.visuals().text_color();
+    // Wrapping cells laid out first: the row is as tall as the tallest.
+    let galleys: Vec<Option<std::sync::Arc<egui::Galley>>> = cells
+        .iter()
+        .zip(widths)
+        .map(|(cell, &width)| {
+            cell.wrap.then(|| {
+                ui.painter().layout(
+                    cell.text.clone(),
+                    font.clone(),
+                    cell.colour.unwrap_or(default_colour),
+                    (width - 10.0).max(8.0),
+                )
+            })
+        })
+        .collect();
+    let height = galleys
+        .iter()
+        .flatten()
+        .map(|g| g.size().y + 4.0)
+        .fold(ROW_HEIGHT, f32::max);
+    let (rect, _) = ui.allocate_exact_size(Vec2::new(total, height), Sense::hover());
     let response = ui.interact(rect, id, Sense::click());
     response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, accessible));
     if !ui.is_rect_visible(rect) {
@@ -162,12 +196,17 @@ pub fn data_row(
             egui::StrokeKind::Inside,
         );
     }
-    let font = FontId::proportional(13.0);
-    let default_colour = ui.visuals().text_color();
     let mut x = rect.left();
-    for ((cell, &width), column) in cells.iter().zip(widths).zip(columns) {
-        let area = Rect::from_min_size(Pos2::new(x, rect.top()), Vec2::new(width, ROW_HEIGHT));
+    for (((cell, &width), column), galley) in cells.iter().zip(widths).zip(columns).zip(galleys) {
+        let area = Rect::from_min_size(Pos2::new(x, rect.top()), Vec2::new(width, height));
         x += width;
+        if let Some(galley) = galley {
+            let at = Pos2::new(area.left() + 6.0, area.center().y - galley.size().y / 2.0);
+            painter
+                .with_clip_rect(area)
+                .galley(at, galley, default_colour);
+            continue;
+        }
         let (anchor, at) = if column.numeric {
             (
                 Align2::RIGHT_CENTER,
@@ -244,6 +283,38 @@ mod tests {
             vec![80.0, 160.0],
             "at most 1.6 times"
         );
+    }
+
+    #[test]
+    fn a_wrapping_cell_shows_its_whole_text_on_more_lines() {
+        let columns = [Column {
+            title: Cow::Borrowed("focus token"),
+            width: 60.0,
+            tooltip: "",
+            numeric: false,
+        }];
+        let long = "“·extraordinarily·long·token”";
+        let ctx = egui::Context::default();
+        let mut heights = Vec::new();
+        for cell in [Cell::new(long), Cell::wrapping(long)] {
+            let mut height = 0.0;
+            let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
+                let response = data_row(
+                    ui,
+                    egui::Id::unique("row"),
+                    &[60.0],
+                    &columns,
+                    std::slice::from_ref(&cell),
+                    "row",
+                    RowLook::default(),
+                );
+                height = response.rect.height();
+            });
+            output.textures_delta.clear();
+            heights.push(height);
+        }
+        assert_eq!(heights[0], ROW_HEIGHT, "a cut cell keeps one line");
+        assert!(heights[1] > ROW_HEIGHT * 1.5, "{heights:?}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::analysis::{Analysis, LayerFigures};
 use crate::app::widgets::format::figure;
-use crate::app::widgets::plots::{add_segments, legend, segments};
+use crate::app::widgets::plots::{add_segments, legend, round_y_axis, segments};
 use crate::comparison::depth;
 use crate::pipeline::ComparisonOutput;
 use egui::Color32;
@@ -94,6 +94,7 @@ pub fn layer_curves(ui: &mut egui::Ui, output: &ComparisonOutput, names: [&str; 
                     if fraction {
                         plot = plot.include_y(1.0);
                     }
+                    let plot = round_y_axis(plot);
                     plot.show(ui, |plot_ui| {
                         for ((analysis, name), colour) in
                             analyses.iter().zip(names).zip([A_COLOUR, B_COLOUR])

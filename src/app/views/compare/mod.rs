@@ -101,6 +101,12 @@ impl CompareView {
         self.error.clone()
     }
 
+    /// Model B's panel offers the `recent` models (the first model's list,
+    /// which B's loads join too), found like the Model window's.
+    pub fn share_recent(&mut self, recent: &[String]) {
+        self.model.share_recent(recent);
+    }
+
     /// Takes a model event about model B.
     pub fn on_model_event(&mut self, event: WorkerEvent) {
         match self.model.on_event(event) {

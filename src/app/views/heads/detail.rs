@@ -368,14 +368,16 @@ impl HeadView {
                     texts.readable(j),
                     heatmap::format_value(value)
                 );
-                let raw = format!(
-                    "{row_name} {i}: {}\n{column_name} {j}: {}",
-                    texts.raw_and_id(i),
-                    texts.raw_and_id(j)
+                let raw = hover_tip(
+                    settings.matrix,
+                    heatmap::format_value(value),
+                    (i, &texts.raw_and_id(i)),
+                    (j, &texts.raw_and_id(j)),
                 );
                 (readout, raw)
             });
-        // The tokenizer's own texts and the ids of the pair, beside the pointer.
+        // The value, and the tokenizer's own texts and the ids of the pair,
+        // beside the pointer.
         let (hover_text, hover_raw) = hover_text.unzip();
         if let Some(raw) = hover_raw {
             response.clone().on_hover_text_at_pointer(raw);
@@ -669,5 +671,36 @@ mod tests {
         assert_eq!(figure(None, 2), "—");
         assert_eq!(figure(Some(f64::NAN), 2), "—");
         assert_eq!(figure(Some(0.5), 2), "0.50");
+    }
+}
+
+/// The tooltip beside the pointer on the matrix: the cell's value, then the
+/// query's (row's) and key's (column's) tokens as the tokenizer has them.
+fn hover_tip(
+    matrix: MatrixKind,
+    value: String,
+    (i, row): (usize, &str),
+    (j, column): (usize, &str),
+) -> String {
+    let (name, row_name, column_name) = match matrix {
+        MatrixKind::Attention => ("attention", "query", "key"),
+        MatrixKind::Similarity => ("similarity", "token", "token"),
+    };
+    format!("{name} {value}\n{row_name} {i}: {row}\n{column_name} {j}: {column}")
+}
+
+#[cfg(test)]
+mod hover_tests {
+    use super::*;
+
+    #[test]
+    fn the_matrix_tooltip_says_the_value() {
+        let tip = hover_tip(
+            MatrixKind::Attention,
+            "0.125".into(),
+            (3, "Ġon"),
+            (1, "Ġthe"),
+        );
+        assert_eq!(tip, "attention 0.125\nquery 3: Ġon\nkey 1: Ġthe");
     }
 }
