@@ -23,7 +23,8 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
         std::env::remove_var(var);
     }
 
-    // (egui_file's icons are emoji that egui's fonts lack: drawn as boxes.)
+    // (Model names from the hub's cache may hold characters egui's fonts
+    // lack; the window draws them as boxes and must not fail on them.)
     let config = headscope::app::AppConfig {
         start: headscope::app::StartOptions {
             model: Some(model),
