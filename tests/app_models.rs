@@ -86,7 +86,7 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
     });
     harness.get_by_label("Open GGUF file…").click();
     step_until(&mut harness, "the GGUF dialog", |h| {
-        shows(h, "Open a model: a GGUF file")
+        shows(h, "Open a model: GGUF or capture file")
     });
     save_picture(&mut harness, "gguf-dialog.png");
 }

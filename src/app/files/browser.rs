@@ -10,8 +10,18 @@
 //! the folder named in the field, else the one shown; files of the types
 //! asked for (a model's GGUF) may be chosen there too.
 
-use super::dialogs::Choose;
 use std::path::{Path, PathBuf};
+
+/// What a dialog asks the user to choose (the platform's or this one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choose {
+    /// An existing file.
+    File,
+    /// An existing folder.
+    Folder,
+    /// Where to save, suggesting this file name.
+    SaveAs(String),
+}
 
 /// The label of the button that takes the name in the field (Save for a
 /// save dialog).

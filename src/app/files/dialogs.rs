@@ -19,6 +19,7 @@
 //! and Export and Save figure in the folder the last of them saved to
 //! (remembered across sessions).
 
+pub use super::browser::Choose;
 use super::browser::{Answer, Browser};
 use super::export_menu::ExportKind;
 use crate::app::jobs::spawn_job;
@@ -44,17 +45,6 @@ pub fn use_in_app_dialogs() {
 fn in_app() -> bool {
     IN_APP.load(Ordering::SeqCst)
         || std::env::var("HEADSCOPE_FILE_DIALOG").is_ok_and(|v| v == "in-app")
-}
-
-/// What a dialog asks the user to choose.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choose {
-    /// An existing file.
-    File,
-    /// An existing folder.
-    Folder,
-    /// Where to save, suggesting this file name.
-    SaveAs(String),
 }
 
 /// One question for a file dialog.
