@@ -17,6 +17,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use common::parity::assert_matches_reference;
 use common::*;
+use headscope::model::config::RopeScaling;
 use headscope::model::gguf::file::{GgufFile, TensorType, SUPPORTED_TYPES};
 use headscope::model::gguf::tensors;
 use headscope::model::{checkpoint, Model, ModelSource};
@@ -38,7 +39,7 @@ fn gguf_model() -> &'static Model {
 #[test]
 fn dequantized_tensors_equal_transformers_reading() {
     let mut file = GgufFile::open(&smollm2_gguf()).unwrap();
-    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&mut file).unwrap();
     let read = tensors::read(&mut file, &config, &Device::Cpu, &|_| true).unwrap();
     let theirs = checkpoint::read_tensors(
         &smollm2_model().join(checkpoint::WEIGHTS_FILE),
@@ -206,12 +207,12 @@ fn damaged_files_are_refused_naming_the_problem() {
 #[test]
 fn other_architectures_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gemma.gguf");
-    write_small_gguf(&path, "gemma2", GgmlDType::Q8_0);
+    let path = dir.path().join("falcon.gguf");
+    write_small_gguf(&path, "falcon", GgmlDType::Q8_0);
     let message = load_error(&path);
     assert!(
-        message.contains("gemma.gguf")
-            && message.contains("architecture gemma2 is not supported")
+        message.contains("falcon.gguf")
+            && message.contains("architecture falcon is not supported")
             && message.contains("llama, qwen2"),
         "{message}"
     );
@@ -398,7 +399,7 @@ fn a_q4_k_m_like_mix_matches_transformers() {
         fixture_types("mixed")
     );
     let mut file = GgufFile::open(&fixture("gguf/mixed.gguf")).unwrap();
-    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&mut file).unwrap();
     let read = tensors::read(&mut file, &config, &Device::Cpu, &|_| true).unwrap();
     let theirs: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixture("gguf/mixed.weights.json")).unwrap())
@@ -439,6 +440,35 @@ fn a_q4_k_m_like_mix_matches_transformers() {
 #[test]
 fn a_qwen2_file_with_a_byte_level_vocabulary_matches_transformers() {
     check_tiny_fixture("qwen2");
+}
+
+/// The other architectures llama.cpp writes for the families headscope
+/// runs, each a tiny random file made by
+/// `reference/make_gguf_family_fixtures.py` from a random Hugging Face
+/// model as llama.cpp's converter and a Q4_K_M-like quantizer write it
+/// (Q4_K, Q6_K, Q5_0, Q8_0): the ids transformers' tokenizer from the
+/// file gives, and the analysis of transformers on the folder holding the
+/// file's weights (for gemma3, gemma2, qwen3 and phi3 the weights of
+/// transformers' own GGUF loading).
+#[test]
+fn a_gemma3_file_matches_transformers() {
+    // Sliding and global layers, the local rope base from
+    // `rope.freq_base_swa`, linear scaling of the global one, q/k norms,
+    // post-norms, norm weights stored plus one, a Gemma vocabulary.
+    let config = family_config("gemma3");
+    let shape = config.pre_norm.as_ref().unwrap();
+    assert_eq!(shape.sliding_windows, [Some(6), None]);
+    assert_eq!(shape.local_rope.as_ref().unwrap().theta, 5000.0);
+    assert_eq!(
+        shape.rope.as_ref().unwrap().scaling,
+        RopeScaling::Linear { factor: 8.0 }
+    );
+    check_tiny_fixture("gemma3");
+}
+
+fn family_config(name: &str) -> headscope::model::config::ModelConfig {
+    let mut file = GgufFile::open(&fixture(&format!("gguf/{name}.gguf"))).unwrap();
+    headscope::model::gguf::config::encoder_config(&mut file).unwrap()
 }
 
 /// A corpus shard run on a GGUF file records the file's digest, so that

@@ -71,7 +71,7 @@ fn display_name(file: &GgufFile) -> String {
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
     let mut file = GgufFile::open(path)?;
     file.check_tensor_types()?;
-    let config = config::encoder_config(&file)?;
+    let config = config::encoder_config(&mut file)?;
     let tokenizer = tokenizer::build(&file)?;
     let (tokenizer, specials) = super::tokenizer::prepare_tokenizer(tokenizer, path, &config)?;
     let family = config.family;
