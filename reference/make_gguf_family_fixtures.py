@@ -7,12 +7,13 @@ and the reference of each: `gemma3`, `qwen3`, `gemma2`, `gemma`, `phi3`,
 `rope_freqs`).
 
 Each starts from a random Hugging Face model of the family (hidden 256,
-2 layers); its tensors are written as llama.cpp's `convert_hf_to_gguf.py`
+feed-forward 128, 2 layers); its tensors are written as llama.cpp's `convert_hf_to_gguf.py`
 writes them (Gemma's norm weights plus one; GPT-NeoX's `query_key_value`
 as all queries, keys, then values; Llama's q/k rows interleaved; Phi-3's
 fused `qkv_proj` and `gate_up_proj` as `attn_qkv` and `ffn_up`), in a
-Q4_K_M-like mix (Q4_K matrices with Q6_K for `attn_v` and `ffn_down`, a
-Q5_0 and a Q8_0 fallback, Q6_K embeddings; the K-quant blocks random bytes
+Q4_K_M-like mix (Q4_K matrices with Q6_K for `attn_v`, Q5_0 for one
+`attn_k`, Q8_0 for `ffn_down`, whose rows of 128 are not whole 256-value
+super-blocks, Q6_K embeddings and output; the K-quant blocks random bytes
 with sane scales, as in make_gguf_fixtures.py), norms and biases F32, and
 the metadata as the converter writes it (sliding windows, Gemma 3's local
 rope base and pattern, soft-caps, key lengths, rope dimension counts,
@@ -22,7 +23,8 @@ gguf-py, the converter's rearrangements undone, Gemma's norms minus one in
 float32, as transformers' GGUF loader does), so the folder and the file
 are the same model, and the reference is transformers on the folder
 (eager, float32): for the architectures transformers' GGUF loader loads
-(gemma2, gemma3, qwen3, phi3) the script checks its weights equal the
+(gemma2, gemma3, phi3; for qwen3 it ignores `attention.key_length`
+and keeps Qwen3Config's head size 128) the script checks its weights equal the
 folder's. `llama31`'s folder has `rope_scaling` llama3 and the file the
 `rope_freqs` llama.cpp's converter computes from it.
 
@@ -45,7 +47,7 @@ import numpy as np
 import torch
 import transformers
 from gguf import GGMLQuantizationType as Q
-from gguf import GGUFWriter, TokenType
+from gguf import GGUFWriter, RopeScalingType, TokenType
 from gguf.quants import dequantize, quantize
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer
@@ -58,7 +60,7 @@ from make_gguf_type_fixtures import random_blocks
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "tests", "fixtures", "gguf")
 TEXT = os.path.join(OUT, "text.txt")
-HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM, LAYERS = 256, 256, 4, 2, 64, 2
+HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM, LAYERS = 256, 128, 4, 2, 64, 2
 K_QUANTS = (Q.Q4_K, Q.Q5_K, Q.Q6_K)
 
 
@@ -128,6 +130,20 @@ def gemma_fields():
     return fields
 
 
+def phi3_fields():
+    """Llama 2's layout (make_gguf_fixtures.py's) with a padding token:
+    without one transformers' Phi3Config pads with id 32000, outside this
+    vocabulary."""
+    base = sentencepiece_fields()
+
+    def fields(w):
+        base(w)
+        w.add_pad_token_id(2)
+
+    fields.vocab = base.vocab
+    return fields
+
+
 # name: (GGUF architecture, transformers config class, config fields,
 # tokenizer, whether transformers' GGUF loader loads the architecture)
 def families():
@@ -144,14 +160,16 @@ def families():
             final_logit_softcapping=None, attn_logit_softcapping=None), gemma_fields, True),
         "qwen3": ("qwen3", transformers.Qwen3Config, dict(
             common, head_dim=HEAD_DIM, rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=False),
-            lambda: byte_level("qwen2"), True),
+            # transformers' loader does not read qwen3's key_length (it
+            # keeps Qwen3Config's head_dim 128): the folder is the reference.
+            lambda: byte_level("qwen2"), False),
         "gemma2": ("gemma2", transformers.Gemma2Config, dict(
             gemma, query_pre_attn_scalar=HEAD_DIM, sliding_window=6, attn_logit_softcapping=5.0,
             final_logit_softcapping=3.0, rope_theta=10000.0), gemma_fields, True),
         "gemma": ("gemma", transformers.GemmaConfig, dict(gemma, rope_theta=10000.0), gemma_fields, False),
         "phi3": ("phi3", transformers.Phi3Config, dict(
             common, rms_norm_eps=1e-5, rope_theta=10000.0, partial_rotary_factor=0.75, bos_token_id=1,
-            eos_token_id=2, pad_token_id=None, tie_word_embeddings=False), sentencepiece_fields, True),
+            eos_token_id=2, pad_token_id=2, tie_word_embeddings=False), phi3_fields, True),
         "olmo2": ("olmo2", transformers.Olmo2Config, dict(
             common, rms_norm_eps=1e-6, rope_theta=500000.0, pad_token_id=None), lambda: byte_level("dbrx"), False),
         "gptneox": ("gptneox", transformers.GPTNeoXConfig, dict(
@@ -202,9 +220,9 @@ def gguf_name(arch, name):
 
 
 def qtype_of(name, layer_rows, columns):
-    """A Q4_K_M-like choice: Q6_K for attn_v, ffn_down and the embeddings,
-    Q4_K elsewhere; layer 1's attn_k in Q5_0 and its ffn_down in Q8_0 (the
-    fallbacks); 1-D tensors F32."""
+    """A Q4_K_M-like choice: Q6_K for attn_v, the embeddings and the
+    output, Q4_K elsewhere; Q8_0 where rows are not whole super-blocks
+    (ffn_down), layer 1's attn_k in Q5_0; 1-D tensors F32."""
     if layer_rows is None:
         return Q.F32
     if columns % 256:
@@ -292,7 +310,7 @@ def write_metadata(w, arch, config, name):
     if arch == "gemma3":
         w.add_rope_freq_base(theta["full_attention"]["rope_theta"])
         w.add_rope_freq_base_swa(theta["sliding_attention"]["rope_theta"])
-        w.add_rope_scaling_type(__import__("gguf").RopeScalingType.LINEAR)
+        w.add_rope_scaling_type(RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(theta["full_attention"]["factor"])
         w.add_array(f"{arch}.attention.sliding_window_pattern",
                     [t == "sliding_attention" for t in config.layer_types])
@@ -326,7 +344,7 @@ def randomise(model, gemma, rng):
 
 def make(name):
     arch, config_class, fields, tokenizer_fields, transformers_loads = families()[name]
-    rng = np.random.default_rng(abs(hash(name)) % 1000 if False else sum(map(ord, name)))
+    rng = np.random.default_rng(sum(map(ord, name)))
     tok = tokenizer_fields()
     config = config_class(vocab_size=tok.vocab, **fields)
     torch.manual_seed(0)
@@ -382,7 +400,14 @@ def make(name):
         for key, value in theirs.state_dict().items():
             assert torch.equal(value, ours[key]), f"{name}: {key} differs from transformers' GGUF load"
         print(f"{name}: transformers' GGUF load has the folder's weights")
-    tokenizer = AutoTokenizer.from_pretrained(OUT, gguf_file=f"{name}.gguf")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(OUT, gguf_file=f"{name}.gguf")
+    except ValueError:
+        # AutoTokenizer reads the config first, which transformers cannot
+        # for gemma, olmo2 and gptneox: the family's tokenizer class reads
+        # the vocabulary alone, as AutoTokenizer would hand it over.
+        tokenizer_class = transformers.GemmaTokenizer if gemma else transformers.PreTrainedTokenizerFast
+        tokenizer = tokenizer_class.from_pretrained(OUT, gguf_file=f"{name}.gguf")
     with open(os.path.join(OUT, f"{name}.tokens.json"), "w", encoding="utf-8") as out:
         json.dump([{"text": t, "ids": tokenizer(t).input_ids} for t in TRICKY], out, indent=1, ensure_ascii=False)
     with tempfile.TemporaryDirectory() as folder:

@@ -466,6 +466,85 @@ fn a_gemma3_file_matches_transformers() {
     check_tiny_fixture("gemma3");
 }
 
+#[test]
+fn a_qwen3_file_matches_the_folder() {
+    // q/k norms; the head size from `attention.key_length` (64, where
+    // transformers' loader keeps Qwen3Config's 128).
+    assert_eq!(family_config("qwen3").pre_norm.unwrap().head_dim, 64);
+    check_tiny_fixture("qwen3");
+}
+
+#[test]
+fn a_gemma2_file_matches_transformers() {
+    // Soft-caps from the metadata, every other layer sliding.
+    let config = family_config("gemma2");
+    let shape = config.pre_norm.as_ref().unwrap();
+    assert_eq!(shape.sliding_windows, [Some(6), None]);
+    assert_eq!(shape.variant.attn_logit_softcapping, Some(5.0));
+    assert_eq!(shape.variant.final_logit_softcapping, Some(3.0));
+    assert_eq!(shape.variant.query_pre_attn_scalar, Some(64.0));
+    check_tiny_fixture("gemma2");
+}
+
+#[test]
+fn a_gemma_file_matches_the_folder() {
+    check_tiny_fixture("gemma");
+}
+
+#[test]
+fn a_phi3_file_matches_transformers() {
+    // Fused qkv and gate_up, a quarter of each head not rotating.
+    let shape = family_config("phi3").pre_norm.unwrap();
+    assert_eq!(shape.rotary_dims(), 48);
+    check_tiny_fixture("phi3");
+}
+
+#[test]
+fn an_olmo2_file_matches_the_folder() {
+    check_tiny_fixture("olmo2");
+}
+
+#[test]
+fn a_gptneox_file_matches_the_folder() {
+    // Parallel residual, a quarter of each head rotating, the fused
+    // query_key_value back in GPT-NeoX's per-head layout.
+    let shape = family_config("gptneox").pre_norm.unwrap();
+    assert_eq!(shape.rotary_dims(), 16);
+    check_tiny_fixture("gptneox");
+}
+
+/// A Llama 3.1-shaped file with `rope_freqs` (as llama.cpp's converter
+/// computes it from the folder's `rope_scaling` llama3) equals
+/// transformers on the folder with its rope_scaling: the frequencies are
+/// divided by the file's factors, as llama.cpp divides them.
+#[test]
+fn a_llama31_file_with_rope_freqs_matches_the_folder_with_its_scaling() {
+    let config = family_config("llama31");
+    let rope = config.pre_norm.unwrap().rope.unwrap();
+    let RopeScaling::Factors(factors) = &rope.scaling else {
+        panic!("{:?}", rope.scaling)
+    };
+    assert_eq!(factors.len(), 32);
+    assert!(factors.contains(&8.0) && factors.contains(&1.0));
+    let llama3 = headscope::model::config::Rope {
+        theta: rope.theta,
+        scaling: RopeScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 64.0,
+        },
+    };
+    for (ours, theirs) in rope
+        .inverse_frequencies(64)
+        .iter()
+        .zip(llama3.inverse_frequencies(64))
+    {
+        assert!((ours - theirs).abs() <= 1e-6 * theirs, "{ours} vs {theirs}");
+    }
+    check_tiny_fixture("llama31");
+}
+
 fn family_config(name: &str) -> headscope::model::config::ModelConfig {
     let mut file = GgufFile::open(&fixture(&format!("gguf/{name}.gguf"))).unwrap();
     headscope::model::gguf::config::encoder_config(&mut file).unwrap()
