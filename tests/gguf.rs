@@ -7,7 +7,10 @@
 //! `tests/fixtures/smollm2.*` (that reference's run on the same file);
 //! every tensor type headscope reads dequantizes as gguf-py does, bit for
 //! bit, and tiny random files (one mixed as llama.cpp's Q4_K_M) equal
-//! transformers' loading of them; and damaged files, other architectures
+//! transformers' loading of them, as does a tiny file of each other
+//! architecture (gemma3, qwen3, gemma2, gemma, phi3, olmo2, gptneox, and a
+//! Llama 3.1 shape with `rope_freqs`) against transformers on the folder
+//! it was written from; and damaged files, other architectures
 //! and tensor types are refused with a message naming the problem.
 
 mod common;

@@ -1,15 +1,21 @@
-//! The model's config from a GGUF file's metadata, as transformers' GGUF
-//! loader reads it (`GGUF_CONFIG_MAPPING`, `load_gguf_checkpoint`): the
-//! `config.json` fields it would write, read by the same code that reads a
-//! folder's `config.json`, so a GGUF model is the same model as its
-//! Hugging Face conversion.
+//! The model's config from a GGUF file's metadata, as llama.cpp reads it
+//! (`llama_model::load_hparams`), written as the `config.json` fields of
+//! the Hugging Face family the architecture is and read by the same code
+//! that reads a folder's `config.json`.
 //!
-//! As transformers does: `rope.dimension_count` is the head size for
-//! llama (Qwen2 derives its own); a llama file whose `general.name` is
-//! exactly `mistral` is a Mistral; the embeddings are tied when the file
-//! has no `output.weight`; the vocabulary size falls back to the
-//! tokenizer's. RoPE scaling keys (and llama.cpp's `rope_freqs` tensor)
-//! are not read by transformers either.
+//! As transformers' GGUF loader where the two agree (`GGUF_CONFIG_MAPPING`:
+//! sizes, heads, norm epsilon, `rope.freq_base`; `rope.dimension_count` as
+//! the head size for llama; a llama file whose `general.name` is exactly
+//! `mistral` is a Mistral; embeddings tied when the file has no
+//! `output.weight`; the vocabulary size falling back to the tokenizer's).
+//! Where transformers reads less, as llama.cpp: the head size from
+//! `attention.key_length` (else hidden / heads), the rotary share from
+//! `rope.dimension_count` (Phi-3, GPT-NeoX), Gemma 2's and 3's sliding
+//! windows and their layers, Gemma 3's local rope base
+//! (`rope.freq_base_swa`, else 10000) and llama.cpp's score scale for
+//! them, Gemma 2's soft-caps, GPT-NeoX's parallel residual, Phi-3 without
+//! its sliding window (llama.cpp turns it off), linear rope scaling, and
+//! `rope_freqs` (Llama 3.1+: each rotary frequency divided by its factor).
 
 use super::file::GgufFile;
 use crate::model::config::pre_norm::RopeScaling;

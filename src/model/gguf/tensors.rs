@@ -7,9 +7,13 @@
 //! query and key rows for the `llama` architecture; transformers' loader
 //! puts them back (`LlamaTensorProcessor._reverse_permute_weights`), and so
 //! does this, by moving whole rows — which, rows being whole blocks, works
-//! on quantized data without dequantizing it. The LM head's matrix
-//! (`output.weight`, `lm_head.weight`) is read only when asked for; tensors
-//! the decoder never reads (`rope_freqs.weight`) are skipped, as
+//! on quantized data without dequantizing it; GPT-NeoX's fused
+//! `attn_qkv`, which the converter regroups as all queries, keys, then
+//! values, goes back to `query_key_value`'s per-head layout the same way.
+//! Gemma's norm weights, stored plus one, are read minus one in float32
+//! (`Gemma2TensorProcessor`). The LM head's matrix (`output.weight`) is
+//! read only when asked for; `rope_freqs.weight` is read by
+//! [`super::config`], and tensors the decoder never reads are skipped, as
 //! transformers skips tensors it has no name for.
 
 use super::file::{GgufFile, RawTensor, TensorType};
