@@ -548,6 +548,24 @@ fn a_llama31_file_with_rope_freqs_matches_the_folder_with_its_scaling() {
     check_tiny_fixture("llama31");
 }
 
+/// Each file's config, written as `config.json` (as captures and exports
+/// write it) and read back, is the same config: `rope_freqs` as
+/// `rope_type` `freq_factors`, Gemma 3's two bases, the windows and caps.
+#[test]
+fn gguf_configs_round_trip_through_their_json() {
+    for name in [
+        "gemma3", "qwen3", "gemma2", "gemma", "phi3", "olmo2", "gptneox", "llama31", "qwen2",
+    ] {
+        let config = family_config(name);
+        let mut back =
+            headscope::model::config::ModelConfig::from_json(&config.to_json().to_string())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The JSON names the base class where the metadata names none.
+        back.architectures = None;
+        assert_eq!(back, config, "{name}");
+    }
+}
+
 fn family_config(name: &str) -> headscope::model::config::ModelConfig {
     let mut file = GgufFile::open(&fixture(&format!("gguf/{name}.gguf"))).unwrap();
     headscope::model::gguf::config::encoder_config(&mut file).unwrap()
