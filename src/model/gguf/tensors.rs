@@ -276,6 +276,76 @@ mod tests {
         assert_eq!(hf_name("rope_freqs.weight"), None);
     }
 
+    #[test]
+    fn names_map_to_each_family() {
+        let name = |family, gguf| hf_name_in(family, gguf);
+        assert_eq!(
+            name(Family::Gemma3Text, "blk.1.ffn_norm.weight").as_deref(),
+            Some("layers.1.pre_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Gemma2, "blk.0.post_ffw_norm.weight").as_deref(),
+            Some("layers.0.post_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Qwen3, "blk.0.attn_k_norm.weight").as_deref(),
+            Some("layers.0.self_attn.k_norm.weight")
+        );
+        assert_eq!(name(Family::Qwen3, "blk.0.post_ffw_norm.weight"), None);
+        assert_eq!(
+            name(Family::Olmo2, "blk.2.post_attention_norm.weight").as_deref(),
+            Some("layers.2.post_attention_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Phi3, "blk.0.ffn_up.weight").as_deref(),
+            Some("layers.0.mlp.gate_up_proj.weight")
+        );
+        assert_eq!(
+            name(Family::Phi3, "blk.0.attn_qkv.weight").as_deref(),
+            Some("layers.0.self_attn.qkv_proj.weight")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "blk.3.attn_qkv.bias").as_deref(),
+            Some("layers.3.attention.query_key_value.bias")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "token_embd.weight").as_deref(),
+            Some("embed_in.weight")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "output_norm.bias").as_deref(),
+            Some("final_layer_norm.bias")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "output.weight").as_deref(),
+            Some("embed_out.weight")
+        );
+    }
+
+    /// GPT-NeoX: the converter's all-q, all-k, all-v rows back to each
+    /// head's q, k, v side by side.
+    #[test]
+    fn neox_order_undoes_the_converters_regrouping() {
+        let (heads, head_dim) = (3, 2);
+        let rows = 3 * heads * head_dim;
+        // HF row (head, part, i) → GGUF row (part, head, i), as the
+        // converter's reshape(heads, 3, head_dim) and concatenation.
+        let mut gguf = vec![0; rows];
+        for head in 0..heads {
+            for part in 0..3 {
+                for i in 0..head_dim {
+                    gguf[part * heads * head_dim + head * head_dim + i] =
+                        head * 3 * head_dim + part * head_dim + i;
+                }
+            }
+        }
+        let back: Vec<usize> = neox_qkv_order(rows, heads)
+            .iter()
+            .map(|&r| gguf[r])
+            .collect();
+        assert_eq!(back, (0..rows).collect::<Vec<_>>());
+    }
+
     /// The order undoes llama.cpp's permutation: permuting HF rows as
     /// llama.cpp's converter does and then reading them in this order
     /// gives the HF rows back.
