@@ -7,7 +7,10 @@
 //! `tests/fixtures/smollm2.*` (that reference's run on the same file);
 //! every tensor type headscope reads dequantizes as gguf-py does, bit for
 //! bit, and tiny random files (one mixed as llama.cpp's Q4_K_M) equal
-//! transformers' loading of them; and damaged files, other architectures
+//! transformers' loading of them, as does a tiny file of each other
+//! architecture (gemma3, qwen3, gemma2, gemma, phi3, olmo2, gptneox, and a
+//! Llama 3.1 shape with `rope_freqs`) against transformers on the folder
+//! it was written from; and damaged files, other architectures
 //! and tensor types are refused with a message naming the problem.
 
 mod common;
@@ -17,6 +20,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use common::parity::assert_matches_reference;
 use common::*;
+use headscope::model::config::RopeScaling;
 use headscope::model::gguf::file::{GgufFile, TensorType, SUPPORTED_TYPES};
 use headscope::model::gguf::tensors;
 use headscope::model::{checkpoint, Model, ModelSource};
@@ -38,7 +42,7 @@ fn gguf_model() -> &'static Model {
 #[test]
 fn dequantized_tensors_equal_transformers_reading() {
     let mut file = GgufFile::open(&smollm2_gguf()).unwrap();
-    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&mut file).unwrap();
     let read = tensors::read(&mut file, &config, &Device::Cpu, &|_| true).unwrap();
     let theirs = checkpoint::read_tensors(
         &smollm2_model().join(checkpoint::WEIGHTS_FILE),
@@ -206,12 +210,12 @@ fn damaged_files_are_refused_naming_the_problem() {
 #[test]
 fn other_architectures_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gemma.gguf");
-    write_small_gguf(&path, "gemma2", GgmlDType::Q8_0);
+    let path = dir.path().join("falcon.gguf");
+    write_small_gguf(&path, "falcon", GgmlDType::Q8_0);
     let message = load_error(&path);
     assert!(
-        message.contains("gemma.gguf")
-            && message.contains("architecture gemma2 is not supported")
+        message.contains("falcon.gguf")
+            && message.contains("architecture falcon is not supported")
             && message.contains("llama, qwen2"),
         "{message}"
     );
@@ -398,7 +402,7 @@ fn a_q4_k_m_like_mix_matches_transformers() {
         fixture_types("mixed")
     );
     let mut file = GgufFile::open(&fixture("gguf/mixed.gguf")).unwrap();
-    let config = headscope::model::gguf::config::encoder_config(&file).unwrap();
+    let config = headscope::model::gguf::config::encoder_config(&mut file).unwrap();
     let read = tensors::read(&mut file, &config, &Device::Cpu, &|_| true).unwrap();
     let theirs: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixture("gguf/mixed.weights.json")).unwrap())
@@ -439,6 +443,132 @@ fn a_q4_k_m_like_mix_matches_transformers() {
 #[test]
 fn a_qwen2_file_with_a_byte_level_vocabulary_matches_transformers() {
     check_tiny_fixture("qwen2");
+}
+
+/// The other architectures llama.cpp writes for the families headscope
+/// runs, each a tiny random file made by
+/// `reference/make_gguf_family_fixtures.py` from a random Hugging Face
+/// model as llama.cpp's converter and a Q4_K_M-like quantizer write it
+/// (Q4_K, Q6_K, Q5_0, Q8_0): the ids transformers' tokenizer from the
+/// file gives, and the analysis of transformers on the folder holding the
+/// file's weights (for gemma3, gemma2, qwen3 and phi3 the weights of
+/// transformers' own GGUF loading).
+#[test]
+fn a_gemma3_file_matches_transformers() {
+    // Sliding and global layers, the local rope base from
+    // `rope.freq_base_swa`, linear scaling of the global one, q/k norms,
+    // post-norms, norm weights stored plus one, a Gemma vocabulary.
+    let config = family_config("gemma3");
+    let shape = config.pre_norm.as_ref().unwrap();
+    assert_eq!(shape.sliding_windows, [Some(6), None]);
+    assert_eq!(shape.local_rope.as_ref().unwrap().theta, 5000.0);
+    assert_eq!(
+        shape.rope.as_ref().unwrap().scaling,
+        RopeScaling::Linear { factor: 8.0 }
+    );
+    check_tiny_fixture("gemma3");
+}
+
+#[test]
+fn a_qwen3_file_matches_the_folder() {
+    // q/k norms; the head size from `attention.key_length` (64, where
+    // transformers' loader keeps Qwen3Config's 128).
+    assert_eq!(family_config("qwen3").pre_norm.unwrap().head_dim, 64);
+    check_tiny_fixture("qwen3");
+}
+
+#[test]
+fn a_gemma2_file_matches_transformers() {
+    // Soft-caps from the metadata, every other layer sliding.
+    let config = family_config("gemma2");
+    let shape = config.pre_norm.as_ref().unwrap();
+    assert_eq!(shape.sliding_windows, [Some(6), None]);
+    assert_eq!(shape.variant.attn_logit_softcapping, Some(5.0));
+    assert_eq!(shape.variant.final_logit_softcapping, Some(3.0));
+    assert_eq!(shape.variant.query_pre_attn_scalar, Some(64.0));
+    check_tiny_fixture("gemma2");
+}
+
+#[test]
+fn a_gemma_file_matches_the_folder() {
+    check_tiny_fixture("gemma");
+}
+
+#[test]
+fn a_phi3_file_matches_transformers() {
+    // Fused qkv and gate_up, a quarter of each head not rotating.
+    let shape = family_config("phi3").pre_norm.unwrap();
+    assert_eq!(shape.rotary_dims(), 48);
+    check_tiny_fixture("phi3");
+}
+
+#[test]
+fn an_olmo2_file_matches_the_folder() {
+    check_tiny_fixture("olmo2");
+}
+
+#[test]
+fn a_gptneox_file_matches_the_folder() {
+    // Parallel residual, a quarter of each head rotating, the fused
+    // query_key_value back in GPT-NeoX's per-head layout.
+    let shape = family_config("gptneox").pre_norm.unwrap();
+    assert_eq!(shape.rotary_dims(), 16);
+    check_tiny_fixture("gptneox");
+}
+
+/// A Llama 3.1-shaped file with `rope_freqs` (as llama.cpp's converter
+/// computes it from the folder's `rope_scaling` llama3) equals
+/// transformers on the folder with its rope_scaling: the frequencies are
+/// divided by the file's factors, as llama.cpp divides them.
+#[test]
+fn a_llama31_file_with_rope_freqs_matches_the_folder_with_its_scaling() {
+    let config = family_config("llama31");
+    let rope = config.pre_norm.unwrap().rope.unwrap();
+    let RopeScaling::Factors(factors) = &rope.scaling else {
+        panic!("{:?}", rope.scaling)
+    };
+    assert_eq!(factors.len(), 32);
+    assert!(factors.contains(&8.0) && factors.contains(&1.0));
+    let llama3 = headscope::model::config::Rope {
+        theta: rope.theta,
+        scaling: RopeScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 64.0,
+        },
+    };
+    for (ours, theirs) in rope
+        .inverse_frequencies(64)
+        .iter()
+        .zip(llama3.inverse_frequencies(64))
+    {
+        assert!((ours - theirs).abs() <= 1e-6 * theirs, "{ours} vs {theirs}");
+    }
+    check_tiny_fixture("llama31");
+}
+
+/// Each file's config, written as `config.json` (as captures and exports
+/// write it) and read back, is the same config: `rope_freqs` as
+/// `rope_type` `freq_factors`, Gemma 3's two bases, the windows and caps.
+#[test]
+fn gguf_configs_round_trip_through_their_json() {
+    for name in [
+        "gemma3", "qwen3", "gemma2", "gemma", "phi3", "olmo2", "gptneox", "llama31", "qwen2",
+    ] {
+        let config = family_config(name);
+        let mut back =
+            headscope::model::config::ModelConfig::from_json(&config.to_json().to_string())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The JSON names the base class where the metadata names none.
+        back.architectures = None;
+        assert_eq!(back, config, "{name}");
+    }
+}
+
+fn family_config(name: &str) -> headscope::model::config::ModelConfig {
+    let mut file = GgufFile::open(&fixture(&format!("gguf/{name}.gguf"))).unwrap();
+    headscope::model::gguf::config::encoder_config(&mut file).unwrap()
 }
 
 /// A corpus shard run on a GGUF file records the file's digest, so that

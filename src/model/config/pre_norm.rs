@@ -286,6 +286,11 @@ pub enum RopeScaling {
         high_freq_factor: f64,
         original_max_position_embeddings: f64,
     },
+    /// A GGUF file's `rope_freqs` (Llama 3.1 and later, as llama.cpp's
+    /// converter writes the `llama3` scaling): each inverse frequency
+    /// divided by its own factor, as llama.cpp divides it. Written to a
+    /// config as `rope_type` `freq_factors` with the list.
+    Factors(Vec<f32>),
 }
 
 impl Rope {
@@ -299,10 +304,11 @@ impl Rope {
             .map(|i| {
                 let exponent = (2 * i) as f32 / head_dim as f32;
                 let inv = 1.0f32 / (self.theta.powf(f64::from(exponent)) as f32);
-                match self.scaling {
+                match &self.scaling {
                     RopeScaling::Default => inv,
-                    RopeScaling::Linear { factor } => inv / factor as f32,
-                    RopeScaling::Llama3 {
+                    RopeScaling::Factors(factors) => inv / factors.get(i).copied().unwrap_or(1.0),
+                    RopeScaling::Linear { factor } => inv / *factor as f32,
+                    &RopeScaling::Llama3 {
                         factor,
                         low_freq_factor: low,
                         high_freq_factor: high,
@@ -800,6 +806,20 @@ fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
             high_freq_factor: required("high_freq_factor")?,
             original_max_position_embeddings: required("original_max_position_embeddings")?,
         },
+        "freq_factors" => {
+            let factors = [parameters, scaling]
+                .iter()
+                .find_map(|map| map.get("freq_factors"))
+                .and_then(Value::as_array)
+                .ok_or("RoPE parameter freq_factors is missing")?;
+            RopeScaling::Factors(
+                factors
+                    .iter()
+                    .map(|f| f.as_f64().map(|f| f as f32))
+                    .collect::<Option<Vec<f32>>>()
+                    .ok_or("RoPE parameter freq_factors holds something other than numbers")?,
+            )
+        }
         other => {
             return Err(format!(
                 "RoPE scaling {other:?} is not supported (headscope runs \"default\", \"linear\" and \"llama3\")"
@@ -1107,8 +1127,12 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
 /// One rotary embedding as `rope_parameters` writes it.
 fn rope_json(rope: &Rope) -> Value {
     let mut parameters = json!({"rope_theta": rope.theta, "rope_type": "default"});
-    match rope.scaling {
+    match rope.scaling.clone() {
         RopeScaling::Default => {}
+        RopeScaling::Factors(factors) => {
+            parameters["rope_type"] = json!("freq_factors");
+            parameters["freq_factors"] = json!(factors);
+        }
         RopeScaling::Linear { factor } => {
             parameters["rope_type"] = json!("linear");
             parameters["factor"] = json!(factor);

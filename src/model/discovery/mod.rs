@@ -150,7 +150,7 @@ fn reason(error: &anyhow::Error, path: &Path) -> String {
 fn describe_gguf(mut found: FoundModel, path: &Path) -> FoundModel {
     found.source = ModelSource::Gguf(path.to_path_buf());
     found.bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
-    let file = match GgufFile::open(path) {
+    let mut file = match GgufFile::open(path) {
         Ok(file) => file,
         Err(error) => {
             found.unsupported = Some(reason(&error, path));
@@ -167,8 +167,11 @@ fn describe_gguf(mut found: FoundModel, path: &Path) -> FoundModel {
         .iter()
         .max_by_key(|(_, count)| **count)
         .map(|(name, _)| name.clone());
-    let check = gguf::config::model_type(&file)
-        .and_then(|_| file.check_tensor_types())
+    // The config as loading builds it: an architecture, rope scaling
+    // (YaRN, LongRoPE) or metadata headscope refuses is shown as the reason.
+    let check = file
+        .check_tensor_types()
+        .and_then(|_| gguf::config::encoder_config(&mut file).map(|_| ()))
         .and_then(|_| match file.string("tokenizer.ggml.model")? {
             "gpt2" | "llama" => Ok(()),
             other => anyhow::bail!("tokenizer.ggml.model {other} is not supported"),

@@ -4,16 +4,21 @@
 //! precision, quantized blocks staying quantized in memory and dequantized
 //! where the pass reaches them ([`quantized`], [`tensors`]).
 //!
-//! headscope opens the architectures `llama` (Llama, Mistral, SmolLM, …)
-//! and `qwen2`, with tensors in every type llama.cpp's quantizer writes
-//! for the mixes people download — F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-//! Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (a Q4_K_M
-//! file holds Q5_0 or Q8_0 where rows are not a multiple of 256) — and
-//! computes what transformers computes on its own GGUF loading of the same
-//! file (`from_pretrained(dir, gguf_file=NAME)`): the same config, token
-//! ids and dequantized weights. Other architectures, tensor types (named
-//! with the tensor) and damaged files are refused with a message naming
-//! the file and the problem.
+//! headscope opens the architectures `llama` (Llama, Mistral, SmolLM, …),
+//! `qwen2`, `qwen3`, `gemma`, `gemma2`, `gemma3`, `phi3`, `olmo2` and
+//! `gptneox` ([`config::ARCHITECTURES`]: every family it runs that
+//! llama.cpp writes), with tensors in every type llama.cpp's quantizer
+//! writes for the mixes people download — F32, F16, BF16, Q8_0, Q4_0,
+//! Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (a
+//! Q4_K_M file holds Q5_0 or Q8_0 where rows are not a multiple of 256) —
+//! and computes what llama.cpp's model computes: the config as llama.cpp
+//! reads the metadata (sliding windows and their pattern, soft-caps,
+//! Gemma 3's local rope base, key lengths, partial rotary, `rope_freqs`
+//! and linear rope scaling), the weights and token ids as transformers'
+//! GGUF loading gives them (`from_pretrained(dir, gguf_file=NAME)`) where
+//! it loads the architecture. Other architectures, rope scalings (YaRN,
+//! LongRoPE), tensor types (named with the tensor) and damaged files are
+//! refused with a message naming the file and the problem.
 
 pub mod config;
 pub mod file;
@@ -71,7 +76,7 @@ fn display_name(file: &GgufFile) -> String {
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<Model> {
     let mut file = GgufFile::open(path)?;
     file.check_tensor_types()?;
-    let config = config::encoder_config(&file)?;
+    let config = config::encoder_config(&mut file)?;
     let tokenizer = tokenizer::build(&file)?;
     let (tokenizer, specials) = super::tokenizer::prepare_tokenizer(tokenizer, path, &config)?;
     let family = config.family;

@@ -7,25 +7,37 @@
 //! query and key rows for the `llama` architecture; transformers' loader
 //! puts them back (`LlamaTensorProcessor._reverse_permute_weights`), and so
 //! does this, by moving whole rows — which, rows being whole blocks, works
-//! on quantized data without dequantizing it. The LM head's matrix
-//! (`output.weight`, `lm_head.weight`) is read only when asked for; tensors
-//! the decoder never reads (`rope_freqs.weight`) are skipped, as
+//! on quantized data without dequantizing it; GPT-NeoX's fused
+//! `attn_qkv`, which the converter regroups as all queries, keys, then
+//! values, goes back to `query_key_value`'s per-head layout the same way.
+//! Gemma's norm weights, stored plus one, are read minus one in float32
+//! (`Gemma2TensorProcessor`). The LM head's matrix (`output.weight`) is
+//! read only when asked for; `rope_freqs.weight` is read by
+//! [`super::config`], and tensors the decoder never reads are skipped, as
 //! transformers skips tensors it has no name for.
 
 use super::file::{GgufFile, RawTensor, TensorType};
 use super::quantized::QuantizedWeight;
 use crate::model::config::ModelConfig;
+use crate::model::family::Family;
 use crate::model::weight::Weight;
+use crate::model::without_backtrace;
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
 
-/// GGUF name (after `blk.N.`) → the Llama family's (after `layers.N.`).
-const LAYER_TENSORS: [(&str, &str); 9] = [
+/// GGUF name (after `blk.N.`) → the Llama family's (after `layers.N.`):
+/// llama.cpp's names (gguf-py's `TensorNameMap`) for Llama, Mistral,
+/// Qwen2 and 3, Gemma and Phi-3 (whose `attn_qkv` and `ffn_up` are its
+/// fused `qkv_proj` and `gate_up_proj`).
+const LAYER_TENSORS: [(&str, &str); 12] = [
     ("attn_norm", "input_layernorm"),
     ("attn_q", "self_attn.q_proj"),
     ("attn_k", "self_attn.k_proj"),
     ("attn_v", "self_attn.v_proj"),
+    ("attn_qkv", "self_attn.qkv_proj"),
+    ("attn_q_norm", "self_attn.q_norm"),
+    ("attn_k_norm", "self_attn.k_norm"),
     ("attn_output", "self_attn.o_proj"),
     ("ffn_norm", "post_attention_layernorm"),
     ("ffn_gate", "mlp.gate_proj"),
@@ -33,20 +45,74 @@ const LAYER_TENSORS: [(&str, &str); 9] = [
     ("ffn_down", "mlp.down_proj"),
 ];
 
-/// The Hugging Face name of a GGUF tensor, or `None` for one the study
-/// does not read.
+/// Gemma 2 and 3: the four norms of the sandwich layout.
+const GEMMA2_NORMS: [(&str, &str); 4] = [
+    ("attn_norm", "input_layernorm"),
+    ("post_attention_norm", "post_attention_layernorm"),
+    ("ffn_norm", "pre_feedforward_layernorm"),
+    ("post_ffw_norm", "post_feedforward_layernorm"),
+];
+
+/// OLMo 2: norms after the attention and the feed-forward only.
+const OLMO2_NORMS: [(&str, &str); 2] = [
+    ("post_attention_norm", "post_attention_layernorm"),
+    ("post_ffw_norm", "post_feedforward_layernorm"),
+];
+
+/// GPT-NeoX (Pythia): its own names.
+const GPT_NEOX_TENSORS: [(&str, &str); 6] = [
+    ("attn_norm", "input_layernorm"),
+    ("attn_qkv", "attention.query_key_value"),
+    ("attn_output", "attention.dense"),
+    ("ffn_norm", "post_attention_layernorm"),
+    ("ffn_up", "mlp.dense_h_to_4h"),
+    ("ffn_down", "mlp.dense_4h_to_h"),
+];
+
+/// The Hugging Face name of a GGUF tensor of a Llama-family file, or
+/// `None` for one the study does not read.
 pub fn hf_name(gguf: &str) -> Option<String> {
+    hf_name_in(Family::Llama, gguf)
+}
+
+/// The Hugging Face name of a GGUF tensor of a `family` file, or `None`
+/// for one the study does not read.
+pub fn hf_name_in(family: Family, gguf: &str) -> Option<String> {
+    let neox = family == Family::GptNeoX;
     match gguf {
-        "token_embd.weight" => return Some("embed_tokens.weight".into()),
-        "output_norm.weight" => return Some("norm.weight".into()),
-        "output.weight" => return Some("lm_head.weight".into()),
+        "token_embd.weight" => return Some(format!("{}.weight", family.word_embeddings())),
+        "output.weight" => {
+            return Some(
+                if neox {
+                    "embed_out.weight"
+                } else {
+                    "lm_head.weight"
+                }
+                .into(),
+            )
+        }
         _ => {}
+    }
+    if let Some(suffix) = gguf.strip_prefix("output_norm.") {
+        let norm = if neox { "final_layer_norm" } else { "norm" };
+        return Some(format!("{norm}.{suffix}"));
     }
     let rest = gguf.strip_prefix("blk.")?;
     let (layer, rest) = rest.split_once('.')?;
     let layer: usize = layer.parse().ok()?;
     let (stem, suffix) = rest.rsplit_once('.')?;
-    let (_, hf) = LAYER_TENSORS.iter().find(|(g, _)| *g == stem)?;
+    let find = |table: &[(&'static str, &'static str)]| {
+        table.iter().find(|(g, _)| *g == stem).map(|(_, hf)| *hf)
+    };
+    let hf = match family {
+        Family::GptNeoX => find(&GPT_NEOX_TENSORS)?,
+        Family::Gemma2 | Family::Gemma3Text => {
+            find(&GEMMA2_NORMS).or_else(|| find(&LAYER_TENSORS))?
+        }
+        Family::Olmo2 => find(&OLMO2_NORMS).or_else(|| find(&LAYER_TENSORS))?,
+        Family::Phi3 if stem == "ffn_up" => "mlp.gate_up_proj",
+        _ => find(&LAYER_TENSORS)?,
+    };
     Some(format!("layers.{layer}.{hf}.{suffix}"))
 }
 
@@ -65,7 +131,9 @@ pub fn read(
     device: &Device,
     keep: &dyn Fn(&str) -> bool,
 ) -> anyhow::Result<ReadTensors> {
+    let family = config.family;
     let unpermute = file.string("general.architecture")? == "llama";
+    let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
     let (heads, kv_heads) = (config.num_attention_heads, config.key_value_heads());
     let mut names: Vec<String> = file.content.tensor_infos.keys().cloned().collect();
     names.sort();
@@ -74,7 +142,7 @@ pub fn read(
         quantized: HashMap::new(),
     };
     for gguf in names {
-        let Some(name) = hf_name(&gguf).filter(|name| keep(name)) else {
+        let Some(name) = hf_name_in(family, &gguf).filter(|name| keep(name)) else {
             continue;
         };
         let mut raw = file.read_tensor(&gguf)?;
@@ -88,13 +156,28 @@ pub fn read(
         if let Some(groups) = groups.filter(|_| unpermute) {
             raw = raw.reorder_rows(&rotary_order(raw.rows(), groups));
         }
-        let weight = to_weight(raw, device).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: tensor {gguf}: {}",
-                file.path.display(),
-                crate::model::without_backtrace(&e)
-            )
-        })?;
+        if family == Family::GptNeoX && gguf.contains(".attn_qkv.") {
+            raw = neox_qkv_rows(raw, heads);
+        }
+        let problem = |e: &dyn std::fmt::Display| {
+            anyhow::anyhow!("{}: tensor {gguf}: {e}", file.path.display())
+        };
+        // llama.cpp's converter stores Gemma's norm weights plus one
+        // (`norm_shift`); transformers' loader takes the one off again in
+        // float32 (`Gemma2TensorProcessor`), and so does this.
+        if gemma && gguf.ends_with("norm.weight") {
+            let tensor =
+                match to_weight(raw, &Device::Cpu).map_err(|e| problem(&without_backtrace(&e)))? {
+                    Weight::Quantized(blocks) => blocks.dequantize(),
+                    Weight::F32(tensor) | Weight::Half(tensor) => tensor.to_dtype(DType::F32),
+                }
+                .and_then(|t| t.affine(1.0, -1.0))
+                .and_then(|t| t.to_device(device))
+                .map_err(|e| problem(&without_backtrace(&e)))?;
+            out.floats.insert(name, tensor);
+            continue;
+        }
+        let weight = to_weight(raw, device).map_err(|e| problem(&without_backtrace(&e)))?;
         match weight {
             Weight::Quantized(blocks) => {
                 out.quantized.insert(name, blocks);
@@ -105,6 +188,41 @@ pub fn read(
         }
     }
     Ok(out)
+}
+
+/// GPT-NeoX's fused projection (weight or bias) back in Hugging Face's
+/// order: llama.cpp's converter stores all queries, then all keys, then
+/// all values; `query_key_value` holds each head's query, key and value
+/// side by side.
+fn neox_qkv_rows(raw: RawTensor, heads: usize) -> RawTensor {
+    if raw.shape.dims().len() == 1 {
+        // A bias: its values are the rows.
+        let values = raw.shape.dims()[0];
+        let width = raw.data.len() / values;
+        let order = neox_qkv_order(values, heads);
+        let mut data = Vec::with_capacity(raw.data.len());
+        for &row in &order {
+            data.extend_from_slice(&raw.data[row * width..(row + 1) * width]);
+        }
+        return RawTensor { data, ..raw };
+    }
+    let order = neox_qkv_order(raw.rows(), heads);
+    raw.reorder_rows(&order)
+}
+
+/// For each Hugging Face row of GPT-NeoX's `query_key_value`, the GGUF
+/// row holding it.
+pub fn neox_qkv_order(rows: usize, heads: usize) -> Vec<usize> {
+    let head_dim = rows / 3 / heads.max(1);
+    let mut order = Vec::with_capacity(rows);
+    for head in 0..heads {
+        for part in 0..3 {
+            for i in 0..head_dim {
+                order.push(part * heads * head_dim + head * head_dim + i);
+            }
+        }
+    }
+    order
 }
 
 /// One tensor of the file as headscope keeps it: float32, float16 and
@@ -156,6 +274,76 @@ mod tests {
         );
         assert_eq!(hf_name("output.weight").as_deref(), Some("lm_head.weight"));
         assert_eq!(hf_name("rope_freqs.weight"), None);
+    }
+
+    #[test]
+    fn names_map_to_each_family() {
+        let name = |family, gguf| hf_name_in(family, gguf);
+        assert_eq!(
+            name(Family::Gemma3Text, "blk.1.ffn_norm.weight").as_deref(),
+            Some("layers.1.pre_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Gemma2, "blk.0.post_ffw_norm.weight").as_deref(),
+            Some("layers.0.post_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Qwen3, "blk.0.attn_k_norm.weight").as_deref(),
+            Some("layers.0.self_attn.k_norm.weight")
+        );
+        assert_eq!(name(Family::Qwen3, "blk.0.post_ffw_norm.weight"), None);
+        assert_eq!(
+            name(Family::Olmo2, "blk.2.post_attention_norm.weight").as_deref(),
+            Some("layers.2.post_attention_layernorm.weight")
+        );
+        assert_eq!(
+            name(Family::Phi3, "blk.0.ffn_up.weight").as_deref(),
+            Some("layers.0.mlp.gate_up_proj.weight")
+        );
+        assert_eq!(
+            name(Family::Phi3, "blk.0.attn_qkv.weight").as_deref(),
+            Some("layers.0.self_attn.qkv_proj.weight")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "blk.3.attn_qkv.bias").as_deref(),
+            Some("layers.3.attention.query_key_value.bias")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "token_embd.weight").as_deref(),
+            Some("embed_in.weight")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "output_norm.bias").as_deref(),
+            Some("final_layer_norm.bias")
+        );
+        assert_eq!(
+            name(Family::GptNeoX, "output.weight").as_deref(),
+            Some("embed_out.weight")
+        );
+    }
+
+    /// GPT-NeoX: the converter's all-q, all-k, all-v rows back to each
+    /// head's q, k, v side by side.
+    #[test]
+    fn neox_order_undoes_the_converters_regrouping() {
+        let (heads, head_dim) = (3, 2);
+        let rows = 3 * heads * head_dim;
+        // HF row (head, part, i) → GGUF row (part, head, i), as the
+        // converter's reshape(heads, 3, head_dim) and concatenation.
+        let mut gguf = vec![0; rows];
+        for head in 0..heads {
+            for part in 0..3 {
+                for i in 0..head_dim {
+                    gguf[part * heads * head_dim + head * head_dim + i] =
+                        head * 3 * head_dim + part * head_dim + i;
+                }
+            }
+        }
+        let back: Vec<usize> = neox_qkv_order(rows, heads)
+            .iter()
+            .map(|&r| gguf[r])
+            .collect();
+        assert_eq!(back, (0..rows).collect::<Vec<_>>());
     }
 
     /// The order undoes llama.cpp's permutation: permuting HF rows as

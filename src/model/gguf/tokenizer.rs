@@ -60,6 +60,10 @@ pub fn build(file: &GgufFile) -> anyhow::Result<Tokenizer> {
         .map(|t| t as i64)
         .collect();
     let merges = file.strings("tokenizer.ggml.merges")?;
+    let architecture = file.string("general.architecture").unwrap_or("");
+    let gemma = matches!(architecture, "gemma" | "gemma2" | "gemma3");
+    let phi3 = architecture == "phi3";
+    let mut normalizer = Value::Null;
     let (model, pre_tokenizer, decoder, byte_level) = match kind {
         "gpt2" => {
             let spelling = byte_spelling();
@@ -96,6 +100,51 @@ pub fn build(file: &GgufFile) -> anyhow::Result<Tokenizer> {
             let decoder = json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true});
             (model, pre_tokenizer, decoder, true)
         }
+        "llama" if gemma => {
+            // transformers' `gemma_tokenizer`: a token of spaces is looked
+            // up as `▁`s; merges, when the file has none, rebuilt in the
+            // file's order of the tokens (Gemma's scores do not follow its
+            // merges); GemmaTokenizer's normalizer and pre-tokenizer.
+            let vocab: Vec<String> = tokens
+                .iter()
+                .map(|t| {
+                    if t.contains(' ') && t.trim().is_empty() {
+                        "▁".repeat(t.chars().count())
+                    } else {
+                        t.to_string()
+                    }
+                })
+                .collect();
+            let merges = match merges {
+                Some(merges) => split_merges(&merges),
+                None => {
+                    let spelled: Vec<&str> = vocab.iter().map(String::as_str).collect();
+                    let positions: Vec<f64> = (0..spelled.len()).map(|i| -(i as f64)).collect();
+                    generate_merges(&spelled, &positions)
+                        .into_iter()
+                        .map(|(l, r)| json!([l, r]))
+                        .collect()
+                }
+            };
+            let unk = file
+                .integer("tokenizer.ggml.unknown_token_id")?
+                .and_then(|id| tokens.get(id as usize).copied())
+                .unwrap_or("None");
+            let model = json!({
+                "type": "BPE", "dropout": null, "unk_token": unk,
+                "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
+                "vocab": vocabulary(&vocab), "merges": merges,
+            });
+            let pre_tokenizer = json!({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false});
+            let decoder = json!({"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"},
+            ]});
+            normalizer = json!({"type": "Replace", "pattern": {"String": " "}, "content": "▁"});
+            (model, pre_tokenizer, decoder, false)
+        }
         "llama" => {
             let merges = match merges {
                 Some(merges) => split_merges(&merges),
@@ -116,7 +165,17 @@ pub fn build(file: &GgufFile) -> anyhow::Result<Tokenizer> {
                 "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
                 "vocab": vocabulary(&vocab), "merges": merges,
             });
-            let pre_tokenizer = json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false});
+            // Phi-3 (transformers' `phi3_tokenizer`): the prefix space
+            // from a normalizer, no pre-tokenizer.
+            let pre_tokenizer = if phi3 {
+                normalizer = json!({"type": "Sequence", "normalizers": [
+                    {"type": "Prepend", "prepend": "▁"},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+                ]});
+                Value::Null
+            } else {
+                json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false})
+            };
             let decoder = json!({"type": "Sequence", "decoders": [
                 {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
                 {"type": "ByteFallback"},
@@ -189,7 +248,7 @@ pub fn build(file: &GgufFile) -> anyhow::Result<Tokenizer> {
     );
     let document = json!({
         "version": "1.0", "truncation": null, "padding": null,
-        "added_tokens": added, "normalizer": null,
+        "added_tokens": added, "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer, "post_processor": post_processor,
         "decoder": decoder, "model": model,
     });
