@@ -94,7 +94,7 @@ fn separators_ui(
         .auto_shrink([false, false])
         .show(ui, |ui| {
             let causal = output.input.tokens.causal;
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
                 ui.heading("Separators");
                 if causal {
                     ui.weak("how much each head attends to the sentence-final tokens seen so far");
@@ -103,7 +103,7 @@ fn separators_ui(
                 }
             });
             ui.add_space(4.0);
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
                 ui.strong("Separator attention per head");
                 ui.weak(if causal {
                     "mean over content tokens of the attention to the separators at or before them; \

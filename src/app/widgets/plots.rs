@@ -84,7 +84,7 @@ pub fn figure(
                 ui.set_max_width(saving.width);
                 ui.set_clip_rect(Rect::EVERYTHING);
             }
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
                 ui.strong(title);
                 // While a figure is saved the buttons are drawn invisible,
                 // so the layout stays the same.
