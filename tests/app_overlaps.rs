@@ -15,7 +15,6 @@ use common::app::*;
 use egui::accesskit::Role;
 use egui_kittest::kittest::NodeT;
 use headscope::app::views::CentralView;
-use headscope::app::{AppConfig, StartOptions};
 use std::path::PathBuf;
 
 const SIZES: [egui::Vec2; 2] = [egui::vec2(1280.0, 720.0), egui::vec2(1600.0, 1000.0)];
@@ -84,22 +83,7 @@ fn check_every_tab(model: String, file: Option<PathBuf>, what: &str) {
     let mut all = Vec::new();
     for size in SIZES {
         for outline in [false, true] {
-            let config = AppConfig {
-                start: StartOptions {
-                    model: Some(model.clone()),
-                    file: file.clone(),
-                },
-                autosave_path: None,
-                restore_text: false,
-            };
-            let mut harness = start_sized(config, size);
-            wait_for_result(&mut harness);
-            if outline {
-                harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::F);
-                step_until(&mut harness, "the outline", |h| {
-                    h.state().outline_panel().windows().is_some()
-                });
-            }
+            let mut harness = start_sized_with_outline(model.clone(), file.clone(), size, outline);
             let causal = harness.state().shown_output().unwrap().input.tokens.causal;
             for view in CentralView::ALL {
                 if !causal && matches!(view, CentralView::Steps | CentralView::LogitLens) {

@@ -186,22 +186,12 @@ fn a_decoders_tabs_and_the_pick_hint_never_overlap() {
             size.y,
             if outline { "-outline" } else { "" }
         );
-        let config = AppConfig {
-            start: StartOptions {
-                model: Some(common::family_fixture("llama").display().to_string()),
-                file: Some(common::fixture("families/llama.txt")),
-            },
-            autosave_path: None,
-            restore_text: false,
-        };
-        let mut harness = start_sized(config, size);
-        wait_for_result(&mut harness);
-        if outline {
-            harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::F);
-            step_until(&mut harness, "the outline", |h| {
-                h.state().outline_panel().windows().is_some()
-            });
-        }
+        let mut harness = start_sized_with_outline(
+            common::family_fixture("llama").display().to_string(),
+            Some(common::fixture("families/llama.txt")),
+            size,
+            outline,
+        );
         save_picture(&mut harness, &format!("{tag}-decoder-tabs.png"));
         // The grid's last column and the colour bar are not under the
         // outline either.

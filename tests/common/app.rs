@@ -61,6 +61,33 @@ pub fn start_sized(config: AppConfig, size: egui::Vec2) -> AppHarness {
         .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
 }
 
+/// The app on `model` showing `file` in a window of `size`, its first
+/// result on screen, with the outline (Ctrl+F) open where `outline`.
+pub fn start_sized_with_outline(
+    model: String,
+    file: Option<PathBuf>,
+    size: egui::Vec2,
+    outline: bool,
+) -> AppHarness {
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(model),
+            file,
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let mut harness = start_sized(config, size);
+    wait_for_result(&mut harness);
+    if outline {
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::F);
+        step_until(&mut harness, "the outline", |h| {
+            h.state().outline_panel().windows().is_some()
+        });
+    }
+    harness
+}
+
 /// Runs frames until `done` holds; panics with `what` after [`PATIENCE`].
 pub fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
     let deadline = Instant::now() + PATIENCE;
