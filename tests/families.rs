@@ -155,6 +155,50 @@ fn embeddinggemma_opens_with_sentence_transformers_names() {
     );
 }
 
+/// A capture of EmbeddingGemma (`analyze --save-capture`) says it is not
+/// causal and names no separator token; read back, its separators are the
+/// sentence ends again and `analyze --capture` gives transformers' figures,
+/// segmentation included.
+#[test]
+fn an_embeddinggemma_capture_reads_back_bidirectional() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("run.safetensors");
+    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(family_fixture("embeddinggemma"))
+            .arg("--one-sentence-per-line")
+            .arg("--save-capture")
+            .arg(&capture)
+            .arg(fixture("families/embeddinggemma.txt")),
+        "analyze --save-capture",
+    );
+    let file = headscope::capture_file::CaptureFile::read(&capture).unwrap();
+    assert!(!file.header.causal);
+    assert_eq!(file.header.tokens.separator_id, None);
+    assert!(file.tokens.bidirectional_decoder && !file.tokens.causal);
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--capture")
+            .arg(&capture)
+            .arg("--json")
+            .arg(&json)
+            .arg("--npz")
+            .arg(&npz),
+        "analyze --capture",
+    );
+    common::parity::assert_files_match_reference(
+        (&json, &npz),
+        (
+            &fixture("families/embeddinggemma.json"),
+            &fixture("families/embeddinggemma.npz"),
+        ),
+    );
+}
+
 /// The input starts and is cut by the tokens the tokenizer's post-processor
 /// adds, with the tokenizer's texts for them.
 #[test]
