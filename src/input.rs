@@ -617,7 +617,8 @@ impl TokenizedText {
             let mut opening = TokenSequence {
                 cls_id: specials.start.id,
                 sep_id: specials.separator.id,
-                causal: true,
+                causal: specials.causal_attention(),
+                bidirectional_decoder: specials.bidirectional_decoder,
                 style: specials.style,
                 ..Default::default()
             };

@@ -85,7 +85,8 @@ pub fn probe_sequence(
     let mut tokens = TokenSequence {
         sep_id: specials.separator.id,
         cls_id: specials.start.id,
-        causal: specials.causal,
+        causal: specials.causal_attention(),
+        bidirectional_decoder: specials.bidirectional_decoder,
         style: specials.style,
         ..TokenSequence::default()
     };

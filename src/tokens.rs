@@ -34,9 +34,15 @@ pub struct SpecialTokens {
     pub separator: SpecialToken,
     /// The padding token, never content either.
     pub pad: Option<u32>,
-    /// Whether the model is a causal decoder (ANALYSIS.md §8).
+    /// Whether the input is a decoder's (ANALYSIS.md §8): the text encoded
+    /// once, separators at sentence ends. Its attention is causal unless
+    /// `bidirectional_decoder`.
     #[serde(default)]
     pub causal: bool,
+    /// A decoder family whose attention goes both ways (EmbeddingGemma):
+    /// a decoder's input, an encoder's attention and figures.
+    #[serde(default)]
+    pub bidirectional_decoder: bool,
     /// Decoders: every special token of the tokenizer (BOS, EOS, chat
     /// markers), never content wherever it stands.
     #[serde(default)]
@@ -48,6 +54,11 @@ pub struct SpecialTokens {
 }
 
 impl SpecialTokens {
+    /// Whether a query sees only the keys up to itself.
+    pub fn causal_attention(&self) -> bool {
+        self.causal && !self.bidirectional_decoder
+    }
+
     /// Whether an id is one of these tokens: never a content token.
     pub fn contains(&self, id: u32) -> bool {
         if self.causal {
@@ -88,6 +99,11 @@ pub struct TokenSequence {
     /// tokens of `sep_id` (ANALYSIS.md §8).
     #[serde(default)]
     pub causal: bool,
+    /// A decoder's input whose attention goes both ways (EmbeddingGemma):
+    /// `causal` is false, but the separators are each sentence's last
+    /// content token, as a decoder's (ANALYSIS.md §8).
+    #[serde(default)]
+    pub bidirectional_decoder: bool,
     /// How the tokenizer spells `token_texts`, for showing them.
     #[serde(default)]
     pub style: VocabularyStyle,
@@ -112,7 +128,7 @@ impl TokenSequence {
     /// separator id, or for a causal decoder each sentence's last content
     /// token (ANALYSIS.md §8).
     pub fn separator_positions(&self) -> Vec<usize> {
-        if self.causal {
+        if self.sentence_final_separators() {
             let content = self.content_positions();
             return content
                 .iter()
@@ -128,6 +144,12 @@ impl TokenSequence {
         (0..self.len())
             .filter(|&i| self.input_ids[i] == self.sep_id)
             .collect()
+    }
+
+    /// Whether the separators are sentence-final content tokens (a
+    /// decoder's input, causal or not) rather than tokens of `sep_id`.
+    pub fn sentence_final_separators(&self) -> bool {
+        self.causal || self.bidirectional_decoder
     }
 
     /// Positions whose id is the classifier id (a decoder's BOS).

@@ -67,6 +67,138 @@ fn modernbert_matches_hugging_face() {
     assert_family_matches_hugging_face("modernbert");
 }
 
+/// EmbeddingGemma (a `gemma3_text` with `use_bidirectional_attention`,
+/// ANALYSIS.md §8): bidirectional attention with its sliding layer's window
+/// as transformers builds it, `<bos> … <eos>` from the tokenizer, the
+/// separators at sentence ends and the segmentation figures defined, all
+/// equal to transformers (reference/make_embedding_fixture.py).
+#[test]
+fn embeddinggemma_matches_hugging_face() {
+    let ours = analyze_family_fixture("embeddinggemma");
+    for layer in ours["layers"].as_array().unwrap() {
+        for figure in [
+            "segmentation_accuracy",
+            "segmentation_undecided",
+            "segmentation_share",
+            "segmentation_share_chance",
+        ] {
+            assert!(layer[figure].is_number(), "{figure}: {}", layer[figure]);
+        }
+    }
+    let model = load(&family_fixture("embeddinggemma")).unwrap();
+    assert!(!model.config.is_causal() && model.config.is_bidirectional_decoder());
+    let built = build_input(
+        &model.tokenizer,
+        "One short line.\nAnother short line.\n",
+        InputMode::OneSentencePerLine,
+        model.max_tokens(),
+        0,
+        &model.specials,
+    )
+    .unwrap();
+    let tokens = &built.tokens;
+    assert!(!tokens.causal && tokens.bidirectional_decoder);
+    assert_eq!(tokens.token_texts.first().unwrap(), "<bos>");
+    assert_eq!(tokens.token_texts.last().unwrap(), "<eos>");
+    // Each sentence's last content token, never `<bos>` or `<eos>`.
+    let separators = tokens.separator_positions();
+    assert_eq!(separators.len(), 2);
+    assert_eq!(*separators.last().unwrap(), tokens.len() - 2);
+    assert!(separators.iter().all(|&i| !tokens.special[i]));
+}
+
+/// EmbeddingGemma as sentence-transformers saves it: its tensor names
+/// without the `model.` prefix (`embed_tokens.weight`, `layers.0.…`). It
+/// opens and gives transformers' figures too.
+#[test]
+fn embeddinggemma_opens_with_sentence_transformers_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("embeddinggemma");
+    std::fs::create_dir(&folder).unwrap();
+    let source = family_fixture("embeddinggemma");
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(source.join(file), folder.join(file)).unwrap();
+    }
+    let tensors =
+        candle_core::safetensors::load(source.join("model.safetensors"), &Device::Cpu).unwrap();
+    let renamed: std::collections::HashMap<String, _> = tensors
+        .into_iter()
+        .map(|(name, tensor)| {
+            let bare = name
+                .strip_prefix("model.")
+                .expect("the fixture's names have the prefix");
+            (bare.to_string(), tensor)
+        })
+        .collect();
+    assert!(renamed.contains_key("embed_tokens.weight"));
+    candle_core::safetensors::save(&renamed, folder.join("model.safetensors")).unwrap();
+    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(&folder)
+            .arg("--one-sentence-per-line")
+            .arg("--json")
+            .arg(&json)
+            .arg("--npz")
+            .arg(&npz)
+            .arg(fixture("families/embeddinggemma.txt")),
+        "embeddinggemma without prefix",
+    );
+    common::parity::assert_files_match_reference(
+        (&json, &npz),
+        (
+            &fixture("families/embeddinggemma.json"),
+            &fixture("families/embeddinggemma.npz"),
+        ),
+    );
+}
+
+/// A capture of EmbeddingGemma (`analyze --save-capture`) says it is not
+/// causal and names no separator token; read back, its separators are the
+/// sentence ends again and `analyze --capture` gives transformers' figures,
+/// segmentation included.
+#[test]
+fn an_embeddinggemma_capture_reads_back_bidirectional() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("run.safetensors");
+    let (json, npz) = (dir.path().join("ours.json"), dir.path().join("ours.npz"));
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--model")
+            .arg(family_fixture("embeddinggemma"))
+            .arg("--one-sentence-per-line")
+            .arg("--save-capture")
+            .arg(&capture)
+            .arg(fixture("families/embeddinggemma.txt")),
+        "analyze --save-capture",
+    );
+    let file = headscope::capture_file::CaptureFile::read(&capture).unwrap();
+    assert!(!file.header.causal);
+    assert_eq!(file.header.tokens.separator_id, None);
+    assert!(file.tokens.bidirectional_decoder && !file.tokens.causal);
+    run_ok(
+        headscope_command()
+            .arg("analyze")
+            .arg("--capture")
+            .arg(&capture)
+            .arg("--json")
+            .arg(&json)
+            .arg("--npz")
+            .arg(&npz),
+        "analyze --capture",
+    );
+    common::parity::assert_files_match_reference(
+        (&json, &npz),
+        (
+            &fixture("families/embeddinggemma.json"),
+            &fixture("families/embeddinggemma.npz"),
+        ),
+    );
+}
+
 /// The input starts and is cut by the tokens the tokenizer's post-processor
 /// adds, with the tokenizer's texts for them.
 #[test]

@@ -135,6 +135,7 @@ def _input_header(
     settings: dict[str, Any],
     pad_id: int | None,
     max_tokens: int | None,
+    bidirectional: bool = False,
 ) -> dict[str, Any]:
     """The capture header of ``text`` as headscope builds the input."""
     if isinstance(tokenizer, (str, os.PathLike)):
@@ -150,12 +151,24 @@ def _input_header(
             "or the path of a tokenizer.json"
         )
     return json.loads(
-        _native.input_header(tokenizer_json, text, flags(settings), causal, pad_id, max_tokens)
+        _native.input_header(
+            tokenizer_json, text, flags(settings), causal, pad_id, max_tokens, bidirectional
+        )
     )
+
+
+def _is_bidirectional_decoder(model: Any) -> bool:
+    """A decoder family whose config makes its attention go both ways
+    (EmbeddingGemma's ``use_bidirectional_attention``): a decoder's input,
+    an encoder's attention and figures (ANALYSIS.md §8)."""
+    config = getattr(model, "config", None)
+    return bool(getattr(config, "use_bidirectional_attention", False))
 
 
 def _is_causal(model: Any) -> bool:
     config = getattr(model, "config", None)
+    if _is_bidirectional_decoder(model):
+        return False
     if getattr(config, "is_decoder", False):
         return True
     if getattr(config, "model_type", None) in DECODER_TYPES:
@@ -229,16 +242,19 @@ def capture(
     import torch
 
     config = getattr(model, "config", None)
+    bidirectional = causal is None and _is_bidirectional_decoder(model)
     causal = _is_causal(model) if causal is None else causal
     if max_tokens is None and config is not None:
         max_tokens = _max_tokens(config)
+    # A bidirectional decoder's input is a decoder's; its header says not causal.
     header = _input_header(
         tokenizer,
         text,
-        causal,
+        causal or bidirectional,
         {"one_sentence_per_line": one_sentence_per_line, "plain": plain},
         getattr(config, "pad_token_id", None),
         max_tokens,
+        bidirectional,
     )
     ids = header["tokens"]["ids"]
     parameter = next(iter(model.parameters()))

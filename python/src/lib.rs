@@ -151,10 +151,12 @@ fn analyze(py: Python<'_>, model: &str, text: &str, flags: Vec<String>) -> PyRes
 
 /// The capture header (JSON, docs/CAPTURE.md) of `text` as a model with
 /// this `tokenizer.json` reads it: its tokens, cut to `max_tokens`, built
-/// as headscope builds an encoder's input or, with `causal`, a decoder's.
+/// as headscope builds an encoder's input or, with `causal`, a decoder's;
+/// with `bidirectional` too, a decoder's input whose attention goes both
+/// ways (EmbeddingGemma: separators at sentence ends, the header not causal).
 /// Layers, heads and the model are left for the caller to fill in.
 #[pyfunction]
-#[pyo3(signature = (tokenizer_json, text, flags, causal, pad_id=None, max_tokens=None))]
+#[pyo3(signature = (tokenizer_json, text, flags, causal, pad_id=None, max_tokens=None, bidirectional=false))]
 fn input_header(
     tokenizer_json: &str,
     text: &str,
@@ -162,6 +164,7 @@ fn input_header(
     causal: bool,
     pad_id: Option<u32>,
     max_tokens: Option<usize>,
+    bidirectional: bool,
 ) -> PyResult<String> {
     let (input, _) = headscope::cli::options_from_flags(&flags)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -185,7 +188,8 @@ fn input_header(
     std::fs::write(&path, tokenizer_json).map_err(error)?;
     let loaded = headscope::model::tokenizer::load_tokenizer(&path, &config);
     let _ = std::fs::remove_dir_all(&dir);
-    let (tokenizer, specials) = loaded.map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    let (tokenizer, mut specials) = loaded.map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    specials.bidirectional_decoder = causal && bidirectional;
     let limit = max_tokens
         .into_iter()
         .chain(input.max_tokens)

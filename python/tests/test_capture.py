@@ -72,6 +72,27 @@ def test_capture_of_smollm2_through_transformers_equals_the_model_run(smollm2: P
     assert all(layer["segmentation_accuracy"] is None for layer in figures["layers"])
 
 
+def test_capture_of_an_embedding_gemma_is_bidirectional(tmp_path: Path) -> None:
+    """EmbeddingGemma (``use_bidirectional_attention``) through transformers:
+    a decoder's input (``<bos> … <eos>``, separators at sentence ends), not
+    causal, its segmentation figures defined, equal to ``analyze --model``."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = REPO / "tests" / "fixtures" / "families" / "embeddinggemma"
+    model = AutoModel.from_pretrained(folder, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    capture = headscope.capture(
+        model, tokenizer, fixture_text("families/embeddinggemma.txt"), one_sentence_per_line=True
+    )
+    assert not capture.causal
+    assert capture.header["tokens"]["separator_id"] is None
+    assert capture.header["tokens"]["texts"][0] == "<bos>"
+    assert capture.header["tokens"]["texts"][-1] == "<eos>"
+    capture_against_model(folder, capture, "families/embeddinggemma.txt", tmp_path)
+    figures = read_json(tmp_path / "capture.json")
+    assert all(layer["segmentation_accuracy"] is not None for layer in figures["layers"])
+
+
 def test_analyze_returns_exactly_the_cli_json_and_numpy_arrays(minilm: Path, tmp_path: Path) -> None:
     text_file = REPO / "tests" / "fixtures" / "harbour.txt"
     settings = {"one_sentence_per_line": True, "q": 0.02, "window": 3}

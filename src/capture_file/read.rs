@@ -158,12 +158,15 @@ fn token_sequence(header: &Header) -> Result<TokenSequence, String> {
         sep_id: table.separator_id.unwrap_or(u32::MAX),
         cls_id: table.start_id.unwrap_or(u32::MAX),
         causal: header.causal,
+        // A bidirectional model whose separators are sentence ends (a
+        // decoder's input) names no separator token.
+        bidirectional_decoder: !header.causal && table.separator_id.is_none(),
         // A capture stores the texts alone: their spelling tells the style.
         style: VocabularyStyle::guess(&table.texts),
     };
     let derived = tokens.separator_positions();
     if derived != table.separator_positions {
-        let rule = if header.causal {
+        let rule = if tokens.sentence_final_separators() {
             "each sentence's last content token"
         } else {
             "every position holding tokens.separator_id"

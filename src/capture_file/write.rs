@@ -53,7 +53,7 @@ pub fn header_of(source: &CaptureSource) -> Header {
             special_positions: (0..tokens.len()).filter(|&i| tokens.special[i]).collect(),
             separator_positions: tokens.separator_positions(),
             start_id: known(tokens.cls_id),
-            separator_id: if tokens.causal {
+            separator_id: if tokens.sentence_final_separators() {
                 None
             } else {
                 known(tokens.sep_id)

@@ -95,7 +95,8 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
     let mut sequence = TokenSequence {
         cls_id: start,
         sep_id: separator,
-        causal,
+        causal: model.specials.causal_attention(),
+        bidirectional_decoder: model.specials.bidirectional_decoder,
         style: model.specials.style,
         ..Default::default()
     };

@@ -54,9 +54,10 @@ pub fn prepare_tokenizer(
         );
     }
     let style = vocabulary_style(&tokenizer);
-    if config.is_causal() {
-        let specials = decoder_specials(&tokenizer, pad, style)
+    if config.family.is_causal() {
+        let mut specials = decoder_specials(&tokenizer, pad, style)
             .map_err(|e| anyhow!("{}: the tokenizer failed: {e}", path.display()))?;
+        specials.bidirectional_decoder = config.is_bidirectional_decoder();
         return Ok((tokenizer, specials));
     }
     let (start, separator) = start_and_separator(&tokenizer).map_err(|problem| {
@@ -83,6 +84,7 @@ pub fn prepare_tokenizer(
             separator,
             pad,
             causal: false,
+            bidirectional_decoder: false,
             special_ids: Vec::new(),
             style,
         },
@@ -140,6 +142,7 @@ fn decoder_specials(
         start,
         pad,
         causal: true,
+        bidirectional_decoder: false,
         special_ids,
         style,
     })

@@ -283,7 +283,7 @@ impl ShownColumns {
     /// model's input has no start token (GPT-2).
     pub fn of(tokens: &TokenSequence) -> Self {
         let start = tokens.cls_positions().first().map(|&i| tokens.readable(i));
-        let separator = if tokens.causal {
+        let separator = if tokens.sentence_final_separators() {
             "ends".to_string()
         } else {
             tokens.text_of(tokens.sep_id).unwrap_or("[SEP]").to_string()

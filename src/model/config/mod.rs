@@ -136,9 +136,22 @@ impl ModelConfig {
             .map_or(self.num_attention_heads, |shape| shape.num_key_value_heads)
     }
 
-    /// Whether the model is a causal decoder (ANALYSIS.md §8).
+    /// Whether the model is a causal decoder (ANALYSIS.md §8): a decoder
+    /// family, unless its config makes its attention bidirectional
+    /// (EmbeddingGemma).
     pub fn is_causal(&self) -> bool {
+        self.family.is_causal() && !self.is_bidirectional_decoder()
+    }
+
+    /// A decoder family whose attention goes both ways (Gemma 3's
+    /// `use_bidirectional_attention`): its input is a decoder's, its
+    /// attention and figures an encoder's (ANALYSIS.md §8).
+    pub fn is_bidirectional_decoder(&self) -> bool {
         self.family.is_causal()
+            && self
+                .pre_norm
+                .as_ref()
+                .is_some_and(|shape| shape.variant.bidirectional)
     }
 
     /// The longest input the model takes, in tokens: every position of the

@@ -69,6 +69,10 @@ pub struct Variant {
     /// instead of head_dim^−½.
     pub query_pre_attn_scalar: Option<f64>,
     pub embedding_scale: EmbeddingScale,
+    /// Gemma 3's `use_bidirectional_attention` (EmbeddingGemma): every
+    /// query sees every key, and a sliding-window layer's query the keys
+    /// at most ⌊`sliding_window` / 2⌋ away either side (ANALYSIS.md §8).
+    pub bidirectional: bool,
 }
 
 /// What the token embeddings are multiplied by.
@@ -104,6 +108,7 @@ impl Variant {
             final_logit_softcapping: None,
             query_pre_attn_scalar: None,
             embedding_scale: EmbeddingScale::None,
+            bidirectional: false,
         }
     }
 }
@@ -432,7 +437,10 @@ pub(super) fn read(
         Family::Phi3 | Family::Olmo2 => 1e-5,
         _ => 1e-6,
     };
-    if gemma && fields.bool_or_null("use_bidirectional_attention", false)? {
+    // Gemma 3 builds a bidirectional mask for it; Gemma and Gemma 2's
+    // eager attention would stay causal.
+    let bidirectional = gemma && fields.bool_or_null("use_bidirectional_attention", false)?;
+    if bidirectional && family != Family::Gemma3Text {
         return Err(format!(
             "use_bidirectional_attention true (an embedding model) is not supported for {family}"
         ));
@@ -500,7 +508,22 @@ pub(super) fn read(
         } else {
             EmbeddingScale::None
         },
+        bidirectional,
     };
+    let mut sliding_windows = sliding_windows(family, fields, layers)?;
+    if bidirectional {
+        // transformers' Gemma3TextConfig turns the written sliding_window
+        // W into W / 2 + 1 (rounded down) when bidirectional, and its mask
+        // keeps |i − j| < W / 2 + 1: headscope's |i − j| ≤ W / 2.
+        for window in sliding_windows.iter_mut().flatten() {
+            if *window < 2 {
+                return Err(format!(
+                    "sliding_window {window} with use_bidirectional_attention is not supported"
+                ));
+            }
+            *window /= 2;
+        }
+    }
     let hidden_act = match family {
         // Gemma's official configs say "gelu" meaning the tanh
         // approximation; transformers' GemmaConfig swaps it.
@@ -530,7 +553,7 @@ pub(super) fn read(
             head_dim,
             rope: Some(rope),
             local_rope,
-            sliding_windows: sliding_windows(family, fields, layers)?,
+            sliding_windows,
             norm_bias: false,
             qkv_bias: family == Family::Qwen2 || (family != Family::Phi3 && attention_bias),
             output_bias: family != Family::Phi3 && attention_bias,
@@ -1115,6 +1138,10 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
                     "rope_parameters".into(),
                     json!({"full_attention": rope_json(&rope), "sliding_attention": rope_json(local)}),
                 );
+                if shape.variant.bidirectional {
+                    fields.insert("use_bidirectional_attention".into(), json!(true));
+                    fields.insert("sliding_window".into(), json!(window.map(|w| 2 * w)));
+                }
             }
         }
         _ => {
@@ -1277,8 +1304,23 @@ mod tests {
             default.score_rule(AttentionMask::default()).scale,
             1.0 / 16.0
         );
-        assert!(config(
+        // EmbeddingGemma: bidirectional, its written window 4 is
+        // transformers' |i − j| < 4 / 2 + 1, headscope's |i − j| ≤ 2;
+        // Gemma 2 keeps refusing the flag.
+        let embedding = config(
             r#"{"model_type": "gemma3_text", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
+            "num_hidden_layers": 2, "intermediate_size": 16, "use_bidirectional_attention": true,
+            "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}"#,
+        )
+        .unwrap();
+        assert!(!embedding.is_causal() && embedding.is_bidirectional_decoder());
+        let embedding_shape = embedding.pre_norm.as_ref().unwrap();
+        assert_eq!(embedding_shape.sliding_windows, [Some(2), None]);
+        let written = to_json(&embedding, embedding_shape);
+        assert_eq!(written["sliding_window"], 4);
+        assert_eq!(written["use_bidirectional_attention"], true);
+        assert!(config(
+            r#"{"model_type": "gemma2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
             "num_hidden_layers": 1, "intermediate_size": 16, "use_bidirectional_attention": true}"#
         )
         .unwrap_err()

@@ -450,7 +450,6 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
         ui.label("No figures for this head.");
         return;
     };
-    let causal = output.input.tokens.causal;
     ui.heading("Head figures");
     let selected = f.selected_pairs.len();
     ui.weak(format!(
@@ -530,7 +529,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
     ui.add_space(8.0);
     ui.strong("Attention statistics");
     match &f.attention_stats {
-        Some(s) => attention_stats_grid(ui, s, output, causal),
+        Some(s) => attention_stats_grid(ui, s, output),
         None => {
             ui.label(format!("— {}", crate::capture_file::NO_ATTENTION));
         }
@@ -621,7 +620,6 @@ fn attention_stats_grid(
     ui: &mut egui::Ui,
     s: &crate::analysis::AttentionStats,
     output: &crate::pipeline::RunOutput,
-    causal: bool,
 ) {
     egui::Grid::new("attention stats grid")
         .num_columns(2)
@@ -637,7 +635,7 @@ fn attention_stats_grid(
             if let Some(start) = start {
                 row(ui, &format!("to {start}"), format!("{:.3}", s.cls));
             }
-            let separators = if causal {
+            let separators = if tokens.sentence_final_separators() {
                 "to sentence ends".to_string()
             } else {
                 format!("to {}", tokens.text_of(tokens.sep_id).unwrap_or("[SEP]"))
