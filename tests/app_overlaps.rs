@@ -14,7 +14,6 @@ mod common;
 use common::app::*;
 use egui::accesskit::Role;
 use egui_kittest::kittest::NodeT;
-use egui_kittest::kittest::Queryable;
 use headscope::app::views::CentralView;
 use headscope::app::{AppConfig, StartOptions};
 use std::path::PathBuf;
