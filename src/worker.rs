@@ -54,8 +54,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod comparison;
+mod job_progress;
 mod predictions;
 pub use comparison::{ComparisonEvent, ComparisonRequest};
+pub use job_progress::JobProgress;
 pub use predictions::{GenerationUpdate, LensTable};
 
 /// How often a long run says where it stands (and how long a run lasts

@@ -621,6 +621,80 @@ fn a_plot_is_saved_as_png_svg_and_pdf() {
     assert!(!blocked.exists());
 }
 
+/// The logit lens shows its progress (layers done of all, the time left)
+/// and Cancel, which stops it and leaves the tab offering to compute it
+/// again; computed again, the table comes.
+#[test]
+fn the_logit_lens_shows_its_progress_and_can_be_cancelled() {
+    use headscope::app::views::logit_lens::{COMPUTE_LENS_LABEL, LENS_PROGRESS_LABEL};
+    use headscope::app::widgets::progress::CANCEL_LABEL;
+    use std::time::Duration;
+    let mut harness = start_on_family("llama");
+    wait_for_result(&mut harness);
+    // A slow model: each of the fixture's 2 layers waits 1.5 s first.
+    harness
+        .state()
+        .worker()
+        .set_layer_delay(Duration::from_millis(1500));
+    open_tab(&mut harness, CentralView::LogitLens);
+    let first_layer = format!("{LENS_PROGRESS_LABEL} · 1 of 2 layers · ~");
+    step_until(&mut harness, "the lens' progress", |h| {
+        shows(h, &first_layer)
+    });
+    let row = label_containing(&harness, &first_layer);
+    assert!(row.ends_with(" s left"), "{row}");
+    assert!(harness.state().logit_lens_table().is_none());
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("logit-lens-progress.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+
+    harness
+        .query_all_by_label(CANCEL_LABEL)
+        .next()
+        .expect("the lens' Cancel")
+        .click();
+    harness.step();
+    harness.step();
+    assert!(shows(&harness, "The logit lens was cancelled."));
+    assert!(!shows(&harness, LENS_PROGRESS_LABEL));
+    // It stays cancelled: no table comes, none is asked for again.
+    for _ in 0..30 {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(harness.state().logit_lens_table().is_none());
+    assert!(shows(&harness, "The logit lens was cancelled."));
+    let picture =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("logit-lens-cancelled.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+
+    harness.state().worker().set_layer_delay(Duration::ZERO);
+    harness.get_by_label(COMPUTE_LENS_LABEL).click();
+    step_until(&mut harness, "the logit lens computed again", |h| {
+        h.state().logit_lens_table().is_some()
+    });
+    assert_eq!(
+        harness
+            .state()
+            .logit_lens_table()
+            .unwrap()
+            .lens
+            .layers
+            .len(),
+        2
+    );
+    assert!(shows(&harness, "L1"));
+    assert!(!shows(&harness, "The logit lens was cancelled."));
+    assert!(!shows(&harness, LENS_PROGRESS_LABEL));
+}
+
 #[test]
 fn the_logit_lens_reads_as_a_table_of_separate_tokens() {
     // A tiny Llama: every layer's row, each header token in its own cell.

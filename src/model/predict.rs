@@ -106,7 +106,19 @@ impl Model {
         k: usize,
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<LogitLens> {
-        let layers = self.lens_layers(input_ids, k, cancelled, &|_| true)?;
+        self.logit_lens_counted(input_ids, k, cancelled, &|_| {})
+    }
+
+    /// [`Model::logit_lens`], calling `layer_done` with each layer's index
+    /// once its row is computed: the app's progress counts them.
+    pub fn logit_lens_counted(
+        &self,
+        input_ids: &[u32],
+        k: usize,
+        cancelled: &dyn Fn() -> bool,
+        layer_done: &dyn Fn(usize),
+    ) -> anyhow::Result<LogitLens> {
+        let layers = self.lens_layers(input_ids, k, cancelled, &|_| true, layer_done)?;
         Ok(LogitLens { layers })
     }
 
@@ -120,19 +132,21 @@ impl Model {
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<LensLayer> {
         let last = self.layers().saturating_sub(1);
-        let mut layers = self.lens_layers(input_ids, k, cancelled, &|l| l == last)?;
+        let mut layers = self.lens_layers(input_ids, k, cancelled, &|l| l == last, &|_| {})?;
         layers
             .pop()
             .ok_or_else(|| anyhow!("the model has no layers"))
     }
 
-    /// The lens rows of the layers `wanted` picks, in layer order.
+    /// The lens rows of the layers `wanted` picks, in layer order;
+    /// `layer_done` hears of each layer as it is passed.
     fn lens_layers(
         &self,
         input_ids: &[u32],
         k: usize,
         cancelled: &dyn Fn() -> bool,
         wanted: &dyn Fn(usize) -> bool,
+        layer_done: &dyn Fn(usize),
     ) -> anyhow::Result<Vec<LensLayer>> {
         self.check_input(input_ids)?;
         let decoder = self.causal_decoder("the logit lens")?;
@@ -144,6 +158,7 @@ impl Model {
             &mut |_, _| Ok(()),
             &mut |l, residual| {
                 if !wanted(l) {
+                    layer_done(l);
                     return Ok(());
                 }
                 // A few rows at a time: a long input's logits of every
@@ -160,6 +175,7 @@ impl Model {
                     layer.extend(LensLayer::of_logits(&logits, head.vocab(), k, next_ids));
                 }
                 layers.push(layer);
+                layer_done(l);
                 Ok(())
             },
         )?;

@@ -4,10 +4,11 @@
 //! reported as each token comes and stopped between two tokens by its
 //! cancel flag; and the logit lens of a result's tokens
 //! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top 5
-//! tokens, or of its last layer alone: the model's own next tokens, which
+//! tokens, its layers counted in a [`JobProgress`] whose cancel stops it
+//! at the next layer; or of its last layer alone: the model's own next tokens, which
 //! the app shows on hovering a token ([`AnalysisWorker::next_tokens`]).
 
-use super::{panic_message, AnalysisWorker, Command, WorkerThread};
+use super::{panic_message, wait_unless, AnalysisWorker, Command, JobProgress, WorkerThread};
 use crate::model::predict::{GenerationEvent, GenerationOptions};
 use crate::model::Model;
 use crate::predictions::LogitLens;
@@ -15,6 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a generation tells the app. The last message is `Finished` or
 /// `Failed`.
@@ -80,6 +82,8 @@ pub(super) enum PredictionJob {
     Lens {
         input_ids: Vec<u32>,
         depth: LensDepth,
+        /// Counts the layers passed; cancelled, stops the job.
+        progress: Arc<JobProgress>,
         reply: Sender<Result<LensTable, String>>,
     },
 }
@@ -113,22 +117,35 @@ impl AnalysisWorker {
     }
 
     /// The logit lens (top 5 per layer and position) of `input_ids` with
-    /// the loaded model, on a thread of its own.
-    pub fn logit_lens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
-        self.lens(input_ids, LensDepth::EveryLayer)
+    /// the loaded model, on a thread of its own; `progress` counts its
+    /// layers, and its cancel stops it at the next (the answer is then an
+    /// error).
+    pub fn logit_lens(
+        &self,
+        input_ids: Vec<u32>,
+        progress: Arc<JobProgress>,
+    ) -> Receiver<Result<LensTable, String>> {
+        self.lens(input_ids, LensDepth::EveryLayer, progress)
     }
 
     /// The model's top 5 next tokens at every position of `input_ids` (a
     /// table of one layer, the last), on a thread of its own.
     pub fn next_tokens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
-        self.lens(input_ids, LensDepth::LastLayer)
+        let progress = JobProgress::new("The model's next tokens", 1);
+        self.lens(input_ids, LensDepth::LastLayer, progress)
     }
 
-    fn lens(&self, input_ids: Vec<u32>, depth: LensDepth) -> Receiver<Result<LensTable, String>> {
+    fn lens(
+        &self,
+        input_ids: Vec<u32>,
+        depth: LensDepth,
+        progress: Arc<JobProgress>,
+    ) -> Receiver<Result<LensTable, String>> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         self.send(Command::Predict(PredictionJob::Lens {
             input_ids,
             depth,
+            progress,
             reply,
         }));
         receiver
@@ -139,6 +156,7 @@ impl WorkerThread {
     pub(super) fn start_prediction(&self, job: PredictionJob) {
         let wake = self.wake.clone();
         let model = self.model.clone();
+        let layer_delay = self.layer_delay;
         let spawned = std::thread::Builder::new()
             .name("headscope-predict".into())
             .spawn(move || {
@@ -172,11 +190,13 @@ impl WorkerThread {
                     PredictionJob::Lens {
                         input_ids,
                         depth,
+                        progress,
                         reply,
                     } => {
                         let result = catch_unwind(AssertUnwindSafe(|| {
                             let model = model.ok_or("no model is loaded")?;
-                            lens_table(&model, input_ids, depth).map_err(|e| format!("{e:#}"))
+                            lens_table(&model, input_ids, depth, &progress, layer_delay)
+                                .map_err(|e| format!("{e:#}"))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
                         let _ = reply.send(result);
@@ -228,11 +248,23 @@ fn generate(
     Ok(())
 }
 
-fn lens_table(model: &Model, input_ids: Vec<u32>, depth: LensDepth) -> anyhow::Result<LensTable> {
+/// The lens table of `input_ids`, each layer passed a step of `progress`,
+/// stopped at the next layer once it is cancelled; `layer_delay` (the
+/// tests' slow model) is waited before each layer.
+fn lens_table(
+    model: &Model,
+    input_ids: Vec<u32>,
+    depth: LensDepth,
+    progress: &JobProgress,
+    layer_delay: Duration,
+) -> anyhow::Result<LensTable> {
+    let cancelled = || !wait_unless(layer_delay, &|| progress.is_cancelled());
     let lens = match depth {
-        LensDepth::EveryLayer => model.logit_lens(&input_ids, 5, &|| false)?,
+        LensDepth::EveryLayer => {
+            model.logit_lens_counted(&input_ids, 5, &cancelled, &|_| progress.step())?
+        }
         LensDepth::LastLayer => LogitLens {
-            layers: vec![model.next_tokens(&input_ids, 5, &|| false)?],
+            layers: vec![model.next_tokens(&input_ids, 5, &cancelled)?],
         },
     };
     let top_texts = lens

@@ -4,6 +4,7 @@
 
 use crate::app::panels::model::{LoadState, ModelAction};
 use crate::app::settings::CentralView;
+use crate::app::views::logit_lens::LogitLensView;
 use crate::app::views::shared::ViewAction;
 use crate::app::views::ViewFrame;
 use crate::app::HeadscopeApp;
@@ -91,7 +92,7 @@ impl HeadscopeApp {
             let answer = self
                 .worker
                 .next_tokens(output.input.tokens.input_ids.clone());
-            next_tokens.requested(generation, answer);
+            next_tokens.requested(generation, answer, None);
         }
     }
 
@@ -106,8 +107,11 @@ impl HeadscopeApp {
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
             ViewAction::ComputeLogitLens(input_ids) => {
                 if let Some(shown) = self.runs.shown() {
-                    let answer = self.worker.logit_lens(input_ids);
-                    self.views.logit_lens.requested(shown.generation, answer);
+                    let progress = LogitLensView::progress(shown.output.captures.layers);
+                    let answer = self.worker.logit_lens(input_ids, progress.clone());
+                    self.views
+                        .logit_lens
+                        .requested(shown.generation, answer, progress);
                 }
             }
             ViewAction::OpenHead(head) => {

@@ -7,13 +7,24 @@
 //! it, the true next token's rank by layer: the median over the positions,
 //! and the position the pointer was last on. Tokens the model generated
 //! are marked in the header. Computed by the worker on its own thread for
-//! each new result while the tab is open.
+//! each new result while the tab is open, with a progress row (layer k of
+//! L, the time left) and Cancel, after which the tab offers to compute it
+//! again.
 
 use super::shared::lens::{short, top_text, LensSlot};
 use super::shared::{save_plot, View, ViewAction, ViewContext};
+use crate::app::jobs::JobProgress;
 use crate::app::widgets::plots::{self, add_curve, layer_plot, legend};
+use crate::app::widgets::progress;
 use crate::worker::LensTable;
 use egui::{Color32, RichText, Stroke};
+use std::sync::Arc;
+
+/// What the logit lens' progress row says it does.
+pub const LENS_PROGRESS_LABEL: &str = "Computing the logit lens";
+
+/// The button that computes a cancelled logit lens again.
+pub const COMPUTE_LENS_LABEL: &str = "Compute the logit lens";
 
 /// The most positions the table shows (a cell per layer and position).
 const MAX_POSITIONS: usize = 400;
@@ -38,8 +49,14 @@ impl LogitLensView {
         &mut self,
         generation: u64,
         answer: crossbeam_channel::Receiver<Result<LensTable, String>>,
+        progress: Arc<JobProgress>,
     ) {
-        self.slot.requested(generation, answer);
+        self.slot.requested(generation, answer, Some(progress));
+    }
+
+    /// A progress for a lens of `layers` layers, for [`Self::requested`].
+    pub fn progress(layers: usize) -> Arc<JobProgress> {
+        JobProgress::counting(LENS_PROGRESS_LABEL, "layers", layers)
     }
 
     /// The table of the result `generation`, if it is computed.
@@ -80,11 +97,25 @@ impl View for LogitLensView {
             if let Some(hovered) = lens_table(ui, cx, table) {
                 self.position = Some(hovered);
             }
-        } else {
+        } else if let Some(job) = self.slot.progress(cx.generation) {
+            // A progress row, redrawn a few times a second: a spinner
+            // would redraw the window every frame, taking the CPU from
+            // the computation.
+            if progress::job_row(ui, job, "Stop computing the logit lens") {
+                self.slot.cancel();
+            }
+        } else if self.slot.is_cancelled(cx.generation) {
             ui.horizontal(|ui| {
-                ui.add(egui::Spinner::new());
-                ui.label("Computing the logit lens…");
+                ui.weak("The logit lens was cancelled.");
+                if ui.button(COMPUTE_LENS_LABEL).clicked() {
+                    self.slot.compute_again();
+                    ui.ctx().request_repaint();
+                }
             });
+        } else {
+            // Asked for this frame: its progress row shows from the next.
+            ui.weak(format!("{LENS_PROGRESS_LABEL}…"));
+            ui.ctx().request_repaint();
         }
         action
     }

@@ -4,18 +4,34 @@
 //! position), shown when a token is hovered in any view and asked for the
 //! first time one is ([`LensSlot::ask`]): a second pass and the LM head at
 //! every position are not spent on each edit of a text nobody hovers.
+//! A table computed with a [`JobProgress`] shows it and can be cancelled
+//! ([`LensSlot::cancel`]); one of a result no longer on screen is
+//! cancelled as the next is asked for.
 
+use crate::app::jobs::JobProgress;
 use crate::worker::LensTable;
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::cell::Cell;
+use std::sync::Arc;
+
+/// A table being computed: the result generation it is of, the worker's
+/// answer, and its progress where it counts one.
+struct Pending {
+    generation: u64,
+    answer: Receiver<Result<LensTable, String>>,
+    progress: Option<Arc<JobProgress>>,
+}
 
 /// The table of one result, or the answer being waited for.
 #[derive(Default)]
 pub struct LensSlot {
     /// The result generation `table` is of, and the table (or why none).
     table: Option<(u64, Result<LensTable, String>)>,
-    /// The result generation being computed, and its answer.
-    pending: Option<(u64, Receiver<Result<LensTable, String>>)>,
+    /// The table being computed.
+    pending: Option<Pending>,
+    /// The result generation whose table the user cancelled: not asked
+    /// for again until [`LensSlot::compute_again`].
+    cancelled: Option<u64>,
     /// Something on screen wants the table (set while drawing, through a
     /// shared reference).
     asked: Cell<bool>,
@@ -23,13 +39,28 @@ pub struct LensSlot {
 
 impl LensSlot {
     /// Whether the result `generation` still needs its table asked for:
-    /// neither computed nor asked, and no other answer awaited (one at a
-    /// time, so that a growing text asks for its newest result's once the
-    /// one in flight is done).
+    /// neither computed nor asked, nor cancelled, and no other answer
+    /// awaited (one at a time, so that a growing text asks for its newest
+    /// result's once the one in flight is done). A table being computed
+    /// with a progress, of a result no longer on screen, is cancelled: its
+    /// answer would never be shown.
     pub fn wanted(&mut self, generation: u64) -> bool {
         self.poll();
+        let stale = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.generation != generation && p.progress.is_some());
+        if stale {
+            if let Some(Pending {
+                progress: Some(progress),
+                ..
+            }) = self.pending.take()
+            {
+                progress.cancel();
+            }
+        }
         let done = self.table.as_ref().is_some_and(|(g, _)| *g == generation);
-        !done && self.pending.is_none()
+        !done && self.pending.is_none() && self.cancelled != Some(generation)
     }
 
     /// Says that something on screen wants the table.
@@ -43,10 +74,50 @@ impl LensSlot {
     }
 
     /// The worker's answer for the result `generation` will come on
-    /// `answer`.
-    pub fn requested(&mut self, generation: u64, answer: Receiver<Result<LensTable, String>>) {
-        self.pending = Some((generation, answer));
+    /// `answer`; `progress`, where given, counts the job's steps.
+    pub fn requested(
+        &mut self,
+        generation: u64,
+        answer: Receiver<Result<LensTable, String>>,
+        progress: Option<Arc<JobProgress>>,
+    ) {
+        self.pending = Some(Pending {
+            generation,
+            answer,
+            progress,
+        });
         self.asked.set(false);
+    }
+
+    /// The progress of the table of the result `generation`, while it is
+    /// computed.
+    pub fn progress(&self, generation: u64) -> Option<&JobProgress> {
+        self.pending
+            .as_ref()
+            .filter(|p| p.generation == generation)
+            .and_then(|p| p.progress.as_deref())
+    }
+
+    /// Stops the table being computed (its thread stops at its next
+    /// step); its result's is not asked for again until
+    /// [`LensSlot::compute_again`].
+    pub fn cancel(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            if let Some(progress) = &pending.progress {
+                progress.cancel();
+            }
+            self.cancelled = Some(pending.generation);
+        }
+    }
+
+    /// Whether the table of the result `generation` was cancelled.
+    pub fn is_cancelled(&self, generation: u64) -> bool {
+        self.cancelled == Some(generation)
+    }
+
+    /// Lets a cancelled table be asked for again.
+    pub fn compute_again(&mut self) {
+        self.cancelled = None;
     }
 
     /// The table of the result `generation`, once computed.
@@ -65,17 +136,22 @@ impl LensSlot {
         }
     }
 
-    /// Takes the worker's answer, if it came.
+    /// Takes the worker's answer, if it came (a cancelled job's is
+    /// dropped).
     pub fn poll(&mut self) {
-        let Some((generation, answer)) = &self.pending else {
+        let Some(pending) = &self.pending else {
             return;
         };
-        let result = match answer.try_recv() {
+        let result = match pending.answer.try_recv() {
             Ok(result) => result,
             Err(TryRecvError::Empty) => return,
             Err(TryRecvError::Disconnected) => Err("the model's predictions stopped".into()),
         };
-        self.table = Some((*generation, result));
+        if pending.progress.as_ref().is_some_and(|p| p.is_cancelled()) {
+            self.cancelled = Some(pending.generation);
+        } else {
+            self.table = Some((pending.generation, result));
+        }
         self.pending = None;
     }
 }
