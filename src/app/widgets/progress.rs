@@ -10,8 +10,9 @@ use std::time::Duration;
 pub const CANCEL_LABEL: &str = "Cancel";
 
 /// How often a shown progress is redrawn (its job wakes the UI only when
-/// it ends).
-const REDRAW: Duration = Duration::from_millis(200);
+/// it ends): twice a second reads as live, and under a software renderer
+/// each frame costs CPU the job itself needs.
+const REDRAW: Duration = Duration::from_millis(500);
 
 /// A progress bar `width` wide reading `text` at `fraction`, and, with
 /// `cancel_hint`, a Cancel button that says it on hover; true when Cancel
