@@ -1043,16 +1043,9 @@ mod tests {
     /// The role rule: at least 0.4, and 0.1 above the second.
     #[test]
     fn role_needs_its_floor_and_margin() {
+        // Every role but `Mixed`, in `Role::ALL`'s order.
         let role = |scores: [f64; 6]| {
-            let roles = [
-                Role::PreviousToken,
-                Role::DuplicateToken,
-                Role::Induction,
-                Role::Sink,
-                Role::Separator,
-                Role::SelfAttention,
-            ];
-            Role::of_scores(std::array::from_fn(|k| (roles[k], Some(scores[k])))).unwrap()
+            Role::of_scores(std::array::from_fn(|k| (Role::ALL[k], Some(scores[k])))).unwrap()
         };
         assert_eq!(role([0.0, 0.0, 0.5, 0.3, 0.0, 0.0]), Role::Induction);
         assert_eq!(role([0.0, 0.0, 0.5, 0.45, 0.0, 0.0]), Role::Mixed);

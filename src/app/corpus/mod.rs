@@ -46,7 +46,7 @@ pub const FOLDER_LABEL: &str = "Corpus folder or file";
 /// column that holds each document's text.
 pub const TEXT_FIELD_LABEL: &str = "Text field";
 pub const RUN_LABEL: &str = "Run";
-pub const CANCEL_LABEL: &str = "Cancel";
+pub use crate::app::widgets::progress::CANCEL_LABEL;
 pub const SAVE_LABEL: &str = "Save JSON…";
 /// The accessible name of the progress bar.
 pub const PROGRESS_LABEL: &str = "Corpus progress";
