@@ -45,7 +45,9 @@ pub use crate::corpus_stats::{
 };
 pub use captures::{find_captures, holds_captures, run_captures, CaptureCorpusError, CapturePlan};
 pub use documents::{DocumentText, SourceOptions, DEFAULT_TEXT_FIELD};
-pub use part::{merge, model_fingerprint, CorpusIdentity, CorpusPart, MergeError, Numbered};
+pub use part::{
+    merge, model_fingerprint, CorpusIdentity, CorpusPart, MergeError, Numbered, PartError,
+};
 pub use report::{CorpusReport, DocumentSummary, FileWarning, SkippedFile, FORMAT};
 pub use shard::Shard;
 pub use sources::{find_documents, find_text_files, CorpusError, CorpusPlan, SourceReader};

@@ -297,7 +297,7 @@ pub fn prepare_ids(
 pub fn prepare_probe(model: &Model, input: &InputOptions) -> Result<BuiltInput, InputError> {
     let limit = token_limit(model, input);
     let tokens = crate::probe::probe_sequence(&model.tokenizer, &model.specials)
-        .map_err(InputError::Tokenizer)?;
+        .map_err(|e| InputError::Tokenizer(e.to_string()))?;
     if tokens.len() > limit.tokens {
         return Err(InputError::LimitTooSmall {
             limit: limit.tokens,

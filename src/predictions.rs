@@ -77,18 +77,25 @@ impl Default for Sampling {
 
 impl Sampling {
     /// An error naming the setting that is out of range.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SamplingError> {
         if !(self.temperature.is_finite() && self.temperature > 0.0) {
-            return Err(format!(
-                "temperature {} is not above 0 (for greedy decoding, sample nothing)",
-                self.temperature
-            ));
+            return Err(SamplingError::Temperature(self.temperature));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(format!("top-p {} is outside (0, 1]", self.top_p));
+            return Err(SamplingError::TopP(self.top_p));
         }
         Ok(())
     }
+}
+
+/// A [`Sampling`] setting out of range; the message starts with the
+/// setting's name, so that the CLI can put `--` before it.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum SamplingError {
+    #[error("temperature {0} is not above 0 (for greedy decoding, sample nothing)")]
+    Temperature(f32),
+    #[error("top-p {0} is outside (0, 1]")]
+    TopP(f32),
 }
 
 /// Draws tokens as a [`Sampling`] says, from its own seeded generator.

@@ -54,13 +54,22 @@ pub fn probe_draw(vocabulary: usize, special: impl Fn(u32) -> bool) -> Vec<u32> 
     drawn
 }
 
+/// Why a model's tokenizer cannot make the probe.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    #[error("the vocabulary has no ids from 1000 on to draw the probe from")]
+    NoIdsToDraw,
+    #[error("{0}")]
+    Tokenizer(String),
+}
+
 /// The probe's input for a model's tokenizer: its leading special tokens
 /// (what it adds before a text, if anything), R, R; one sentence of
 /// content tokens. `causal` as the model is.
 pub fn probe_sequence(
     tokenizer: &Tokenizer,
     specials: &SpecialTokens,
-) -> Result<TokenSequence, String> {
+) -> Result<TokenSequence, ProbeError> {
     let added: Vec<u32> = tokenizer
         .get_added_tokens_decoder()
         .into_iter()
@@ -70,11 +79,13 @@ pub fn probe_sequence(
     let special = |id: u32| specials.contains(id) || added.contains(&id);
     let drawn = probe_draw(tokenizer.get_vocab_size(true), special);
     if drawn.is_empty() {
-        return Err("the vocabulary has no ids from 1000 on to draw the probe from".into());
+        return Err(ProbeError::NoIdsToDraw);
     }
     // What the tokenizer puts before a text: the special tokens that lead
     // its encoding of one word.
-    let encoding = tokenizer.encode("a", true).map_err(|e| e.to_string())?;
+    let encoding = tokenizer
+        .encode("a", true)
+        .map_err(|e| ProbeError::Tokenizer(e.to_string()))?;
     let leading: Vec<u32> = encoding
         .get_ids()
         .iter()

@@ -426,7 +426,10 @@ fn merge_refuses_mismatched_parts_and_names_missing_and_duplicated_shards() {
     assert_eq!(merge(&[]).unwrap_err().to_string(), "no parts to merge");
 
     // What is not a part says so.
-    assert!(CorpusPart::from_json("{").unwrap_err().contains("not JSON"));
+    assert!(CorpusPart::from_json("{")
+        .unwrap_err()
+        .to_string()
+        .contains("not JSON"));
     let report = serde_json::to_string(&CorpusReport {
         format: corpus::FORMAT.into(),
         ..Default::default()
@@ -434,6 +437,7 @@ fn merge_refuses_mismatched_parts_and_names_missing_and_duplicated_shards() {
     .unwrap();
     assert!(CorpusPart::from_json(&report)
         .unwrap_err()
+        .to_string()
         .contains("a corpus report, not a part"));
 }
 

@@ -18,6 +18,20 @@
 //!
 //! A `mod` declaration is not an import, and unit tests (`mod tests`) are
 //! left out: `use super::*` there is how Rust tests a module.
+//!
+//! A workspace of crates would give some of these rules for free: a crate
+//! cannot import one that does not depend on it, and Cargo refuses a
+//! cycle. The cuts that would fall out are `headscope-analysis` (analysis,
+//! statistics, colour maps, captures: no egui, no candle), `headscope-model`
+//! (model, kernels), `headscope-pipeline` (pipeline, corpus, export, CLI)
+//! and the app (worker, app). The project stays one crate all the same:
+//! the rules inside a layer (the app's shell above its views, no view
+//! importing another, no cycle between two files of the model) would still
+//! need this test; one crate compiles once, where four would each pay for
+//! their generic code again on two cores; and the Python binding, the
+//! binary and the tests reach every layer through one `headscope` path.
+//! This test checks the boundaries such a split would, and the finer ones
+//! too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

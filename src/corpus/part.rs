@@ -167,32 +167,42 @@ impl CorpusPart {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// Reads a part written by `--part`; the message says what is wrong.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    /// Reads a part written by `--part`; the error says what is wrong.
+    pub fn from_json(text: &str) -> Result<Self, PartError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(PartError::NotJson)?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(PART_FORMAT) => {}
             Some(format) if format.starts_with("headscope-corpus/") => {
-                return Err("a corpus report, not a part: write parts with \
-                            `headscope corpus --shard K/N --part FILE`"
-                    .into())
+                return Err(PartError::Report)
             }
-            Some(format) => {
-                return Err(format!(
-                    "format \"{format}\", not {PART_FORMAT}: written by another version of \
-                     headscope?"
-                ))
-            }
-            None => return Err("not a headscope corpus part (no \"format\" field)".into()),
+            Some(format) => return Err(PartError::OtherFormat(format.to_string())),
+            None => return Err(PartError::NoFormat),
         }
-        serde_json::from_value(value).map_err(|e| format!("a damaged part: {e}"))
+        serde_json::from_value(value).map_err(PartError::Damaged)
     }
 
     /// The report of this part alone (what an unsharded run writes).
     pub fn report(&self) -> CorpusReport {
         report_of(&[self])
     }
+}
+
+/// Why a file is not a corpus part; the message finishes the sentence
+/// "FILE is …".
+#[derive(Debug, thiserror::Error)]
+pub enum PartError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error(
+        "a corpus report, not a part: write parts with `headscope corpus --shard K/N --part FILE`"
+    )]
+    Report,
+    #[error("format \"{0}\", not {PART_FORMAT}: written by another version of headscope?")]
+    OtherFormat(String),
+    #[error("not a headscope corpus part (no \"format\" field)")]
+    NoFormat,
+    #[error("a damaged part: {0}")]
+    Damaged(serde_json::Error),
 }
 
 /// The report of parts known to belong together, in shard order.

@@ -26,6 +26,6 @@ pub use figures::{
     bare_figure, default_scale, grid_figure, heatmap_image, labelled_figure, GridRange,
 };
 pub use formats::{matrix_csv, save_png};
-pub use render::{save_scene, scene_pdf, scene_png, FigureFormat, PNG_DPI};
+pub use render::{save_scene, scene_pdf, scene_png, FigureFormat, RenderError, PNG_DPI};
 pub use scene::Scene;
 pub use style::{FigureStyle, PaperWidth};

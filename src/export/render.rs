@@ -71,16 +71,16 @@ fn fonts() -> Arc<usvg::fontdb::Database> {
 }
 
 /// The scene read back as usvg's tree (what PDF and PNG are made from).
-fn tree(scene: &Scene) -> Result<usvg::Tree, String> {
+fn tree(scene: &Scene) -> Result<usvg::Tree, RenderError> {
     let options = usvg::Options {
         fontdb: fonts(),
         ..usvg::Options::default()
     };
-    usvg::Tree::from_str(&scene.to_svg(), &options).map_err(|e| e.to_string())
+    Ok(usvg::Tree::from_str(&scene.to_svg(), &options)?)
 }
 
 /// The scene as a PDF document of the figure's size, text as text.
-pub fn scene_pdf(scene: &Scene) -> Result<Vec<u8>, String> {
+pub fn scene_pdf(scene: &Scene) -> Result<Vec<u8>, RenderError> {
     let tree = tree(scene)?;
     // usvg reads the SVG's points at 96 dpi; the page gets them back.
     svg2pdf::to_pdf(
@@ -88,11 +88,11 @@ pub fn scene_pdf(scene: &Scene) -> Result<Vec<u8>, String> {
         svg2pdf::ConversionOptions::default(),
         svg2pdf::PageOptions { dpi: 96.0 },
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| RenderError::Pdf(e.to_string()))
 }
 
 /// The scene drawn on white at `dpi`.
-pub fn scene_png(scene: &Scene, dpi: f32) -> Result<RgbImage, String> {
+pub fn scene_png(scene: &Scene, dpi: f32) -> Result<RgbImage, RenderError> {
     let tree = tree(scene)?;
     let scale = dpi / 96.0;
     let size = tree.size();
@@ -100,8 +100,8 @@ pub fn scene_png(scene: &Scene, dpi: f32) -> Result<RgbImage, String> {
         (size.width() * scale).ceil() as u32,
         (size.height() * scale).ceil() as u32,
     );
-    let mut pixmap = tiny_skia::Pixmap::new(width, height)
-        .ok_or_else(|| format!("a {width}×{height} image is too large"))?;
+    let mut pixmap =
+        tiny_skia::Pixmap::new(width, height).ok_or(RenderError::TooLarge { width, height })?;
     pixmap.fill(tiny_skia::Color::WHITE);
     resvg::render(
         &tree,
@@ -114,7 +114,20 @@ pub fn scene_png(scene: &Scene, dpi: f32) -> Result<RgbImage, String> {
         .iter()
         .flat_map(|p| [p.red(), p.green(), p.blue()])
         .collect();
-    RgbImage::from_raw(width, height, rgb).ok_or_else(|| "the image is empty".to_string())
+    RgbImage::from_raw(width, height, rgb).ok_or(RenderError::Empty)
+}
+
+/// Why a scene could not be drawn as PDF or PNG.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error(transparent)]
+    Svg(#[from] usvg::Error),
+    #[error("{0}")]
+    Pdf(String),
+    #[error("a {width}×{height} image is too large")]
+    TooLarge { width: u32, height: u32 },
+    #[error("the image is empty")]
+    Empty,
 }
 
 /// Writes the scene to `path` as `format` (PNG at [`PNG_DPI`]), atomically.
@@ -132,11 +145,11 @@ pub fn save_scene(scene: &Scene, format: FigureFormat, path: &Path) -> Result<()
             write_atomically(path, |w| w.write_all(svg.as_bytes()))
         }
         FigureFormat::Pdf => {
-            let pdf = scene_pdf(scene).map_err(failed)?;
+            let pdf = scene_pdf(scene).map_err(|e| failed(e.to_string()))?;
             write_atomically(path, |w| w.write_all(&pdf))
         }
         FigureFormat::Png => {
-            let img = scene_png(scene, PNG_DPI).map_err(failed)?;
+            let img = scene_png(scene, PNG_DPI).map_err(|e| failed(e.to_string()))?;
             super::formats::save_png(&img, path)
         }
     }

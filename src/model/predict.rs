@@ -243,7 +243,7 @@ impl Model {
         let mut sampler = match options.decoding {
             Decoding::Greedy => None,
             Decoding::Sampled(sampling) => {
-                sampling.check().map_err(|e| anyhow!(e))?;
+                sampling.check()?;
                 Some(Sampler::new(sampling))
             }
         };
