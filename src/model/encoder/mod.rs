@@ -25,8 +25,11 @@ mod blocks;
 use blocks::*;
 
 use super::config::ModelConfig;
-use super::cpu_pass::{self, Capture, PassShape};
-use super::stack::{AttentionStack, CaptureBuffers, ForwardError};
+use super::cpu_pass::{self, PassShape};
+use super::stack::{
+    hand_out_heads, AttentionStack, Capture, CaptureBuffers, ForwardError, LayerSink, PassInput,
+    PassObserver,
+};
 use super::weight::WeightBuilder;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use candle_core::{Device, Result, Tensor};
@@ -69,7 +72,7 @@ impl Encoder {
     fn forward_cpu(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         out: CaptureBuffers,
         threads: usize,
     ) -> std::result::Result<(), ForwardError> {
@@ -104,9 +107,9 @@ impl Encoder {
             &states,
             &layers,
             &self.schedule,
+            observer,
             Capture::Kept(out),
             threads,
-            cancelled,
         )
     }
 
@@ -115,7 +118,7 @@ impl Encoder {
     fn forward_tensors(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         mut out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
@@ -126,12 +129,20 @@ impl Encoder {
         let mut x = Some(self.embeddings.forward(&ids, &positions)?);
         let layers = self.schedule.iter().map(|&index| &self.layers[index]);
         for (index, layer) in layers.enumerate() {
-            if cancelled() {
+            if observer.before_layer(index).is_break() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let capture = out.layer(index, heads, tokens, head_dim);
             x = layer.forward(&input, capture, index + 1 == count)?;
+            let made = out.layer(index, heads, tokens, head_dim);
+            hand_out_heads(
+                observer.heads(),
+                index,
+                tokens,
+                made.attention,
+                made.similarity,
+            );
         }
         Ok(())
     }
@@ -143,28 +154,51 @@ impl AttentionStack for Encoder {
     }
 
     /// The CPU pass where the tensors are on the CPU, candle's ops
-    /// elsewhere.
-    fn forward_into(
+    /// elsewhere; into a sink that keeps every layer only (it hands out
+    /// neither layers nor the residual stream, and has no key/value cache).
+    fn run(
         &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
+        input: PassInput,
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError> {
+        let PassInput::Sequence(input_ids) = input else {
+            return Err(unsupported(
+                "the encoder runs whole sequences: it has no key/value cache",
+            ));
+        };
         let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        out.check(self.schedule.len(), heads, tokens, self.config.head_dim())?;
+        let dims = (
+            self.schedule.len(),
+            self.config.num_attention_heads,
+            tokens,
+            self.config.head_dim(),
+        );
+        let Capture::Kept(out) = Capture::of(sink, dims)? else {
+            return Err(unsupported(
+                "the encoder keeps every layer: it hands out no layer",
+            ));
+        };
         if self.device.is_cpu() {
             let lease = crate::threads::lease(tokens.max(1));
-            self.forward_cpu(input_ids, cancelled, out, lease.threads())
+            self.forward_cpu(input_ids, observer, out, lease.threads())
         } else {
-            self.forward_tensors(input_ids, cancelled, out)
+            self.forward_tensors(input_ids, observer, out)
         }
+    }
+
+    fn hands_out_layers(&self) -> bool {
+        false
     }
 
     fn score_rules(&self) -> Vec<ScoreRule> {
         let rule = ScoreRule::new(self.config.head_dim(), AttentionMask::default());
         vec![rule; self.schedule.len()]
     }
+}
+
+fn unsupported(what: &str) -> ForwardError {
+    ForwardError::Candle(candle_core::Error::Msg(what.into()))
 }
 
 #[cfg(test)]
@@ -244,9 +278,9 @@ mod tests {
             similarity: &mut s,
         };
         if threads == 0 {
-            encoder.forward_tensors(ids, cancelled, out)?;
+            encoder.forward_tensors(ids, &cancelled, out)?;
         } else {
-            encoder.forward_cpu(ids, cancelled, out, threads)?;
+            encoder.forward_cpu(ids, &cancelled, out, threads)?;
         }
         Ok([p, o, s])
     }
