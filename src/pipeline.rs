@@ -11,7 +11,9 @@
 //! A run answers to a [`RunWatch`] between the model's layers: whether to
 //! stop, and where it stands ([`RunProgress`]: layer k of L, the time
 //! left at the pace so far), which the app shows for a long run. Any
-//! `Fn() -> bool` is a watch that only says whether to stop.
+//! `Fn() -> bool` is a watch that only says whether to stop. The pass
+//! asks it through its observer ([`crate::model::PassObserver`]), which
+//! names the layer about to run: the progress is that layer's index.
 
 use crate::analysis::{analyze, Analysis, AnalysisOptions, LayerAnalyser, LayerSquares};
 use crate::captures::{CaptureMode, Captures, SeparatorColumns};

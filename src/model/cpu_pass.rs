@@ -161,7 +161,7 @@ pub(super) fn run(
         .collect();
     let square = shape.tokens * shape.tokens;
     let vectors = shape.tokens * shape.head_dim;
-    let (mut out, sink) = match capture {
+    let (mut out, mut sink) = match capture {
         Capture::Kept(out) => (Some(out), None),
         Capture::Layers(sink) => (None, Some(sink)),
     };
@@ -223,7 +223,6 @@ pub(super) fn run(
         .enumerate()
         .map(|(index, targets)| Worker { index, targets });
     let first = workers.next().expect("at least one thread");
-    let mut sink = sink;
     std::thread::scope(|scope| {
         for worker in workers {
             let pass = &pass;

@@ -53,7 +53,7 @@ use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
-pub use decoder::Decoder;
+pub use decoder::PreNormStack;
 pub use encoder::Encoder;
 pub use family::Family;
 pub use stack::{
@@ -138,25 +138,25 @@ pub enum LoadProgress {
 /// The network of a model: the post-norm encoder of the BERT-like
 /// families, or the pre-norm stack of the decoders and ModernBERT.
 pub enum Network {
-    Encoder(Encoder),
-    Decoder(Decoder),
+    PostNorm(Encoder),
+    PreNorm(PreNormStack),
 }
 
 impl Network {
     /// Loads the network the config's family names.
     pub fn load(vb: WeightBuilder, config: &ModelConfig) -> candle_core::Result<Self> {
         Ok(if config.pre_norm.is_some() {
-            Self::Decoder(Decoder::load(vb, config)?)
+            Self::PreNorm(PreNormStack::load(vb, config)?)
         } else {
-            Self::Encoder(Encoder::load(vb, config)?)
+            Self::PostNorm(Encoder::load(vb, config)?)
         })
     }
 
     /// The stack, as the trait both share.
     pub fn stack(&self) -> &dyn AttentionStack {
         match self {
-            Self::Encoder(encoder) => encoder,
-            Self::Decoder(decoder) => decoder,
+            Self::PostNorm(encoder) => encoder,
+            Self::PreNorm(stack) => stack,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! logits ([`crate::predictions`]) and run as one row, until the model's
 //! end-of-sequence token or the number of new tokens asked for.
 
-use super::decoder::{Decoder, LmHead};
+use super::decoder::{LmHead, PreNormStack};
 use super::stack::{AttentionStack, ForwardError, KvCache, LayerCaptures, LayerSink, PassInput};
 use super::weight::WeightBuilder;
 use super::{checkpoint, gguf, Model, Network};
@@ -105,9 +105,9 @@ pub struct Generation {
 
 impl Model {
     /// The decoder, or an error saying that `what` needs one.
-    fn causal_decoder(&self, what: &str) -> anyhow::Result<&Decoder> {
+    fn causal_decoder(&self, what: &str) -> anyhow::Result<&PreNormStack> {
         match &self.network {
-            Network::Decoder(decoder) if self.config.is_causal() => Ok(decoder),
+            Network::PreNorm(decoder) if self.config.is_causal() => Ok(decoder),
             _ => bail!(
                 "{what} needs a decoder: {} ({}) is an encoder",
                 self.name,

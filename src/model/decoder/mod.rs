@@ -1,27 +1,29 @@
-//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2;
-//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2), and
-//! the pre-norm stack ModernBERT runs on too (bidirectionally), returning,
-//! like [`super::encoder`], every layer's attention
-//! probabilities P, every query head's output O = P·V (with grouped-query
-//! attention, V of the head's key/value group) and S = O·Oᵀ.
+//! The pre-norm stack ([`PreNormStack`]): the causal decoders (GPT-2;
+//! Llama, Mistral, Qwen2; GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2) and
+//! ModernBERT, an encoder, which runs on it bidirectionally (the folder
+//! keeps the name of the families it was written for). Like
+//! [`super::encoder`] it captures every layer's attention probabilities
+//! P, every query head's output O = P·V (with grouped-query attention, V
+//! of the head's key/value group) and S = O·Oᵀ, through the one entry
+//! every stack has, [`AttentionStack::run`].
 //!
-//! One forward pass, on any device: embeddings (GPT-2 adds its learned
+//! A whole sequence, on any device: embeddings (GPT-2 adds its learned
 //! position table, Gemma scales them by √hidden; the others rotate queries
 //! and keys instead), then layers whose attention is causal (and, where the
 //! config says, limited to a sliding window). The families differ only
 //! where [`PreNormShape::variant`] says and [`blocks`] reads it. On the CPU
 //! the plain pre-norm layer runs the tuned CPU pass the encoder runs
 //! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
-//! device, with a GGUF file's quantized blocks, or with layers the pass
-//! does not take (norms after a sublayer, q/k norms, partial rotary, a
-//! parallel residual), candle's ops, each layer's heads through the
+//! device, with a GGUF file's quantized blocks, with layers the pass does
+//! not take (norms after a sublayer, q/k norms, partial rotary, a parallel
+//! residual), or for a sink that wants the residual stream after each
+//! layer (the logit lens), candle's ops, each layer's heads through the
 //! attention core on the host ([`super::stack::attend_layer`]).
 //!
-//! For a decoder's predictions ([`super::predict`]) the stack also runs on
-//! candle's ops with the residual stream after each layer handed out (the
-//! logit lens), and through a key/value cache ([`Decoder::forward_cached`]:
-//! each new token one row of every layer); its final norm and LM head are
-//! [`LmHead`], loaded apart.
+//! A generation step ([`PassInput::Cached`], for [`super::predict`]) runs
+//! the new tokens through a key/value cache on candle's ops, each new token
+//! one row of every layer; the final norm and LM head are [`LmHead`],
+//! loaded apart.
 
 mod blocks;
 mod head;
@@ -45,7 +47,7 @@ use candle_nn::Embedding;
 /// Token (and for GPT-2 position) embeddings and the stack of layers; the
 /// final norm and language-model head, which the study does not read, are
 /// loaded apart ([`LmHead`]).
-pub struct Decoder {
+pub struct PreNormStack {
     /// In the checkpoint's precision: a token's row is widened when read.
     words: Weight,
     positions: Option<Embedding>,
@@ -66,7 +68,7 @@ pub struct Decoder {
     cpu_pass: bool,
 }
 
-impl Decoder {
+impl PreNormStack {
     /// `vb` is rooted at the base model (names like `wte.weight` or
     /// `embed_tokens.weight`).
     pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
@@ -344,7 +346,7 @@ impl Decoder {
     }
 }
 
-impl AttentionStack for Decoder {
+impl AttentionStack for PreNormStack {
     fn device(&self) -> &Device {
         &self.device
     }
@@ -437,7 +439,7 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
         for name in ["gpt2", "llama", "mistral", "qwen2", "modernbert"] {
             let model = Model::load_folder(&fixtures.join(name), &Device::Cpu).unwrap();
-            let Network::Decoder(decoder) = &model.network else {
+            let Network::PreNorm(decoder) = &model.network else {
                 panic!("{name} is not on the pre-norm stack");
             };
             let ids: Vec<u32> = (0..29)

@@ -9,13 +9,16 @@
 //! each layer uses (ALBERT shares them: the encoder holds the distinct
 //! layers and a schedule of which one each attention layer runs).
 //!
-//! Two forward passes share the parameters. `forward` on candle tensors
-//! runs on any device. On the CPU the encoder instead borrows the
-//! parameters as slices (`cpu()` on each block) and runs [`crate::kernels`]
-//! on a team of threads ([`super::team`]) that write P, O and S straight
-//! into the caller's buffers: about four times faster than candle's ops at
-//! BERT sizes (the profile is in [`crate::kernels`]). Both passes make P, O
-//! and S in the one attention core ([`crate::kernels::attention`]).
+//! Two paths behind the one entry ([`AttentionStack::run`]) share the
+//! parameters. On candle tensors (`forward`) it runs on any device. On the
+//! CPU the encoder instead borrows the parameters as slices (`cpu()` on
+//! each block) and runs [`crate::kernels`] on a team of threads
+//! ([`super::team`]) that write P, O and S straight into the sink's
+//! buffers: about four times faster than candle's ops at BERT sizes (the
+//! profile is in [`crate::kernels`]). Both paths make P, O and S in the one
+//! attention core ([`crate::kernels::attention`]). It keeps every layer
+//! only: a sink that takes layers one at a time (to recompute P and S per
+//! head), wants the residual stream or brings a key/value cache is refused.
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
