@@ -81,10 +81,12 @@ impl<F: Fn() -> bool> PassObserver for F {
 }
 
 /// Receives one head's P and S (T×T each) of a whole sequence as soon as
-/// the head is made, on the thread that made it (hence `Sync`, apart from
-/// the [`PassObserver`], which the pass asks only on its own thread): a
-/// caller's work on each head then runs on every thread of the pass, while
-/// the head is in that core's cache. Not called on a generation step.
+/// the head is made, on the thread that made it: a caller's work on each
+/// head then runs on every thread of the pass, while the head is in that
+/// core's cache. Not called on a generation step. Hence `Sync`, apart from
+/// the [`PassObserver`] that hands it out, which the pass asks only on its
+/// own thread: a run's watch need not be shareable (the app's and the
+/// tests' keep their progress in a `Cell`).
 pub trait HeadObserver: Sync {
     fn head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]);
 }
@@ -102,8 +104,9 @@ impl<F: Fn(usize, usize, &[f32], &[f32]) + Sync> HeadObserver for F {
 /// each layer ([`LayerSink::residual`]).
 pub trait LayerSink {
     /// The buffers of every layer's P, O and S, for a sink that keeps them
-    /// all: the pass writes them there as it makes them (no copy) and hands
-    /// the sink no layer. `None`: the sink takes each layer.
+    /// all: the pass writes them there (the tuned CPU pass as it makes
+    /// them, with no copy) and hands the sink no layer. `None`: the sink
+    /// takes each layer.
     fn kept(&mut self) -> Option<CaptureBuffers<'_>> {
         None
     }

@@ -200,6 +200,7 @@ impl AttentionStack for Encoder {
     }
 }
 
+/// The error for a pass the encoder does not run.
 fn unsupported(what: &str) -> ForwardError {
     ForwardError::Candle(candle_core::Error::Msg(what.into()))
 }
