@@ -367,6 +367,7 @@ impl Model {
         observer: &dyn PassObserver,
         on_layer: &mut dyn FnMut(usize, &LayerCaptures),
     ) -> Result<Captures, ForwardError> {
+        // Before the buffers are sized: an input too long must not size them.
         self.check_input(input_ids)?;
         let stack = self.network.stack();
         if !stack.hands_out_layers() {
@@ -408,6 +409,7 @@ impl Model {
         observer: &dyn PassObserver,
         captures: &mut Captures,
     ) -> Result<(), ForwardError> {
+        // Before the buffers are sized: an input too long must not size them.
         self.check_input(input_ids)?;
         let dims = (
             self.layers(),
