@@ -11,7 +11,9 @@
 //! A run answers to a [`RunWatch`] between the model's layers: whether to
 //! stop, and where it stands ([`RunProgress`]: layer k of L, the time
 //! left at the pace so far), which the app shows for a long run. Any
-//! `Fn() -> bool` is a watch that only says whether to stop.
+//! `Fn() -> bool` is a watch that only says whether to stop. The pass
+//! asks it through its observer ([`crate::model::PassObserver`]), which
+//! names the layer about to run: the progress is that layer's index.
 
 use crate::analysis::{analyze, Analysis, AnalysisOptions, LayerAnalyser, LayerSquares};
 use crate::captures::{CaptureMode, Captures, SeparatorColumns};
@@ -20,11 +22,11 @@ use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
     WindowBounds, WindowStart,
 };
-use crate::model::{ForwardError, Model};
+use crate::model::{ForwardError, HeadObserver, Model, PassObserver};
 use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
-use std::cell::Cell;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -397,19 +399,11 @@ pub fn capture_and_analyze(
 ) -> Result<(Analysis, StageTimes), RunError> {
     let start = Instant::now();
     let layers = model.layers();
-    // The model polls its cancel check once before each layer, in order:
-    // the k-th poll is the start of layer k.
-    let polls = Cell::new(0);
-    let cancelled = || {
-        let layers_done = polls.get();
-        polls.set(layers_done + 1);
-        watch.progress(RunProgress {
-            layers_done,
-            layers,
-            elapsed: start.elapsed(),
-            figures: false,
-        });
-        watch.cancelled()
+    let watching = |heads| PassWatch {
+        watch,
+        start,
+        layers,
+        heads,
     };
     let figures_begin = || {
         watch.progress(RunProgress {
@@ -420,7 +414,7 @@ pub fn capture_and_analyze(
         })
     };
     if mode == CaptureMode::Stored {
-        model.capture_into(&tokens.input_ids, &cancelled, captures)?;
+        model.capture_into(&tokens.input_ids, &watching(None), captures)?;
         let model_ms = ms_since(start);
         if watch.cancelled() {
             return Err(RunError::Cancelled);
@@ -451,8 +445,7 @@ pub fn capture_and_analyze(
     let mut analysis_ms = 0.0;
     *captures = model.capture_recomputable(
         &tokens.input_ids,
-        &cancelled,
-        Some(&on_head),
+        &watching(Some(&on_head)),
         &mut |index, layer| {
             let layer_start = Instant::now();
             let squares = LayerSquares {
@@ -482,6 +475,36 @@ pub fn capture_and_analyze(
             analysis_ms,
         },
     ))
+}
+
+/// A run's [`PassObserver`]: before each layer the pass tells `watch`
+/// where it stands and asks it whether to go on; each head goes to `heads`
+/// where given.
+struct PassWatch<'a> {
+    watch: &'a dyn RunWatch,
+    start: Instant,
+    layers: usize,
+    heads: Option<&'a dyn HeadObserver>,
+}
+
+impl PassObserver for PassWatch<'_> {
+    fn before_layer(&self, layer: usize) -> ControlFlow<()> {
+        self.watch.progress(RunProgress {
+            layers_done: layer,
+            layers: self.layers,
+            elapsed: self.start.elapsed(),
+            figures: false,
+        });
+        if self.watch.cancelled() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn heads(&self) -> Option<&dyn HeadObserver> {
+        self.heads
+    }
 }
 
 /// Text → input → captures → figures. `watch` is asked between layers

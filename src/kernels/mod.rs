@@ -1,6 +1,8 @@
-//! CPU kernels for the encoder's forward pass, on plain row-major `f32`
-//! slices, each running on the calling thread (the encoder shares the work
-//! out between its threads, see `encoder.rs`): products through the `gemm`
+//! CPU kernels for the tuned CPU pass both stacks run (the BERT-like
+//! encoders and the pre-norm stack of the decoders and ModernBERT), on
+//! plain row-major `f32` slices, each running on the calling thread (the
+//! pass shares the work out between its threads, see
+//! `model/cpu_pass.rs`): products through the `gemm`
 //! crate (weights packed once at load, in the checkpoint's precision:
 //! half-precision panels are widened a tile at a time), and the element-wise steps
 //! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over

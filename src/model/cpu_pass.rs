@@ -13,12 +13,20 @@
 //! a partial sum of the down projection, a barrier, the sum. Two barriers a
 //! layer, none after the last layer's attention.
 //!
+//! Each thread keeps its buffers for the whole pass (`Scratch`); `Pass::run`
+//! is the loop over the layers that owns the barriers and the stop (the
+//! observer, asked on the calling thread, and a sink's error), around the
+//! phases `attention`, `post_attention_output`, `feed_forward` and
+//! `add_feed_forward`. Where the sink keeps every layer, each thread writes
+//! its heads' P, O and S straight into the sink's buffers; otherwise into
+//! one layer's shared buffers, handed to the sink at the barrier.
+//!
 //! The stacks differ in where the norms sit ([`LayerCpu`]): the BERT-like
 //! encoders normalise after each residual sum, the pre-norm families (the
 //! decoders, ModernBERT) before each sub-layer.
 
 use super::blocks::{DenseCpu, NormCpu};
-use super::stack::{CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
+use super::stack::{Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, PassObserver};
 use super::team::{self, Barrier};
 use crate::kernels::attention::{attend, ScoreRule};
 use crate::kernels::{self, Activation, MatRef};
@@ -120,35 +128,22 @@ impl RotaryCpu {
     }
 }
 
-/// What the pass does with each layer's P, O and S.
-pub(super) enum Capture<'a> {
-    /// Writes every layer's into these buffers.
-    Kept(CaptureBuffers<'a>),
-    /// Hands each layer's, with the rotated queries and keys P is made
-    /// from, to `layers` as soon as the layer's attention is complete
-    /// (on the calling thread), in buffers the next layer reuses; and,
-    /// before, each head's P and S to `heads` as soon as the head is made
-    /// (on the thread that made it).
-    Streamed {
-        layers: &'a mut LayerSink<'a>,
-        heads: Option<&'a HeadSink<'a>>,
-    },
-}
-
-/// Receives layer `index`'s captures.
-pub(super) type LayerSink<'a> = dyn FnMut(usize, LayerCaptures) -> Result<(), ForwardError> + 'a;
-
 /// Runs `layers[schedule[0]]`, `layers[schedule[1]]`, … on `states` (the
 /// embeddings, T × hidden) on `threads` threads, capturing every layer's P,
-/// O and S as `capture` says. Only the calling thread polls `cancelled`.
+/// O and S as `capture` says: into the sink's buffers of every layer, or
+/// into one layer's, handed with the rotated queries and keys P is made
+/// from to the sink as soon as the layer's attention is complete (on the
+/// calling thread; the next layer reuses them). Each head goes to the
+/// observer's head observer, if any, as soon as it is made (on the thread
+/// that made it). Only the calling thread asks `observer` before each layer.
 pub(super) fn run(
     shape: PassShape,
     states: &[f32],
     layers: &[LayerCpu],
     schedule: &[usize],
+    observer: &dyn PassObserver,
     capture: Capture,
     threads: usize,
-    cancelled: &dyn Fn() -> bool,
 ) -> Result<(), ForwardError> {
     if shape.tokens == 0 || schedule.is_empty() {
         return Ok(());
@@ -166,9 +161,9 @@ pub(super) fn run(
         .collect();
     let square = shape.tokens * shape.tokens;
     let vectors = shape.tokens * shape.head_dim;
-    let (mut out, sink, head_sink) = match capture {
-        Capture::Kept(out) => (Some(out), None, None),
-        Capture::Streamed { layers, heads } => (None, Some(layers), heads),
+    let (mut out, mut sink) = match capture {
+        Capture::Kept(out) => (Some(out), None),
+        Capture::Layers(sink) => (None, Some(sink)),
     };
     let mut layer_buffers = [
         shape.heads * square,
@@ -208,7 +203,7 @@ pub(super) fn run(
         heads: head_ranges,
         columns: column_ranges,
         barrier: Barrier::new(threads),
-        head_sink,
+        head_observer: observer.heads(),
         stop_at: AtomicUsize::new(usize::MAX),
         attention_partials: mailboxes(),
         feed_forward_partials: mailboxes(),
@@ -228,20 +223,19 @@ pub(super) fn run(
         .enumerate()
         .map(|(index, targets)| Worker { index, targets });
     let first = workers.next().expect("at least one thread");
-    let mut sink = sink;
     std::thread::scope(|scope| {
         for worker in workers {
             let pass = &pass;
             scope.spawn(move || pass.run(worker, None, None));
         }
-        let sink = sink.as_mut().map(|sink| &mut **sink as &mut LayerSink);
-        pass.run(first, Some(cancelled), sink)
+        let sink = sink.as_mut().map(|sink| &mut **sink as &mut dyn LayerSink);
+        pass.run(first, Some(observer), sink)
     })?;
     if let Some(sink) = sink {
         // The last layer has no barrier after its attention: every thread
         // has finished it once the scope has joined them.
         // SAFETY: no thread is left to write the buffers.
-        sink(schedule.len() - 1, unsafe { streamed.captures() })?;
+        sink.layer(schedule.len() - 1, unsafe { streamed.captures() })?;
     }
     Ok(())
 }
@@ -322,8 +316,8 @@ struct Pass<'a> {
     /// Each thread's feed-forward intermediate columns.
     columns: Vec<Range<usize>>,
     barrier: Barrier,
-    /// Where each streamed head goes as soon as it is made.
-    head_sink: Option<&'a HeadSink<'a>>,
+    /// Where each head goes as soon as it is made.
+    head_observer: Option<&'a dyn HeadObserver>,
     /// The layer at which the pass stops (`usize::MAX`: none).
     stop_at: AtomicUsize,
     /// Each thread's partial sum of the attention-output projection, T × hidden.
@@ -349,174 +343,112 @@ enum Targets<'a> {
     Streamed(&'a StreamedLayer),
 }
 
+/// One thread's share of the work and its buffers, kept for the whole pass.
+struct Scratch {
+    /// Its thread's index.
+    me: usize,
+    /// Its query heads.
+    heads: Range<usize>,
+    /// The key/value heads its query heads read.
+    kv_heads: Range<usize>,
+    /// Its feed-forward intermediate columns.
+    columns: Range<usize>,
+    /// The hidden states, T × hidden: the layer's input, then its output.
+    x: Vec<f32>,
+    /// The state after the attention's residual sum, T × hidden.
+    attended: Vec<f32>,
+    /// A pre-norm sub-layer's normalised input (empty when post-norm).
+    normed: Vec<f32>,
+    /// Its queries (T × width) and its key/value heads' keys and values
+    /// (T × kv_width each).
+    queries: Vec<f32>,
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    /// One head's query, and its key/value heads' keys and values, each
+    /// made contiguous (T × d) and rotated where the family rotates them.
+    query: Vec<f32>,
+    head_keys: Vec<f32>,
+    head_values: Vec<f32>,
+    /// Its heads' outputs side by side, T × width.
+    context: Vec<f32>,
+    /// Its feed-forward columns, T × columns (and, gated, their multiplier).
+    intermediate: Vec<f32>,
+    multiplier: Vec<f32>,
+    /// The bias of a first projection without one.
+    no_bias: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(pass: &Pass, me: usize) -> Self {
+        let shape = pass.shape;
+        let heads = pass.heads[me].clone();
+        let columns = pass.columns[me].clone();
+        let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
+        let group = shape.heads / shape.kv_heads.max(1);
+        let kv_heads = heads.start / group..(heads.end - 1) / group + 1;
+        let vectors = tokens * head_dim;
+        let (width, kv_width) = (heads.len() * head_dim, kv_heads.len() * head_dim);
+        Self {
+            me,
+            x: pass.states.to_vec(),
+            attended: vec![0.0; tokens * hidden],
+            normed: if shape.pre_norm {
+                vec![0.0; tokens * hidden]
+            } else {
+                Vec::new()
+            },
+            queries: vec![0.0; tokens * width],
+            keys: vec![0.0; tokens * kv_width],
+            values: vec![0.0; tokens * kv_width],
+            query: vec![0.0; vectors],
+            head_keys: vec![0.0; kv_heads.len() * vectors],
+            head_values: vec![0.0; kv_heads.len() * vectors],
+            context: vec![0.0; tokens * width],
+            intermediate: vec![0.0; tokens * columns.len()],
+            multiplier: if pass.layers.iter().any(|l| l.gated) {
+                vec![0.0; tokens * columns.len()]
+            } else {
+                Vec::new()
+            },
+            no_bias: vec![0.0; columns.len()],
+            heads,
+            kv_heads,
+            columns,
+        }
+    }
+}
+
 impl Pass<'_> {
-    /// One thread's whole pass. Only the first thread polls `cancelled` (it
-    /// need not be shareable): it posts the layer in `stop_at` and skips to
-    /// the layer's first barrier, after which every thread sees it, so all
-    /// stop at the same layer (in the last layer, which has no barrier, the
-    /// others just finish).
+    /// One thread's whole pass: the layers' phases between the barriers.
+    /// Only the first thread asks `observer` (it need not be shareable): on
+    /// a stop it posts the layer in `stop_at` and skips to the layer's
+    /// first barrier, after which every thread sees it, so all stop at the
+    /// same layer (in the last layer, which has no barrier, the others just
+    /// finish).
     fn run(
         &self,
         mut worker: Worker,
-        cancelled: Option<&dyn Fn() -> bool>,
-        mut sink: Option<&mut LayerSink>,
+        observer: Option<&dyn PassObserver>,
+        mut sink: Option<&mut dyn LayerSink>,
     ) -> Result<(), ForwardError> {
         let _poison = self.barrier.poison_on_panic();
-        let me = worker.index;
-        let shape = self.shape;
-        let heads = self.heads[me].clone();
-        let columns = self.columns[me].clone();
-        let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
-        let group = shape.heads / shape.kv_heads.max(1);
-        // The key/value heads this thread's query heads read.
-        let kv_heads = heads.start / group..(heads.end - 1) / group + 1;
-        let (square, vectors) = (tokens * tokens, tokens * head_dim);
-        let (width, kv_width) = (heads.len() * head_dim, kv_heads.len() * head_dim);
-        let mut x = self.states.to_vec();
-        let mut attended = vec![0.0; tokens * hidden];
-        let mut normed = if shape.pre_norm {
-            vec![0.0; tokens * hidden]
-        } else {
-            Vec::new()
-        };
-        // This thread's queries (T × width) and its key/value heads' keys
-        // and values (T × kv_width each); each head's made contiguous
-        // (T × d) and rotated where the family rotates them.
-        let mut queries = vec![0.0; tokens * width];
-        let mut keys = vec![0.0; tokens * kv_width];
-        let mut values = vec![0.0; tokens * kv_width];
-        let mut query = vec![0.0; vectors];
-        let mut head_keys = vec![0.0; kv_heads.len() * vectors];
-        let mut head_values = vec![0.0; kv_heads.len() * vectors];
-        // This thread's heads' outputs side by side, T × width.
-        let mut context = vec![0.0; tokens * width];
-        let mut intermediate = vec![0.0; tokens * columns.len()];
-        let mut multiplier = if self.layers.iter().any(|l| l.gated) {
-            vec![0.0; tokens * columns.len()]
-        } else {
-            Vec::new()
-        };
-        let no_bias = vec![0.0; columns.len()];
+        let mut scratch = Scratch::new(self, worker.index);
         let count = self.schedule.len();
         let mut failed = None;
         for (l, layer) in self.schedule.iter().map(|&i| &self.layers[i]).enumerate() {
             let last = l + 1 == count;
-            if failed.is_some() || cancelled.is_some_and(|cancelled| cancelled()) {
+            let stop = |observer: &dyn PassObserver| observer.before_layer(l).is_break();
+            if failed.is_some() || observer.is_some_and(stop) {
                 self.stop_at.store(l, Ordering::Relaxed);
                 if last {
                     return Err(failed.unwrap_or(ForwardError::Cancelled));
                 }
             } else {
-                let input = if shape.pre_norm {
-                    normed.copy_from_slice(&x);
-                    if let Some(norm) = &layer.attention_norm {
-                        norm.forward(&mut normed);
-                    }
-                    &normed
-                } else {
-                    &x
-                };
-                let states = MatRef::new(input, tokens, hidden);
-                let query_columns = heads.start * head_dim..heads.end * head_dim;
-                let key_start = shape.heads * head_dim;
-                let value_start = key_start + shape.kv_heads * head_dim;
-                let kv_columns = kv_heads.start * head_dim..kv_heads.end * head_dim;
-                for (out, columns) in [
-                    (&mut queries, query_columns),
-                    (
-                        &mut keys,
-                        key_start + kv_columns.start..key_start + kv_columns.end,
-                    ),
-                    (
-                        &mut values,
-                        value_start + kv_columns.start..value_start + kv_columns.end,
-                    ),
-                ] {
-                    project(&layer.qkv, states, hidden, columns, out);
-                }
-                // Contiguous copies: gemm reads a head's keys and values
-                // faster this way than through the block's row stride.
-                for (i, (keys_of_head, values_of_head)) in head_keys
-                    .chunks_mut(vectors)
-                    .zip(head_values.chunks_mut(vectors))
-                    .enumerate()
-                {
-                    gather_head(&keys, kv_width, i, head_dim, keys_of_head);
-                    gather_head(&values, kv_width, i, head_dim, values_of_head);
-                    if let Some(rotary) = layer.rotary {
-                        rotary.apply(keys_of_head);
-                    }
-                    let kv = kv_heads.start + i;
-                    if let (Targets::Streamed(streamed), true) =
-                        (&worker.targets, heads.contains(&(kv * group)))
-                    {
-                        // SAFETY: kv's first query head is this thread's,
-                        // so no other thread writes these keys.
-                        let keys = unsafe { streamed.keys.part(kv * vectors..(kv + 1) * vectors) };
-                        keys.copy_from_slice(keys_of_head);
-                    }
-                }
-                for (i, head) in heads.clone().enumerate() {
-                    gather_head(&queries, width, i, head_dim, &mut query);
-                    if let Some(rotary) = layer.rotary {
-                        rotary.apply(&mut query);
-                    }
-                    let kv = (head / group - kv_heads.start) * vectors;
-                    let (p, o, s) = match &mut worker.targets {
-                        Targets::Kept {
-                            attention,
-                            head_outputs,
-                            similarity,
-                        } => (
-                            &mut attention[l][i * square..(i + 1) * square],
-                            &mut head_outputs[l][i * vectors..(i + 1) * vectors],
-                            &mut similarity[l][i * square..(i + 1) * square],
-                        ),
-                        // SAFETY: the head is this thread's alone, and the
-                        // whole is read only after the next barrier.
-                        Targets::Streamed(streamed) => unsafe {
-                            streamed
-                                .queries
-                                .part(head * vectors..(head + 1) * vectors)
-                                .copy_from_slice(&query);
-                            (
-                                streamed.attention.part(head * square..(head + 1) * square),
-                                streamed
-                                    .head_outputs
-                                    .part(head * vectors..(head + 1) * vectors),
-                                streamed.similarity.part(head * square..(head + 1) * square),
-                            )
-                        },
-                    };
-                    attend(
-                        &query,
-                        &head_keys[kv..kv + vectors],
-                        &head_values[kv..kv + vectors],
-                        head_dim,
-                        &layer.rule,
-                        p,
-                        o,
-                        s,
-                    );
-                    if let Some(head_sink) = self.head_sink {
-                        head_sink(l, head, p, s);
-                    }
-                    for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
-                        row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
-                    }
-                }
+                self.attention(&mut scratch, &mut worker.targets, l, layer);
                 if last {
                     return Ok(());
                 }
-                let mut partial = self.attention_partials[me].write().expect("mailbox");
-                partial.resize(tokens * hidden, 0.0);
-                layer.attention_output.weight().product(
-                    MatRef::new(&context, tokens, width),
-                    heads.start * head_dim..heads.end * head_dim,
-                    0..hidden,
-                    &mut partial,
-                    false,
-                );
+                self.post_attention_output(&scratch, layer);
             }
             self.barrier.wait();
             if self.stop_at.load(Ordering::Relaxed) <= l {
@@ -527,72 +459,235 @@ impl Pass<'_> {
                 // barrier) and none writes it again before the next
                 // barrier, which this thread reaches only after the sink.
                 // SAFETY: as just said.
-                if let Err(error) = sink(l, unsafe { streamed.captures() }) {
+                if let Err(error) = sink.layer(l, unsafe { streamed.captures() }) {
                     failed = Some(error);
                 }
             }
-            let attention_norm = layer
-                .attention_norm
-                .as_ref()
-                .filter(|_| !shape.pre_norm)
-                .map(NormCpu::row_norm);
-            sum_partials(
-                &self.attention_partials,
-                layer.attention_output.bias(),
-                &x,
-                &mut attended,
-                attention_norm,
-            );
-            let input = if shape.pre_norm {
-                normed.copy_from_slice(&attended);
-                layer.feed_forward_norm.forward(&mut normed);
-                &normed
-            } else {
-                &attended
-            };
-            let states = MatRef::new(input, tokens, hidden);
-            project_columns(
-                &layer.up,
-                states,
-                hidden,
-                columns.clone(),
-                &mut intermediate,
-            );
-            let bias = &layer.up.bias();
-            let bias = if bias.is_empty() {
-                &no_bias
-            } else {
-                &bias[columns.clone()]
-            };
-            kernels::activate(&mut intermediate, bias, layer.activation);
-            if layer.gated {
-                let half = shape.intermediate;
-                let gate_columns = half + columns.start..half + columns.end;
-                project(&layer.up, states, hidden, gate_columns, &mut multiplier);
-                for (v, m) in intermediate.iter_mut().zip(&multiplier) {
-                    *v *= m;
-                }
-            }
-            let mut partial = self.feed_forward_partials[me].write().expect("mailbox");
-            partial.resize(tokens * hidden, 0.0);
-            layer.down.weight().product(
-                MatRef::new(&intermediate, tokens, columns.len()),
-                columns.clone(),
-                0..hidden,
-                &mut partial,
-                false,
-            );
-            drop(partial);
+            self.feed_forward(&mut scratch, layer);
             self.barrier.wait();
-            sum_partials(
-                &self.feed_forward_partials,
-                layer.down.bias(),
-                &attended,
-                &mut x,
-                (!shape.pre_norm).then(|| layer.feed_forward_norm.row_norm()),
-            );
+            self.add_feed_forward(&mut scratch, layer);
         }
         Ok(())
+    }
+
+    /// The attention phase of layer `l`: this thread's queries, keys and
+    /// values, and its heads' P, O and S through the attention core into
+    /// `targets`, their outputs side by side in the scratch's context.
+    fn attention(&self, scratch: &mut Scratch, targets: &mut Targets, l: usize, layer: &LayerCpu) {
+        let shape = self.shape;
+        let Scratch {
+            heads,
+            kv_heads,
+            x,
+            normed,
+            queries,
+            keys,
+            values,
+            query,
+            head_keys,
+            head_values,
+            context,
+            ..
+        } = scratch;
+        let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
+        let group = shape.heads / shape.kv_heads.max(1);
+        let (square, vectors) = (tokens * tokens, tokens * head_dim);
+        let (width, kv_width) = (heads.len() * head_dim, kv_heads.len() * head_dim);
+        let input = if shape.pre_norm {
+            normed.copy_from_slice(x);
+            if let Some(norm) = &layer.attention_norm {
+                norm.forward(normed);
+            }
+            &*normed
+        } else {
+            &*x
+        };
+        let states = MatRef::new(input, tokens, hidden);
+        let query_columns = heads.start * head_dim..heads.end * head_dim;
+        let key_start = shape.heads * head_dim;
+        let value_start = key_start + shape.kv_heads * head_dim;
+        let kv_columns = kv_heads.start * head_dim..kv_heads.end * head_dim;
+        for (out, columns) in [
+            (&mut *queries, query_columns),
+            (
+                &mut *keys,
+                key_start + kv_columns.start..key_start + kv_columns.end,
+            ),
+            (
+                &mut *values,
+                value_start + kv_columns.start..value_start + kv_columns.end,
+            ),
+        ] {
+            project(&layer.qkv, states, hidden, columns, out);
+        }
+        // Contiguous copies: gemm reads a head's keys and values
+        // faster this way than through the block's row stride.
+        for (i, (keys_of_head, values_of_head)) in head_keys
+            .chunks_mut(vectors)
+            .zip(head_values.chunks_mut(vectors))
+            .enumerate()
+        {
+            gather_head(keys, kv_width, i, head_dim, keys_of_head);
+            gather_head(values, kv_width, i, head_dim, values_of_head);
+            if let Some(rotary) = layer.rotary {
+                rotary.apply(keys_of_head);
+            }
+            let kv = kv_heads.start + i;
+            if let (Targets::Streamed(streamed), true) = (&*targets, heads.contains(&(kv * group)))
+            {
+                // SAFETY: kv's first query head is this thread's,
+                // so no other thread writes these keys.
+                let keys = unsafe { streamed.keys.part(kv * vectors..(kv + 1) * vectors) };
+                keys.copy_from_slice(keys_of_head);
+            }
+        }
+        for (i, head) in heads.clone().enumerate() {
+            gather_head(queries, width, i, head_dim, query);
+            if let Some(rotary) = layer.rotary {
+                rotary.apply(query);
+            }
+            let kv = (head / group - kv_heads.start) * vectors;
+            let (p, o, s) = match &mut *targets {
+                Targets::Kept {
+                    attention,
+                    head_outputs,
+                    similarity,
+                } => (
+                    &mut attention[l][i * square..(i + 1) * square],
+                    &mut head_outputs[l][i * vectors..(i + 1) * vectors],
+                    &mut similarity[l][i * square..(i + 1) * square],
+                ),
+                // SAFETY: the head is this thread's alone, and the
+                // whole is read only after the next barrier.
+                Targets::Streamed(streamed) => unsafe {
+                    streamed
+                        .queries
+                        .part(head * vectors..(head + 1) * vectors)
+                        .copy_from_slice(query);
+                    (
+                        streamed.attention.part(head * square..(head + 1) * square),
+                        streamed
+                            .head_outputs
+                            .part(head * vectors..(head + 1) * vectors),
+                        streamed.similarity.part(head * square..(head + 1) * square),
+                    )
+                },
+            };
+            attend(
+                query,
+                &head_keys[kv..kv + vectors],
+                &head_values[kv..kv + vectors],
+                head_dim,
+                &layer.rule,
+                p,
+                o,
+                s,
+            );
+            if let Some(observer) = self.head_observer {
+                observer.head(l, head, p, s);
+            }
+            for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
+                row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
+            }
+        }
+    }
+
+    /// Posts this thread's partial sum of the attention-output projection
+    /// (its heads' rows of that weight), for every thread to add up after
+    /// the barrier.
+    fn post_attention_output(&self, scratch: &Scratch, layer: &LayerCpu) {
+        let (tokens, hidden, head_dim) =
+            (self.shape.tokens, self.shape.hidden, self.shape.head_dim);
+        let heads = &scratch.heads;
+        let width = heads.len() * head_dim;
+        let mut partial = self.attention_partials[scratch.me]
+            .write()
+            .expect("mailbox");
+        partial.resize(tokens * hidden, 0.0);
+        layer.attention_output.weight().product(
+            MatRef::new(&scratch.context, tokens, width),
+            heads.start * head_dim..heads.end * head_dim,
+            0..hidden,
+            &mut partial,
+            false,
+        );
+    }
+
+    /// The feed-forward phase, once every thread has posted its attention
+    /// output: the attended state (the partial sums added up, with bias and
+    /// residual), then this thread's intermediate columns and its posted
+    /// partial sum of the down projection.
+    fn feed_forward(&self, scratch: &mut Scratch, layer: &LayerCpu) {
+        let shape = self.shape;
+        let (tokens, hidden) = (shape.tokens, shape.hidden);
+        let Scratch {
+            me,
+            columns,
+            x,
+            attended,
+            normed,
+            intermediate,
+            multiplier,
+            no_bias,
+            ..
+        } = scratch;
+        let attention_norm = layer
+            .attention_norm
+            .as_ref()
+            .filter(|_| !shape.pre_norm)
+            .map(NormCpu::row_norm);
+        sum_partials(
+            &self.attention_partials,
+            layer.attention_output.bias(),
+            x,
+            attended,
+            attention_norm,
+        );
+        let input = if shape.pre_norm {
+            normed.copy_from_slice(attended);
+            layer.feed_forward_norm.forward(normed);
+            &*normed
+        } else {
+            &*attended
+        };
+        let states = MatRef::new(input, tokens, hidden);
+        project_columns(&layer.up, states, hidden, columns.clone(), intermediate);
+        let bias = &layer.up.bias();
+        let bias = if bias.is_empty() {
+            &*no_bias
+        } else {
+            &bias[columns.clone()]
+        };
+        kernels::activate(intermediate, bias, layer.activation);
+        if layer.gated {
+            let half = shape.intermediate;
+            let gate_columns = half + columns.start..half + columns.end;
+            project(&layer.up, states, hidden, gate_columns, multiplier);
+            for (v, m) in intermediate.iter_mut().zip(&*multiplier) {
+                *v *= m;
+            }
+        }
+        let mut partial = self.feed_forward_partials[*me].write().expect("mailbox");
+        partial.resize(tokens * hidden, 0.0);
+        layer.down.weight().product(
+            MatRef::new(intermediate, tokens, columns.len()),
+            columns.clone(),
+            0..hidden,
+            &mut partial,
+            false,
+        );
+    }
+
+    /// The layer's output, once every thread has posted its feed-forward
+    /// partial sum: they added up, with bias and residual, into `x`.
+    fn add_feed_forward(&self, scratch: &mut Scratch, layer: &LayerCpu) {
+        sum_partials(
+            &self.feed_forward_partials,
+            layer.down.bias(),
+            &scratch.attended,
+            &mut scratch.x,
+            (!self.shape.pre_norm).then(|| layer.feed_forward_norm.row_norm()),
+        );
     }
 }
 

@@ -1,11 +1,20 @@
 //! Loading a checkpoint — a BERT-like encoder (BERT, RoBERTa, XLM-RoBERTa,
 //! CamemBERT, DistilBERT, ELECTRA, ALBERT) or a causal decoder (GPT-2,
 //! Llama, Mistral, Qwen2, GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2):
-//! [`family`] — and running it with every head
-//! captured, by [`encoder`] or [`decoder`], the two stacks, which share
-//! [`stack`] (their trait, capture buffers, errors), `blocks` and the
+//! [`family`] — and running it with every head captured, by [`encoder`]
+//! (the post-norm stack) or [`decoder`] (the pre-norm stack, which runs
+//! ModernBERT, an encoder, too), which share [`stack`], `blocks` and the
 //! tuned CPU pass (`cpu_pass`); every head's P, O and S are made in
 //! [`crate::kernels::attention`].
+//!
+//! There is one way into a pass, [`Model::run`] (the stack's
+//! [`AttentionStack::run`]): an input (a whole sequence, or a generation
+//! step's new tokens after a key/value cache), a [`PassObserver`] asked
+//! before each layer whether to go on (cancel and progress) and handed each
+//! head as it is made, and a [`LayerSink`], the capture mode: every layer
+//! kept, what recomputes P and S kept (`capture_modes`), the residual
+//! stream for the logit lens or a generation step's rows ([`predict`]).
+//! [`Model::capture`] and its kin are those modes' one-line entries.
 //!
 //! A model comes from a local folder (`config.json`, `model.safetensors` or
 //! a sharded checkpoint's index, `tokenizer.json`; weights read by
@@ -21,6 +30,7 @@
 //! ([`weight`]).
 
 mod blocks;
+mod capture_modes;
 pub mod chat;
 pub mod checkpoint;
 pub mod config;
@@ -38,15 +48,18 @@ pub mod team;
 pub mod tokenizer;
 pub mod weight;
 
-use crate::captures::{AttentionInputs, Captures};
+use crate::captures::Captures;
 use crate::tokens::SpecialTokens;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
-pub use decoder::Decoder;
+pub use decoder::PreNormStack;
 pub use encoder::Encoder;
 pub use family::Family;
-pub use stack::{AttentionStack, CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
+pub use stack::{
+    AttentionStack, CaptureBuffers, ForwardError, HeadObserver, KvCache, LayerCaptures, LayerSink,
+    PassInput, PassObserver,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
@@ -125,25 +138,25 @@ pub enum LoadProgress {
 /// The network of a model: the post-norm encoder of the BERT-like
 /// families, or the pre-norm stack of the decoders and ModernBERT.
 pub enum Network {
-    Encoder(Encoder),
-    Decoder(Decoder),
+    PostNorm(Encoder),
+    PreNorm(PreNormStack),
 }
 
 impl Network {
     /// Loads the network the config's family names.
     pub fn load(vb: WeightBuilder, config: &ModelConfig) -> candle_core::Result<Self> {
         Ok(if config.pre_norm.is_some() {
-            Self::Decoder(Decoder::load(vb, config)?)
+            Self::PreNorm(PreNormStack::load(vb, config)?)
         } else {
-            Self::Encoder(Encoder::load(vb, config)?)
+            Self::PostNorm(Encoder::load(vb, config)?)
         })
     }
 
     /// The stack, as the trait both share.
     pub fn stack(&self) -> &dyn AttentionStack {
         match self {
-            Self::Encoder(encoder) => encoder,
-            Self::Decoder(decoder) => decoder,
+            Self::PostNorm(encoder) => encoder,
+            Self::PreNorm(stack) => stack,
         }
     }
 }
@@ -291,9 +304,9 @@ impl Model {
     /// while it runs, and the analysis' per-layer profiles of the pairs.
     /// `None` for the BERT-like encoders, which always keep P and S.
     pub fn recomputed_capture_bytes(&self, tokens: usize) -> Option<u64> {
-        let Network::Decoder(_) = &self.network else {
+        if !self.network.stack().hands_out_layers() {
             return None;
-        };
+        }
         let (layers, heads, t) = (self.layers() as u64, self.heads() as u64, tokens as u64);
         let d = self.config.head_dim() as u64;
         let kv_heads = self.config.key_value_heads() as u64;
@@ -324,69 +337,64 @@ impl Model {
         Ok(())
     }
 
-    /// Runs a decoder keeping, instead of every P and S, what recomputes
+    /// The one way into a pass: checks the input, then runs it through
+    /// the network ([`AttentionStack::run`]), `observer` asked before each
+    /// layer, capturing into `sink`. The methods below are its capture
+    /// modes: every layer kept ([`Model::capture_into`]), what recomputes P
+    /// and S kept ([`Model::capture_recomputable`]); the logit lens and
+    /// generation ([`predict`]) are two more.
+    pub fn run(
+        &self,
+        input: PassInput,
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
+    ) -> Result<(), ForwardError> {
+        if let PassInput::Sequence(input_ids) = &input {
+            self.check_input(input_ids)?;
+        }
+        self.network.stack().run(input, observer, sink)
+    }
+
+    /// Runs the model keeping, instead of every P and S, what recomputes
     /// them ([`Captures::recompute`]); each layer's full captures go to
-    /// `on_layer` while they exist, for the figures that need them, and,
-    /// where given, each of its heads' P and S to `on_head` before
-    /// (on the CPU pass, on the thread that made the head).
-    /// An error for the BERT-like encoders.
+    /// `on_layer` while they exist, for the figures that need them, and
+    /// each of its heads' P and S, before, to the observer's head observer
+    /// where it has one (on the CPU pass, on the thread that made the
+    /// head). An error for the BERT-like encoders.
     pub fn capture_recomputable(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        on_head: Option<&HeadSink>,
+        observer: &dyn PassObserver,
         on_layer: &mut dyn FnMut(usize, &LayerCaptures),
     ) -> Result<Captures, ForwardError> {
+        // Before the buffers are sized: an input too long must not size them.
         self.check_input(input_ids)?;
-        let Network::Decoder(decoder) = &self.network else {
+        let stack = self.network.stack();
+        if !stack.hands_out_layers() {
             return Err(ForwardError::Candle(candle_core::Error::Msg(
                 "only the decoder stack recomputes its attention".into(),
             )));
-        };
+        }
         let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
         let kv_heads = self.config.key_value_heads();
         let tokens = input_ids.len();
-        let vectors = heads * tokens * head_dim;
-        let kv_vectors = kv_heads * tokens * head_dim;
-        let mut head_outputs = vec![0.0; layers * vectors];
-        let mut queries = vec![0.0; layers * vectors];
-        let mut keys = vec![0.0; layers * kv_vectors];
-        decoder.forward_layers(input_ids, cancelled, on_head, &mut |index, layer| {
-            on_layer(index, &layer);
-            let at = |size: usize| index * size..(index + 1) * size;
-            head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
-            queries[at(vectors)].copy_from_slice(layer.queries);
-            keys[at(kv_vectors)].copy_from_slice(layer.keys);
-            Ok(())
-        })?;
-        Ok(Captures {
-            layers,
-            heads,
-            tokens,
-            head_dim,
-            head_outputs,
-            recompute: Some(Box::new(AttentionInputs {
-                queries,
-                keys,
-                kv_heads,
-                rules: decoder.score_rules(),
-            })),
-            ..Captures::default()
-        })
+        let mut sink =
+            capture_modes::Recomputable::new((layers, heads, kv_heads, tokens, head_dim), on_layer);
+        self.run(PassInput::Sequence(input_ids), observer, &mut sink)?;
+        Ok(sink.into_captures(stack.score_rules()))
     }
 
-    /// Runs the encoder and gathers every layer's P, O and S into plain
-    /// buffers. Returns `ForwardError::Cancelled` as soon as `cancelled`
-    /// says so between two layers. Every pass polls `cancelled` exactly
-    /// once before each layer, in order: the pipeline tells a run's
-    /// progress from these polls (`tests/decoders.rs` checks it).
+    /// Runs the model and gathers every layer's P, O and S into plain
+    /// buffers ([`Model::capture_into`]). Returns
+    /// `ForwardError::Cancelled` as soon as `observer` says so before a
+    /// layer (a closure `|| false` never does).
     pub fn capture(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
     ) -> Result<Captures, ForwardError> {
         let mut captures = Captures::default();
-        self.capture_into(input_ids, cancelled, &mut captures)?;
+        self.capture_into(input_ids, observer, &mut captures)?;
         Ok(captures)
     }
 
@@ -398,43 +406,19 @@ impl Model {
     pub fn capture_into(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         captures: &mut Captures,
     ) -> Result<(), ForwardError> {
+        // Before the buffers are sized: an input too long must not size them.
         self.check_input(input_ids)?;
-        let tokens = input_ids.len();
-        let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
-        let square = layers * heads * tokens * tokens;
-        captures.layers = layers;
-        captures.heads = heads;
-        captures.tokens = tokens;
-        captures.head_dim = head_dim;
-        captures.recompute = None;
-        captures.separator_columns.clear();
-        // Every value is overwritten by the forward pass, so buffers of the
-        // right size are kept as they are; others are replaced by zeroed
-        // allocations, which come straight from the OS (no fill pass).
-        for (buffer, len) in [
-            (&mut captures.attentions, square),
-            (
-                &mut captures.head_outputs,
-                layers * heads * tokens * head_dim,
-            ),
-            (&mut captures.similarity, square),
-        ] {
-            if buffer.len() != len {
-                *buffer = vec![0.0; len];
-            }
-        }
-        self.network.stack().forward_into(
-            input_ids,
-            cancelled,
-            CaptureBuffers {
-                attention: &mut captures.attentions,
-                head_outputs: &mut captures.head_outputs,
-                similarity: &mut captures.similarity,
-            },
-        )
+        let dims = (
+            self.layers(),
+            self.heads(),
+            input_ids.len(),
+            self.config.head_dim(),
+        );
+        let mut sink = capture_modes::KeepAll::new(captures, dims);
+        self.run(PassInput::Sequence(input_ids), observer, &mut sink)
     }
 }
 

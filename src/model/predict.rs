@@ -5,12 +5,13 @@
 //! logits ([`crate::predictions`]) and run as one row, until the model's
 //! end-of-sequence token or the number of new tokens asked for.
 
-use super::decoder::{Decoder, KvCache, LayerRows, LmHead};
-use super::stack::AttentionStack;
+use super::decoder::{LmHead, PreNormStack};
+use super::stack::{AttentionStack, ForwardError, KvCache, LayerCaptures, LayerSink, PassInput};
 use super::weight::WeightBuilder;
 use super::{checkpoint, gguf, Model, Network};
 use crate::predictions::{greedy, Decoding, LensLayer, LogitLens, Sampler};
 use anyhow::{anyhow, bail};
+use candle_core::Tensor;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +38,61 @@ pub enum GenerationEvent<'a> {
     Token(u32),
 }
 
+/// One layer's rows of new tokens at positions `first_position`, …: P and
+/// S (H × n × T, each head's n rows against all T tokens so far) and O
+/// (H × n × d), row-major.
+pub struct LayerRows<'a> {
+    pub first_position: usize,
+    pub attention: &'a [f32],
+    pub head_outputs: &'a [f32],
+    pub similarity: &'a [f32],
+}
+
+/// The logit lens' sink: the residual stream after each layer to `each`.
+struct Residuals<F>(F);
+
+impl<F: FnMut(usize, &Tensor) -> candle_core::Result<()>> LayerSink for Residuals<F> {
+    fn wants_residuals(&self) -> bool {
+        true
+    }
+
+    fn residual(&mut self, layer: usize, residual: &Tensor) -> Result<(), ForwardError> {
+        Ok((self.0)(layer, residual)?)
+    }
+}
+
+/// A generation step's sink: each layer's rows to `on_event`, and the new
+/// tokens' final hidden states (after the last layer) kept.
+struct StepRows<'a> {
+    first_position: usize,
+    on_event: &'a mut dyn FnMut(GenerationEvent),
+    hidden: Option<Tensor>,
+}
+
+impl LayerSink for StepRows<'_> {
+    fn layer(&mut self, layer: usize, captures: LayerCaptures) -> Result<(), ForwardError> {
+        (self.on_event)(GenerationEvent::Rows {
+            layer,
+            rows: LayerRows {
+                first_position: self.first_position,
+                attention: captures.attention,
+                head_outputs: captures.head_outputs,
+                similarity: captures.similarity,
+            },
+        });
+        Ok(())
+    }
+
+    fn wants_residuals(&self) -> bool {
+        true
+    }
+
+    fn residual(&mut self, _layer: usize, residual: &Tensor) -> Result<(), ForwardError> {
+        self.hidden = Some(residual.clone());
+        Ok(())
+    }
+}
+
 /// A finished (or stopped) generation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generation {
@@ -49,9 +105,9 @@ pub struct Generation {
 
 impl Model {
     /// The decoder, or an error saying that `what` needs one.
-    fn causal_decoder(&self, what: &str) -> anyhow::Result<&Decoder> {
+    fn causal_decoder(&self, what: &str) -> anyhow::Result<&PreNormStack> {
         match &self.network {
-            Network::Decoder(decoder) if self.config.is_causal() => Ok(decoder),
+            Network::PreNorm(decoder) if self.config.is_causal() => Ok(decoder),
             _ => bail!(
                 "{what} needs a decoder: {} ({}) is an encoder",
                 self.name,
@@ -149,36 +205,32 @@ impl Model {
         layer_done: &dyn Fn(usize),
     ) -> anyhow::Result<Vec<LensLayer>> {
         self.check_input(input_ids)?;
-        let decoder = self.causal_decoder("the logit lens")?;
+        self.causal_decoder("the logit lens")?;
         let head = self.lm_head()?;
         let mut layers = Vec::new();
-        decoder.forward_with_residuals(
-            input_ids,
-            cancelled,
-            &mut |_, _| Ok(()),
-            &mut |l, residual| {
-                if !wanted(l) {
-                    layer_done(l);
-                    return Ok(());
-                }
-                // A few rows at a time: a long input's logits of every
-                // position would take T × vocab floats at once.
-                let mut layer = LensLayer::default();
-                let tokens = residual.dim(0)?;
-                for start in (0..tokens).step_by(LENS_ROWS) {
-                    let rows = LENS_ROWS.min(tokens - start);
-                    let logits = head
-                        .logits(&residual.narrow(0, start, rows)?)?
-                        .flatten_all()?
-                        .to_vec1::<f32>()?;
-                    let next_ids = input_ids.get(start + 1..).unwrap_or_default();
-                    layer.extend(LensLayer::of_logits(&logits, head.vocab(), k, next_ids));
-                }
-                layers.push(layer);
+        let mut sink = Residuals(|l, residual: &Tensor| {
+            if !wanted(l) {
                 layer_done(l);
-                Ok(())
-            },
-        )?;
+                return Ok(());
+            }
+            // A few rows at a time: a long input's logits of every
+            // position would take T × vocab floats at once.
+            let mut layer = LensLayer::default();
+            let tokens = residual.dim(0)?;
+            for start in (0..tokens).step_by(LENS_ROWS) {
+                let rows = LENS_ROWS.min(tokens - start);
+                let logits = head
+                    .logits(&residual.narrow(0, start, rows)?)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
+                let next_ids = input_ids.get(start + 1..).unwrap_or_default();
+                layer.extend(LensLayer::of_logits(&logits, head.vocab(), k, next_ids));
+            }
+            layers.push(layer);
+            layer_done(l);
+            Ok(())
+        });
+        self.run(PassInput::Sequence(input_ids), &cancelled, &mut sink)?;
         Ok(layers)
     }
 
@@ -254,9 +306,18 @@ impl Model {
         };
         let mut cache = decoder.new_cache();
         let run = |ids: &[u32], cache: &mut KvCache, on_event: &mut dyn FnMut(GenerationEvent)| {
-            decoder.forward_cached(cache, ids, &mut |layer, rows| {
-                on_event(GenerationEvent::Rows { layer, rows })
-            })
+            let mut sink = StepRows {
+                first_position: cache.tokens(),
+                on_event,
+                hidden: None,
+            };
+            let input = PassInput::Cached {
+                cache,
+                new_ids: ids,
+            };
+            self.run(input, &|| false, &mut sink)?;
+            sink.hidden
+                .ok_or_else(|| anyhow!("the model has no layers"))
         };
         let mut hidden = run(prompt_ids, &mut cache, on_event)?;
         let mut picked = Vec::new();

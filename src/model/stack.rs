@@ -1,36 +1,243 @@
 //! What the two stacks share — the post-norm encoder of the BERT-like
 //! families ([`super::encoder`]) and the pre-norm stack of the decoders and
-//! ModernBERT ([`super::decoder`]) — so that neither imports the other: the
-//! trait both implement, where a pass writes what it captures, why it stops
-//! early, host views of tensors, and the steps of their tensor paths that
-//! are the same in both: the feed-forward activation and a layer's heads
-//! handed to the attention core ([`crate::kernels::attention`], the one
-//! place a head's P, O and S are made).
+//! of ModernBERT, an encoder ([`super::decoder`]) — so that neither imports
+//! the other: the one way into a pass ([`AttentionStack::run`]) with what
+//! watches it ([`PassObserver`]) and what it captures into ([`LayerSink`]),
+//! why it stops early, the key/value cache of a generation step, host
+//! views of tensors, and the steps of their tensor paths that are the same
+//! in both: the feed-forward activation and a layer's heads handed to the
+//! attention core ([`crate::kernels::attention`], the one place a head's P,
+//! O and S are made).
 
 use super::team;
 use crate::kernels::attention::{attend, ScoreRule};
 use crate::kernels::Activation;
 use candle_core::{CpuStorage, Device, Result, Storage, StorageRef, Tensor};
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 /// A stack of attention layers that captures every head.
 pub trait AttentionStack {
     /// Where its tensors live.
     fn device(&self) -> &Device;
 
-    /// Runs one sequence of T tokens, writing every layer's P, O and S
-    /// into `out`; `cancelled` is polled between layers, and what was
-    /// written by then is left as it is.
-    fn forward_into(
+    /// The one way into a pass: runs `input` through every layer, asking
+    /// `observer` before each layer whether to go on (and handing it each
+    /// head as it is made, where it asks for them), and capturing into
+    /// `sink` as the sink says: every layer's P, O and S into its buffers,
+    /// or each layer handed over in turn, with the residual stream after
+    /// it where the sink wants it. On a stop, what was captured by then is
+    /// left as it is. An error where the stack cannot capture as the sink
+    /// or the input asks.
+    fn run(
         &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
+        input: PassInput,
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError>;
+
+    /// Whether [`AttentionStack::run`] hands a sink each layer's captures
+    /// with the queries and keys P is made from (what recomputing P and S
+    /// per head needs); the BERT-like encoder only keeps every layer.
+    fn hands_out_layers(&self) -> bool;
 
     /// How each attention layer, in the order the pass runs them, makes
     /// its heads' attention (the same for every input).
     fn score_rules(&self) -> Vec<ScoreRule>;
+}
+
+/// What a pass runs: a whole sequence, or the tokens that follow those a
+/// key/value cache holds (a generation step: each new token one row of
+/// every layer, on candle's ops).
+pub enum PassInput<'a> {
+    Sequence(&'a [u32]),
+    Cached {
+        cache: &'a mut KvCache,
+        new_ids: &'a [u32],
+    },
+}
+
+/// Watches a pass from the thread that started it.
+pub trait PassObserver {
+    /// Called before layer `layer` runs (every application of a shared
+    /// layer counts), in order: where the pass stands, and whether it goes
+    /// on (`Break` ends it with [`ForwardError::Cancelled`]).
+    fn before_layer(&self, layer: usize) -> ControlFlow<()>;
+
+    /// Where each head goes as soon as it is made, if anywhere.
+    fn heads(&self) -> Option<&dyn HeadObserver> {
+        None
+    }
+}
+
+/// A cancel check is an observer that only says whether to stop.
+impl<F: Fn() -> bool> PassObserver for F {
+    fn before_layer(&self, _layer: usize) -> ControlFlow<()> {
+        if self() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// Receives one head's P and S (T×T each) of a whole sequence as soon as
+/// the head is made, on the thread that made it: a caller's work on each
+/// head then runs on every thread of the pass, while the head is in that
+/// core's cache. Not called on a generation step. Hence `Sync`, apart from
+/// the [`PassObserver`] that hands it out, which the pass asks only on its
+/// own thread: a run's watch need not be shareable (the app's and the
+/// tests' keep their progress in a `Cell`).
+pub trait HeadObserver: Sync {
+    fn head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]);
+}
+
+impl<F: Fn(usize, usize, &[f32], &[f32]) + Sync> HeadObserver for F {
+    fn head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]) {
+        self(layer, head, attention, similarity)
+    }
+}
+
+/// Where a pass puts what it captures: the capture mode. A sink either
+/// keeps every layer, giving the pass the final buffers to write into
+/// ([`LayerSink::kept`]), or takes each layer in turn
+/// ([`LayerSink::layer`]), and may ask for the residual stream after
+/// each layer ([`LayerSink::residual`]).
+pub trait LayerSink {
+    /// The buffers of every layer's P, O and S, for a sink that keeps them
+    /// all: the pass writes them there (the tuned CPU pass as it makes
+    /// them, with no copy) and hands the sink no layer. `None`: the sink
+    /// takes each layer.
+    fn kept(&mut self) -> Option<CaptureBuffers<'_>> {
+        None
+    }
+
+    /// Layer `layer`'s captures, once its attention is complete (on a
+    /// generation step, its new tokens' rows), in buffers the next layer
+    /// reuses.
+    fn layer(
+        &mut self,
+        _layer: usize,
+        _captures: LayerCaptures,
+    ) -> std::result::Result<(), ForwardError> {
+        Ok(())
+    }
+
+    /// Whether it wants the residual stream after each layer: a whole
+    /// sequence then runs on candle's ops (the tuned CPU pass keeps its
+    /// hidden states inside its threads) and its last layer to its end.
+    fn wants_residuals(&self) -> bool {
+        false
+    }
+
+    /// The residual stream after layer `layer` (T × hidden; on a generation
+    /// step, the new tokens' rows: after the last layer, their final hidden
+    /// states before the final norm).
+    fn residual(
+        &mut self,
+        _layer: usize,
+        _residual: &Tensor,
+    ) -> std::result::Result<(), ForwardError> {
+        Ok(())
+    }
+}
+
+/// Where a pass writes what it captures, as its sink says: into the
+/// sink's buffers of every layer, or a layer at a time to the sink.
+pub(in crate::model) enum Capture<'s> {
+    Kept(CaptureBuffers<'s>),
+    Layers(&'s mut dyn LayerSink),
+}
+
+impl<'s> Capture<'s> {
+    /// What `sink` asks of a pass of `layers` layers of `heads` heads over
+    /// `tokens` tokens: an error if its buffers do not fit them.
+    pub(in crate::model) fn of(
+        sink: &'s mut dyn LayerSink,
+        (layers, heads, tokens, head_dim): (usize, usize, usize, usize),
+    ) -> Result<Self> {
+        // Asked twice: buffers returned from one branch only would keep
+        // the sink borrowed in the other.
+        if sink.kept().is_none() {
+            return Ok(Self::Layers(sink));
+        }
+        let out = sink.kept().expect("a sink that keeps every layer");
+        out.check(layers, heads, tokens, head_dim)?;
+        Ok(Self::Kept(out))
+    }
+}
+
+/// Hands each head of layer `layer` (P and S, H×T×T each) to `observer`,
+/// where there is one: on candle's ops, the heads of a layer once it is
+/// made, on the calling thread.
+pub(in crate::model) fn hand_out_heads(
+    observer: Option<&dyn HeadObserver>,
+    layer: usize,
+    tokens: usize,
+    attention: &[f32],
+    similarity: &[f32],
+) {
+    let Some(observer) = observer else {
+        return;
+    };
+    let square = (tokens * tokens).max(1);
+    let squares = attention.chunks(square).zip(similarity.chunks(square));
+    for (head, (attention, similarity)) in squares.enumerate() {
+        observer.head(layer, head, attention, similarity);
+    }
+}
+
+/// Every layer's keys, values and head outputs of the tokens run so far,
+/// for [`PassInput::Cached`].
+pub struct KvCache {
+    pub(in crate::model) layers: Vec<LayerCache>,
+    pub(in crate::model) tokens: usize,
+}
+
+impl KvCache {
+    /// An empty cache of `layers` layers.
+    pub(in crate::model) fn new(layers: usize) -> Self {
+        Self {
+            layers: (0..layers).map(|_| LayerCache::default()).collect(),
+            tokens: 0,
+        }
+    }
+
+    /// Tokens run so far.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+}
+
+/// One layer's keys and values (per key/value head, T×d, rotated) and head
+/// outputs (per query head, T×d) of the tokens run so far: what the rows
+/// of a new token's P, O and S are made from.
+#[derive(Default)]
+pub(in crate::model) struct LayerCache {
+    pub(in crate::model) keys: Vec<Vec<f32>>,
+    pub(in crate::model) values: Vec<Vec<f32>>,
+    pub(in crate::model) outputs: Vec<Vec<f32>>,
+    pub(in crate::model) tokens: usize,
+}
+
+impl LayerCache {
+    /// Appends `rows` new tokens' keys and values (each H_kv×rows×d).
+    pub(in crate::model) fn append(
+        &mut self,
+        keys: &[f32],
+        values: &[f32],
+        kv_heads: usize,
+        rows: usize,
+        d: usize,
+    ) {
+        let size = rows * d;
+        self.keys.resize_with(kv_heads, Vec::new);
+        self.values.resize_with(kv_heads, Vec::new);
+        for head in 0..kv_heads {
+            self.keys[head].extend_from_slice(&keys[head * size..][..size]);
+            self.values[head].extend_from_slice(&values[head * size..][..size]);
+        }
+        self.tokens += rows;
+    }
 }
 
 /// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
@@ -86,7 +293,9 @@ pub enum ForwardError {
 
 /// One layer's captures on the host, row-major: P and S (H×T×T), O
 /// (H×T×d), and the queries (H×T×d) and keys (H_kv×T×d) as the scores read
-/// them (rotated, unscaled), from which P can be made again.
+/// them (rotated, unscaled), from which P can be made again. On a
+/// generation step, the new tokens' rows: P and S H×n×T, O H×n×d, and no
+/// queries or keys (nothing recomputes rows).
 pub struct LayerCaptures<'a> {
     pub attention: &'a [f32],
     pub head_outputs: &'a [f32],
@@ -94,12 +303,6 @@ pub struct LayerCaptures<'a> {
     pub queries: &'a [f32],
     pub keys: &'a [f32],
 }
-
-/// Receives one head's P and S (T×T each) as soon as the head is made, on
-/// the thread that made it: `(layer, head, attention, similarity)`. A
-/// caller's work on each head then runs on every thread of the pass, while
-/// the head is in that core's cache.
-pub type HeadSink<'a> = dyn Fn(usize, usize, &[f32], &[f32]) + Sync + 'a;
 
 /// Where one layer's heads write P and S (H×T×T) and O (H×T×d).
 pub struct LayerAttention<'a> {

@@ -1,9 +1,9 @@
 //! The threads of one CPU forward pass and how they meet.
 //!
-//! The encoder splits each layer the way tensor-parallel transformers split
+//! The CPU pass splits each layer the way tensor-parallel transformers split
 //! it across devices: each thread owns some heads and some feed-forward
 //! columns, and the threads meet twice per layer, at a [`Barrier`], to add
-//! up their partial sums (see `Encoder::forward_cpu`), instead of
+//! up their partial sums (see `cpu_pass.rs`), instead of
 //! forking and joining around each of the layer's ten or so steps (a rayon
 //! pool did that at 10% of a MiniLM pass in wake-ups alone, and a sleeping
 //! worker is slow to return when other processes compete for the cores).

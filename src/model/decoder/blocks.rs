@@ -24,7 +24,9 @@ use crate::model::config::pre_norm::{
 use crate::model::config::{Activation, ModelConfig, PreNormShape};
 use crate::model::cpu_pass::{LayerCpu, RotaryCpu};
 use crate::model::family::Family;
-use crate::model::stack::{self, attend_layer, HostValues, LayerAttention, LayerCaptures};
+use crate::model::stack::{
+    self, attend_layer, HostValues, LayerAttention, LayerCache, LayerCaptures,
+};
 use crate::model::weight::{Weight, WeightBuilder};
 use candle_core::{Result, Tensor, D};
 
@@ -409,31 +411,6 @@ impl Attention {
         }
         let context = stack::heads_side_by_side(&rows.head_outputs, self.heads, n, x.device())?;
         self.output.forward(&context)
-    }
-}
-
-/// One layer's keys and values (per key/value head, T×d, rotated) and head
-/// outputs (per query head, T×d) of the tokens run so far: what the rows
-/// of a new token's P, O and S are made from.
-#[derive(Default)]
-pub(super) struct LayerCache {
-    keys: Vec<Vec<f32>>,
-    values: Vec<Vec<f32>>,
-    outputs: Vec<Vec<f32>>,
-    tokens: usize,
-}
-
-impl LayerCache {
-    /// Appends `rows` new tokens' keys and values (each H_kv×rows×d).
-    fn append(&mut self, keys: &[f32], values: &[f32], kv_heads: usize, rows: usize, d: usize) {
-        let size = rows * d;
-        self.keys.resize_with(kv_heads, Vec::new);
-        self.values.resize_with(kv_heads, Vec::new);
-        for head in 0..kv_heads {
-            self.keys[head].extend_from_slice(&keys[head * size..][..size]);
-            self.values[head].extend_from_slice(&values[head * size..][..size]);
-        }
-        self.tokens += rows;
     }
 }
 

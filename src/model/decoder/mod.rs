@@ -1,52 +1,53 @@
-//! Our decoder for the causal families (GPT-2; Llama, Mistral, Qwen2;
-//! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2), and
-//! the pre-norm stack ModernBERT runs on too (bidirectionally), returning,
-//! like [`super::encoder`], every layer's attention
-//! probabilities P, every query head's output O = P·V (with grouped-query
-//! attention, V of the head's key/value group) and S = O·Oᵀ.
+//! The pre-norm stack ([`PreNormStack`]): the causal decoders (GPT-2;
+//! Llama, Mistral, Qwen2; GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2) and
+//! ModernBERT, an encoder, which runs on it bidirectionally (the folder
+//! keeps the name of the families it was written for). Like
+//! [`super::encoder`] it captures every layer's attention probabilities
+//! P, every query head's output O = P·V (with grouped-query attention, V
+//! of the head's key/value group) and S = O·Oᵀ, through the one entry
+//! every stack has, [`AttentionStack::run`].
 //!
-//! One forward pass, on any device: embeddings (GPT-2 adds its learned
+//! A whole sequence, on any device: embeddings (GPT-2 adds its learned
 //! position table, Gemma scales them by √hidden; the others rotate queries
 //! and keys instead), then layers whose attention is causal (and, where the
 //! config says, limited to a sliding window). The families differ only
 //! where [`PreNormShape::variant`] says and [`blocks`] reads it. On the CPU
 //! the plain pre-norm layer runs the tuned CPU pass the encoder runs
 //! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
-//! device, with a GGUF file's quantized blocks, or with layers the pass
-//! does not take (norms after a sublayer, q/k norms, partial rotary, a
-//! parallel residual), candle's ops, each layer's heads through the
+//! device, with a GGUF file's quantized blocks, with layers the pass does
+//! not take (norms after a sublayer, q/k norms, partial rotary, a parallel
+//! residual), or for a sink that wants the residual stream after each
+//! layer (the logit lens), candle's ops, each layer's heads through the
 //! attention core on the host ([`super::stack::attend_layer`]).
 //!
-//! For a decoder's predictions ([`super::predict`]) the stack also runs on
-//! candle's ops with the residual stream after each layer handed out (the
-//! logit lens), and through a key/value cache ([`Decoder::forward_cached`]:
-//! each new token one row of every layer); its final norm and LM head are
-//! [`LmHead`], loaded apart.
+//! A generation step ([`PassInput::Cached`], for [`super::predict`]) runs
+//! the new tokens through a key/value cache on candle's ops, each new token
+//! one row of every layer; the final norm and LM head are [`LmHead`],
+//! loaded apart.
 
 mod blocks;
 mod head;
 
-use blocks::{AttentionBuffers, DecoderLayer, LayerCache, RotaryTables};
+use blocks::{AttentionBuffers, DecoderLayer, RotaryTables};
 pub use head::LmHead;
 
 use super::blocks::Norm;
 use super::config::{Activation, ModelConfig, PreNormShape};
-use super::cpu_pass::{self, Capture, LayerSink, PassShape, RotaryCpu};
+use super::cpu_pass::{self, PassShape, RotaryCpu};
 use super::family::Family;
-use super::stack::{AttentionStack, CaptureBuffers, ForwardError, HeadSink, LayerCaptures};
+use super::stack::{
+    hand_out_heads, AttentionStack, Capture, ForwardError, KvCache, LayerSink, PassInput,
+    PassObserver,
+};
 use super::weight::{Weight, WeightBuilder};
 use crate::kernels::attention::ScoreRule;
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::Embedding;
 
-/// Where a pass hands the residual stream after each layer (its index, T ×
-/// hidden).
-pub type ResidualSink<'a> = dyn FnMut(usize, &Tensor) -> Result<()> + 'a;
-
 /// Token (and for GPT-2 position) embeddings and the stack of layers; the
 /// final norm and language-model head, which the study does not read, are
 /// loaded apart ([`LmHead`]).
-pub struct Decoder {
+pub struct PreNormStack {
     /// In the checkpoint's precision: a token's row is widened when read.
     words: Weight,
     positions: Option<Embedding>,
@@ -67,7 +68,7 @@ pub struct Decoder {
     cpu_pass: bool,
 }
 
-impl Decoder {
+impl PreNormStack {
     /// `vb` is rooted at the base model (names like `wte.weight` or
     /// `embed_tokens.weight`).
     pub fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
@@ -119,87 +120,59 @@ impl Decoder {
         })
     }
 
-    /// Runs the decoder on one sequence, handing each layer's captures to
-    /// `sink` as soon as they exist (the caller keeps what it needs: a long
-    /// input's P and S of every layer would not fit in memory), and, where
-    /// given, each head's P and S to `heads` before its layer goes to
-    /// `sink` (on the CPU pass, on the thread that made the head).
-    pub fn forward_layers(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        heads: Option<&HeadSink>,
-        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-    ) -> std::result::Result<(), ForwardError> {
-        if self.cpu_pass {
-            let mut sink = |index: usize, layer: LayerCaptures| sink(index, layer);
-            let layers: &mut LayerSink = &mut sink;
-            return self.forward_cpu(input_ids, cancelled, Capture::Streamed { layers, heads });
-        }
-        let Some(heads) = heads else {
-            return self.forward_tensors(input_ids, cancelled, sink, None);
-        };
-        let square = input_ids.len() * input_ids.len();
-        let mut sink = |index: usize, layer: LayerCaptures| {
-            let squares = layer
-                .attention
-                .chunks(square)
-                .zip(layer.similarity.chunks(square));
-            for (head, (attention, similarity)) in squares.enumerate() {
-                heads(index, head, attention, similarity);
-            }
-            sink(index, layer)
-        };
-        self.forward_tensors(input_ids, cancelled, &mut sink, None)
-    }
-
-    /// [`Decoder::forward_layers`] on candle's ops, on any device, each
-    /// layer's heads through the attention core on the host. With
-    /// `residuals`, the last layer runs to its end and each layer's output
-    /// (the residual stream after it, T × hidden) goes there too.
+    /// [`AttentionStack::run`] of a whole sequence on candle's ops, on
+    /// any device, each layer's heads through the attention core on the
+    /// host: each layer's captures copied into the sink's buffers, or
+    /// handed to it; where it wants the residual stream, the last layer
+    /// runs to its end and each layer's output (T × hidden) goes there too.
     fn forward_tensors(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-        mut residuals: Option<&mut ResidualSink>,
+        observer: &dyn PassObserver,
+        mut capture: Capture,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
+        let (heads, head_dim) = (self.config.num_attention_heads, self.config.head_dim());
         let count = self.layers.len();
+        let residuals = matches!(&capture, Capture::Layers(sink) if sink.wants_residuals());
         let x = self.embeddings(input_ids, 0)?;
         let (rotary, local_rotary) = self.rotary_tables(0..tokens)?;
         let mut x = Some(x);
         let mut buffers = AttentionBuffers::default();
         for (index, layer) in self.layers.iter().enumerate() {
-            if cancelled() {
+            if observer.before_layer(index).is_break() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let rotary = Self::layer_rotary(layer, &rotary, &local_rotary);
-            let last = index + 1 == count && residuals.is_none();
+            let last = index + 1 == count && !residuals;
             let next = layer.forward(&input, rotary, self.activation, &mut buffers, last)?;
             drop(input);
-            sink(index, buffers.captures())?;
-            if let (Some(residuals), Some(next)) = (residuals.as_mut(), &next) {
-                residuals(index, next)?;
+            let captured = buffers.captures();
+            match &mut capture {
+                Capture::Kept(out) => {
+                    let target = out.layer(index, heads, tokens, head_dim);
+                    target.attention.copy_from_slice(captured.attention);
+                    target.head_outputs.copy_from_slice(captured.head_outputs);
+                    target.similarity.copy_from_slice(captured.similarity);
+                }
+                Capture::Layers(sink) => {
+                    hand_out_heads(
+                        observer.heads(),
+                        index,
+                        tokens,
+                        captured.attention,
+                        captured.similarity,
+                    );
+                    sink.layer(index, captured)?;
+                    if let (true, Some(next)) = (residuals, &next) {
+                        sink.residual(index, next)?;
+                    }
+                }
             }
             x = next;
         }
         Ok(())
-    }
-
-    /// Runs the decoder like [`Decoder::forward_layers`], also handing
-    /// `residual` the residual stream after each layer (T × hidden), the
-    /// input of the logit lens. On candle's ops whatever the device: the
-    /// tuned CPU pass keeps its hidden states inside its threads.
-    pub fn forward_with_residuals(
-        &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        sink: &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-        residual: &mut ResidualSink,
-    ) -> std::result::Result<(), ForwardError> {
-        self.forward_tensors(input_ids, cancelled, sink, Some(residual))
     }
 
     /// Rotary tables (global, and local where the family has its own) of
@@ -232,26 +205,27 @@ impl Decoder {
         }
     }
 
-    /// An empty key/value cache for [`Decoder::forward_cached`].
+    /// An empty key/value cache for a generation step
+    /// ([`PassInput::Cached`]).
     pub fn new_cache(&self) -> KvCache {
-        KvCache {
-            layers: self.layers.iter().map(|_| LayerCache::default()).collect(),
-            tokens: 0,
-        }
+        KvCache::new(self.layers.len())
     }
 
-    /// Runs the tokens `new_ids`, which follow those `cache` holds, through
-    /// every layer, each new token costing its own rows only: their keys,
-    /// values and head outputs join the cache, each layer's rows of P, O
-    /// and S (every head's n rows against all T tokens so far) go to
-    /// `rows`, and the new tokens' final hidden states (n × hidden, before
-    /// the final norm) are returned. On candle's ops, whatever the device.
-    pub fn forward_cached(
+    /// [`AttentionStack::run`] of the tokens `new_ids`, which follow those
+    /// `cache` holds, through every layer, each new token costing its own
+    /// rows only: their keys, values and head outputs join the cache, each
+    /// layer's rows of P, O and S (every head's n rows against all T tokens
+    /// so far) go to the sink, and where it wants the residual stream, the
+    /// new tokens' rows after each layer (after the last, their final
+    /// hidden states, n × hidden, before the final norm). On candle's ops,
+    /// whatever the device; the heads go to no observer (they are rows).
+    fn run_cached(
         &self,
         cache: &mut KvCache,
         new_ids: &[u32],
-        rows: &mut dyn FnMut(usize, LayerRows),
-    ) -> Result<Tensor> {
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
+    ) -> std::result::Result<(), ForwardError> {
         let first = cache.tokens;
         let positions = first..first + new_ids.len();
         if positions.end > self.config.max_tokens() {
@@ -259,27 +233,26 @@ impl Decoder {
                 "{} tokens are more than this model takes ({})",
                 positions.end,
                 self.config.max_tokens()
-            )));
+            ))
+            .into());
         }
         let (rotary, local_rotary) = self.rotary_tables(positions)?;
         let mut x = self.embeddings(new_ids, first)?;
         let mut buffers = AttentionBuffers::default();
+        let residuals = sink.wants_residuals();
         for (index, (layer, layer_cache)) in self.layers.iter().zip(&mut cache.layers).enumerate() {
+            if observer.before_layer(index).is_break() {
+                return Err(ForwardError::Cancelled);
+            }
             let rotary = Self::layer_rotary(layer, &rotary, &local_rotary);
             x = layer.forward_cached(&x, rotary, self.activation, layer_cache, &mut buffers)?;
-            let captured = buffers.captures();
-            rows(
-                index,
-                LayerRows {
-                    first_position: first,
-                    attention: captured.attention,
-                    head_outputs: captured.head_outputs,
-                    similarity: captured.similarity,
-                },
-            );
+            sink.layer(index, buffers.captures())?;
+            if residuals {
+                sink.residual(index, &x)?;
+            }
         }
         cache.tokens += new_ids.len();
-        Ok(x)
+        Ok(())
     }
 
     /// The final norm and LM head, from the head's tensors (`vb`, as the
@@ -319,7 +292,7 @@ impl Decoder {
     fn forward_cpu(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         capture: Capture,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
@@ -366,65 +339,50 @@ impl Decoder {
             &states,
             &layers,
             &schedule,
+            observer,
             capture,
             lease.threads(),
-            cancelled,
         )
     }
 }
 
-/// Every layer's keys, values and head outputs of the tokens run so far
-/// ([`Decoder::forward_cached`]).
-pub struct KvCache {
-    layers: Vec<LayerCache>,
-    tokens: usize,
-}
-
-impl KvCache {
-    /// Tokens run so far.
-    pub fn tokens(&self) -> usize {
-        self.tokens
-    }
-}
-
-/// One layer's rows of new tokens at positions `first_position`, …: P and
-/// S (H × n × T, each head's n rows against all T tokens so far) and O
-/// (H × n × d), row-major.
-pub struct LayerRows<'a> {
-    pub first_position: usize,
-    pub attention: &'a [f32],
-    pub head_outputs: &'a [f32],
-    pub similarity: &'a [f32],
-}
-
-impl AttentionStack for Decoder {
+impl AttentionStack for PreNormStack {
     fn device(&self) -> &Device {
         &self.device
     }
 
-    fn forward_into(
+    /// A whole sequence on the tuned CPU pass where the decoder has one
+    /// and the sink does not want the residual stream, else on candle's
+    /// ops; a generation step on candle's ops.
+    fn run(
         &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
+        input: PassInput,
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError> {
-        let (tokens, heads, head_dim) = (
-            input_ids.len(),
+        let input_ids = match input {
+            PassInput::Sequence(input_ids) => input_ids,
+            PassInput::Cached { cache, new_ids } => {
+                return self.run_cached(cache, new_ids, observer, sink)
+            }
+        };
+        let residuals = sink.wants_residuals();
+        let dims = (
+            self.layers.len(),
             self.config.num_attention_heads,
+            input_ids.len(),
             self.config.head_dim(),
         );
-        out.check(self.layers.len(), heads, tokens, head_dim)?;
-        if self.cpu_pass {
-            return self.forward_cpu(input_ids, cancelled, Capture::Kept(out));
+        let capture = Capture::of(sink, dims)?;
+        if self.cpu_pass && !residuals {
+            self.forward_cpu(input_ids, observer, capture)
+        } else {
+            self.forward_tensors(input_ids, observer, capture)
         }
-        let mut out = out;
-        self.forward_layers(input_ids, cancelled, None, &mut |index, layer| {
-            let target = out.layer(index, heads, tokens, head_dim);
-            target.attention.copy_from_slice(layer.attention);
-            target.head_outputs.copy_from_slice(layer.head_outputs);
-            target.similarity.copy_from_slice(layer.similarity);
-            Ok(())
-        })
+    }
+
+    fn hands_out_layers(&self) -> bool {
+        true
     }
 
     fn score_rules(&self) -> Vec<ScoreRule> {
@@ -438,17 +396,19 @@ impl AttentionStack for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::stack::LayerCaptures;
     use crate::model::{Model, Network};
 
     /// Every layer's captures, in order, as one stream of values.
-    fn captured(
-        run: impl FnOnce(
-            &mut dyn FnMut(usize, LayerCaptures) -> std::result::Result<(), ForwardError>,
-        ) -> std::result::Result<(), ForwardError>,
-    ) -> Vec<Vec<f32>> {
-        let mut layers = Vec::new();
-        run(&mut |index, layer| {
-            assert_eq!(index, layers.len());
+    struct Streamed(Vec<Vec<f32>>);
+
+    impl LayerSink for Streamed {
+        fn layer(
+            &mut self,
+            index: usize,
+            layer: LayerCaptures,
+        ) -> std::result::Result<(), ForwardError> {
+            assert_eq!(index, self.0.len());
             let parts = [
                 layer.attention,
                 layer.head_outputs,
@@ -456,11 +416,17 @@ mod tests {
                 layer.queries,
                 layer.keys,
             ];
-            layers.push(parts.concat());
+            self.0.push(parts.concat());
             Ok(())
-        })
-        .unwrap();
-        layers
+        }
+    }
+
+    fn captured(
+        run: impl FnOnce(&mut dyn LayerSink) -> std::result::Result<(), ForwardError>,
+    ) -> Vec<Vec<f32>> {
+        let mut layers = Streamed(Vec::new());
+        run(&mut layers).unwrap();
+        layers.0
     }
 
     /// On every pre-norm fixture (GPT-2, Llama, Mistral, Qwen2: grouped
@@ -473,14 +439,15 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
         for name in ["gpt2", "llama", "mistral", "qwen2", "modernbert"] {
             let model = Model::load_folder(&fixtures.join(name), &Device::Cpu).unwrap();
-            let Network::Decoder(decoder) = &model.network else {
+            let Network::PreNorm(decoder) = &model.network else {
                 panic!("{name} is not on the pre-norm stack");
             };
             let ids: Vec<u32> = (0..29)
                 .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
                 .collect();
-            let reference = captured(|sink| decoder.forward_tensors(&ids, &|| false, sink, None));
-            let streamed = captured(|sink| decoder.forward_layers(&ids, &|| false, None, sink));
+            let reference =
+                captured(|sink| decoder.forward_tensors(&ids, &|| false, Capture::Layers(sink)));
+            let streamed = captured(|sink| decoder.run(PassInput::Sequence(&ids), &|| false, sink));
             assert_eq!(reference.len(), model.layers(), "{name}");
             for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
                 let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));

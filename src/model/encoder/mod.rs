@@ -9,13 +9,16 @@
 //! each layer uses (ALBERT shares them: the encoder holds the distinct
 //! layers and a schedule of which one each attention layer runs).
 //!
-//! Two forward passes share the parameters. `forward` on candle tensors
-//! runs on any device. On the CPU the encoder instead borrows the
-//! parameters as slices (`cpu()` on each block) and runs [`crate::kernels`]
-//! on a team of threads ([`super::team`]) that write P, O and S straight
-//! into the caller's buffers: about four times faster than candle's ops at
-//! BERT sizes (the profile is in [`crate::kernels`]). Both passes make P, O
-//! and S in the one attention core ([`crate::kernels::attention`]).
+//! Two paths behind the one entry ([`AttentionStack::run`]) share the
+//! parameters. On candle tensors (`forward`) it runs on any device. On the
+//! CPU the encoder instead borrows the parameters as slices (`cpu()` on
+//! each block) and runs [`crate::kernels`] on a team of threads
+//! ([`super::team`]) that write P, O and S straight into the sink's
+//! buffers: about four times faster than candle's ops at BERT sizes (the
+//! profile is in [`crate::kernels`]). Both paths make P, O and S in the one
+//! attention core ([`crate::kernels::attention`]). It keeps every layer
+//! only: a sink that takes layers one at a time (to recompute P and S per
+//! head), wants the residual stream or brings a key/value cache is refused.
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
@@ -25,8 +28,11 @@ mod blocks;
 use blocks::*;
 
 use super::config::ModelConfig;
-use super::cpu_pass::{self, Capture, PassShape};
-use super::stack::{AttentionStack, CaptureBuffers, ForwardError};
+use super::cpu_pass::{self, PassShape};
+use super::stack::{
+    hand_out_heads, AttentionStack, Capture, CaptureBuffers, ForwardError, LayerSink, PassInput,
+    PassObserver,
+};
 use super::weight::WeightBuilder;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use candle_core::{Device, Result, Tensor};
@@ -69,7 +75,7 @@ impl Encoder {
     fn forward_cpu(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         out: CaptureBuffers,
         threads: usize,
     ) -> std::result::Result<(), ForwardError> {
@@ -104,9 +110,9 @@ impl Encoder {
             &states,
             &layers,
             &self.schedule,
+            observer,
             Capture::Kept(out),
             threads,
-            cancelled,
         )
     }
 
@@ -115,7 +121,7 @@ impl Encoder {
     fn forward_tensors(
         &self,
         input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
+        observer: &dyn PassObserver,
         mut out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
@@ -126,12 +132,20 @@ impl Encoder {
         let mut x = Some(self.embeddings.forward(&ids, &positions)?);
         let layers = self.schedule.iter().map(|&index| &self.layers[index]);
         for (index, layer) in layers.enumerate() {
-            if cancelled() {
+            if observer.before_layer(index).is_break() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let capture = out.layer(index, heads, tokens, head_dim);
             x = layer.forward(&input, capture, index + 1 == count)?;
+            let made = out.layer(index, heads, tokens, head_dim);
+            hand_out_heads(
+                observer.heads(),
+                index,
+                tokens,
+                made.attention,
+                made.similarity,
+            );
         }
         Ok(())
     }
@@ -143,28 +157,52 @@ impl AttentionStack for Encoder {
     }
 
     /// The CPU pass where the tensors are on the CPU, candle's ops
-    /// elsewhere.
-    fn forward_into(
+    /// elsewhere; into a sink that keeps every layer only (it hands out
+    /// neither layers nor the residual stream, and has no key/value cache).
+    fn run(
         &self,
-        input_ids: &[u32],
-        cancelled: &dyn Fn() -> bool,
-        out: CaptureBuffers,
+        input: PassInput,
+        observer: &dyn PassObserver,
+        sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError> {
+        let PassInput::Sequence(input_ids) = input else {
+            return Err(unsupported(
+                "the encoder runs whole sequences: it has no key/value cache",
+            ));
+        };
         let tokens = input_ids.len();
-        let heads = self.config.num_attention_heads;
-        out.check(self.schedule.len(), heads, tokens, self.config.head_dim())?;
+        let dims = (
+            self.schedule.len(),
+            self.config.num_attention_heads,
+            tokens,
+            self.config.head_dim(),
+        );
+        let Capture::Kept(out) = Capture::of(sink, dims)? else {
+            return Err(unsupported(
+                "the encoder keeps every layer: it hands out no layer",
+            ));
+        };
         if self.device.is_cpu() {
             let lease = crate::threads::lease(tokens.max(1));
-            self.forward_cpu(input_ids, cancelled, out, lease.threads())
+            self.forward_cpu(input_ids, observer, out, lease.threads())
         } else {
-            self.forward_tensors(input_ids, cancelled, out)
+            self.forward_tensors(input_ids, observer, out)
         }
+    }
+
+    fn hands_out_layers(&self) -> bool {
+        false
     }
 
     fn score_rules(&self) -> Vec<ScoreRule> {
         let rule = ScoreRule::new(self.config.head_dim(), AttentionMask::default());
         vec![rule; self.schedule.len()]
     }
+}
+
+/// The error for a pass the encoder does not run.
+fn unsupported(what: &str) -> ForwardError {
+    ForwardError::Candle(candle_core::Error::Msg(what.into()))
 }
 
 #[cfg(test)]
@@ -244,9 +282,9 @@ mod tests {
             similarity: &mut s,
         };
         if threads == 0 {
-            encoder.forward_tensors(ids, cancelled, out)?;
+            encoder.forward_tensors(ids, &cancelled, out)?;
         } else {
-            encoder.forward_cpu(ids, cancelled, out, threads)?;
+            encoder.forward_cpu(ids, &cancelled, out, threads)?;
         }
         Ok([p, o, s])
     }

@@ -1,0 +1,120 @@
+//! The capture modes of a study run, as the sinks a pass writes into
+//! ([`LayerSink`]): every layer's P, O and S kept in the final buffers of
+//! [`Captures`] ([`KeepAll`]), or only what recomputes them per head, each
+//! layer's full captures handed on while they exist ([`Recomputable`]).
+//! The logit lens' and generation's sinks are in [`super::predict`].
+
+use super::stack::{CaptureBuffers, ForwardError, LayerCaptures, LayerSink};
+use crate::captures::{AttentionInputs, Captures};
+use crate::kernels::attention::ScoreRule;
+
+/// Keeps every layer: the pass writes P, O and S straight into the
+/// buffers of `Captures` (no copy on the CPU pass).
+pub(super) struct KeepAll<'a> {
+    captures: &'a mut Captures,
+}
+
+impl<'a> KeepAll<'a> {
+    /// Shapes `captures` for `layers` layers of `heads` heads over `tokens`
+    /// tokens and vectors of `head_dim`, keeping its buffers where they
+    /// already have the right sizes.
+    pub(super) fn new(
+        captures: &'a mut Captures,
+        (layers, heads, tokens, head_dim): (usize, usize, usize, usize),
+    ) -> Self {
+        let square = layers * heads * tokens * tokens;
+        captures.layers = layers;
+        captures.heads = heads;
+        captures.tokens = tokens;
+        captures.head_dim = head_dim;
+        captures.recompute = None;
+        captures.separator_columns.clear();
+        // Every value is overwritten by the forward pass, so buffers of the
+        // right size are kept as they are; others are replaced by zeroed
+        // allocations, which come straight from the OS (no fill pass).
+        for (buffer, len) in [
+            (&mut captures.attentions, square),
+            (
+                &mut captures.head_outputs,
+                layers * heads * tokens * head_dim,
+            ),
+            (&mut captures.similarity, square),
+        ] {
+            if buffer.len() != len {
+                *buffer = vec![0.0; len];
+            }
+        }
+        Self { captures }
+    }
+}
+
+impl LayerSink for KeepAll<'_> {
+    fn kept(&mut self) -> Option<CaptureBuffers<'_>> {
+        Some(CaptureBuffers {
+            attention: &mut self.captures.attentions,
+            head_outputs: &mut self.captures.head_outputs,
+            similarity: &mut self.captures.similarity,
+        })
+    }
+}
+
+/// Keeps every layer's O and the queries and keys P is made from; hands
+/// each layer's full captures to `on_layer` first.
+pub(super) struct Recomputable<'a> {
+    on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
+    captures: Captures,
+    queries: Vec<f32>,
+    keys: Vec<f32>,
+    kv_heads: usize,
+}
+
+impl<'a> Recomputable<'a> {
+    pub(super) fn new(
+        (layers, heads, kv_heads, tokens, head_dim): (usize, usize, usize, usize, usize),
+        on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
+    ) -> Self {
+        let vectors = heads * tokens * head_dim;
+        let kv_vectors = kv_heads * tokens * head_dim;
+        Self {
+            on_layer,
+            captures: Captures {
+                layers,
+                heads,
+                tokens,
+                head_dim,
+                head_outputs: vec![0.0; layers * vectors],
+                ..Captures::default()
+            },
+            queries: vec![0.0; layers * vectors],
+            keys: vec![0.0; layers * kv_vectors],
+            kv_heads,
+        }
+    }
+
+    /// The captures, with what recomputes P under `rules` (each layer's).
+    pub(super) fn into_captures(self, rules: Vec<ScoreRule>) -> Captures {
+        Captures {
+            recompute: Some(Box::new(AttentionInputs {
+                queries: self.queries,
+                keys: self.keys,
+                kv_heads: self.kv_heads,
+                rules,
+            })),
+            ..self.captures
+        }
+    }
+}
+
+impl LayerSink for Recomputable<'_> {
+    fn layer(&mut self, index: usize, layer: LayerCaptures) -> Result<(), ForwardError> {
+        (self.on_layer)(index, &layer);
+        let captures = &self.captures;
+        let vectors = captures.heads * captures.tokens * captures.head_dim;
+        let kv_vectors = self.kv_heads * captures.tokens * captures.head_dim;
+        let at = |size: usize| index * size..(index + 1) * size;
+        self.captures.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
+        self.queries[at(vectors)].copy_from_slice(layer.queries);
+        self.keys[at(kv_vectors)].copy_from_slice(layer.keys);
+        Ok(())
+    }
+}
