@@ -170,7 +170,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
     );
     for layer in 0..config.num_hidden_layers {
         let p = format!("layers.{layer}");
-        for name in norm_names(config.family, variant.layout, layer)
+        for name in norm_names(config.family, layer)
             .into_iter()
             .flatten()
         {
@@ -204,7 +204,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
             norm(format!("{p}.{attention}.q_norm"), query, &mut add);
             norm(format!("{p}.{attention}.k_norm"), key, &mut add);
         }
-        let [first, second, third] = feed_forward_names(config.family, variant.feed_forward);
+        let [first, second, third] = feed_forward_names(config.family);
         let feed_forward = match variant.feed_forward {
             FeedForwardLayout::Plain => vec![(first, h, i), (second, i, h)],
             FeedForwardLayout::Gated => vec![(first, h, i), (second, h, i), (third, i, h)],
