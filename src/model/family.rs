@@ -132,6 +132,12 @@ impl Family {
             .is_some_and(|encoder| encoder.projection.is_some())
     }
 
+    /// Whether the layers share weights in groups (ALBERT's
+    /// `num_hidden_groups` of `inner_group_num` layers).
+    pub fn has_layer_groups(self) -> bool {
+        self.encoder().is_some_and(|encoder| encoder.layer_groups)
+    }
+
     pub fn embedding_names(self) -> EmbeddingNames {
         self.encoder_or_bert().embeddings
     }

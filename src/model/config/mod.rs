@@ -191,9 +191,10 @@ impl ModelConfig {
 
     /// How many distinct sets of layer weights the checkpoint holds.
     pub fn distinct_layers(&self) -> usize {
-        match self.family {
-            Family::Albert => self.num_hidden_groups * self.inner_group_num,
-            _ => self.num_hidden_layers,
+        if self.family.has_layer_groups() {
+            self.num_hidden_groups * self.inner_group_num
+        } else {
+            self.num_hidden_layers
         }
     }
 
@@ -202,7 +203,7 @@ impl ModelConfig {
     /// of group ⌊i / (layers / groups)⌋, computed in floating point as
     /// transformers does.
     pub fn layer_schedule(&self) -> Vec<usize> {
-        if self.family != Family::Albert {
+        if !self.family.has_layer_groups() {
             return (0..self.num_hidden_layers).collect();
         }
         let per_group = self.num_hidden_layers as f64 / self.num_hidden_groups as f64;

@@ -13,12 +13,12 @@
 use super::fields::Fields;
 use super::ModelConfig;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
-pub use crate::model::families::{
-    EmbeddingScale, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout, Variant,
-};
 use crate::model::families::{
     ActivationField, BiasField, BidirectionalField, LlamaLikeFields, PreNormFields, PreNormNames,
     ScoreField, SlidingWindows, LLAMA_NAMES,
+};
+pub use crate::model::families::{
+    EmbeddingScale, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout, Variant,
 };
 use crate::model::family::Family;
 use serde_json::{json, Map, Value};
@@ -79,7 +79,10 @@ impl PreNormShape {
 /// The family's tensor names (Llama's for a family not pre-norm, which
 /// none reads).
 fn names(family: Family) -> PreNormNames {
-    family.spec().pre_norm().map_or(LLAMA_NAMES, |spec| spec.names)
+    family
+        .spec()
+        .pre_norm()
+        .map_or(LLAMA_NAMES, |spec| spec.names)
 }
 
 /// The family's names of its attention's tensors: (the attention's
@@ -958,13 +961,22 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
                 let variant = &shape.variant;
                 match field {
                     ScoreField::AttnLogitSoftcapping => {
-                        set("attn_logit_softcapping", json!(variant.attn_logit_softcapping));
+                        set(
+                            "attn_logit_softcapping",
+                            json!(variant.attn_logit_softcapping),
+                        );
                     }
                     ScoreField::FinalLogitSoftcapping => {
-                        set("final_logit_softcapping", json!(variant.final_logit_softcapping));
+                        set(
+                            "final_logit_softcapping",
+                            json!(variant.final_logit_softcapping),
+                        );
                     }
                     ScoreField::QueryPreAttnScalar => {
-                        set("query_pre_attn_scalar", json!(variant.query_pre_attn_scalar));
+                        set(
+                            "query_pre_attn_scalar",
+                            json!(variant.query_pre_attn_scalar),
+                        );
                     }
                 }
             }

@@ -16,7 +16,8 @@ pub const SPEC: FamilySpec = FamilySpec {
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
     stack: Stack::Encoder(EncoderSpec {
-        fields: EncoderFields::Bert { layer_groups: true },
+        fields: EncoderFields::Bert,
+        layer_groups: true,
         pad_token_id: 0,
         hidden_act: "gelu_new",
         positions_after_padding: false,

@@ -14,9 +14,8 @@ pub const SPEC: FamilySpec = FamilySpec {
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
     stack: Stack::Encoder(EncoderSpec {
-        fields: EncoderFields::Bert {
-            layer_groups: false,
-        },
+        fields: EncoderFields::Bert,
+        layer_groups: false,
         pad_token_id: 0,
         hidden_act: "gelu",
         positions_after_padding: false,

@@ -17,6 +17,7 @@ pub const SPEC: FamilySpec = FamilySpec {
     gguf_architecture: None,
     stack: Stack::Encoder(EncoderSpec {
         fields: EncoderFields::DistilBert,
+        layer_groups: false,
         pad_token_id: 0,
         hidden_act: "gelu",
         positions_after_padding: false,

@@ -15,10 +15,10 @@
 
 mod variant;
 
+use serde::{Deserialize, Serialize};
 pub use variant::{
     EmbeddingScale, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout, Variant,
 };
-use serde::{Deserialize, Serialize};
 
 /// Declares the family modules, [`Family`] (one variant each, in the
 /// list's order) and [`SPECS`] (their specs, in the same order).
@@ -114,6 +114,9 @@ pub enum Stack {
 pub struct EncoderSpec {
     /// How the config names its fields.
     pub fields: EncoderFields,
+    /// ALBERT: the layers share weights, in `num_hidden_groups` groups of
+    /// `inner_group_num` layers (config fields only such a family has).
+    pub layer_groups: bool,
     /// The config class's `pad_token_id` where a config leaves it out.
     pub pad_token_id: u32,
     /// The config class's activation where a config leaves it out.
@@ -132,9 +135,8 @@ pub struct EncoderSpec {
 /// How an encoder family's config names its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EncoderFields {
-    /// BERT's names (`hidden_size`, `num_hidden_layers`, …), with
-    /// `num_hidden_groups` and `inner_group_num` where `layer_groups`.
-    Bert { layer_groups: bool },
+    /// BERT's names (`hidden_size`, `num_hidden_layers`, …).
+    Bert,
     /// DistilBERT's own: `dim`, `n_layers`, `n_heads`, `hidden_dim`,
     /// `activation`, `sinusoidal_pos_embds`; no token types, LayerNorms
     /// always built with eps 1e-12.

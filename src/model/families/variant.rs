@@ -68,11 +68,6 @@ impl Variant {
         embedding_scale: EmbeddingScale::None,
         bidirectional: false,
     };
-
-    /// [`Variant::LLAMA`], as a value.
-    pub fn llama() -> Self {
-        Self::LLAMA
-    }
 }
 
 /// How a norm normalises.

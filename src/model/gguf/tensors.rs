@@ -18,6 +18,7 @@
 
 use super::file::{GgufFile, RawTensor, TensorType};
 use super::quantized::QuantizedWeight;
+use crate::model::config::pre_norm::head_names;
 use crate::model::config::ModelConfig;
 use crate::model::family::Family;
 use crate::model::weight::Weight;
@@ -78,23 +79,13 @@ pub fn hf_name(gguf: &str) -> Option<String> {
 /// The Hugging Face name of a GGUF tensor of a `family` file, or `None`
 /// for one the study does not read.
 pub fn hf_name_in(family: Family, gguf: &str) -> Option<String> {
-    let neox = family == Family::GptNeoX;
+    let (norm, head) = head_names(family)?;
     match gguf {
         "token_embd.weight" => return Some(format!("{}.weight", family.word_embeddings())),
-        "output.weight" => {
-            return Some(
-                if neox {
-                    "embed_out.weight"
-                } else {
-                    "lm_head.weight"
-                }
-                .into(),
-            )
-        }
+        "output.weight" => return Some(format!("{head}.weight")),
         _ => {}
     }
     if let Some(suffix) = gguf.strip_prefix("output_norm.") {
-        let norm = if neox { "final_layer_norm" } else { "norm" };
         return Some(format!("{norm}.{suffix}"));
     }
     let rest = gguf.strip_prefix("blk.")?;
