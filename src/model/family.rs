@@ -219,6 +219,18 @@ mod tests {
         );
         assert_eq!(Family::from_model_type("t5"), None);
         assert!(Family::Qwen2.is_causal() && !Family::Bert.is_causal());
+        // The encoders come first in the list, the decoders after them.
+        assert!(Family::ENCODERS.iter().all(|family| !family.is_causal()));
+        assert!(Family::DECODERS.iter().all(|family| family.is_causal()));
+        assert_eq!(
+            Family::ENCODERS.len() + Family::DECODERS.len(),
+            Family::ALL.len()
+        );
+        for family in Family::ALL {
+            if let Some(architecture) = family.spec().gguf_architecture {
+                assert_eq!(Family::from_gguf_architecture(architecture), Some(family));
+            }
+        }
     }
 
     #[test]

@@ -110,10 +110,13 @@ pub fn head_names(family: Family) -> Option<(&'static str, &'static str)> {
 /// The family's names of layer `index`'s norms before and after its
 /// attention and its feed-forward, `None` where its layout has none.
 pub fn norm_names(family: Family, index: usize) -> [Option<&'static str>; 4] {
-    let [attention, after_attention, feed_forward, after_feed_forward] = names(family).norms;
-    let first = names(family).first_attention_norm;
+    let PreNormNames {
+        norms: [attention, after_attention, feed_forward, after_feed_forward],
+        first_attention_norm,
+        ..
+    } = names(family);
     [
-        attention.filter(|_| index > 0 || first),
+        attention.filter(|_| index > 0 || first_attention_norm),
         after_attention,
         feed_forward,
         after_feed_forward,

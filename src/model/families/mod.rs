@@ -8,8 +8,9 @@
 //! from it.
 //!
 //! To add a family: write `<name>.rs` with its `SPEC` (start from the
-//! closest family's file), and add one line to the list in [`families!`]
-//! below, among the encoders or the decoders. Where the family differs
+//! closest family's file), and add one line, `Name => file,`, to the list
+//! below, among the encoders or the decoders: the line declares the
+//! module, the [`Family`] variant and its place in [`SPECS`]. Where the family differs
 //! from every other in a way no field here says, add the field (with the
 //! value the other families had) rather than a `match` on the family.
 
@@ -39,7 +40,7 @@ macro_rules! families {
         }
 
         /// Every family's spec, in [`Family`]'s order.
-        pub const SPECS: [&FamilySpec; [$(stringify!($family),)*].len()] = [$(&$module::SPEC,)*];
+        pub const SPECS: &[&FamilySpec] = &[$(&$module::SPEC,)*];
     };
 }
 
