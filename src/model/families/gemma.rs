@@ -2,7 +2,7 @@
 //! float32), embeddings scaled by √hidden, head_dim 256 by default, and
 //! "gelu" in its configs meaning the tanh approximation.
 
-use super::{
+use super::{GgufTensors, 
     ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LlamaLikeFields,
     NormKind, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
 };
@@ -35,5 +35,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             ..Variant::LLAMA
         },
         names: LLAMA_NAMES,
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

@@ -2,7 +2,7 @@
 //! feed-forward, every other layer sliding (window 4096), soft-capped
 //! scores and logits, scores scaled by `query_pre_attn_scalar`^−½.
 
-use super::{
+use super::{SANDWICH_GGUF_TENSORS, 
     ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LayerLayout,
     LlamaLikeFields, NormKind, PreNormFields, PreNormSpec, ScoreField, SlidingWindows, Stack,
     Variant, LLAMA_FIELDS, SANDWICH_NAMES,
@@ -49,5 +49,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             ..Variant::LLAMA
         },
         names: SANDWICH_NAMES,
+        gguf_tensors: SANDWICH_GGUF_TENSORS,
     }),
 };

@@ -4,7 +4,7 @@
 //! second rotary embedding for the sliding layers, and EmbeddingGemma's
 //! `use_bidirectional_attention`.
 
-use super::{
+use super::{SANDWICH_GGUF_TENSORS, 
     ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LayerLayout,
     LlamaLikeFields, NormKind, PreNormFields, PreNormSpec, QkNorm, ScoreField, SlidingWindows,
     Stack, Variant, LLAMA_FIELDS, SANDWICH_NAMES,
@@ -52,5 +52,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             ..Variant::LLAMA
         },
         names: SANDWICH_NAMES,
+        gguf_tensors: SANDWICH_GGUF_TENSORS,
     }),
 };

@@ -2,7 +2,7 @@
 //! and a plain feed-forward stored as Conv1D (inputs × outputs); its own
 //! config names (`n_embd`, `n_layer`, `n_head`, `n_positions`).
 
-use super::{
+use super::{GgufTensors, 
     FamilySpec, FeedForwardLayout, NormKind, PreNormFields, PreNormNames, PreNormSpec, QkvLayout,
     Stack, Variant,
 };
@@ -31,5 +31,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             first_attention_norm: true,
             head: Some(("ln_f", "lm_head")),
         },
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

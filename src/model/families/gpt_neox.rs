@@ -3,7 +3,7 @@
 //! parallel residual unless `use_parallel_residual` is false, biased
 //! projections; its own config reader (Pythia's older rotary names).
 
-use super::{
+use super::{GgufTensors, 
     FamilySpec, FeedForwardLayout, LayerLayout, NormKind, PreNormFields, PreNormNames,
     PreNormSpec, QkvLayout, Stack, Variant, LLAMA_NAMES,
 };
@@ -33,6 +33,17 @@ pub const SPEC: FamilySpec = FamilySpec {
             feed_forward: ["dense_h_to_4h", "dense_4h_to_h", ""],
             head: Some(("final_layer_norm", "embed_out")),
             ..LLAMA_NAMES
+        },
+        gguf_tensors: GgufTensors {
+            own: &[
+                ("attn_norm", "input_layernorm"),
+                ("attn_qkv", "attention.query_key_value"),
+                ("attn_output", "attention.dense"),
+                ("ffn_norm", "post_attention_layernorm"),
+                ("ffn_up", "mlp.dense_h_to_4h"),
+                ("ffn_down", "mlp.dense_4h_to_h"),
+            ],
+            then_llama: false,
         },
     }),
 };

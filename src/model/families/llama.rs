@@ -2,7 +2,7 @@
 //! decoder here changes a little: RMSNorm, rotary positions, grouped-query
 //! attention, a SwiGLU feed-forward.
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "llama",
@@ -17,5 +17,6 @@ pub const SPEC: FamilySpec = FamilySpec {
         fields: PreNormFields::LlamaLike(LLAMA_FIELDS),
         variant: Variant::LLAMA,
         names: LLAMA_NAMES,
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

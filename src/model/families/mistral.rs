@@ -2,7 +2,7 @@
 //! 4096). Its GGUF files are `llama` files whose `general.name` is
 //! `mistral` (see [`crate::model::gguf`]).
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "mistral",
@@ -25,5 +25,6 @@ pub const SPEC: FamilySpec = FamilySpec {
         }),
         variant: Variant::LLAMA,
         names: LLAMA_NAMES,
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

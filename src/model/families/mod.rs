@@ -218,7 +218,59 @@ pub struct PreNormSpec {
     /// The family's layer; the config may change what its reader reads.
     pub variant: Variant,
     pub names: PreNormNames,
+    /// How a GGUF file of the family names a layer's tensors.
+    pub gguf_tensors: GgufTensors,
 }
+
+/// A GGUF file's names of a layer's tensors (after `blk.N.`) and the
+/// Hugging Face names they are (after `layers.N.`): the family's own,
+/// looked up first, then llama.cpp's Llama names ([`LLAMA_GGUF_TENSORS`])
+/// where `then_llama`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GgufTensors {
+    pub own: &'static [(&'static str, &'static str)],
+    pub then_llama: bool,
+}
+
+impl GgufTensors {
+    /// llama.cpp's Llama names and no others.
+    pub const LLAMA: Self = Self {
+        own: &[],
+        then_llama: true,
+    };
+
+    /// The Hugging Face name of the layer tensor `stem` (`attn_q`), or
+    /// `None` for one the study does not read.
+    pub fn hf_name(&self, stem: &str) -> Option<&'static str> {
+        let llama: &[(&str, &str)] = if self.then_llama {
+            &LLAMA_GGUF_TENSORS
+        } else {
+            &[]
+        };
+        self.own
+            .iter()
+            .chain(llama)
+            .find(|(gguf, _)| *gguf == stem)
+            .map(|(_, hf)| *hf)
+    }
+}
+
+/// llama.cpp's names (gguf-py's `TensorNameMap`) for Llama, Mistral,
+/// Qwen2 and 3, Gemma and Phi-3 (whose `attn_qkv` is its fused `qkv_proj`).
+pub const LLAMA_GGUF_TENSORS: [(&str, &str); 12] = [
+    ("attn_norm", "input_layernorm"),
+    ("attn_q", "self_attn.q_proj"),
+    ("attn_k", "self_attn.k_proj"),
+    ("attn_v", "self_attn.v_proj"),
+    ("attn_qkv", "self_attn.qkv_proj"),
+    ("attn_q_norm", "self_attn.q_norm"),
+    ("attn_k_norm", "self_attn.k_norm"),
+    ("attn_output", "self_attn.o_proj"),
+    ("ffn_norm", "post_attention_layernorm"),
+    ("ffn_gate", "mlp.gate_proj"),
+    ("ffn_up", "mlp.up_proj"),
+    ("ffn_down", "mlp.down_proj"),
+];
 
 /// Tensor names of a pre-norm family: a layer's below `layers.N.` (GPT-2:
 /// `h.N.`), the final norm below the base model.
@@ -267,6 +319,17 @@ pub const SANDWICH_NAMES: PreNormNames = PreNormNames {
         Some("post_feedforward_layernorm"),
     ],
     ..LLAMA_NAMES
+};
+
+/// Gemma 2's and 3's GGUF names of the four norms of the sandwich.
+pub const SANDWICH_GGUF_TENSORS: GgufTensors = GgufTensors {
+    own: &[
+        ("attn_norm", "input_layernorm"),
+        ("post_attention_norm", "post_attention_layernorm"),
+        ("ffn_norm", "pre_feedforward_layernorm"),
+        ("post_ffw_norm", "post_feedforward_layernorm"),
+    ],
+    then_llama: true,
 };
 
 /// How a pre-norm family's config is read: by a reader of its own, or by

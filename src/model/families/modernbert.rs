@@ -2,7 +2,7 @@
 //! local (sliding-window) layers, each kind with its own RoPE theta;
 //! LayerNorms without bias unless `norm_bias`; fused `Wqkv` and `Wi`.
 
-use super::{
+use super::{GgufTensors, 
     FamilySpec, FeedForwardLayout, NormKind, PreNormFields, PreNormNames, PreNormSpec, QkvLayout,
     Stack, Variant,
 };
@@ -32,5 +32,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             first_attention_norm: false,
             head: None,
         },
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

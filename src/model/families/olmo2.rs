@@ -1,7 +1,7 @@
 //! OLMo 2: norms after the attention and the feed-forward (not before),
 //! queries and keys RMS-normalised across all heads together.
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LayerLayout, LlamaLikeFields, PreNormNames, QkNorm, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LayerLayout, LlamaLikeFields, PreNormNames, QkNorm, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "olmo2",
@@ -31,6 +31,14 @@ pub const SPEC: FamilySpec = FamilySpec {
                 Some("post_feedforward_layernorm"),
             ],
             ..LLAMA_NAMES
+        },
+        gguf_tensors: GgufTensors {
+            // Norms after the attention and the feed-forward only.
+            own: &[
+                ("post_attention_norm", "post_attention_layernorm"),
+                ("post_ffw_norm", "post_feedforward_layernorm"),
+            ],
+            then_llama: true,
         },
     }),
 };

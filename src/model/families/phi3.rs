@@ -2,7 +2,7 @@
 //! an optional sliding window on every layer, rotary on a share of each
 //! head where `partial_rotary_factor` says.
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, FeedForwardLayout, LlamaLikeFields, PreNormNames, QkvLayout, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, FeedForwardLayout, LlamaLikeFields, PreNormNames, QkvLayout, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "phi3",
@@ -32,6 +32,11 @@ pub const SPEC: FamilySpec = FamilySpec {
             attention: ("self_attn", "qkv_proj", "o_proj"),
             feed_forward: ["gate_up_proj", "", "down_proj"],
             ..LLAMA_NAMES
+        },
+        gguf_tensors: GgufTensors {
+            // `ffn_up` is its fused `gate_up_proj`.
+            own: &[("ffn_up", "mlp.gate_up_proj")],
+            then_llama: true,
         },
     }),
 };

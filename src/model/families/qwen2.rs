@@ -1,7 +1,7 @@
 //! Qwen2: Llama's layer with biased query, key and value projections and
 //! sliding windows from `max_window_layers` on, when `use_sliding_window`.
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "qwen2",
@@ -23,5 +23,6 @@ pub const SPEC: FamilySpec = FamilySpec {
         }),
         variant: Variant::LLAMA,
         names: LLAMA_NAMES,
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };

@@ -1,7 +1,7 @@
 //! Qwen3: Qwen2's layer without its q/k/v biases, with RMS-normalised
 //! queries and keys per head; head_dim 128 by default.
 
-use super::{FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, QkNorm, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, QkNorm, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "qwen3",
@@ -25,5 +25,6 @@ pub const SPEC: FamilySpec = FamilySpec {
             ..Variant::LLAMA
         },
         names: LLAMA_NAMES,
+        gguf_tensors: GgufTensors::LLAMA,
     }),
 };
