@@ -7,8 +7,9 @@
 //! take that class's defaults (the shape itself must be written): the
 //! BERT-like encoders' fields are read in [`encoder_families`], the pre-norm
 //! families' (the decoders and ModernBERT: grouped-query heads, RoPE,
-//! sliding windows) in [`pre_norm`], both through [`fields`]; [`shapes`]
-//! holds the shapes of well-known checkpoints for `--like`.
+//! sliding windows) in [`pre_norm`], both through [`fields`] and by the
+//! names and defaults each family's spec gives ([`super::families`]);
+//! [`shapes`] holds the shapes of well-known checkpoints for `--like`.
 
 mod encoder_families;
 mod fields;
