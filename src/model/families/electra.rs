@@ -1,10 +1,7 @@
 //! ELECTRA's discriminator: BERT's layers, embeddings `embedding_size` wide,
 //! projected to the hidden size when the two differ.
 
-use super::{
-    EncoderFields, EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_LAYER, LayerPrefix,
-    Projection,
-};
+use super::{EncoderSpec, FamilySpec, Projection, Stack, BERT_EMBEDDINGS, BERT_ENCODER};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "electra",
@@ -15,17 +12,10 @@ pub const SPEC: FamilySpec = FamilySpec {
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
     stack: Stack::Encoder(EncoderSpec {
-        fields: EncoderFields::Bert,
-        layer_groups: false,
-        pad_token_id: 0,
-        hidden_act: "gelu",
-        positions_after_padding: false,
-        embeddings: BERT_EMBEDDINGS,
         projection: Some(Projection {
             name: "embeddings_project",
             always: false,
         }),
-        layer: BERT_LAYER,
-        layer_prefix: LayerPrefix::Numbered("encoder.layer"),
+        ..BERT_ENCODER
     }),
 };

@@ -2,9 +2,10 @@
 //! float32), embeddings scaled by √hidden, head_dim 256 by default, and
 //! "gelu" in its configs meaning the tanh approximation.
 
-use super::{GgufTensors, 
-    ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LlamaLikeFields,
-    NormKind, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+use super::{
+    ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, GgufTensors,
+    LlamaLikeFields, NormKind, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS,
+    LLAMA_NAMES,
 };
 
 pub const SPEC: FamilySpec = FamilySpec {

@@ -2,10 +2,10 @@
 //! feed-forward, every other layer sliding (window 4096), soft-capped
 //! scores and logits, scores scaled by `query_pre_attn_scalar`^−½.
 
-use super::{SANDWICH_GGUF_TENSORS, 
+use super::{
     ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LayerLayout,
     LlamaLikeFields, NormKind, PreNormFields, PreNormSpec, ScoreField, SlidingWindows, Stack,
-    Variant, LLAMA_FIELDS, SANDWICH_NAMES,
+    Variant, LLAMA_FIELDS, SANDWICH_GGUF_TENSORS, SANDWICH_NAMES,
 };
 
 pub const SPEC: FamilySpec = FamilySpec {

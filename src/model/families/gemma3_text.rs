@@ -4,10 +4,10 @@
 //! second rotary embedding for the sliding layers, and EmbeddingGemma's
 //! `use_bidirectional_attention`.
 
-use super::{SANDWICH_GGUF_TENSORS, 
+use super::{
     ActivationField, BiasField, BidirectionalField, EmbeddingScale, FamilySpec, LayerLayout,
     LlamaLikeFields, NormKind, PreNormFields, PreNormSpec, QkNorm, ScoreField, SlidingWindows,
-    Stack, Variant, LLAMA_FIELDS, SANDWICH_NAMES,
+    Stack, Variant, LLAMA_FIELDS, SANDWICH_GGUF_TENSORS, SANDWICH_NAMES,
 };
 
 pub const SPEC: FamilySpec = FamilySpec {

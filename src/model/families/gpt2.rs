@@ -2,9 +2,9 @@
 //! and a plain feed-forward stored as Conv1D (inputs × outputs); its own
 //! config names (`n_embd`, `n_layer`, `n_head`, `n_positions`).
 
-use super::{GgufTensors, 
-    FamilySpec, FeedForwardLayout, NormKind, PreNormFields, PreNormNames, PreNormSpec, QkvLayout,
-    Stack, Variant,
+use super::{
+    FamilySpec, FeedForwardLayout, GgufTensors, NormKind, PreNormFields, PreNormNames, PreNormSpec,
+    QkvLayout, Stack, Variant,
 };
 
 pub const SPEC: FamilySpec = FamilySpec {

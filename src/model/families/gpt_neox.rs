@@ -3,8 +3,8 @@
 //! parallel residual unless `use_parallel_residual` is false, biased
 //! projections; its own config reader (Pythia's older rotary names).
 
-use super::{GgufTensors, 
-    FamilySpec, FeedForwardLayout, LayerLayout, NormKind, PreNormFields, PreNormNames,
+use super::{
+    FamilySpec, FeedForwardLayout, GgufTensors, LayerLayout, NormKind, PreNormFields, PreNormNames,
     PreNormSpec, QkvLayout, Stack, Variant, LLAMA_NAMES,
 };
 

@@ -2,7 +2,9 @@
 //! decoder here changes a little: RMSNorm, rotary positions, grouped-query
 //! attention, a SwiGLU feed-forward.
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    FamilySpec, GgufTensors, PreNormFields, PreNormSpec, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "llama",

@@ -2,7 +2,10 @@
 //! 4096). Its GGUF files are `llama` files whose `general.name` is
 //! `mistral` (see [`crate::model::gguf`]).
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    BiasField, FamilySpec, GgufTensors, LlamaLikeFields, PreNormFields, PreNormSpec,
+    SlidingWindows, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "mistral",

@@ -8,25 +8,43 @@
 //! from it.
 //!
 //! To add a family: write `<name>.rs` with its `SPEC` (start from the
-//! closest family's file), and add one line, `Name => file,`, to the list
-//! below, among the encoders or the decoders: the line declares the
-//! module, the [`Family`] variant and its place in [`SPECS`]. Where the family differs
-//! from every other in a way no field here says, add the field (with the
-//! value the other families had) rather than a `match` on the family.
+//! closest family's file), declare it (`mod <name>;`) and add one line,
+//! `Name => <name>,`, to the list below, among the encoders or the
+//! decoders: the line makes the [`Family`] variant and its place in
+//! [`SPECS`]. Where the family differs from every other in a way no field
+//! here says, add the field (with the value the other families had) rather
+//! than a `match` on the family.
 
+mod albert;
+mod bert;
+mod camembert;
+mod distilbert;
+mod electra;
+mod gemma;
+mod gemma2;
+mod gemma3_text;
+mod gpt2;
+mod gpt_neox;
+mod llama;
+mod mistral;
+mod modernbert;
+mod olmo2;
+mod phi3;
+mod qwen2;
+mod qwen3;
+mod roberta;
 mod variant;
+mod xlm_roberta;
 
 use serde::{Deserialize, Serialize};
 pub use variant::{
     EmbeddingScale, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout, Variant,
 };
 
-/// Declares the family modules, [`Family`] (one variant each, in the
-/// list's order) and [`SPECS`] (their specs, in the same order).
+/// Declares [`Family`] (one variant each, in the list's order) and
+/// [`SPECS`] (their modules' specs, in the same order).
 macro_rules! families {
     ($($family:ident => $module:ident,)*) => {
-        $(mod $module;)*
-
         /// A `model_type` of `config.json` that headscope runs: an index
         /// into [`SPECS`] ([`Family::spec`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -205,6 +223,19 @@ pub const BERT_LAYER: LayerNames = LayerNames {
     intermediate: "intermediate.dense",
     output: "output.dense",
     output_norm: "output.LayerNorm",
+};
+
+/// BERT's encoder, which the other BERT-like families change a little.
+pub const BERT_ENCODER: EncoderSpec = EncoderSpec {
+    fields: EncoderFields::Bert,
+    layer_groups: false,
+    pad_token_id: 0,
+    hidden_act: "gelu",
+    positions_after_padding: false,
+    embeddings: BERT_EMBEDDINGS,
+    projection: None,
+    layer: BERT_LAYER,
+    layer_prefix: LayerPrefix::Numbered("encoder.layer"),
 };
 
 /// A family run on the pre-norm stack.

@@ -2,9 +2,9 @@
 //! local (sliding-window) layers, each kind with its own RoPE theta;
 //! LayerNorms without bias unless `norm_bias`; fused `Wqkv` and `Wi`.
 
-use super::{GgufTensors, 
-    FamilySpec, FeedForwardLayout, NormKind, PreNormFields, PreNormNames, PreNormSpec, QkvLayout,
-    Stack, Variant,
+use super::{
+    FamilySpec, FeedForwardLayout, GgufTensors, NormKind, PreNormFields, PreNormNames, PreNormSpec,
+    QkvLayout, Stack, Variant,
 };
 
 pub const SPEC: FamilySpec = FamilySpec {

@@ -1,7 +1,10 @@
 //! OLMo 2: norms after the attention and the feed-forward (not before),
 //! queries and keys RMS-normalised across all heads together.
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LayerLayout, LlamaLikeFields, PreNormNames, QkNorm, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    BiasField, FamilySpec, GgufTensors, LayerLayout, LlamaLikeFields, PreNormFields, PreNormNames,
+    PreNormSpec, QkNorm, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "olmo2",

@@ -2,7 +2,11 @@
 //! an optional sliding window on every layer, rotary on a share of each
 //! head where `partial_rotary_factor` says.
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, FeedForwardLayout, LlamaLikeFields, PreNormNames, QkvLayout, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    BiasField, FamilySpec, FeedForwardLayout, GgufTensors, LlamaLikeFields, PreNormFields,
+    PreNormNames, PreNormSpec, QkvLayout, SlidingWindows, Stack, Variant, LLAMA_FIELDS,
+    LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "phi3",

@@ -1,7 +1,10 @@
 //! Qwen2: Llama's layer with biased query, key and value projections and
 //! sliding windows from `max_window_layers` on, when `use_sliding_window`.
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    BiasField, FamilySpec, GgufTensors, LlamaLikeFields, PreNormFields, PreNormSpec,
+    SlidingWindows, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "qwen2",

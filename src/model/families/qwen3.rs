@@ -1,7 +1,10 @@
 //! Qwen3: Qwen2's layer without its q/k/v biases, with RMS-normalised
 //! queries and keys per head; head_dim 128 by default.
 
-use super::{GgufTensors, FamilySpec, PreNormFields, PreNormSpec, Stack, BiasField, LlamaLikeFields, QkNorm, SlidingWindows, Variant, LLAMA_FIELDS, LLAMA_NAMES};
+use super::{
+    BiasField, FamilySpec, GgufTensors, LlamaLikeFields, PreNormFields, PreNormSpec, QkNorm,
+    SlidingWindows, Stack, Variant, LLAMA_FIELDS, LLAMA_NAMES,
+};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "qwen3",

@@ -1,9 +1,7 @@
 //! RoBERTa: BERT's layers; position ids after the padding index (1), as
 //! fairseq numbers them.
 
-use super::{
-    EncoderFields, EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_LAYER, LayerPrefix,
-};
+use super::{EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_ENCODER};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "roberta",
@@ -14,14 +12,8 @@ pub const SPEC: FamilySpec = FamilySpec {
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
     stack: Stack::Encoder(EncoderSpec {
-        fields: EncoderFields::Bert,
-        layer_groups: false,
         pad_token_id: 1,
-        hidden_act: "gelu",
         positions_after_padding: true,
-        embeddings: BERT_EMBEDDINGS,
-        projection: None,
-        layer: BERT_LAYER,
-        layer_prefix: LayerPrefix::Numbered("encoder.layer"),
+        ..BERT_ENCODER
     }),
 };
