@@ -1,5 +1,6 @@
 //! The model families headscope loads, and the few places where they differ
-//! (ANALYSIS.md §8).
+//! (ANALYSIS.md §8), asked of [`Family`]; each family's answers are data in
+//! its file of [`super::families`].
 //!
 //! The BERT-like encoders differ in how a checkpoint names its tensors, how the
 //! embeddings are built (position ids after RoBERTa's padding index; no token
@@ -13,173 +14,62 @@
 //! GPT-NeoX, Gemma 1–3, Qwen3, Phi-3, OLMo 2) are causal; one stack
 //! ([`super::decoder`]) runs them all, and ModernBERT too
 //! (bidirectionally). What sets a family apart is data its config is read
-//! into ([`super::decoder::config::Variant`]): the norm's kind, q/k norms,
+//! into ([`super::families::Variant`]): the norm's kind, q/k norms,
 //! where the norms sit and how the residual sums, fused weight layouts,
 //! partial rotary, soft-capped and rescaled scores, scaled embeddings;
 //! the family itself names the tensors.
 
-use serde::{Deserialize, Serialize};
+pub use super::families::{EmbeddingNames, Family, LayerNames};
+use super::families::{EncoderSpec, LayerPrefix, Stack};
 
-/// A `model_type` of `config.json` that headscope runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Family {
-    Bert,
-    Roberta,
-    XlmRoberta,
-    Camembert,
-    DistilBert,
-    Electra,
-    Albert,
-    ModernBert,
-    Gpt2,
-    Llama,
-    Mistral,
-    Qwen2,
-    GptNeoX,
-    Gemma,
-    Gemma2,
-    Gemma3Text,
-    Qwen3,
-    Phi3,
-    Olmo2,
-}
-
-/// Tensor names of the embeddings, below the checkpoint's root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EmbeddingNames {
-    pub words: &'static str,
-    pub positions: &'static str,
-    /// `None`: the family has no token types (DistilBERT).
-    pub token_types: Option<&'static str>,
-    pub norm: &'static str,
-}
-
-/// Tensor names of one layer, below its prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LayerNames {
-    pub query: &'static str,
-    pub key: &'static str,
-    pub value: &'static str,
-    /// The attention's output projection, whose input is every head's P·V.
-    pub attention_output: &'static str,
-    pub attention_norm: &'static str,
-    pub intermediate: &'static str,
-    pub output: &'static str,
-    pub output_norm: &'static str,
-}
-
-const BERT_EMBEDDINGS: EmbeddingNames = EmbeddingNames {
-    words: "embeddings.word_embeddings",
-    positions: "embeddings.position_embeddings",
-    token_types: Some("embeddings.token_type_embeddings"),
-    norm: "embeddings.LayerNorm",
-};
-
-const BERT_LAYER: LayerNames = LayerNames {
-    query: "attention.self.query",
-    key: "attention.self.key",
-    value: "attention.self.value",
-    attention_output: "attention.output.dense",
-    attention_norm: "attention.output.LayerNorm",
-    intermediate: "intermediate.dense",
-    output: "output.dense",
-    output_norm: "output.LayerNorm",
-};
-
-const DISTILBERT_LAYER: LayerNames = LayerNames {
-    query: "attention.q_lin",
-    key: "attention.k_lin",
-    value: "attention.v_lin",
-    attention_output: "attention.out_lin",
-    attention_norm: "sa_layer_norm",
-    intermediate: "ffn.lin1",
-    output: "ffn.lin2",
-    output_norm: "output_layer_norm",
-};
-
-const ALBERT_LAYER: LayerNames = LayerNames {
-    query: "attention.query",
-    key: "attention.key",
-    value: "attention.value",
-    attention_output: "attention.dense",
-    attention_norm: "attention.LayerNorm",
-    intermediate: "ffn",
-    output: "ffn_output",
-    output_norm: "full_layer_layer_norm",
+/// How many of [`Family::ALL`] are encoders, which come first.
+const ENCODER_COUNT: usize = {
+    let mut count = 0;
+    while count < Family::ALL.len() && !Family::ALL[count].spec().is_causal() {
+        count += 1;
+    }
+    count
 };
 
 impl Family {
-    /// The encoders, then the decoders.
-    pub const ALL: [Family; 19] = {
-        let (encoders, decoders) = (Self::ENCODERS.len(), Self::DECODERS.len());
-        let mut all = [Family::Bert; 19];
+    /// The bidirectional encoders.
+    pub const ENCODERS: [Family; ENCODER_COUNT] = {
+        let mut encoders = [Family::Bert; ENCODER_COUNT];
         let mut i = 0;
-        while i < encoders + decoders {
-            all[i] = if i < encoders {
-                Self::ENCODERS[i]
-            } else {
-                Self::DECODERS[i - encoders]
-            };
+        while i < ENCODER_COUNT {
+            encoders[i] = Family::ALL[i];
             i += 1;
         }
-        all
+        encoders
     };
 
-    /// The bidirectional encoders.
-    pub const ENCODERS: [Family; 8] = [
-        Family::Bert,
-        Family::Roberta,
-        Family::XlmRoberta,
-        Family::Camembert,
-        Family::DistilBert,
-        Family::Electra,
-        Family::Albert,
-        Family::ModernBert,
-    ];
-
     /// The causal decoders.
-    pub const DECODERS: [Family; 11] = [
-        Family::Gpt2,
-        Family::Llama,
-        Family::Mistral,
-        Family::Qwen2,
-        Family::GptNeoX,
-        Family::Gemma,
-        Family::Gemma2,
-        Family::Gemma3Text,
-        Family::Qwen3,
-        Family::Phi3,
-        Family::Olmo2,
-    ];
+    pub const DECODERS: [Family; Family::ALL.len() - ENCODER_COUNT] = {
+        let mut decoders = [Family::Bert; Family::ALL.len() - ENCODER_COUNT];
+        let mut i = 0;
+        while i < decoders.len() {
+            decoders[i] = Family::ALL[ENCODER_COUNT + i];
+            i += 1;
+        }
+        decoders
+    };
 
     /// Whether the family is a causal decoder: a token attends only to
     /// itself and the tokens before it (ANALYSIS.md §8).
     pub fn is_causal(self) -> bool {
-        Self::DECODERS.contains(&self)
+        self.spec().is_causal()
     }
 
     /// Whether the family runs on the pre-norm stack of [`super::decoder`]
     /// (the decoders and ModernBERT) rather than the post-norm encoder.
     pub fn is_pre_norm(self) -> bool {
-        self.is_causal() || self == Family::ModernBert
-    }
-
-    /// Whether the family is Llama-like: rotary positions, RMSNorm,
-    /// grouped-query attention and a SwiGLU feed-forward.
-    pub fn is_llama_like(self) -> bool {
-        matches!(self, Family::Llama | Family::Mistral | Family::Qwen2)
+        self.spec().pre_norm().is_some()
     }
 
     /// The token embedding table, whose presence tells a checkpoint of the
     /// family from another.
     pub fn word_embeddings(self) -> &'static str {
-        match self {
-            Family::Gpt2 => "wte",
-            Family::GptNeoX => "embed_in",
-            Family::ModernBert => "embeddings.tok_embeddings",
-            _ if self.is_causal() => "embed_tokens",
-            _ => self.embedding_names().words,
-        }
+        self.spec().word_embeddings
     }
 
     /// The family of a `model_type` value.
@@ -192,148 +82,64 @@ impl Family {
     /// The family of an `architectures` entry such as `RobertaForMaskedLM`,
     /// for old configs without `model_type`.
     pub fn from_architecture(architecture: &str) -> Option<Self> {
-        [
-            ("Bert", Family::Bert),
-            ("Roberta", Family::Roberta),
-            ("XLMRoberta", Family::XlmRoberta),
-            ("Camembert", Family::Camembert),
-            ("DistilBert", Family::DistilBert),
-            ("Electra", Family::Electra),
-            ("Albert", Family::Albert),
-            ("ModernBert", Family::ModernBert),
-            ("GPT2", Family::Gpt2),
-            ("Llama", Family::Llama),
-            ("Mistral", Family::Mistral),
-            ("Qwen2", Family::Qwen2),
-            ("GPTNeoX", Family::GptNeoX),
-            // Gemma 3's own text model; `Gemma3ForConditionalGeneration`
-            // is the multimodal one, which headscope does not run.
-            ("Gemma3Text", Family::Gemma3Text),
-            ("Gemma3ForCausalLM", Family::Gemma3Text),
-            ("Gemma2", Family::Gemma2),
-            ("GemmaModel", Family::Gemma),
-            ("GemmaFor", Family::Gemma),
-            ("Qwen3", Family::Qwen3),
-            ("Phi3", Family::Phi3),
-            ("Olmo2", Family::Olmo2),
-        ]
-        .into_iter()
-        .find(|(stem, _)| architecture.starts_with(stem))
-        .map(|(_, family)| family)
+        Self::ALL.into_iter().find(|family| {
+            family
+                .spec()
+                .architecture_stems
+                .iter()
+                .any(|stem| architecture.starts_with(stem))
+        })
+    }
+
+    /// The family of a GGUF file's `general.architecture`.
+    pub fn from_gguf_architecture(architecture: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|family| family.spec().gguf_architecture == Some(architecture))
     }
 
     pub fn model_type(self) -> &'static str {
-        match self {
-            Family::Bert => "bert",
-            Family::Roberta => "roberta",
-            Family::XlmRoberta => "xlm-roberta",
-            Family::Camembert => "camembert",
-            Family::DistilBert => "distilbert",
-            Family::Electra => "electra",
-            Family::Albert => "albert",
-            Family::ModernBert => "modernbert",
-            Family::Gpt2 => "gpt2",
-            Family::Llama => "llama",
-            Family::Mistral => "mistral",
-            Family::Qwen2 => "qwen2",
-            Family::GptNeoX => "gpt_neox",
-            Family::Gemma => "gemma",
-            Family::Gemma2 => "gemma2",
-            Family::Gemma3Text => "gemma3_text",
-            Family::Qwen3 => "qwen3",
-            Family::Phi3 => "phi3",
-            Family::Olmo2 => "olmo2",
-        }
+        self.spec().model_type
     }
 
     /// The name people know the family by.
     pub fn display_name(self) -> &'static str {
-        match self {
-            Family::Bert => "BERT",
-            Family::Roberta => "RoBERTa",
-            Family::XlmRoberta => "XLM-RoBERTa",
-            Family::Camembert => "CamemBERT",
-            Family::DistilBert => "DistilBERT",
-            Family::Electra => "ELECTRA",
-            Family::Albert => "ALBERT",
-            Family::ModernBert => "ModernBERT",
-            Family::Gpt2 => "GPT-2",
-            Family::Llama => "Llama",
-            Family::Mistral => "Mistral",
-            Family::Qwen2 => "Qwen2",
-            Family::GptNeoX => "GPT-NeoX",
-            Family::Gemma => "Gemma",
-            Family::Gemma2 => "Gemma 2",
-            Family::Gemma3Text => "Gemma 3",
-            Family::Qwen3 => "Qwen3",
-            Family::Phi3 => "Phi-3",
-            Family::Olmo2 => "OLMo 2",
-        }
+        self.spec().display_name
     }
 
     /// The base model's class, for the `architectures` of a config we write.
     pub fn base_class(self) -> &'static str {
-        match self {
-            Family::Bert => "BertModel",
-            Family::Roberta => "RobertaModel",
-            Family::XlmRoberta => "XLMRobertaModel",
-            Family::Camembert => "CamembertModel",
-            Family::DistilBert => "DistilBertModel",
-            Family::Electra => "ElectraModel",
-            Family::Albert => "AlbertModel",
-            Family::ModernBert => "ModernBertModel",
-            Family::Gpt2 => "GPT2Model",
-            Family::Llama => "LlamaModel",
-            Family::Mistral => "MistralModel",
-            Family::Qwen2 => "Qwen2Model",
-            Family::GptNeoX => "GPTNeoXModel",
-            Family::Gemma => "GemmaModel",
-            Family::Gemma2 => "Gemma2Model",
-            Family::Gemma3Text => "Gemma3TextModel",
-            Family::Qwen3 => "Qwen3Model",
-            Family::Phi3 => "Phi3Model",
-            Family::Olmo2 => "Olmo2Model",
-        }
+        self.spec().base_class
     }
 
     /// What a checkpoint saved with a task head puts before the base model's
     /// tensor names (transformers' `base_model_prefix`).
     pub fn checkpoint_prefix(self) -> &'static str {
-        match self {
-            Family::Bert => "bert.",
-            Family::Roberta | Family::XlmRoberta | Family::Camembert => "roberta.",
-            Family::DistilBert => "distilbert.",
-            Family::Electra => "electra.",
-            Family::Albert => "albert.",
-            Family::Gpt2 => "transformer.",
-            Family::GptNeoX => "gpt_neox.",
-            _ => "model.",
-        }
+        self.spec().checkpoint_prefix
     }
 
     /// Whether position ids start after the padding index and skip padding
     /// tokens, as fairseq's RoBERTa numbers them.
     pub fn positions_after_padding(self) -> bool {
-        matches!(
-            self,
-            Family::Roberta | Family::XlmRoberta | Family::Camembert
-        )
+        self.encoder()
+            .is_some_and(|encoder| encoder.positions_after_padding)
     }
 
     /// Whether the config sets `embedding_size`, the width of embeddings
     /// that are projected to `hidden_size`.
     pub fn has_embedding_size(self) -> bool {
-        matches!(self, Family::Electra | Family::Albert)
+        self.encoder()
+            .is_some_and(|encoder| encoder.projection.is_some())
+    }
+
+    /// Whether the layers share weights in groups (ALBERT's
+    /// `num_hidden_groups` of `inner_group_num` layers).
+    pub fn has_layer_groups(self) -> bool {
+        self.encoder().is_some_and(|encoder| encoder.layer_groups)
     }
 
     pub fn embedding_names(self) -> EmbeddingNames {
-        match self {
-            Family::DistilBert => EmbeddingNames {
-                token_types: None,
-                ..BERT_EMBEDDINGS
-            },
-            _ => BERT_EMBEDDINGS,
-        }
+        self.encoder_or_bert().embeddings
     }
 
     /// The linear map from `embedding_size` to `hidden_size`, when the
@@ -343,32 +149,39 @@ impl Family {
         embedding_size: usize,
         hidden_size: usize,
     ) -> Option<&'static str> {
-        match self {
-            Family::Albert => Some("encoder.embedding_hidden_mapping_in"),
-            Family::Electra if embedding_size != hidden_size => Some("embeddings_project"),
-            _ => None,
-        }
+        self.encoder()
+            .and_then(|encoder| encoder.projection)
+            .filter(|projection| projection.always || embedding_size != hidden_size)
+            .map(|projection| projection.name)
     }
 
     pub fn layer_names(self) -> LayerNames {
-        match self {
-            Family::DistilBert => DISTILBERT_LAYER,
-            Family::Albert => ALBERT_LAYER,
-            _ => BERT_LAYER,
-        }
+        self.encoder_or_bert().layer
     }
 
     /// The prefix of a layer's tensors: `index` counts distinct layers; for
     /// ALBERT it runs over the groups' inner layers, group by group.
     pub fn layer_prefix(self, index: usize, inner_group_num: usize) -> String {
-        match self {
-            Family::DistilBert => format!("transformer.layer.{index}"),
-            Family::Albert => format!(
-                "encoder.albert_layer_groups.{}.albert_layers.{}",
+        match self.encoder_or_bert().layer_prefix {
+            LayerPrefix::Numbered(prefix) => format!("{prefix}.{index}"),
+            LayerPrefix::Grouped { groups, layers } => format!(
+                "{groups}.{}.{layers}.{}",
                 index / inner_group_num,
                 index % inner_group_num
             ),
-            _ => format!("encoder.layer.{index}"),
+        }
+    }
+
+    fn encoder(self) -> Option<&'static EncoderSpec> {
+        self.spec().encoder()
+    }
+
+    /// The encoder spec, or BERT's for a pre-norm family (whose encoder
+    /// names nothing reads).
+    fn encoder_or_bert(self) -> &'static EncoderSpec {
+        match &self.spec().stack {
+            Stack::Encoder(encoder) => encoder,
+            Stack::PreNorm(_) => Family::Bert.encoder().expect("BERT is an encoder"),
         }
     }
 }
@@ -406,6 +219,18 @@ mod tests {
         );
         assert_eq!(Family::from_model_type("t5"), None);
         assert!(Family::Qwen2.is_causal() && !Family::Bert.is_causal());
+        // The encoders come first in the list, the decoders after them.
+        assert!(Family::ENCODERS.iter().all(|family| !family.is_causal()));
+        assert!(Family::DECODERS.iter().all(|family| family.is_causal()));
+        assert_eq!(
+            Family::ENCODERS.len() + Family::DECODERS.len(),
+            Family::ALL.len()
+        );
+        for family in Family::ALL {
+            if let Some(architecture) = family.spec().gguf_architecture {
+                assert_eq!(Family::from_gguf_architecture(architecture), Some(family));
+            }
+        }
     }
 
     #[test]

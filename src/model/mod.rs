@@ -38,6 +38,7 @@ mod cpu_pass;
 pub mod decoder;
 pub mod discovery;
 pub mod encoder;
+pub mod families;
 pub mod family;
 pub mod gguf;
 pub mod hub;

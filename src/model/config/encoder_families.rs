@@ -6,53 +6,36 @@
 
 use super::fields::Fields;
 use super::ModelConfig;
+use crate::model::families::{EncoderFields, EncoderSpec};
 use crate::model::family::Family;
 use serde_json::{json, Value};
 
-/// Reads the config.json fields of a BERT-like encoder family.
+/// The family's encoder spec.
+fn spec(family: Family) -> &'static EncoderSpec {
+    family.spec().encoder().expect("an encoder family's config")
+}
+
+/// Reads the config.json fields of a BERT-like encoder family, by the
+/// names and defaults of its spec.
 pub(super) fn read(
     family: Family,
     fields: &Fields,
     architectures: Option<Vec<String>>,
 ) -> Result<ModelConfig, String> {
+    let spec = spec(family);
     let position_embedding_type = fields.string("position_embedding_type")?;
-    if family == Family::DistilBert {
-        let hidden = fields.required("dim")?;
-        return Ok(ModelConfig {
-            family,
-            vocab_size: fields.required("vocab_size")?,
-            hidden_size: hidden,
-            embedding_size: None,
-            num_hidden_layers: fields.required("n_layers")?,
-            num_attention_heads: fields.required("n_heads")?,
-            intermediate_size: fields.required("hidden_dim")?,
-            hidden_act: fields
-                .string("activation")?
-                .unwrap_or_else(|| "gelu".into()),
-            max_position_embeddings: fields.or("max_position_embeddings", 512)?,
-            type_vocab_size: 0,
-            // DistilBERT's LayerNorms are built with eps 1e-12, whatever the config says.
-            layer_norm_eps: 1e-12,
-            pad_token_id: fields.pad(0)?,
-            position_embedding_type,
-            num_hidden_groups: 1,
-            inner_group_num: 1,
-            sinusoidal_pos_embds: fields.bool_or("sinusoidal_pos_embds", false)?,
-            architectures,
-            pre_norm: None,
-        });
+    if spec.fields == EncoderFields::DistilBert {
+        return read_distilbert(family, spec, fields, architectures, position_embedding_type);
     }
     let hidden = fields.required("hidden_size")?;
-    // The class defaults where they differ from BERT's.
-    let (pad, act) = match family {
-        Family::Roberta | Family::XlmRoberta | Family::Camembert => (1, "gelu"),
-        Family::Albert => (0, "gelu_new"),
-        _ => (0, "gelu"),
-    };
     let embedding_size = if family.has_embedding_size() {
         Some(fields.or("embedding_size", 128)?)
     } else {
         None
+    };
+    let group_field = |key: &str| match spec.layer_groups {
+        true => fields.or(key, 1),
+        false => Ok(1),
     };
     Ok(ModelConfig {
         family,
@@ -62,23 +45,52 @@ pub(super) fn read(
         num_hidden_layers: fields.required("num_hidden_layers")?,
         num_attention_heads: fields.required("num_attention_heads")?,
         intermediate_size: fields.required("intermediate_size")?,
-        hidden_act: fields.string("hidden_act")?.unwrap_or_else(|| act.into()),
+        hidden_act: fields
+            .string("hidden_act")?
+            .unwrap_or_else(|| spec.hidden_act.into()),
         max_position_embeddings: fields.or("max_position_embeddings", 512)?,
         type_vocab_size: fields.or("type_vocab_size", 2)?,
         layer_norm_eps: fields.float_or("layer_norm_eps", 1e-12)?,
-        pad_token_id: fields.pad(pad)?,
+        pad_token_id: fields.pad(spec.pad_token_id)?,
         position_embedding_type,
-        num_hidden_groups: if family == Family::Albert {
-            fields.or("num_hidden_groups", 1)?
-        } else {
-            1
-        },
-        inner_group_num: if family == Family::Albert {
-            fields.or("inner_group_num", 1)?
-        } else {
-            1
-        },
+        num_hidden_groups: group_field("num_hidden_groups")?,
+        inner_group_num: group_field("inner_group_num")?,
         sinusoidal_pos_embds: false,
+        architectures,
+        pre_norm: None,
+    })
+}
+
+/// DistilBERT's own names: `dim`, `n_layers`, `n_heads`, `hidden_dim`,
+/// `activation`, `sinusoidal_pos_embds`.
+fn read_distilbert(
+    family: Family,
+    spec: &EncoderSpec,
+    fields: &Fields,
+    architectures: Option<Vec<String>>,
+    position_embedding_type: Option<String>,
+) -> Result<ModelConfig, String> {
+    let hidden = fields.required("dim")?;
+    Ok(ModelConfig {
+        family,
+        vocab_size: fields.required("vocab_size")?,
+        hidden_size: hidden,
+        embedding_size: None,
+        num_hidden_layers: fields.required("n_layers")?,
+        num_attention_heads: fields.required("n_heads")?,
+        intermediate_size: fields.required("hidden_dim")?,
+        hidden_act: fields
+            .string("activation")?
+            .unwrap_or_else(|| spec.hidden_act.into()),
+        max_position_embeddings: fields.or("max_position_embeddings", 512)?,
+        type_vocab_size: 0,
+        // DistilBERT's LayerNorms are built with eps 1e-12, whatever the config says.
+        layer_norm_eps: 1e-12,
+        pad_token_id: fields.pad(spec.pad_token_id)?,
+        position_embedding_type,
+        num_hidden_groups: 1,
+        inner_group_num: 1,
+        sinusoidal_pos_embds: fields.bool_or("sinusoidal_pos_embds", false)?,
         architectures,
         pre_norm: None,
     })
@@ -108,7 +120,8 @@ pub(super) fn validate(config: &ModelConfig) -> Result<(), String> {
             return Err(format!("{name} is 0"));
         }
     }
-    if config.family != Family::DistilBert && config.type_vocab_size == 0 {
+    let has_token_types = spec(config.family).embeddings.token_types.is_some();
+    if has_token_types && config.type_vocab_size == 0 {
         return Err("type_vocab_size is 0".into());
     }
     if config.num_hidden_groups > config.num_hidden_layers {
@@ -156,7 +169,7 @@ pub(super) fn to_json(config: &ModelConfig) -> Value {
     let mut set = |key: &str, value: Value| {
         fields.insert(key.to_string(), value);
     };
-    if family == Family::DistilBert {
+    if spec(family).fields == EncoderFields::DistilBert {
         set("dim", json!(config.hidden_size));
         set("n_layers", json!(config.num_hidden_layers));
         set("n_heads", json!(config.num_attention_heads));
@@ -178,7 +191,7 @@ pub(super) fn to_json(config: &ModelConfig) -> Value {
     if family.has_embedding_size() {
         set("embedding_size", json!(config.embedding_width()));
     }
-    if family == Family::Albert {
+    if spec(family).layer_groups {
         set("num_hidden_groups", json!(config.num_hidden_groups));
         set("inner_group_num", json!(config.inner_group_num));
     }

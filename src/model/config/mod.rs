@@ -7,8 +7,9 @@
 //! take that class's defaults (the shape itself must be written): the
 //! BERT-like encoders' fields are read in [`encoder_families`], the pre-norm
 //! families' (the decoders and ModernBERT: grouped-query heads, RoPE,
-//! sliding windows) in [`pre_norm`], both through [`fields`]; [`shapes`]
-//! holds the shapes of well-known checkpoints for `--like`.
+//! sliding windows) in [`pre_norm`], both through [`fields`] and by the
+//! names and defaults each family's spec gives ([`super::families`]);
+//! [`shapes`] holds the shapes of well-known checkpoints for `--like`.
 
 mod encoder_families;
 mod fields;
@@ -191,9 +192,10 @@ impl ModelConfig {
 
     /// How many distinct sets of layer weights the checkpoint holds.
     pub fn distinct_layers(&self) -> usize {
-        match self.family {
-            Family::Albert => self.num_hidden_groups * self.inner_group_num,
-            _ => self.num_hidden_layers,
+        if self.family.has_layer_groups() {
+            self.num_hidden_groups * self.inner_group_num
+        } else {
+            self.num_hidden_layers
         }
     }
 
@@ -202,7 +204,7 @@ impl ModelConfig {
     /// of group ⌊i / (layers / groups)⌋, computed in floating point as
     /// transformers does.
     pub fn layer_schedule(&self) -> Vec<usize> {
-        if self.family != Family::Albert {
+        if !self.family.has_layer_groups() {
             return (0..self.num_hidden_layers).collect();
         }
         let per_group = self.num_hidden_layers as f64 / self.num_hidden_groups as f64;

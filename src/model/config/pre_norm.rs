@@ -13,6 +13,13 @@
 use super::fields::Fields;
 use super::ModelConfig;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
+use crate::model::families::{
+    ActivationField, BiasField, BidirectionalField, LlamaLikeFields, PreNormFields, PreNormNames,
+    ScoreField, SlidingWindows, LLAMA_NAMES,
+};
+pub use crate::model::families::{
+    EmbeddingScale, FeedForwardLayout, LayerLayout, NormKind, QkNorm, QkvLayout, Variant,
+};
 use crate::model::family::Family;
 use serde_json::{json, Map, Value};
 
@@ -46,133 +53,6 @@ pub struct PreNormShape {
     pub variant: Variant,
 }
 
-/// The few places where the decoder families differ (ANALYSIS.md §8), as
-/// data the stack reads: [`Variant::llama`] is the plain pre-norm Llama
-/// layer, every other family changes a few of these.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Variant {
-    pub norm: NormKind,
-    /// RMSNorm of the queries and keys before rotary (Qwen3, Gemma 3, OLMo 2).
-    pub qk_norm: QkNorm,
-    pub layout: LayerLayout,
-    pub qkv_layout: QkvLayout,
-    pub feed_forward: FeedForwardLayout,
-    /// The share of each head's dimensions that rotate: its first
-    /// ⌊head_dim · factor⌋ (GPT-NeoX 0.25, Phi-3's Phi-4-mini 0.75).
-    pub partial_rotary_factor: f64,
-    /// Gemma 2: scores become cap · tanh(scores / cap), before the mask.
-    pub attn_logit_softcapping: Option<f64>,
-    /// Gemma 2 (and Gemma 3 where its config sets it): the LM head's
-    /// logits become cap · tanh(logits / cap).
-    pub final_logit_softcapping: Option<f64>,
-    /// Gemma 2 and 3 scale the scores by `query_pre_attn_scalar`^−½
-    /// instead of head_dim^−½.
-    pub query_pre_attn_scalar: Option<f64>,
-    pub embedding_scale: EmbeddingScale,
-    /// Gemma 3's `use_bidirectional_attention` (EmbeddingGemma): every
-    /// query sees every key, and a sliding-window layer's query the keys
-    /// at most ⌊`sliding_window` / 2⌋ away either side (ANALYSIS.md §8).
-    pub bidirectional: bool,
-}
-
-/// What the token embeddings are multiplied by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EmbeddingScale {
-    None,
-    /// Gemma: √hidden, rounded to the embeddings' precision (float32) before
-    /// the product, as transformers casts its normalizer.
-    SqrtHidden,
-}
-
-impl EmbeddingScale {
-    pub fn factor(self, hidden: usize) -> Option<f32> {
-        match self {
-            Self::None => None,
-            Self::SqrtHidden => Some((hidden as f64).sqrt() as f32),
-        }
-    }
-}
-
-impl Variant {
-    /// Llama's layer: RMSNorm before attention and before the SwiGLU
-    /// feed-forward, separate q/k/v projections, every dimension rotated.
-    pub fn llama() -> Self {
-        Self {
-            norm: NormKind::Rms,
-            qk_norm: QkNorm::None,
-            layout: LayerLayout::PreNorm,
-            qkv_layout: QkvLayout::Separate,
-            feed_forward: FeedForwardLayout::Gated,
-            partial_rotary_factor: 1.0,
-            attn_logit_softcapping: None,
-            final_logit_softcapping: None,
-            query_pre_attn_scalar: None,
-            embedding_scale: EmbeddingScale::None,
-            bidirectional: false,
-        }
-    }
-}
-
-/// How a norm normalises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NormKind {
-    /// GPT-2, GPT-NeoX, ModernBERT (with a bias where the shape says).
-    LayerNorm,
-    /// x / rms(x) · w.
-    Rms,
-    /// Gemma: x / rms(x) · (1 + w), in float32.
-    RmsPlusOne,
-}
-
-/// Where the queries and keys are RMS-normalised (with the model's
-/// [`NormKind`]), after their projection and before rotary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QkNorm {
-    None,
-    /// Over each head's `head_dim` values (Qwen3, Gemma 3).
-    PerHead,
-    /// Over all heads together, before the split into heads (OLMo 2).
-    AcrossHeads,
-}
-
-/// Where a layer's norms sit and how its residual adds up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LayerLayout {
-    /// x + attn(norm(x)), then x + ff(norm(x)).
-    PreNorm,
-    /// GPT-NeoX's `use_parallel_residual`: x + attn(norm₁(x)) + ff(norm₂(x)).
-    ParallelResidual,
-    /// Gemma 2 and 3: x + norm(attn(norm(x))), then x + norm(ff(norm(x))).
-    Sandwich,
-    /// OLMo 2: x + norm(attn(x)), then x + norm(ff(x)).
-    PostNorm,
-}
-
-/// How the query, key and value projections are stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QkvLayout {
-    /// `q_proj`, `k_proj`, `v_proj`.
-    Separate,
-    /// One projection, all queries then all keys then all values (GPT-2's
-    /// `c_attn`, ModernBERT's `Wqkv`, Phi-3's `qkv_proj` with grouped keys).
-    Concatenated,
-    /// GPT-NeoX's `query_key_value`: head by head, each head's query, key
-    /// and value side by side.
-    InterleavedPerHead,
-}
-
-/// How the feed-forward is stored and computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FeedForwardLayout {
-    /// down(act(up(x))): GPT-2, GPT-NeoX.
-    Plain,
-    /// down(act(gate(x)) · up(x)) from `gate_proj` and `up_proj`.
-    Gated,
-    /// The same from one fused projection, gate half first: ModernBERT's
-    /// `Wi`, Phi-3's `gate_up_proj`.
-    FusedGated,
-}
-
 impl PreNormShape {
     /// How many of each head's first dimensions rotate: ⌊head_dim ·
     /// `partial_rotary_factor`⌋, as transformers truncates it.
@@ -196,76 +76,51 @@ impl PreNormShape {
     }
 }
 
-/// Each family's names of its attention's tensors: (the attention's
+/// The family's tensor names (Llama's for a family not pre-norm, which
+/// none reads).
+fn names(family: Family) -> PreNormNames {
+    family
+        .spec()
+        .pre_norm()
+        .map_or(LLAMA_NAMES, |spec| spec.names)
+}
+
+/// The family's names of its attention's tensors: (the attention's
 /// prefix, its fused q/k/v projection (or "": `q_proj`, `k_proj`,
 /// `v_proj`), its output projection).
 pub fn attention_names(family: Family) -> (&'static str, &'static str, &'static str) {
-    match family {
-        Family::Gpt2 => ("attn", "c_attn", "c_proj"),
-        Family::ModernBert => ("attn", "Wqkv", "Wo"),
-        Family::GptNeoX => ("attention", "query_key_value", "dense"),
-        Family::Phi3 => ("self_attn", "qkv_proj", "o_proj"),
-        _ => ("self_attn", "", "o_proj"),
-    }
+    names(family).attention
 }
 
-/// Each family's names of its feed-forward's projections below `mlp`:
+/// The family's names of its feed-forward's projections below `mlp`:
 /// [up, down] (plain), [gate, up, down] (gated: gate and up fused in the
 /// first for the fused layout, whose second name is then "").
-pub fn feed_forward_names(family: Family, layout: FeedForwardLayout) -> [&'static str; 3] {
-    match (family, layout) {
-        (Family::Gpt2, _) => ["c_fc", "c_proj", ""],
-        (_, FeedForwardLayout::Plain) => ["dense_h_to_4h", "dense_4h_to_h", ""],
-        (Family::ModernBert, _) => ["Wi", "", "Wo"],
-        (_, FeedForwardLayout::FusedGated) => ["gate_up_proj", "", "down_proj"],
-        (_, FeedForwardLayout::Gated) => ["gate_proj", "up_proj", "down_proj"],
-    }
+pub fn feed_forward_names(family: Family) -> [&'static str; 3] {
+    names(family).feed_forward
 }
 
-/// Each family's names of its final norm (below the base model, as the
+/// The family's names of its final norm (below the base model, as the
 /// layers are) and of its language-model head's matrix (beside the base
 /// model in a checkpoint with the head: `lm_head.weight`, GPT-NeoX's
 /// `embed_out.weight`); `None` for ModernBERT, which predicts no next token.
 pub fn head_names(family: Family) -> Option<(&'static str, &'static str)> {
-    match family {
-        Family::Gpt2 => Some(("ln_f", "lm_head")),
-        Family::GptNeoX => Some(("final_layer_norm", "embed_out")),
-        Family::ModernBert => None,
-        _ => Some(("norm", "lm_head")),
-    }
+    names(family).head
 }
 
-/// Each family's names of a layer's norms before and after its attention
-/// and its feed-forward, `None` where its layout has none.
-pub fn norm_names(family: Family, layout: LayerLayout, index: usize) -> [Option<&'static str>; 4] {
-    match (family, layout) {
-        (Family::Gpt2, _) => [Some("ln_1"), None, Some("ln_2"), None],
-        // ModernBERT's first layer reads the normalised embeddings as they are.
-        (Family::ModernBert, _) => [
-            (index > 0).then_some("attn_norm"),
-            None,
-            Some("mlp_norm"),
-            None,
-        ],
-        (_, LayerLayout::PreNorm | LayerLayout::ParallelResidual) => [
-            Some("input_layernorm"),
-            None,
-            Some("post_attention_layernorm"),
-            None,
-        ],
-        (_, LayerLayout::Sandwich) => [
-            Some("input_layernorm"),
-            Some("post_attention_layernorm"),
-            Some("pre_feedforward_layernorm"),
-            Some("post_feedforward_layernorm"),
-        ],
-        (_, LayerLayout::PostNorm) => [
-            None,
-            Some("post_attention_layernorm"),
-            None,
-            Some("post_feedforward_layernorm"),
-        ],
-    }
+/// The family's names of layer `index`'s norms before and after its
+/// attention and its feed-forward, `None` where its layout has none.
+pub fn norm_names(family: Family, index: usize) -> [Option<&'static str>; 4] {
+    let PreNormNames {
+        norms: [attention, after_attention, feed_forward, after_feed_forward],
+        first_attention_norm,
+        ..
+    } = names(family);
+    [
+        attention.filter(|_| index > 0 || first_attention_norm),
+        after_attention,
+        feed_forward,
+        after_feed_forward,
+    ]
 }
 
 /// Rotary position embedding.
@@ -342,12 +197,17 @@ impl Rope {
     }
 }
 
-/// Reads the config.json fields of a pre-norm family.
+/// Reads the config.json fields of a pre-norm family, by the reader its
+/// spec names.
 pub(super) fn read(
     family: Family,
     fields: &Fields,
     architectures: Option<Vec<String>>,
 ) -> Result<ModelConfig, String> {
+    let spec = family
+        .spec()
+        .pre_norm()
+        .expect("read only for a pre-norm family");
     let base = ModelConfig {
         family,
         embedding_size: None,
@@ -360,157 +220,125 @@ pub(super) fn read(
         architectures,
         ..ModelConfig::bert_base_uncased()
     };
-    if family == Family::Gpt2 {
-        for (key, default) in [
-            ("scale_attn_by_inverse_layer_idx", false),
-            ("reorder_and_upcast_attn", false),
-            ("scale_attn_weights", true),
-        ] {
-            if fields.bool_or(key, default)? != default {
-                return Err(format!("{key} {} is not supported", !default));
-            }
+    let variant = spec.variant.clone();
+    match &spec.fields {
+        PreNormFields::Gpt2 => read_gpt2(fields, base, variant),
+        PreNormFields::GptNeoX => read_gpt_neox(fields, base, variant),
+        PreNormFields::ModernBert => read_modernbert(fields, base, variant),
+        PreNormFields::LlamaLike(defaults) => read_llama_like(fields, base, variant, defaults),
+    }
+}
+
+/// GPT-2: its own names (`n_embd`, `n_head`, `n_layer`, `n_inner`,
+/// `n_positions`, `activation_function`, `layer_norm_epsilon`), every head
+/// its own keys, learned positions, biases everywhere; the attention
+/// variants of its config refused.
+fn read_gpt2(fields: &Fields, base: ModelConfig, variant: Variant) -> Result<ModelConfig, String> {
+    for (key, default) in [
+        ("scale_attn_by_inverse_layer_idx", false),
+        ("reorder_and_upcast_attn", false),
+        ("scale_attn_weights", true),
+    ] {
+        if fields.bool_or(key, default)? != default {
+            return Err(format!("{key} {} is not supported", !default));
         }
-        let hidden = fields.or("n_embd", 768)?;
-        let heads = fields.or("n_head", 12)?;
-        let layers = fields.or("n_layer", 12)?;
-        let inner = match fields.0.get("n_inner") {
-            None | Some(Value::Null) => 4 * hidden,
-            Some(_) => fields.required("n_inner")?,
-        };
-        return Ok(ModelConfig {
-            vocab_size: fields.or("vocab_size", 50257)?,
-            hidden_size: hidden,
-            num_hidden_layers: layers,
-            num_attention_heads: heads,
-            intermediate_size: inner,
-            hidden_act: fields
-                .string("activation_function")?
-                .unwrap_or_else(|| "gelu_new".into()),
-            max_position_embeddings: fields.or("n_positions", 1024)?,
-            layer_norm_eps: fields.float_or("layer_norm_epsilon", 1e-5)?,
-            pre_norm: Some(PreNormShape {
-                num_key_value_heads: heads,
-                head_dim: hidden / heads.max(1),
-                rope: None,
-                local_rope: None,
-                sliding_windows: vec![None; layers],
-                norm_bias: true,
-                qkv_bias: true,
-                output_bias: true,
-                mlp_bias: true,
-                variant: Variant {
-                    norm: NormKind::LayerNorm,
-                    qkv_layout: QkvLayout::Concatenated,
-                    feed_forward: FeedForwardLayout::Plain,
-                    ..Variant::llama()
-                },
-            }),
-            ..base
-        });
     }
-    if family == Family::ModernBert {
-        return read_modernbert(fields, base);
-    }
-    if family == Family::GptNeoX {
-        return read_gpt_neox(fields, base);
-    }
+    let hidden = fields.or("n_embd", 768)?;
+    let heads = fields.or("n_head", 12)?;
+    let layers = fields.or("n_layer", 12)?;
+    let inner = match fields.0.get("n_inner") {
+        None | Some(Value::Null) => 4 * hidden,
+        Some(_) => fields.required("n_inner")?,
+    };
+    Ok(ModelConfig {
+        vocab_size: fields.or("vocab_size", 50257)?,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: inner,
+        hidden_act: fields
+            .string("activation_function")?
+            .unwrap_or_else(|| "gelu_new".into()),
+        max_position_embeddings: fields.or("n_positions", 1024)?,
+        layer_norm_eps: fields.float_or("layer_norm_epsilon", 1e-5)?,
+        pre_norm: Some(PreNormShape {
+            num_key_value_heads: heads,
+            head_dim: hidden / heads.max(1),
+            rope: None,
+            local_rope: None,
+            sliding_windows: vec![None; layers],
+            norm_bias: true,
+            qkv_bias: true,
+            output_bias: true,
+            mlp_bias: true,
+            variant,
+        }),
+        ..base
+    })
+}
+
+/// The Llama family's fields (Llama, Mistral, Qwen2 and 3, Gemma 1–3,
+/// Phi-3, OLMo 2), each family's config class's defaults and fields as
+/// its spec says.
+fn read_llama_like(
+    fields: &Fields,
+    base: ModelConfig,
+    variant: Variant,
+    defaults: &LlamaLikeFields,
+) -> Result<ModelConfig, String> {
+    let family = base.family;
     let (hidden, heads, layers) = sizes(fields)?;
-    let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
     // The config classes' defaults where a config leaves the field out.
     let head_dim = match fields.0.get("head_dim") {
-        None | Some(Value::Null) => match family {
-            _ if gemma => 256,
-            Family::Qwen3 => 128,
-            _ => hidden / heads.max(1),
-        },
+        None | Some(Value::Null) => defaults.head_dim.unwrap_or(hidden / heads.max(1)),
         Some(_) => fields.required("head_dim")?,
     };
-    let max_positions = match family {
-        Family::Llama | Family::Olmo2 => 2048,
-        Family::Phi3 => 4096,
-        Family::Gemma | Family::Gemma2 => 8192,
-        Family::Gemma3Text => 131072,
-        Family::Mistral => 131072,
-        _ => 32768,
+    let bidirectional = match defaults.bidirectional {
+        BidirectionalField::Absent => false,
+        BidirectionalField::Refused | BidirectionalField::Read => {
+            fields.bool_or_null("use_bidirectional_attention", false)?
+        }
     };
-    let eps = match family {
-        Family::Phi3 | Family::Olmo2 => 1e-5,
-        _ => 1e-6,
-    };
-    // Gemma 3 builds a bidirectional mask for it; Gemma and Gemma 2's
-    // eager attention would stay causal.
-    let bidirectional = gemma && fields.bool_or_null("use_bidirectional_attention", false)?;
-    if bidirectional && family != Family::Gemma3Text {
+    if bidirectional && defaults.bidirectional == BidirectionalField::Refused {
         return Err(format!(
             "use_bidirectional_attention true (an embedding model) is not supported for {family}"
         ));
     }
     let attention_bias = fields.bool_or("attention_bias", false)?;
-    let (rope, partial_rotary_factor, local_rope) = match family {
-        Family::Gemma3Text => gemma3_ropes(fields)?,
-        _ => {
-            let (rope, partial) = rope(fields, RopeNames::DEFAULT)?;
-            (rope, partial, None)
-        }
+    let (rope, partial_rotary_factor, local_rope) = if defaults.local_rope {
+        gemma3_ropes(fields)?
+    } else {
+        let (rope, partial) = rope(fields, RopeNames::DEFAULT)?;
+        (rope, partial, None)
     };
-    if partial_rotary_factor != 1.0 && family != Family::Phi3 {
+    if partial_rotary_factor != 1.0 && !defaults.partial_rotary {
         return Err(format!(
             "partial_rotary_factor other than 1 is not supported for {family}"
         ));
     }
+    let reads = |field| defaults.score_fields.contains(&field);
     let variant = Variant {
-        norm: if gemma {
-            NormKind::RmsPlusOne
-        } else {
-            NormKind::Rms
-        },
-        qk_norm: match family {
-            Family::Qwen3 | Family::Gemma3Text => QkNorm::PerHead,
-            Family::Olmo2 => QkNorm::AcrossHeads,
-            _ => QkNorm::None,
-        },
-        layout: match family {
-            Family::Gemma2 | Family::Gemma3Text => LayerLayout::Sandwich,
-            Family::Olmo2 => LayerLayout::PostNorm,
-            _ => LayerLayout::PreNorm,
-        },
-        qkv_layout: if family == Family::Phi3 {
-            QkvLayout::Concatenated
-        } else {
-            QkvLayout::Separate
-        },
-        feed_forward: if family == Family::Phi3 {
-            FeedForwardLayout::FusedGated
-        } else {
-            FeedForwardLayout::Gated
-        },
         partial_rotary_factor,
-        // Gemma 3's config has the field too, but transformers' Gemma 3
-        // attention never applies it.
-        attn_logit_softcapping: if family == Family::Gemma2 {
-            fields.float_or_null("attn_logit_softcapping", Some(50.0))?
+        attn_logit_softcapping: if reads(ScoreField::AttnLogitSoftcapping) {
+            fields.float_or_null("attn_logit_softcapping", variant.attn_logit_softcapping)?
         } else {
-            None
+            variant.attn_logit_softcapping
         },
-        final_logit_softcapping: match family {
-            Family::Gemma2 => fields.float_or_null("final_logit_softcapping", Some(30.0))?,
-            Family::Gemma3Text => fields.float_or_null("final_logit_softcapping", None)?,
-            _ => None,
+        final_logit_softcapping: if reads(ScoreField::FinalLogitSoftcapping) {
+            fields.float_or_null("final_logit_softcapping", variant.final_logit_softcapping)?
+        } else {
+            variant.final_logit_softcapping
         },
-        query_pre_attn_scalar: match family {
-            Family::Gemma2 | Family::Gemma3Text => {
-                Some(fields.float_or("query_pre_attn_scalar", 256.0)?)
+        query_pre_attn_scalar: match variant.query_pre_attn_scalar {
+            Some(default) if reads(ScoreField::QueryPreAttnScalar) => {
+                Some(fields.float_or("query_pre_attn_scalar", default)?)
             }
-            _ => None,
-        },
-        embedding_scale: if gemma {
-            EmbeddingScale::SqrtHidden
-        } else {
-            EmbeddingScale::None
+            scalar => scalar,
         },
         bidirectional,
+        ..variant
     };
-    let mut sliding_windows = sliding_windows(family, fields, layers)?;
+    let mut sliding_windows = sliding_windows(defaults.sliding_windows, fields, layers)?;
     if bidirectional {
         // transformers' Gemma3TextConfig turns the written sliding_window
         // W into W / 2 + 1 (rounded down) when bidirectional, and its mask
@@ -524,27 +352,25 @@ pub(super) fn read(
             *window /= 2;
         }
     }
-    let hidden_act = match family {
-        // Gemma's official configs say "gelu" meaning the tanh
-        // approximation; transformers' GemmaConfig swaps it.
-        Family::Gemma => match fields.string("hidden_act")?.as_deref() {
-            None | Some("gelu") => "gelu_pytorch_tanh".to_string(),
-            Some(other) => other.to_string(),
-        },
-        Family::Gemma2 | Family::Gemma3Text => fields
-            .string("hidden_activation")?
-            .unwrap_or_else(|| "gelu_pytorch_tanh".into()),
-        _ => fields
-            .string("hidden_act")?
-            .unwrap_or_else(|| "silu".into()),
+    let ActivationField {
+        key,
+        default,
+        gelu_means_default,
+    } = defaults.activation;
+    let hidden_act = match fields.string(key)? {
+        None => default.to_string(),
+        Some(name) if gelu_means_default && name == "gelu" => default.to_string(),
+        Some(name) => name,
     };
-    let legacy_families = matches!(family, Family::Llama | Family::Mistral | Family::Qwen2);
+    let applies = |field: BiasField| field != BiasField::Absent;
+    let output_bias = applies(defaults.attention_bias) && attention_bias;
     Ok(ModelConfig {
         vocab_size: fields.required("vocab_size")?,
         intermediate_size: fields.required("intermediate_size")?,
         hidden_act,
-        max_position_embeddings: fields.or("max_position_embeddings", max_positions)?,
-        layer_norm_eps: fields.float_or("rms_norm_eps", eps)?,
+        max_position_embeddings: fields
+            .or("max_position_embeddings", defaults.max_position_embeddings)?,
+        layer_norm_eps: fields.float_or("rms_norm_eps", defaults.rms_norm_eps)?,
         pre_norm: Some(PreNormShape {
             num_key_value_heads: match fields.0.get("num_key_value_heads") {
                 None | Some(Value::Null) => heads,
@@ -555,9 +381,9 @@ pub(super) fn read(
             local_rope,
             sliding_windows,
             norm_bias: false,
-            qkv_bias: family == Family::Qwen2 || (family != Family::Phi3 && attention_bias),
-            output_bias: family != Family::Phi3 && attention_bias,
-            mlp_bias: legacy_families && fields.bool_or("mlp_bias", false)?,
+            qkv_bias: defaults.qkv_bias_always || output_bias,
+            output_bias,
+            mlp_bias: applies(defaults.mlp_bias) && fields.bool_or("mlp_bias", false)?,
             variant,
         }),
         hidden_size: hidden,
@@ -572,7 +398,11 @@ pub(super) fn read(
 /// (`partial_rotary_factor`, or the older `rotary_pct`, default 0.25; base
 /// `rope_theta` or `rotary_emb_base`), the parallel residual unless
 /// `use_parallel_residual` is false, biased projections.
-fn read_gpt_neox(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, String> {
+fn read_gpt_neox(
+    fields: &Fields,
+    base: ModelConfig,
+    variant: Variant,
+) -> Result<ModelConfig, String> {
     let (hidden, heads, layers) = sizes(fields)?;
     let attention_bias = fields.bool_or("attention_bias", true)?;
     let (rope, partial_rotary_factor) = rope(
@@ -580,7 +410,7 @@ fn read_gpt_neox(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, Stri
         RopeNames {
             theta: "rotary_emb_base",
             partial: "rotary_pct",
-            partial_default: 0.25,
+            partial_default: variant.partial_rotary_factor,
         },
     )?;
     Ok(ModelConfig {
@@ -602,16 +432,13 @@ fn read_gpt_neox(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, Stri
             output_bias: attention_bias,
             mlp_bias: true,
             variant: Variant {
-                norm: NormKind::LayerNorm,
                 layout: if fields.bool_or("use_parallel_residual", true)? {
-                    LayerLayout::ParallelResidual
+                    variant.layout
                 } else {
                     LayerLayout::PreNorm
                 },
-                qkv_layout: QkvLayout::InterleavedPerHead,
-                feed_forward: FeedForwardLayout::Plain,
                 partial_rotary_factor,
-                ..Variant::llama()
+                ..variant
             },
         }),
         hidden_size: hidden,
@@ -685,7 +512,11 @@ fn sizes(fields: &Fields) -> Result<(usize, usize, usize), String> {
 /// `global_attn_every_n_layers`-th, from layer 0, or as `layer_types` says)
 /// or local (tokens at most `local_attention / 2` away), each kind with its
 /// own RoPE theta; LayerNorms without bias unless `norm_bias`.
-fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, String> {
+fn read_modernbert(
+    fields: &Fields,
+    base: ModelConfig,
+    variant: Variant,
+) -> Result<ModelConfig, String> {
     let (hidden, heads, layers) = sizes(fields)?;
     let every = fields.or("global_attn_every_n_layers", 3)?.max(1);
     let half_window = fields.or("local_attention", 128)? / 2;
@@ -752,12 +583,7 @@ fn read_modernbert(fields: &Fields, base: ModelConfig) -> Result<ModelConfig, St
             qkv_bias: attention_bias,
             output_bias: attention_bias,
             mlp_bias: fields.bool_or("mlp_bias", false)?,
-            variant: Variant {
-                norm: NormKind::LayerNorm,
-                qkv_layout: QkvLayout::Concatenated,
-                feed_forward: FeedForwardLayout::FusedGated,
-                ..Variant::llama()
-            },
+            variant,
         }),
         hidden_size: hidden,
         num_hidden_layers: layers,
@@ -866,14 +692,14 @@ fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
     ))
 }
 
-/// Mistral: `sliding_window` on every layer (class default 4096); Phi-3
-/// too, when its config sets one. Qwen2 and Qwen3: `layer_types` when
-/// written, else the layers from `max_window_layers` on when
-/// `use_sliding_window`. Gemma 2 and 3: the layers `layer_types` calls
-/// `sliding_attention`, else every other layer (Gemma 2) or all but every
-/// `sliding_window_pattern`-th (Gemma 3, default 6). The others: none.
+/// Each layer's sliding window, as the family's rule says
+/// ([`SlidingWindows`]): `sliding_window` on every layer (Mistral, Phi-3);
+/// Qwen2's and Qwen3's `layer_types` when written, else the layers from
+/// `max_window_layers` on when `use_sliding_window`; Gemma 2's and 3's
+/// layers `layer_types` calls `sliding_attention`, else all but every
+/// n-th. The others: none.
 fn sliding_windows(
-    family: Family,
+    rule: SlidingWindows,
     fields: &Fields,
     layers: usize,
 ) -> Result<Vec<Option<usize>>, String> {
@@ -899,18 +725,19 @@ fn sliding_windows(
             _ => Ok(None),
         }
     };
-    match family {
-        Family::Mistral => Ok(vec![window(Some(4096))?; layers]),
-        Family::Phi3 => Ok(vec![window(None)?; layers]),
-        Family::Gemma2 | Family::Gemma3Text => {
+    match rule {
+        SlidingWindows::EveryLayer { default } => Ok(vec![window(default)?; layers]),
+        SlidingWindows::Pattern {
+            pattern_field,
+            every,
+        } => {
             let window = window(Some(4096))?;
             let sliding = match layer_types()? {
                 Some(sliding) => sliding,
                 None => {
-                    let every = if family == Family::Gemma2 {
-                        2
-                    } else {
-                        fields.or("sliding_window_pattern", 6)?.max(1)
+                    let every = match pattern_field {
+                        None => every,
+                        Some(field) => fields.or(field, every)?.max(1),
                     };
                     (0..layers).map(|layer| (layer + 1) % every != 0).collect()
                 }
@@ -920,7 +747,7 @@ fn sliding_windows(
                 .map(|sliding| window.filter(|_| sliding))
                 .collect())
         }
-        Family::Qwen2 | Family::Qwen3 => {
+        SlidingWindows::FromMaxWindowLayers => {
             let window = if fields.bool_or("use_sliding_window", false)? {
                 window(Some(4096))?
             } else {
@@ -938,7 +765,7 @@ fn sliding_windows(
                 .map(|sliding| window.filter(|_| sliding))
                 .collect())
         }
-        _ => Ok(vec![None; layers]),
+        SlidingWindows::None => Ok(vec![None; layers]),
     }
 }
 
@@ -973,11 +800,13 @@ pub(super) fn validate(config: &ModelConfig, shape: &PreNormShape) -> Result<(),
             shape.head_dim
         ));
     }
-    if matches!(
-        config.family,
-        Family::Gpt2 | Family::GptNeoX | Family::ModernBert
-    ) && config.hidden_size != config.num_attention_heads * shape.head_dim
-    {
+    // The families whose config has no `head_dim` of its own.
+    let head_dim_from_sizes = config
+        .family
+        .spec()
+        .pre_norm()
+        .is_some_and(|spec| !matches!(spec.fields, PreNormFields::LlamaLike(_)));
+    if head_dim_from_sizes && config.hidden_size != config.num_attention_heads * shape.head_dim {
         return Err(format!(
             "n_embd {} is not a multiple of n_head {}",
             config.hidden_size, config.num_attention_heads
@@ -1004,6 +833,10 @@ pub(super) fn validate(config: &ModelConfig, shape: &PreNormShape) -> Result<(),
 /// The config.json fields of a pre-norm family, as its config class writes them.
 pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
     let family = config.family;
+    let spec = family
+        .spec()
+        .pre_norm()
+        .expect("written only for a pre-norm family");
     let architectures = config
         .architectures
         .clone()
@@ -1022,7 +855,7 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
             }
         })
         .collect();
-    if family == Family::ModernBert {
+    if let PreNormFields::ModernBert = spec.fields {
         let theta = |rope: &Option<Rope>| rope.as_ref().map_or(10000.0, |r| r.theta);
         return json!({
             "model_type": "modernbert",
@@ -1047,7 +880,7 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
             },
         });
     }
-    if family == Family::Gpt2 {
+    if let PreNormFields::Gpt2 = spec.fields {
         return json!({
             "model_type": "gpt2",
             "architectures": architectures,
@@ -1085,8 +918,8 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
         "rope_parameters": parameters,
     });
     let fields = object.as_object_mut().expect("an object");
-    match family {
-        Family::GptNeoX => {
+    match &spec.fields {
+        PreNormFields::GptNeoX => {
             // Every head its own keys, head_dim from the sizes, LayerNorms.
             for key in ["num_key_value_heads", "head_dim", "rms_norm_eps"] {
                 fields.remove(key);
@@ -1098,55 +931,71 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
             );
             fields.insert("attention_bias".into(), json!(shape.qkv_bias));
         }
-        Family::Llama => {
-            fields.insert("attention_bias".into(), json!(shape.output_bias));
-            fields.insert("mlp_bias".into(), json!(shape.mlp_bias));
-        }
-        Family::Mistral | Family::Phi3 => {
-            fields.insert("sliding_window".into(), json!(shape.sliding_windows[0]));
-        }
-        Family::Qwen2 | Family::Qwen3 => {
-            fields.insert("use_sliding_window".into(), json!(window.is_some()));
-            fields.insert("sliding_window".into(), json!(window));
-            fields.insert("layer_types".into(), json!(types));
-            if family == Family::Qwen3 {
-                fields.insert("attention_bias".into(), json!(shape.output_bias));
+        PreNormFields::LlamaLike(defaults) => {
+            if defaults.activation.key != "hidden_act" {
+                let activation = fields.remove("hidden_act").expect("written above");
+                fields.insert(defaults.activation.key.into(), activation);
             }
-        }
-        Family::Gemma2 | Family::Gemma3Text => {
-            let activation = fields.remove("hidden_act").expect("written above");
-            fields.insert("hidden_activation".into(), activation);
-            fields.insert("attention_bias".into(), json!(shape.output_bias));
-            fields.insert(
-                "query_pre_attn_scalar".into(),
-                json!(shape.variant.query_pre_attn_scalar),
-            );
-            fields.insert("sliding_window".into(), json!(window));
-            fields.insert("layer_types".into(), json!(types));
-            fields.insert(
-                "final_logit_softcapping".into(),
-                json!(shape.variant.final_logit_softcapping),
-            );
-            if family == Family::Gemma2 {
-                fields.insert(
-                    "attn_logit_softcapping".into(),
-                    json!(shape.variant.attn_logit_softcapping),
-                );
-            } else {
-                let local = shape.local_rope.as_ref().unwrap_or(&rope);
-                fields.insert(
-                    "rope_parameters".into(),
-                    json!({"full_attention": rope_json(&rope), "sliding_attention": rope_json(local)}),
-                );
-                if shape.variant.bidirectional {
-                    fields.insert("use_bidirectional_attention".into(), json!(true));
-                    fields.insert("sliding_window".into(), json!(window.map(|w| 2 * w)));
+            let mut set = |key: &str, value: Value| {
+                fields.insert(key.into(), value);
+            };
+            if defaults.attention_bias == BiasField::Field {
+                set("attention_bias", json!(shape.output_bias));
+            }
+            if defaults.mlp_bias == BiasField::Field {
+                set("mlp_bias", json!(shape.mlp_bias));
+            }
+            match defaults.sliding_windows {
+                SlidingWindows::None => {}
+                SlidingWindows::EveryLayer { .. } => {
+                    set("sliding_window", json!(shape.sliding_windows[0]));
+                }
+                SlidingWindows::FromMaxWindowLayers => {
+                    set("use_sliding_window", json!(window.is_some()));
+                    set("sliding_window", json!(window));
+                    set("layer_types", json!(types));
+                }
+                SlidingWindows::Pattern { .. } => {
+                    set("sliding_window", json!(window));
+                    set("layer_types", json!(types));
                 }
             }
+            for field in defaults.score_fields {
+                let variant = &shape.variant;
+                match field {
+                    ScoreField::AttnLogitSoftcapping => {
+                        set(
+                            "attn_logit_softcapping",
+                            json!(variant.attn_logit_softcapping),
+                        );
+                    }
+                    ScoreField::FinalLogitSoftcapping => {
+                        set(
+                            "final_logit_softcapping",
+                            json!(variant.final_logit_softcapping),
+                        );
+                    }
+                    ScoreField::QueryPreAttnScalar => {
+                        set(
+                            "query_pre_attn_scalar",
+                            json!(variant.query_pre_attn_scalar),
+                        );
+                    }
+                }
+            }
+            if defaults.local_rope {
+                let local = shape.local_rope.as_ref().unwrap_or(&rope);
+                set(
+                    "rope_parameters",
+                    json!({"full_attention": rope_json(&rope), "sliding_attention": rope_json(local)}),
+                );
+            }
+            if defaults.bidirectional == BidirectionalField::Read && shape.variant.bidirectional {
+                set("use_bidirectional_attention", json!(true));
+                set("sliding_window", json!(window.map(|w| 2 * w)));
+            }
         }
-        _ => {
-            fields.insert("attention_bias".into(), json!(shape.output_bias));
-        }
+        PreNormFields::Gpt2 | PreNormFields::ModernBert => unreachable!("written above"),
     }
     object
 }

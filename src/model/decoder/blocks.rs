@@ -466,7 +466,7 @@ impl FeedForward {
         let bias = shape.mlp_bias;
         let vb = vb.pp("mlp");
         let layout = shape.variant.feed_forward;
-        let [first, second, third] = feed_forward_names(config.family, layout);
+        let [first, second, third] = feed_forward_names(config.family);
         Ok(match layout {
             FeedForwardLayout::Plain if config.family == Family::Gpt2 => Self {
                 up: conv1d(vb.pp(first), hidden, inner)?,
@@ -536,7 +536,7 @@ impl DecoderLayer {
         });
         let layout = shape.variant.layout;
         let [before_attention, after_attention, before_feed_forward, after_feed_forward] =
-            norm_names(config.family, layout, index);
+            norm_names(config.family, index);
         let norm = |name| optional_norm(&vb, name, config, shape);
         Ok(Self {
             attention_input_norm: norm(before_attention)?,

@@ -20,39 +20,37 @@
 use super::file::GgufFile;
 use crate::model::config::pre_norm::RopeScaling;
 use crate::model::config::ModelConfig;
+use crate::model::family::Family;
 use crate::model::weight::Weight;
 use anyhow::{anyhow, bail};
 use candle_core::quantized::gguf_file::Value as GgufValue;
 use candle_core::{DType, Device};
 use serde_json::{json, Map, Value};
 
-/// The GGUF architectures headscope opens, and the `model_type` each is.
-pub const ARCHITECTURES: [(&str, &str); 9] = [
-    ("llama", "llama"),
-    ("qwen2", "qwen2"),
-    ("qwen3", "qwen3"),
-    ("gemma", "gemma"),
-    ("gemma2", "gemma2"),
-    ("gemma3", "gemma3_text"),
-    ("phi3", "phi3"),
-    ("olmo2", "olmo2"),
-    ("gptneox", "gpt_neox"),
-];
+/// The GGUF architectures headscope opens: each family's
+/// `gguf_architecture`, in [`Family::ALL`]'s order.
+pub fn architectures() -> Vec<&'static str> {
+    Family::ALL
+        .iter()
+        .filter_map(|family| family.spec().gguf_architecture)
+        .collect()
+}
 
 /// The `model_type` of the file's architecture, or a message naming it.
 pub fn model_type(file: &GgufFile) -> anyhow::Result<&'static str> {
     let architecture = file.string("general.architecture")?;
-    let Some(&(_, model_type)) = ARCHITECTURES.iter().find(|(a, _)| *a == architecture) else {
+    let Some(family) = Family::from_gguf_architecture(architecture) else {
         bail!(
             "{}: GGUF architecture {architecture} is not supported (headscope opens {})",
             file.path.display(),
-            ARCHITECTURES.map(|(a, _)| a).join(", ")
+            architectures().join(", ")
         );
     };
-    if model_type == "llama" && matches!(file.string("general.name"), Ok("mistral")) {
-        return Ok("mistral");
+    // Mistral's files are `llama` files; llama.cpp tells them by name.
+    if family == Family::Llama && matches!(file.string("general.name"), Ok("mistral")) {
+        return Ok(Family::Mistral.model_type());
     }
-    Ok(model_type)
+    Ok(family.model_type())
 }
 
 /// The config of this file: the `config.json` fields its metadata says,

@@ -6,7 +6,7 @@
 //!
 //! headscope opens the architectures `llama` (Llama, Mistral, SmolLM, …),
 //! `qwen2`, `qwen3`, `gemma`, `gemma2`, `gemma3`, `phi3`, `olmo2` and
-//! `gptneox` ([`config::ARCHITECTURES`]: every family it runs that
+//! `gptneox` ([`config::architectures`]: every family it runs that
 //! llama.cpp writes), with tensors in every type llama.cpp's quantizer
 //! writes for the mixes people download — F32, F16, BF16, Q8_0, Q4_0,
 //! Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (a

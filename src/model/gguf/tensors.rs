@@ -18,6 +18,7 @@
 
 use super::file::{GgufFile, RawTensor, TensorType};
 use super::quantized::QuantizedWeight;
+use crate::model::config::pre_norm::{head_names, NormKind, QkvLayout};
 use crate::model::config::ModelConfig;
 use crate::model::family::Family;
 use crate::model::weight::Weight;
@@ -25,49 +26,6 @@ use crate::model::without_backtrace;
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
-
-/// GGUF name (after `blk.N.`) → the Llama family's (after `layers.N.`):
-/// llama.cpp's names (gguf-py's `TensorNameMap`) for Llama, Mistral,
-/// Qwen2 and 3, Gemma and Phi-3 (whose `attn_qkv` and `ffn_up` are its
-/// fused `qkv_proj` and `gate_up_proj`).
-const LAYER_TENSORS: [(&str, &str); 12] = [
-    ("attn_norm", "input_layernorm"),
-    ("attn_q", "self_attn.q_proj"),
-    ("attn_k", "self_attn.k_proj"),
-    ("attn_v", "self_attn.v_proj"),
-    ("attn_qkv", "self_attn.qkv_proj"),
-    ("attn_q_norm", "self_attn.q_norm"),
-    ("attn_k_norm", "self_attn.k_norm"),
-    ("attn_output", "self_attn.o_proj"),
-    ("ffn_norm", "post_attention_layernorm"),
-    ("ffn_gate", "mlp.gate_proj"),
-    ("ffn_up", "mlp.up_proj"),
-    ("ffn_down", "mlp.down_proj"),
-];
-
-/// Gemma 2 and 3: the four norms of the sandwich layout.
-const GEMMA2_NORMS: [(&str, &str); 4] = [
-    ("attn_norm", "input_layernorm"),
-    ("post_attention_norm", "post_attention_layernorm"),
-    ("ffn_norm", "pre_feedforward_layernorm"),
-    ("post_ffw_norm", "post_feedforward_layernorm"),
-];
-
-/// OLMo 2: norms after the attention and the feed-forward only.
-const OLMO2_NORMS: [(&str, &str); 2] = [
-    ("post_attention_norm", "post_attention_layernorm"),
-    ("post_ffw_norm", "post_feedforward_layernorm"),
-];
-
-/// GPT-NeoX (Pythia): its own names.
-const GPT_NEOX_TENSORS: [(&str, &str); 6] = [
-    ("attn_norm", "input_layernorm"),
-    ("attn_qkv", "attention.query_key_value"),
-    ("attn_output", "attention.dense"),
-    ("ffn_norm", "post_attention_layernorm"),
-    ("ffn_up", "mlp.dense_h_to_4h"),
-    ("ffn_down", "mlp.dense_4h_to_h"),
-];
 
 /// The Hugging Face name of a GGUF tensor of a Llama-family file, or
 /// `None` for one the study does not read.
@@ -78,41 +36,20 @@ pub fn hf_name(gguf: &str) -> Option<String> {
 /// The Hugging Face name of a GGUF tensor of a `family` file, or `None`
 /// for one the study does not read.
 pub fn hf_name_in(family: Family, gguf: &str) -> Option<String> {
-    let neox = family == Family::GptNeoX;
+    let (norm, head) = head_names(family)?;
     match gguf {
         "token_embd.weight" => return Some(format!("{}.weight", family.word_embeddings())),
-        "output.weight" => {
-            return Some(
-                if neox {
-                    "embed_out.weight"
-                } else {
-                    "lm_head.weight"
-                }
-                .into(),
-            )
-        }
+        "output.weight" => return Some(format!("{head}.weight")),
         _ => {}
     }
     if let Some(suffix) = gguf.strip_prefix("output_norm.") {
-        let norm = if neox { "final_layer_norm" } else { "norm" };
         return Some(format!("{norm}.{suffix}"));
     }
     let rest = gguf.strip_prefix("blk.")?;
     let (layer, rest) = rest.split_once('.')?;
     let layer: usize = layer.parse().ok()?;
     let (stem, suffix) = rest.rsplit_once('.')?;
-    let find = |table: &[(&'static str, &'static str)]| {
-        table.iter().find(|(g, _)| *g == stem).map(|(_, hf)| *hf)
-    };
-    let hf = match family {
-        Family::GptNeoX => find(&GPT_NEOX_TENSORS)?,
-        Family::Gemma2 | Family::Gemma3Text => {
-            find(&GEMMA2_NORMS).or_else(|| find(&LAYER_TENSORS))?
-        }
-        Family::Olmo2 => find(&OLMO2_NORMS).or_else(|| find(&LAYER_TENSORS))?,
-        Family::Phi3 if stem == "ffn_up" => "mlp.gate_up_proj",
-        _ => find(&LAYER_TENSORS)?,
-    };
+    let hf = family.spec().pre_norm()?.gguf_tensors.hf_name(stem)?;
     Some(format!("layers.{layer}.{hf}.{suffix}"))
 }
 
@@ -133,7 +70,10 @@ pub fn read(
 ) -> anyhow::Result<ReadTensors> {
     let family = config.family;
     let unpermute = file.string("general.architecture")? == "llama";
-    let gemma = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3Text);
+    let variant = config.pre_norm.as_ref().map(|shape| &shape.variant);
+    // Gemma's norms, stored plus one (below); GPT-NeoX's fused q/k/v.
+    let norm_plus_one = variant.is_some_and(|v| v.norm == NormKind::RmsPlusOne);
+    let per_head_qkv = variant.is_some_and(|v| v.qkv_layout == QkvLayout::InterleavedPerHead);
     let (heads, kv_heads) = (config.num_attention_heads, config.key_value_heads());
     let mut names: Vec<String> = file.content.tensor_infos.keys().cloned().collect();
     names.sort();
@@ -156,7 +96,7 @@ pub fn read(
         if let Some(groups) = groups.filter(|_| unpermute) {
             raw = raw.reorder_rows(&rotary_order(raw.rows(), groups));
         }
-        if family == Family::GptNeoX && gguf.contains(".attn_qkv.") {
+        if per_head_qkv && gguf.contains(".attn_qkv.") {
             raw = neox_qkv_rows(raw, heads);
         }
         let problem = |e: &dyn std::fmt::Display| {
@@ -165,7 +105,7 @@ pub fn read(
         // llama.cpp's converter stores Gemma's norm weights plus one
         // (`norm_shift`); transformers' loader takes the one off again in
         // float32 (`Gemma2TensorProcessor`), and so does this.
-        if gemma && gguf.ends_with("norm.weight") {
+        if norm_plus_one && gguf.ends_with("norm.weight") {
             let tensor =
                 match to_weight(raw, &Device::Cpu).map_err(|e| problem(&without_backtrace(&e)))? {
                     Weight::Quantized(blocks) => blocks.dequantize(),

@@ -14,7 +14,8 @@
 //! as a real checkpoint has them.
 
 use crate::model::config::pre_norm::{
-    attention_names, feed_forward_names, norm_names, FeedForwardLayout, QkNorm, QkvLayout,
+    attention_names, feed_forward_names, head_names, norm_names, FeedForwardLayout, QkNorm,
+    QkvLayout,
 };
 use crate::model::config::{ModelConfig, PreNormShape};
 use crate::model::family::Family;
@@ -170,10 +171,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
     );
     for layer in 0..config.num_hidden_layers {
         let p = format!("layers.{layer}");
-        for name in norm_names(config.family, variant.layout, layer)
-            .into_iter()
-            .flatten()
-        {
+        for name in norm_names(config.family, layer).into_iter().flatten() {
             norm(format!("{p}.{name}"), h, &mut add);
         }
         let (attention, fused, output) = attention_names(config.family);
@@ -204,7 +202,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
             norm(format!("{p}.{attention}.q_norm"), query, &mut add);
             norm(format!("{p}.{attention}.k_norm"), key, &mut add);
         }
-        let [first, second, third] = feed_forward_names(config.family, variant.feed_forward);
+        let [first, second, third] = feed_forward_names(config.family);
         let feed_forward = match variant.feed_forward {
             FeedForwardLayout::Plain => vec![(first, h, i), (second, i, h)],
             FeedForwardLayout::Gated => vec![(first, h, i), (second, h, i), (third, i, h)],
@@ -217,11 +215,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
             }
         }
     }
-    let final_norm = if config.family == Family::GptNeoX {
-        "final_layer_norm"
-    } else {
-        "norm"
-    };
+    let (final_norm, _) = head_names(config.family).expect("a decoder's head");
     norm(final_norm.into(), h, &mut add);
     shapes
 }

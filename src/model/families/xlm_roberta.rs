@@ -1,0 +1,19 @@
+//! XLM-RoBERTa: RoBERTa with a multilingual vocabulary; its checkpoints
+//! keep RoBERTa's `roberta.` prefix.
+
+use super::{EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_ENCODER};
+
+pub const SPEC: FamilySpec = FamilySpec {
+    model_type: "xlm-roberta",
+    display_name: "XLM-RoBERTa",
+    base_class: "XLMRobertaModel",
+    architecture_stems: &["XLMRoberta"],
+    checkpoint_prefix: "roberta.",
+    word_embeddings: BERT_EMBEDDINGS.words,
+    gguf_architecture: None,
+    stack: Stack::Encoder(EncoderSpec {
+        pad_token_id: 1,
+        positions_after_padding: true,
+        ..BERT_ENCODER
+    }),
+};
