@@ -253,6 +253,7 @@ impl From<ForwardError> for RunError {
     fn from(e: ForwardError) -> Self {
         match e {
             ForwardError::Cancelled => RunError::Cancelled,
+            ForwardError::Refused(refusal) => RunError::Model(refusal.to_string()),
             ForwardError::Candle(e) => RunError::Model(crate::model::without_backtrace(&e)),
         }
     }

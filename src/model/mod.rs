@@ -59,7 +59,7 @@ pub use encoder::Encoder;
 pub use family::Family;
 pub use stack::{
     AttentionStack, CaptureBuffers, ForwardError, HeadObserver, KvCache, LayerCaptures, LayerSink,
-    PassInput, PassObserver,
+    PassInput, PassObserver, Refusal,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -321,19 +321,21 @@ impl Model {
     fn check_input(&self, input_ids: &[u32]) -> Result<(), ForwardError> {
         let tokens = input_ids.len();
         if tokens == 0 || tokens > self.max_tokens() {
-            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
-                "the input has {tokens} tokens; this model takes 1 to {}",
-                self.max_tokens()
-            ))));
+            return Err(Refusal::Length {
+                tokens,
+                max: self.max_tokens(),
+            }
+            .into());
         }
         if let Some(&bad) = input_ids
             .iter()
             .find(|&&id| id as usize >= self.config.vocab_size)
         {
-            return Err(ForwardError::Candle(candle_core::Error::Msg(format!(
-                "token id {bad} is outside the model's vocabulary of {}",
-                self.config.vocab_size
-            ))));
+            return Err(Refusal::OutsideVocabulary {
+                id: bad,
+                vocabulary: self.config.vocab_size,
+            }
+            .into());
         }
         Ok(())
     }
@@ -372,9 +374,9 @@ impl Model {
         self.check_input(input_ids)?;
         let stack = self.network.stack();
         if !stack.hands_out_layers() {
-            return Err(ForwardError::Candle(candle_core::Error::Msg(
-                "only the decoder stack recomputes its attention".into(),
-            )));
+            return Err(
+                Refusal::Unsupported("only the decoder stack recomputes its attention").into(),
+            );
         }
         let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
         let kv_heads = self.config.key_value_heads();

@@ -287,8 +287,28 @@ impl CaptureBuffers<'_> {
 pub enum ForwardError {
     #[error("cancelled")]
     Cancelled,
+    /// An input or a capture the model does not take.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     #[error(transparent)]
     Candle(#[from] candle_core::Error),
+}
+
+/// What a model refuses to run, before any layer: said to the user as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the input has {tokens} tokens; this model takes 1 to {max}")]
+    Length { tokens: usize, max: usize },
+    #[error("{tokens} tokens are more than this model takes ({max})")]
+    PastContext { tokens: usize, max: usize },
+    #[error("token id {id} is outside the model's vocabulary of {vocabulary}")]
+    OutsideVocabulary { id: u32, vocabulary: usize },
+    #[error("token id or position outside the model")]
+    OutsideEmbeddings,
+    /// A capture mode the stack does not run (the BERT-like encoder keeps
+    /// every layer, and neither recomputes nor generates).
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// One layer's captures on the host, row-major: P and S (H×T×T), O

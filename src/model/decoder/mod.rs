@@ -37,7 +37,7 @@ use super::cpu_pass::{self, PassShape, RotaryCpu};
 use super::family::Family;
 use super::stack::{
     hand_out_heads, AttentionStack, Capture, ForwardError, KvCache, LayerSink, PassInput,
-    PassObserver,
+    PassObserver, Refusal,
 };
 use super::weight::{Weight, WeightBuilder};
 use crate::kernels::attention::ScoreRule;
@@ -229,11 +229,10 @@ impl PreNormStack {
         let first = cache.tokens;
         let positions = first..first + new_ids.len();
         if positions.end > self.config.max_tokens() {
-            return Err(candle_core::Error::Msg(format!(
-                "{} tokens are more than this model takes ({})",
-                positions.end,
-                self.config.max_tokens()
-            ))
+            return Err(Refusal::PastContext {
+                tokens: positions.end,
+                max: self.config.max_tokens(),
+            }
             .into());
         }
         let (rotary, local_rotary) = self.rotary_tables(positions)?;

@@ -31,7 +31,7 @@ use super::config::ModelConfig;
 use super::cpu_pass::{self, PassShape};
 use super::stack::{
     hand_out_heads, AttentionStack, Capture, CaptureBuffers, ForwardError, LayerSink, PassInput,
-    PassObserver,
+    PassObserver, Refusal,
 };
 use super::weight::WeightBuilder;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
@@ -85,9 +85,7 @@ impl Encoder {
         let embeddings = self.embeddings.cpu()?;
         let positions = self.config.position_ids(input_ids);
         if !embeddings.fits(input_ids, &positions) {
-            return Err(
-                candle_core::Error::Msg("token id or position outside the model".into()).into(),
-            );
+            return Err(Refusal::OutsideEmbeddings.into());
         }
         let layers = self
             .layers
@@ -201,8 +199,8 @@ impl AttentionStack for Encoder {
 }
 
 /// The error for a pass the encoder does not run.
-fn unsupported(what: &str) -> ForwardError {
-    ForwardError::Candle(candle_core::Error::Msg(what.into()))
+fn unsupported(what: &'static str) -> ForwardError {
+    Refusal::Unsupported(what).into()
 }
 
 #[cfg(test)]
