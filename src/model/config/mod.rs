@@ -70,48 +70,52 @@ impl ModelConfig {
     }
 
     /// Parses and validates the text of a `config.json`.
-    pub fn from_json(text: &str) -> Result<Self, String> {
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("not a valid config.json: {e}"))?;
+            serde_json::from_str(text).map_err(|e| ConfigError::NotJson(e.to_string()))?;
         let object = value
             .as_object()
-            .ok_or("not a valid config.json: not a JSON object")?;
+            .ok_or_else(|| ConfigError::NotJson("not a JSON object".into()))?;
         let config = Self::from_fields(&Fields(object))?;
         config.validate()?;
         Ok(config)
     }
 
-    fn from_fields(fields: &Fields) -> Result<Self, String> {
+    fn from_fields(fields: &Fields) -> Result<Self, ConfigError> {
         let architectures = match fields.0.get("architectures") {
             None | Some(Value::Null) => None,
             Some(value) => Some(
-                serde_json::from_value::<Vec<String>>(value.clone())
-                    .map_err(|_| "architectures is not a list of names".to_string())?,
+                serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
+                    ConfigError::Invalid("architectures is not a list of names".into())
+                })?,
             ),
         };
-        let family = family_of(fields.string("model_type")?, architectures.as_deref())?;
+        let model_type = fields.string("model_type").map_err(ConfigError::Invalid)?;
+        let family = family_of(model_type, architectures.as_deref())?;
         if family.is_pre_norm() {
             pre_norm::read(family, fields, architectures)
         } else {
             encoder_families::read(family, fields, architectures)
         }
+        .map_err(ConfigError::Invalid)
     }
 
     /// Refuses shapes headscope cannot run.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match (&self.pre_norm, self.family.is_pre_norm()) {
             (Some(shape), true) => pre_norm::validate(self, shape),
             (None, false) => encoder_families::validate(self),
             _ => Err(format!("{} needs its pre-norm fields", self.family)),
-        }?;
+        }
+        .map_err(ConfigError::Invalid)?;
         self.activation()?;
         Ok(())
     }
 
     /// The feed-forward activation `hidden_act` names.
-    pub fn activation(&self) -> Result<Activation, String> {
+    pub fn activation(&self) -> Result<Activation, ConfigError> {
         Activation::from_name(&self.hidden_act)
-            .ok_or_else(|| format!("hidden_act {:?} is not supported", self.hidden_act))
+            .ok_or_else(|| ConfigError::Activation(self.hidden_act.clone()))
     }
 
     /// The width of the embeddings (before any projection to `hidden_size`).
@@ -236,12 +240,10 @@ impl ModelConfig {
 fn family_of(
     model_type: Option<String>,
     architectures: Option<&[String]>,
-) -> Result<Family, String> {
-    let unsupported = |what: String| {
-        format!(
-            "{what} is not supported: headscope runs the models whose model_type is {}",
-            supported_list()
-        )
+) -> Result<Family, ConfigError> {
+    let unsupported = |named: String| ConfigError::Family {
+        named,
+        supported: supported_list(),
     };
     match (model_type, architectures) {
         (Some(kind), _) => Family::from_model_type(&kind)
@@ -250,6 +252,23 @@ fn family_of(
             .ok_or_else(|| unsupported(format!("architecture {first:?}"))),
         (None, _) => Ok(Family::Bert),
     }
+}
+
+/// Why a `config.json` is not one headscope runs; the messages name the
+/// field or the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("not a valid config.json: {0}")]
+    NotJson(String),
+    /// A model type or architecture of no family headscope runs.
+    #[error("{named} is not supported: headscope runs the models whose model_type is {supported}")]
+    Family { named: String, supported: String },
+    #[error("hidden_act {0:?} is not supported")]
+    Activation(String),
+    /// A field missing, of the wrong kind, or out of range, or fields that
+    /// do not fit together.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl serde::Serialize for ModelConfig {
@@ -320,15 +339,17 @@ mod tests {
 
     #[test]
     fn unsupported_model_types_name_the_supported_ones() {
-        let error =
-            ModelConfig::from_json(r#"{"model_type": "falcon", "hidden_size": 8}"#).unwrap_err();
+        let error = ModelConfig::from_json(r#"{"model_type": "falcon", "hidden_size": 8}"#)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("\"falcon\" is not supported"), "{error}");
         assert!(
             error.contains("roberta") && error.contains("albert"),
             "{error}"
         );
         let error = ModelConfig::from_json(r#"{"architectures": ["T5Model"], "hidden_size": 8}"#)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("T5Model"), "{error}");
     }
 }

@@ -1035,7 +1035,7 @@ mod tests {
     use super::*;
 
     fn config(text: &str) -> Result<ModelConfig, String> {
-        ModelConfig::from_json(text)
+        ModelConfig::from_json(text).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -75,7 +75,9 @@ impl PreNormStack {
         let shape: &PreNormShape = config.pre_norm.as_ref().ok_or_else(|| {
             candle_core::Error::Msg(format!("{} has no decoder fields", config.family))
         })?;
-        let activation = config.activation().map_err(candle_core::Error::Msg)?;
+        let activation = config
+            .activation()
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
         // Asked before the layers load: each hands its matrices over.
         let quantized = vb.holds_quantized();
         let hidden = config.hidden_size;

@@ -212,7 +212,7 @@ fn describe_folder(mut found: FoundModel, folder: &Path) -> FoundModel {
         }
         (_, Ok(None)) => Some("no model.safetensors".into()),
         _ if !folder.join("tokenizer.json").is_file() => Some("no tokenizer.json".into()),
-        (Ok(text), _) => ModelConfig::from_json(text).err(),
+        (Ok(text), _) => ModelConfig::from_json(text).err().map(|e| e.to_string()),
     };
     found
 }

@@ -285,7 +285,9 @@ pub(super) struct Intermediate {
 
 impl Intermediate {
     pub(super) fn load(vb: WeightBuilder, config: &ModelConfig) -> Result<Self> {
-        let activation = config.activation().map_err(candle_core::Error::Msg)?;
+        let activation = config
+            .activation()
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
         Ok(Self {
             dense: Dense::load(vb, config.hidden_size, config.intermediate_size, true)?,
             activation,
