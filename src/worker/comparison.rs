@@ -9,7 +9,7 @@
 //! edit of the text (a new analysis) does not cancel a comparison, and
 //! the reverse.
 
-use super::{panic_message, wait_unless, AnalysisWorker, Command, WorkerEvent, WorkerThread};
+use super::{panic_message, AnalysisWorker, Command, Slot, WorkerEvent, WorkerThread};
 use crate::analysis::AnalysisOptions;
 use crate::model::ModelSource;
 use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput};
@@ -44,7 +44,7 @@ impl AnalysisWorker {
     /// Loads the second model (for comparisons), replacing the previous
     /// one once it is ready; the first model is not touched.
     pub fn load_comparison_model(&self, source: ModelSource) {
-        self.send(Command::LoadComparisonModel(source));
+        self.send(Command::Load(Slot::Compared, source));
     }
 
     /// Asks for the second model's run on `text` and its comparison with
@@ -75,7 +75,8 @@ impl WorkerThread {
         let generation = request.generation;
         let emit = |this: &Self, event| this.emit(WorkerEvent::Comparison { generation, event });
         emit(self, ComparisonEvent::Started);
-        if let Some(capture) = self.comparison_capture.clone() {
+        let compared = self.slot(Slot::Compared);
+        if let Some(capture) = compared.capture() {
             let event = if request.text != capture.header.text {
                 ComparisonEvent::Failed(format!(
                     "{} holds a run on another text; compare it with a run on its own text",
@@ -91,7 +92,7 @@ impl WorkerThread {
             };
             return emit(self, event);
         }
-        let Some(model) = &self.comparison_model else {
+        let Some(model) = compared.model() else {
             emit(
                 self,
                 ComparisonEvent::Failed("no model to compare with is loaded".into()),
@@ -102,13 +103,13 @@ impl WorkerThread {
         let shutdown = &self.shutdown;
         let stale =
             || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
-        let delay = self.delay;
+        let hooks = self.hooks;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            if !wait_unless(delay, &stale) {
+            if !hooks.before_run(&stale) {
                 return Err(RunError::Cancelled);
             }
             pipeline::run_comparison(
-                model,
+                &model,
                 request.a.clone(),
                 &request.text,
                 &request.input,

@@ -8,7 +8,7 @@
 //! at the next layer; or of its last layer alone: the model's own next tokens, which
 //! the app shows on hovering a token ([`AnalysisWorker::next_tokens`]).
 
-use super::{panic_message, wait_unless, AnalysisWorker, Command, JobProgress, WorkerThread};
+use super::{panic_message, AnalysisWorker, Command, Hooks, JobProgress, Slot, WorkerThread};
 use crate::model::predict::{GenerationEvent, GenerationOptions};
 use crate::model::Model;
 use crate::predictions::LogitLens;
@@ -16,7 +16,6 @@ use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What a generation tells the app. The last message is `Finished` or
 /// `Failed`.
@@ -155,8 +154,8 @@ impl AnalysisWorker {
 impl WorkerThread {
     pub(super) fn start_prediction(&self, job: PredictionJob) {
         let wake = self.wake.clone();
-        let model = self.model.clone();
-        let layer_delay = self.layer_delay;
+        let model = self.slot(Slot::Analysed).model();
+        let hooks = self.hooks;
         let spawned = std::thread::Builder::new()
             .name("headscope-predict".into())
             .spawn(move || {
@@ -195,7 +194,7 @@ impl WorkerThread {
                     } => {
                         let result = catch_unwind(AssertUnwindSafe(|| {
                             let model = model.ok_or("no model is loaded")?;
-                            lens_table(&model, input_ids, depth, &progress, layer_delay)
+                            lens_table(&model, input_ids, depth, &progress, hooks)
                                 .map_err(|e| format!("{e:#}"))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
@@ -249,16 +248,16 @@ fn generate(
 }
 
 /// The lens table of `input_ids`, each layer passed a step of `progress`,
-/// stopped at the next layer once it is cancelled; `layer_delay` (the
+/// stopped at the next layer once it is cancelled; `hooks`' layer delay (the
 /// tests' slow model) is waited before each layer.
 fn lens_table(
     model: &Model,
     input_ids: Vec<u32>,
     depth: LensDepth,
     progress: &JobProgress,
-    layer_delay: Duration,
+    hooks: Hooks,
 ) -> anyhow::Result<LensTable> {
-    let cancelled = || !wait_unless(layer_delay, &|| progress.is_cancelled());
+    let cancelled = || !hooks.before_layer(&|| progress.is_cancelled());
     let lens = match depth {
         LensDepth::EveryLayer => {
             model.logit_lens_counted(&input_ids, 5, &cancelled, &|_| progress.step())?
