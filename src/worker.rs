@@ -47,13 +47,13 @@
 //! exist only with the `test-hooks` feature (see [`test_hooks`]).
 
 use crate::analysis::AnalysisOptions;
-use crate::capture_file::{is_capture_path, CaptureFile};
+use crate::capture_file::CaptureFile;
 use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
 use crate::input::WindowBounds;
-use crate::model::{hub, LoadProgress, Model, ModelSource};
+use crate::model::{LoadProgress, Model, ModelSource};
 use crate::pipeline::{self, InputOptions, RunError, RunOutput, RunProgress};
 use crate::tokens::VocabularyStyle;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,10 +63,12 @@ use std::time::{Duration, Instant};
 
 mod comparison;
 mod job_progress;
+mod loading;
 mod predictions;
 mod test_hooks;
 pub use comparison::{ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
+use loading::ModelSlot;
 pub use predictions::{GenerationUpdate, LensTable};
 use test_hooks::Hooks;
 
@@ -422,59 +424,6 @@ impl Drop for AnalysisWorker {
     }
 }
 
-/// What a slot holds: a model, or a capture file in its place.
-#[derive(Clone)]
-enum Loaded {
-    Model(Arc<Model>),
-    Capture(Arc<CaptureFile>),
-}
-
-/// One of the worker's two models, and what it is as reported when it
-/// loaded; empty until a load succeeds.
-#[derive(Default)]
-struct ModelSlot {
-    loaded: Option<Loaded>,
-    info: Option<ModelInfo>,
-}
-
-impl ModelSlot {
-    fn model(&self) -> Option<Arc<Model>> {
-        match &self.loaded {
-            Some(Loaded::Model(model)) => Some(model.clone()),
-            _ => None,
-        }
-    }
-
-    fn capture(&self) -> Option<Arc<CaptureFile>> {
-        match &self.loaded {
-            Some(Loaded::Capture(capture)) => Some(capture.clone()),
-            _ => None,
-        }
-    }
-}
-
-/// Why a load gave no model.
-enum LoadError {
-    /// The handle was dropped while the model downloaded: nobody is left
-    /// to tell.
-    Cancelled,
-    Failed(anyhow::Error),
-    /// A bug: the load panicked (the panic's message).
-    Crashed(String),
-}
-
-impl From<anyhow::Error> for LoadError {
-    fn from(error: anyhow::Error) -> Self {
-        Self::Failed(error)
-    }
-}
-
-/// What the `headscope-download` thread sends back.
-enum DownloadNews {
-    Progress(LoadProgress),
-    Done(Result<PathBuf, LoadError>),
-}
-
 /// The state that lives on the model thread.
 struct WorkerThread {
     /// The analysed model and the compared one, indexed by [`Slot::index`].
@@ -542,176 +491,6 @@ impl WorkerThread {
 
     fn emit_model(&self, slot: Slot, event: ModelEvent) {
         self.emit(WorkerEvent::Model { slot, event });
-    }
-
-    fn load(&mut self, slot: Slot, source: ModelSource) {
-        let kept = self.slot(slot).info.clone();
-        self.emit_model(
-            slot,
-            ModelEvent::Loading {
-                source: source.clone(),
-            },
-        );
-        if let ModelSource::Folder(path) = &source {
-            if is_capture_path(path) {
-                return self.load_capture(slot, source.clone(), path.clone(), kept);
-            }
-        }
-        let mut last_report = None::<Instant>;
-        let mut report = |progress: LoadProgress| {
-            // Downloads report every chunk: pass on a few per second.
-            let finished =
-                matches!(&progress, LoadProgress::Downloading { done, total, .. } if done >= total);
-            let due = last_report.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
-            if due || finished || matches!(progress, LoadProgress::Reading(_)) {
-                last_report = Some(Instant::now());
-                self.emit_model(slot, ModelEvent::Progress(progress));
-            }
-        };
-        let result = catch_unwind(AssertUnwindSafe(|| self.load_model(&source, &mut report)))
-            .unwrap_or_else(|payload| Err(LoadError::Crashed(panic_message(payload.as_ref()))));
-        let message = match result {
-            Ok(model) => {
-                let info = ModelInfo {
-                    source,
-                    name: model.name.clone(),
-                    family: model.config.family.to_string(),
-                    layers: model.layers(),
-                    heads: model.heads(),
-                    max_tokens: model.max_tokens(),
-                    capture_text: None,
-                };
-                self.install(slot, Loaded::Model(Arc::new(model)), info.clone());
-                return self.emit_model(slot, ModelEvent::Ready(info));
-            }
-            Err(LoadError::Cancelled) => return,
-            Err(LoadError::Failed(error)) => load_error_message(&error),
-            Err(LoadError::Crashed(panic)) => format!(
-                "loading the model crashed (a bug in headscope: {panic}); \
-                 the app is still usable, try another model"
-            ),
-        };
-        // A failed load leaves the model in use as it was.
-        self.emit_model(
-            slot,
-            ModelEvent::Failed {
-                source,
-                message,
-                kept,
-            },
-        );
-    }
-
-    /// Loads `source`; a model from the hub that the cache lacks is
-    /// downloaded first ([`WorkerThread::download`]).
-    fn load_model(
-        &self,
-        source: &ModelSource,
-        progress: &mut dyn FnMut(LoadProgress),
-    ) -> Result<Model, LoadError> {
-        let ModelSource::Hub(id) = source else {
-            return Ok(Model::load(source, progress)?);
-        };
-        let folder = match hub::cached_folder(id) {
-            Some(folder) => folder,
-            None => self.download(id, progress)?,
-        };
-        let mut model = Model::load(&ModelSource::Folder(folder), progress)?;
-        // Named by its id, as `Model::load` names a model from the hub.
-        model.name = id.clone();
-        Ok(model)
-    }
-
-    /// Downloads model `id` into the hub's cache on a `headscope-download`
-    /// thread, passing on its progress, and gives its folder. hf-hub's
-    /// download cannot be told to stop, so when the handle is dropped this
-    /// stops waiting ([`LoadError::Cancelled`]) and leaves the download to
-    /// finish into the cache (where the next load finds it) or to end with
-    /// the process.
-    fn download(
-        &self,
-        id: &str,
-        progress: &mut dyn FnMut(LoadProgress),
-    ) -> Result<PathBuf, LoadError> {
-        let (news, receiver) = crossbeam_channel::unbounded();
-        let id = id.to_string();
-        let spawned = std::thread::Builder::new()
-            .name("headscope-download".into())
-            .spawn(move || {
-                let fetched = catch_unwind(AssertUnwindSafe(|| {
-                    hub::fetch(&id, &mut |step| {
-                        let _ = news.send(DownloadNews::Progress(step));
-                    })
-                }));
-                let done = match fetched {
-                    Ok(fetched) => fetched.map_err(LoadError::Failed),
-                    Err(payload) => Err(LoadError::Crashed(panic_message(payload.as_ref()))),
-                };
-                let _ = news.send(DownloadNews::Done(done));
-            });
-        if let Err(error) = spawned {
-            return Err(anyhow::anyhow!("cannot start the download thread: {error}").into());
-        }
-        loop {
-            if self.shutting_down() {
-                return Err(LoadError::Cancelled);
-            }
-            match receiver.recv_timeout(Duration::from_millis(50)) {
-                Ok(DownloadNews::Progress(step)) => progress(step),
-                Ok(DownloadNews::Done(done)) => return done,
-                Err(RecvTimeoutError::Timeout) => {}
-                // The thread always sends `Done` before it ends.
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(LoadError::Crashed("the download thread ended".into()))
-                }
-            }
-        }
-    }
-
-    /// Reads a capture file into `slot`, in place of its model.
-    fn load_capture(
-        &mut self,
-        slot: Slot,
-        source: ModelSource,
-        path: PathBuf,
-        kept: Option<ModelInfo>,
-    ) {
-        self.emit_model(
-            slot,
-            ModelEvent::Progress(LoadProgress::Reading(path.clone())),
-        );
-        let capture = match CaptureFile::read(&path) {
-            Ok(capture) => capture,
-            Err(error) => {
-                return self.emit_model(
-                    slot,
-                    ModelEvent::Failed {
-                        source,
-                        message: error.to_string(),
-                        kept,
-                    },
-                )
-            }
-        };
-        let info = ModelInfo {
-            source,
-            name: capture.name(),
-            family: capture.header.model.kind.clone(),
-            layers: capture.captures.layers,
-            heads: capture.captures.heads,
-            max_tokens: capture.tokens.len(),
-            capture_text: Some(capture.header.text.clone()),
-        };
-        self.install(slot, Loaded::Capture(Arc::new(capture)), info.clone());
-        self.emit_model(slot, ModelEvent::Ready(info));
-    }
-
-    /// Puts what was loaded in `slot`, replacing the model or capture there.
-    fn install(&mut self, slot: Slot, loaded: Loaded, info: ModelInfo) {
-        self.slots[slot.index()] = ModelSlot {
-            loaded: Some(loaded),
-            info: Some(info),
-        };
     }
 
     fn start_corpus(&mut self, job: CorpusJob) {
@@ -962,16 +741,6 @@ fn focus_token_style(report: &CorpusReport) -> VocabularyStyle {
     VocabularyStyle::guess(&texts)
 }
 
-/// Why a load failed, for the window: the command line's advice (pass a
-/// folder with `--model`) is left out, since the window has its own way to
-/// choose one.
-fn load_error_message(error: &anyhow::Error) -> String {
-    match error.downcast_ref::<crate::model::hub::HubUnavailable>() {
-        Some(hub) => hub.without_hint(),
-        None => format!("{error:#}"),
-    }
-}
-
 fn panic_report(payload: &(dyn std::any::Any + Send)) -> String {
     format!(
         "the analysis crashed (a bug in headscope: {}); the app is still usable: edit the text or change a setting to try again",
@@ -986,31 +755,5 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "unknown panic".into()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::hub::HubUnavailable;
-
-    #[test]
-    fn a_hub_failure_is_told_to_the_window_without_the_command_line_advice() {
-        let error = anyhow::Error::new(HubUnavailable {
-            id: "bert-base-uncased".into(),
-            reason: "HF_HUB_OFFLINE is set and it is not in the local cache".into(),
-        });
-        // The command line keeps its advice...
-        assert!(format!("{error:#}").contains("--model /path/to/bert-base-uncased"));
-        // ...the window gets the reason alone, and adds its own.
-        let message = load_error_message(&error);
-        assert_eq!(
-            message,
-            "cannot get model 'bert-base-uncased' from the Hugging Face hub: \
-             HF_HUB_OFFLINE is set and it is not in the local cache"
-        );
-        // Wrapped in context, it is still found.
-        let wrapped = error.context("loading the model");
-        assert!(!load_error_message(&wrapped).contains("--model"));
     }
 }
