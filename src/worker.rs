@@ -69,7 +69,7 @@ mod test_hooks;
 pub use comparison::{ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;
-pub use predictions::{GenerationUpdate, LensTable};
+pub use predictions::{GenerationUpdate, LensResult, LensTable};
 use test_hooks::Hooks;
 
 /// How often a long run says where it stands (and how long a run lasts
@@ -261,11 +261,27 @@ struct CorpusJob {
 struct OutlineJob {
     text: String,
     input: InputOptions,
-    reply: Sender<Result<Vec<WindowBounds>, String>>,
+    reply: Sender<OutlineResult>,
 }
 
 /// Every window of a text, or why there are none.
-pub type OutlineResult = Result<Vec<WindowBounds>, String>;
+pub type OutlineResult = Result<Vec<WindowBounds>, JobError>;
+
+/// Why a job on a thread of its own (an outline, a generation, a logit
+/// lens) gave no answer; shown as its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    /// The analysed slot holds no model (none yet, or a capture file).
+    #[error("no model is loaded")]
+    NoModel,
+    /// The model or the pipeline failed, and said why.
+    #[error("{0}")]
+    Failed(String),
+    /// A bug: the job panicked (`panic`, its message); the app is still
+    /// usable.
+    #[error("{what} crashed (a bug in headscope: {panic})")]
+    Crashed { what: &'static str, panic: String },
+}
 
 enum Command {
     Load(Slot, ModelSource),
@@ -518,7 +534,7 @@ impl WorkerThread {
     fn start_outline(&self, job: OutlineJob) {
         let wake = self.wake.clone();
         let Some(model) = self.slot(Slot::Analysed).model() else {
-            let _ = job.reply.send(Err("no model is loaded".into()));
+            let _ = job.reply.send(Err(JobError::NoModel));
             wake();
             return;
         };
@@ -526,13 +542,14 @@ impl WorkerThread {
             .name("headscope-outline".into())
             .spawn(move || {
                 let result = catch_unwind(AssertUnwindSafe(|| {
-                    pipeline::outline(&model, &job.text, &job.input).map_err(|e| e.to_string())
+                    pipeline::outline(&model, &job.text, &job.input)
+                        .map_err(|e| JobError::Failed(e.to_string()))
                 }))
                 .unwrap_or_else(|payload| {
-                    Err(format!(
-                        "outlining the text crashed (a bug in headscope: {})",
-                        panic_message(payload.as_ref())
-                    ))
+                    Err(JobError::Crashed {
+                        what: "outlining the text",
+                        panic: panic_message(payload.as_ref()),
+                    })
                 });
                 let _ = job.reply.send(result);
                 wake();
