@@ -3,7 +3,7 @@
 //! The UI never touches model state: it sends [`AnalysisWorker`] commands
 //! (load a model, analyse a text) and reads [`WorkerEvent`]s back, in the
 //! style of rerun's background workers. The thread is named
-//! `headscope-model` and owns the loaded [`Model`].
+//! `headscope-model` and owns the loaded models.
 //!
 //! Only the newest analysis matters. Every request gets a generation number,
 //! and an atomic "latest generation" is shared with the thread: requests
@@ -66,7 +66,7 @@ mod job_progress;
 mod loading;
 mod predictions;
 mod test_hooks;
-pub use comparison::{ComparisonEvent, ComparisonRequest};
+pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;
 pub use predictions::{GenerationUpdate, LensResult, LensTable};

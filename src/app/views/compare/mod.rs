@@ -137,8 +137,8 @@ impl CompareView {
                 return true;
             }
             ComparisonEvent::Abandoned => self.in_flight = None,
-            ComparisonEvent::Failed(message) => {
-                self.error = Some(format!("The comparison failed: {message}"));
+            ComparisonEvent::Failed(error) => {
+                self.error = Some(format!("The comparison failed: {error}"));
                 self.in_flight = None;
             }
         }
