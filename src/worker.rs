@@ -3,7 +3,7 @@
 //! The UI never touches model state: it sends [`AnalysisWorker`] commands
 //! (load a model, analyse a text) and reads [`WorkerEvent`]s back, in the
 //! style of rerun's background workers. The thread is named
-//! `headscope-model` and owns the loaded [`Model`].
+//! `headscope-model` and owns the loaded models.
 //!
 //! Only the newest analysis matters. Every request gets a generation number,
 //! and an atomic "latest generation" is shared with the thread: requests
@@ -24,11 +24,16 @@
 //! on a channel of its own ([`CorpusUpdate`]), and it stops between windows
 //! when its cancel flag is set or the handle is dropped.
 //!
-//! A second model can be loaded beside the first, for comparisons
-//! ([`AnalysisWorker::load_comparison_model`], reported as the same model
-//! events wrapped in [`WorkerEvent::ComparisonModel`]); a comparison runs
-//! it on a text whose result from the first model the app already has,
-//! newest request first like the analyses (see [`comparison`]).
+//! The thread holds two models, one per [`Slot`]: the one analysed and the
+//! one compared with it ([`AnalysisWorker::load_comparison_model`]), each a
+//! [`Model`] or a capture file in its place. A load's news comes back as
+//! [`WorkerEvent::Model`], which names its slot. A comparison runs the
+//! second model on a text whose result from the first the app already
+//! has, newest request first like the analyses (see [`comparison`]).
+//!
+//! A model from the hub downloads on a thread of its own, which the model
+//! thread stops waiting for when the handle is dropped: hf-hub's download
+//! cannot be told to stop, and dropping the handle must not wait for it.
 //!
 //! A decoder's generation and logit lens run on a thread of their own too
 //! ([`AnalysisWorker::generate`], [`AnalysisWorker::logit_lens`]).
@@ -37,9 +42,12 @@
 //! [`ModelSource::Folder`] naming a `.safetensors` file): an analysis then
 //! re-analyses the stored run of the capture's own text under the
 //! request's options, without any model.
+//!
+//! The tests slow the thread down and make it panic through hooks that
+//! exist only with the `test-hooks` feature (see [`test_hooks`]).
 
 use crate::analysis::AnalysisOptions;
-use crate::capture_file::{is_capture_path, CaptureFile};
+use crate::capture_file::CaptureFile;
 use crate::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport, FileWarning, SkippedFile};
 use crate::input::WindowBounds;
 use crate::model::{LoadProgress, Model, ModelSource};
@@ -55,10 +63,14 @@ use std::time::{Duration, Instant};
 
 mod comparison;
 mod job_progress;
+mod loading;
 mod predictions;
-pub use comparison::{ComparisonEvent, ComparisonRequest};
+mod test_hooks;
+pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
-pub use predictions::{GenerationUpdate, LensTable};
+use loading::ModelSlot;
+pub use predictions::{GenerationUpdate, LensResult, LensTable};
+use test_hooks::Hooks;
 
 /// How often a long run says where it stands (and how long a run lasts
 /// before it first does).
@@ -105,21 +117,51 @@ pub enum RunFailure {
     Panic,
 }
 
-/// What the worker tells the UI.
+/// Which of the worker's two models: a load replaces the one in its slot,
+/// and the news of a load names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The model every analysis runs.
+    Analysed,
+    /// The second model, which comparisons run.
+    Compared,
+}
+
+impl Slot {
+    /// Its place in the worker's slots.
+    const fn index(self) -> usize {
+        match self {
+            Self::Analysed => 0,
+            Self::Compared => 1,
+        }
+    }
+}
+
+/// The news of a model load, in either slot.
 #[derive(Debug, Clone)]
-pub enum WorkerEvent {
-    ModelLoading {
+pub enum ModelEvent {
+    Loading {
         source: ModelSource,
     },
     /// Download or reading progress of the model being loaded.
-    ModelProgress(LoadProgress),
-    ModelReady(ModelInfo),
+    Progress(LoadProgress),
+    Ready(ModelInfo),
     /// The load failed; the worker keeps the model it had, if any.
-    ModelFailed {
+    Failed {
         source: ModelSource,
         message: String,
         /// The model still in use.
         kept: Option<ModelInfo>,
+    },
+}
+
+/// What the worker tells the UI.
+#[derive(Debug, Clone)]
+pub enum WorkerEvent {
+    /// News of the model loading into `slot`.
+    Model {
+        slot: Slot,
+        event: ModelEvent,
     },
     RunStarted {
         generation: u64,
@@ -143,9 +185,6 @@ pub enum WorkerEvent {
         failure: RunFailure,
         message: String,
     },
-    /// A model event (`ModelLoading`, `ModelProgress`, `ModelReady`,
-    /// `ModelFailed`) about the second model, the one compared with.
-    ComparisonModel(Box<WorkerEvent>),
     /// News of the comparison request `generation`.
     Comparison {
         generation: u64,
@@ -222,23 +261,37 @@ struct CorpusJob {
 struct OutlineJob {
     text: String,
     input: InputOptions,
-    reply: Sender<Result<Vec<WindowBounds>, String>>,
+    reply: Sender<OutlineResult>,
 }
 
 /// Every window of a text, or why there are none.
-pub type OutlineResult = Result<Vec<WindowBounds>, String>;
+pub type OutlineResult = Result<Vec<WindowBounds>, JobError>;
+
+/// Why a job on a thread of its own (an outline, a generation, a logit
+/// lens) gave no answer; shown as its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    /// The analysed slot holds no model (none yet, or a capture file).
+    #[error("no model is loaded")]
+    NoModel,
+    /// The model or the pipeline failed, and said why.
+    #[error("{0}")]
+    Failed(String),
+    /// A bug: the job panicked (`panic`, its message); the app is still
+    /// usable.
+    #[error("{what} crashed (a bug in headscope: {panic})")]
+    Crashed { what: &'static str, panic: String },
+}
 
 enum Command {
-    LoadModel(ModelSource),
-    LoadComparisonModel(ModelSource),
+    Load(Slot, ModelSource),
     Analyse(AnalyseRequest),
     Compare(ComparisonRequest),
     Corpus(CorpusJob),
     Outline(OutlineJob),
     Predict(predictions::PredictionJob),
-    SetArtificialDelay(Duration),
-    SetLayerDelay(Duration),
-    InjectPanic,
+    #[cfg(feature = "test-hooks")]
+    Hook(test_hooks::Hook),
 }
 
 /// Handle to the model thread. Dropping it stops the thread and joins it.
@@ -262,17 +315,10 @@ impl AnalysisWorker {
         let latest_comparison = Arc::new(AtomicU64::new(0));
         let shutdown = Arc::new(AtomicBool::new(false));
         let mut thread = WorkerThread {
-            model: None,
-            model_info: None,
-            capture: None,
-            comparison_capture: None,
-            comparison_model: None,
-            comparison_info: None,
+            slots: Default::default(),
             latest_comparison: latest_comparison.clone(),
             corpus_runs: Vec::new(),
-            delay: Duration::ZERO,
-            layer_delay: Duration::ZERO,
-            panic_next_run: false,
+            hooks: Hooks::default(),
             events: event_tx,
             wake,
             latest_generation: latest_generation.clone(),
@@ -296,7 +342,7 @@ impl AnalysisWorker {
 
     /// Loads a model, replacing the current one once it is ready.
     pub fn load_model(&self, source: ModelSource) {
-        self.send(Command::LoadModel(source));
+        self.send(Command::Load(Slot::Analysed, source));
     }
 
     /// Asks for an analysis and returns its generation number. Any older
@@ -319,7 +365,7 @@ impl AnalysisWorker {
     /// hold capture files ([`corpus::holds_captures`]), of those captures,
     /// without a model ([`corpus::run_captures`]). Setting `cancel`
     /// stops it between windows; the report then comes back `partial`.
-    /// The artificial delay, if set, is waited after every window.
+    /// The tests' artificial delay, if set, is waited after every window.
     pub fn run_corpus(
         &self,
         paths: Vec<PathBuf>,
@@ -360,27 +406,6 @@ impl AnalysisWorker {
         self.latest_generation.load(Ordering::SeqCst)
     }
 
-    /// Makes every following run wait this long before the model starts
-    /// (still abandoned at once when a newer request comes): a slow model
-    /// for testing the UI.
-    pub fn set_artificial_delay(&self, delay: Duration) {
-        self.send(Command::SetArtificialDelay(delay));
-    }
-
-    /// Makes every following run wait this long before each layer of the
-    /// model (still abandoned at once when cancelled): a slow model whose
-    /// progress can be watched, for testing the UI.
-    pub fn set_layer_delay(&self, delay: Duration) {
-        self.send(Command::SetLayerDelay(delay));
-    }
-
-    /// Makes the next analysis panic, to check that a panic is reported and the
-    /// worker keeps serving. For tests.
-    #[doc(hidden)]
-    pub fn inject_panic(&self) {
-        self.send(Command::InjectPanic);
-    }
-
     /// The next event, if one is waiting.
     pub fn try_recv(&self) -> Option<WorkerEvent> {
         self.events.try_recv().ok()
@@ -415,45 +440,16 @@ impl Drop for AnalysisWorker {
     }
 }
 
-/// Which of the worker's two models a load replaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Slot {
-    /// The model every analysis runs.
-    Analysed,
-    /// The second model, which comparisons run.
-    Compared,
-}
-
-/// What a load gives: a model, or a capture file in its place.
-enum Loaded {
-    Model(Box<Model>),
-    Capture(Box<CaptureFile>),
-}
-
-/// Unwinds out of a model download when the handle is dropped (the loader
-/// has no cancel hook of its own); caught by the job's `catch_unwind`.
-struct ShutdownRequested;
-
 /// The state that lives on the model thread.
 struct WorkerThread {
-    model: Option<Arc<Model>>,
-    /// What `model` is, as reported when it loaded.
-    model_info: Option<ModelInfo>,
-    /// A capture file analysed in place of `model` (which is then `None`),
-    /// and one compared in place of `comparison_model`.
-    capture: Option<Arc<CaptureFile>>,
-    comparison_capture: Option<Arc<CaptureFile>>,
-    /// The second model, which comparisons run, and what it is.
-    comparison_model: Option<Arc<Model>>,
-    comparison_info: Option<ModelInfo>,
+    /// The analysed model and the compared one, indexed by [`Slot::index`].
+    slots: [ModelSlot; 2],
     latest_comparison: Arc<AtomicU64>,
     /// Corpus runs started, with their cancel flags (set at shutdown).
     corpus_runs: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
-    delay: Duration,
-    /// Waited before each layer ([`AnalysisWorker::set_layer_delay`]).
-    layer_delay: Duration,
-    /// Set by [`AnalysisWorker::inject_panic`]: the next run panics.
-    panic_next_run: bool,
+    /// The tests' slow model and injected panic (nothing in a build
+    /// without the `test-hooks` feature).
+    hooks: Hooks,
     events: Sender<WorkerEvent>,
     wake: Waker,
     latest_generation: Arc<AtomicU64>,
@@ -472,16 +468,14 @@ impl WorkerThread {
                     return;
                 }
                 match command {
-                    Command::LoadModel(source) => self.load(source, Slot::Analysed),
-                    Command::LoadComparisonModel(source) => self.load(source, Slot::Compared),
+                    Command::Load(slot, source) => self.load(slot, source),
                     Command::Analyse(request) => newest_analysis = Some(request),
                     Command::Compare(request) => newest_comparison = Some(request),
                     Command::Corpus(job) => self.start_corpus(job),
                     Command::Outline(job) => self.start_outline(job),
                     Command::Predict(job) => self.start_prediction(job),
-                    Command::SetArtificialDelay(delay) => self.delay = delay,
-                    Command::SetLayerDelay(delay) => self.layer_delay = delay,
-                    Command::InjectPanic => self.panic_next_run = true,
+                    #[cfg(feature = "test-hooks")]
+                    Command::Hook(hook) => self.hooks.set(hook),
                 }
             }
             if let Some(request) = newest_analysis {
@@ -497,6 +491,10 @@ impl WorkerThread {
         }
     }
 
+    fn slot(&self, slot: Slot) -> &ModelSlot {
+        &self.slots[slot.index()]
+    }
+
     fn shutting_down(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
     }
@@ -507,145 +505,21 @@ impl WorkerThread {
         (self.wake)();
     }
 
-    fn load(&mut self, source: ModelSource, slot: Slot) {
-        let wrap = move |event: WorkerEvent| match slot {
-            Slot::Analysed => event,
-            Slot::Compared => WorkerEvent::ComparisonModel(Box::new(event)),
-        };
-        let kept = match slot {
-            Slot::Analysed => self.model_info.clone(),
-            Slot::Compared => self.comparison_info.clone(),
-        };
-        self.emit(wrap(WorkerEvent::ModelLoading {
-            source: source.clone(),
-        }));
-        if let ModelSource::Folder(path) = &source {
-            if is_capture_path(path) {
-                return self.load_capture(source.clone(), path.clone(), slot, kept);
-            }
-        }
-        let shutdown = self.shutdown.clone();
-        let events = self.events.clone();
-        let wake = self.wake.clone();
-        let mut last_report = None::<Instant>;
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            Model::load(&source, &mut |progress| {
-                if shutdown.load(Ordering::SeqCst) {
-                    std::panic::resume_unwind(Box::new(ShutdownRequested));
-                }
-                // Downloads report every chunk: pass on a few per second.
-                let finished = matches!(&progress, LoadProgress::Downloading { done, total, .. } if done >= total);
-                let due = last_report.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
-                if due || finished || matches!(progress, LoadProgress::Reading(_)) {
-                    last_report = Some(Instant::now());
-                    let _ = events.send(wrap(WorkerEvent::ModelProgress(progress)));
-                    wake();
-                }
-            })
-        }));
-        match result {
-            Ok(Ok(model)) => {
-                let info = ModelInfo {
-                    source,
-                    name: model.name.clone(),
-                    family: model.config.family.to_string(),
-                    layers: model.layers(),
-                    heads: model.heads(),
-                    max_tokens: model.max_tokens(),
-                    capture_text: None,
-                };
-                self.install(slot, Loaded::Model(Box::new(model)), info.clone());
-                self.emit(wrap(WorkerEvent::ModelReady(info)));
-            }
-            // A failed load leaves the model in use as it was.
-            Ok(Err(error)) => self.emit(wrap(WorkerEvent::ModelFailed {
-                source,
-                message: load_error_message(&error),
-                kept,
-            })),
-            Err(payload) => {
-                if payload.is::<ShutdownRequested>() {
-                    return;
-                }
-                self.emit(wrap(WorkerEvent::ModelFailed {
-                    source,
-                    message: format!(
-                        "loading the model crashed (a bug in headscope: {}); \
-                         the app is still usable, try another model",
-                        panic_message(payload.as_ref())
-                    ),
-                    kept,
-                }));
-            }
-        }
-    }
-
-    /// Reads a capture file into `slot`, in place of its model.
-    fn load_capture(
-        &mut self,
-        source: ModelSource,
-        path: PathBuf,
-        slot: Slot,
-        kept: Option<ModelInfo>,
-    ) {
-        let wrap = move |event: WorkerEvent| match slot {
-            Slot::Analysed => event,
-            Slot::Compared => WorkerEvent::ComparisonModel(Box::new(event)),
-        };
-        self.emit(wrap(WorkerEvent::ModelProgress(LoadProgress::Reading(
-            path.clone(),
-        ))));
-        let capture = match CaptureFile::read(&path) {
-            Ok(capture) => capture,
-            Err(error) => {
-                return self.emit(wrap(WorkerEvent::ModelFailed {
-                    source,
-                    message: error.to_string(),
-                    kept,
-                }))
-            }
-        };
-        let info = ModelInfo {
-            source,
-            name: capture.name(),
-            family: capture.header.model.kind.clone(),
-            layers: capture.captures.layers,
-            heads: capture.captures.heads,
-            max_tokens: capture.tokens.len(),
-            capture_text: Some(capture.header.text.clone()),
-        };
-        self.install(slot, Loaded::Capture(Box::new(capture)), info.clone());
-        self.emit(wrap(WorkerEvent::ModelReady(info)));
-    }
-
-    /// Puts what was loaded in `slot`, replacing the model or capture there.
-    fn install(&mut self, slot: Slot, loaded: Loaded, info: ModelInfo) {
-        let (model_slot, info_slot, capture_slot) = match slot {
-            Slot::Analysed => (&mut self.model, &mut self.model_info, &mut self.capture),
-            Slot::Compared => (
-                &mut self.comparison_model,
-                &mut self.comparison_info,
-                &mut self.comparison_capture,
-            ),
-        };
-        (*model_slot, *capture_slot) = match loaded {
-            Loaded::Model(model) => (Some(Arc::from(model)), None),
-            Loaded::Capture(capture) => (None, Some(Arc::from(capture))),
-        };
-        *info_slot = Some(info);
+    fn emit_model(&self, slot: Slot, event: ModelEvent) {
+        self.emit(WorkerEvent::Model { slot, event });
     }
 
     fn start_corpus(&mut self, job: CorpusJob) {
         self.corpus_runs.retain(|(_, thread)| !thread.is_finished());
         // Whether a model is needed is known once the paths are searched,
         // on the corpus thread.
-        let model = self.model.clone();
+        let model = self.slot(Slot::Analysed).model();
         let cancel = job.cancel.clone();
         let wake = self.wake.clone();
-        let delay = self.delay;
+        let hooks = self.hooks;
         let spawned = std::thread::Builder::new()
             .name("headscope-corpus".into())
-            .spawn(move || run_corpus_job(model.as_deref(), job, delay, &wake));
+            .spawn(move || run_corpus_job(model.as_deref(), job, hooks, &wake));
         match spawned {
             Ok(thread) => self.corpus_runs.push((cancel, thread)),
             Err(error) => {
@@ -659,8 +533,8 @@ impl WorkerThread {
 
     fn start_outline(&self, job: OutlineJob) {
         let wake = self.wake.clone();
-        let Some(model) = self.model.clone() else {
-            let _ = job.reply.send(Err("no model is loaded".into()));
+        let Some(model) = self.slot(Slot::Analysed).model() else {
+            let _ = job.reply.send(Err(JobError::NoModel));
             wake();
             return;
         };
@@ -668,13 +542,14 @@ impl WorkerThread {
             .name("headscope-outline".into())
             .spawn(move || {
                 let result = catch_unwind(AssertUnwindSafe(|| {
-                    pipeline::outline(&model, &job.text, &job.input).map_err(|e| e.to_string())
+                    pipeline::outline(&model, &job.text, &job.input)
+                        .map_err(|e| JobError::Failed(e.to_string()))
                 }))
                 .unwrap_or_else(|payload| {
-                    Err(format!(
-                        "outlining the text crashed (a bug in headscope: {})",
-                        panic_message(payload.as_ref())
-                    ))
+                    Err(JobError::Crashed {
+                        what: "outlining the text",
+                        panic: panic_message(payload.as_ref()),
+                    })
                 });
                 let _ = job.reply.send(result);
                 wake();
@@ -696,12 +571,13 @@ impl WorkerThread {
 
     fn analyse(&mut self, request: AnalyseRequest) {
         let generation = request.generation;
-        let panic_now = std::mem::take(&mut self.panic_next_run);
+        let injected_panic = self.hooks.take_panic();
         self.emit(WorkerEvent::RunStarted { generation });
-        if let Some(capture) = self.capture.clone() {
+        let analysed = self.slot(Slot::Analysed);
+        if let Some(capture) = analysed.capture() {
             return self.emit(capture_run(&capture, &request));
         }
-        let Some(model) = &self.model else {
+        let Some(model) = analysed.model() else {
             self.emit(WorkerEvent::RunFailed {
                 generation,
                 failure: RunFailure::NoModel,
@@ -714,9 +590,9 @@ impl WorkerThread {
         let shutdown = &self.shutdown;
         let stale =
             || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
-        let (delay, layer_delay) = (self.delay, self.layer_delay);
+        let hooks = self.hooks;
         // Asked before each layer: the slow model of the tests waits there.
-        let cancelled = || !wait_unless(layer_delay, &stale);
+        let cancelled = || !hooks.before_layer(&stale);
         // Progress goes out once the run has lasted a moment, then a few
         // times a second: a quick run sends none.
         let last_report = std::cell::Cell::new(Instant::now());
@@ -733,14 +609,14 @@ impl WorkerThread {
             },
         };
         let result = catch_unwind(AssertUnwindSafe(|| {
-            if panic_now {
+            if injected_panic {
                 panic!("panic injected for testing");
             }
-            if !wait_unless(delay, &stale) {
+            if !hooks.before_run(&stale) {
                 return Err(RunError::Cancelled);
             }
             pipeline::run(
-                model,
+                &model,
                 &request.text,
                 &request.input,
                 &request.options,
@@ -801,7 +677,7 @@ fn capture_run(capture: &CaptureFile, request: &AnalyseRequest) -> WorkerEvent {
 }
 
 /// The body of a `headscope-corpus` thread.
-fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: &Waker) {
+fn run_corpus_job(model: Option<&Model>, job: CorpusJob, hooks: Hooks, wake: &Waker) {
     let updates = &job.updates;
     let send = |update: CorpusUpdate| {
         let _ = updates.send(update);
@@ -821,7 +697,7 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, delay: Duration, wake: 
                 }
                 if progress.windows_done > windows_seen {
                     windows_seen = progress.windows_done;
-                    wait_unless(delay, &|| cancel.load(Ordering::SeqCst));
+                    hooks.before_run(&|| cancel.load(Ordering::SeqCst));
                 }
             }
             CorpusEvent::Skipped(skipped) => send(CorpusUpdate::Skipped(skipped.clone())),
@@ -882,31 +758,6 @@ fn focus_token_style(report: &CorpusReport) -> VocabularyStyle {
     VocabularyStyle::guess(&texts)
 }
 
-/// Why a load failed, for the window: the command line's advice (pass a
-/// folder with `--model`) is left out, since the window has its own way to
-/// choose one.
-fn load_error_message(error: &anyhow::Error) -> String {
-    match error.downcast_ref::<crate::model::hub::HubUnavailable>() {
-        Some(hub) => hub.without_hint(),
-        None => format!("{error:#}"),
-    }
-}
-
-/// Sleeps for `delay` in short slices; false as soon as `stop` says so.
-fn wait_unless(delay: Duration, stop: &dyn Fn() -> bool) -> bool {
-    let end = Instant::now() + delay;
-    loop {
-        if stop() {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(10)));
-    }
-}
-
 fn panic_report(payload: &(dyn std::any::Any + Send)) -> String {
     format!(
         "the analysis crashed (a bug in headscope: {}); the app is still usable: edit the text or change a setting to try again",
@@ -921,31 +772,5 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "unknown panic".into()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::hub::HubUnavailable;
-
-    #[test]
-    fn a_hub_failure_is_told_to_the_window_without_the_command_line_advice() {
-        let error = anyhow::Error::new(HubUnavailable {
-            id: "bert-base-uncased".into(),
-            reason: "HF_HUB_OFFLINE is set and it is not in the local cache".into(),
-        });
-        // The command line keeps its advice...
-        assert!(format!("{error:#}").contains("--model /path/to/bert-base-uncased"));
-        // ...the window gets the reason alone, and adds its own.
-        let message = load_error_message(&error);
-        assert_eq!(
-            message,
-            "cannot get model 'bert-base-uncased' from the Hugging Face hub: \
-             HF_HUB_OFFLINE is set and it is not in the local cache"
-        );
-        // Wrapped in context, it is still found.
-        let wrapped = error.context("loading the model");
-        assert!(!load_error_message(&wrapped).contains("--model"));
     }
 }

@@ -22,7 +22,7 @@ use headscope::app::corpus::{
 use headscope::app::text::editor::EDITOR_LABEL;
 use headscope::corpus::{self, CorpusOptions, CorpusReport, SourceOptions, Summary};
 use headscope::model::{test_model_dir, Model, ModelSource};
-use headscope::worker::{AnalysisWorker, CorpusUpdate, WorkerEvent};
+use headscope::worker::{AnalysisWorker, CorpusUpdate, ModelEvent, WorkerEvent};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -395,8 +395,14 @@ fn dropping_the_worker_stops_a_corpus_run() {
     let deadline = Instant::now() + PATIENCE;
     loop {
         match worker.events().recv_deadline(deadline) {
-            Ok(WorkerEvent::ModelReady(_)) => break,
-            Ok(WorkerEvent::ModelFailed { message, .. }) => panic!("{message}"),
+            Ok(WorkerEvent::Model {
+                event: ModelEvent::Ready(_),
+                ..
+            }) => break,
+            Ok(WorkerEvent::Model {
+                event: ModelEvent::Failed { message, .. },
+                ..
+            }) => panic!("{message}"),
             Ok(_) => {}
             Err(e) => panic!("no model: {e}"),
         }

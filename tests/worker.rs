@@ -6,7 +6,7 @@
 use headscope::analysis::AnalysisOptions;
 use headscope::model::{test_model_dir, ModelSource};
 use headscope::pipeline::InputOptions;
-use headscope::worker::{AnalysisWorker, RunFailure, WorkerEvent};
+use headscope::worker::{AnalysisWorker, ModelEvent, RunFailure, WorkerEvent};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -210,11 +210,17 @@ fn a_failed_load_is_explained_and_keeps_the_old_model() {
     let events = wait_for(&worker, |e| {
         matches!(
             e,
-            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+            WorkerEvent::Model {
+                event: ModelEvent::Ready(_) | ModelEvent::Failed { .. },
+                ..
+            }
         )
     });
     match events.last() {
-        Some(WorkerEvent::ModelFailed { message, .. }) => {
+        Some(WorkerEvent::Model {
+            event: ModelEvent::Failed { message, .. },
+            ..
+        }) => {
             assert!(
                 message.contains(&missing.display().to_string()),
                 "the message names the folder: {message}"
@@ -258,14 +264,21 @@ fn a_broken_folder_keeps_the_old_model_and_the_failure_names_it() {
     let events = wait_for(&worker, |e| {
         matches!(
             e,
-            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+            WorkerEvent::Model {
+                event: ModelEvent::Ready(_) | ModelEvent::Failed { .. },
+                ..
+            }
         )
     });
     match events.last() {
-        Some(WorkerEvent::ModelFailed {
-            source,
-            message,
-            kept,
+        Some(WorkerEvent::Model {
+            event:
+                ModelEvent::Failed {
+                    source,
+                    message,
+                    kept,
+                },
+            ..
         }) => {
             assert_eq!(source, &ModelSource::Folder(broken.clone()));
             assert!(message.contains("model.safetensors"), "{message}");
@@ -303,13 +316,19 @@ fn a_failed_first_load_keeps_no_model() {
     let events = wait_for(&worker, |e| {
         matches!(
             e,
-            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+            WorkerEvent::Model {
+                event: ModelEvent::Ready(_) | ModelEvent::Failed { .. },
+                ..
+            }
         )
     });
     assert!(
         matches!(
             events.last(),
-            Some(WorkerEvent::ModelFailed { kept: None, .. })
+            Some(WorkerEvent::Model {
+                event: ModelEvent::Failed { kept: None, .. },
+                ..
+            })
         ),
         "{:?}",
         events.last()
@@ -376,11 +395,17 @@ fn ready_worker_with(wake: Arc<dyn Fn() + Send + Sync>) -> AnalysisWorker {
     let events = wait_for(&worker, |e| {
         matches!(
             e,
-            WorkerEvent::ModelReady(_) | WorkerEvent::ModelFailed { .. }
+            WorkerEvent::Model {
+                event: ModelEvent::Ready(_) | ModelEvent::Failed { .. },
+                ..
+            }
         )
     });
     match events.last() {
-        Some(WorkerEvent::ModelReady(info)) => {
+        Some(WorkerEvent::Model {
+            event: ModelEvent::Ready(info),
+            ..
+        }) => {
             assert_eq!((info.layers, info.heads), (6, 12));
             assert_eq!(info.max_tokens, 512);
         }
@@ -401,7 +426,15 @@ fn a_long_decoder_run_tells_its_progress_and_can_be_cancelled() {
     let worker = AnalysisWorker::spawn(Arc::new(|| {})).unwrap();
     let (source, text) = decoder_fixture();
     worker.load_model(source);
-    wait_for(&worker, |e| matches!(e, WorkerEvent::ModelReady(_)));
+    wait_for(&worker, |e| {
+        matches!(
+            e,
+            WorkerEvent::Model {
+                event: ModelEvent::Ready(_),
+                ..
+            }
+        )
+    });
     // A slow model: each of its 2 layers waits 400 ms first.
     worker.set_layer_delay(Duration::from_millis(400));
     let generation = analyse(&worker, &text);

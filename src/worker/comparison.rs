@@ -9,11 +9,12 @@
 //! edit of the text (a new analysis) does not cancel a comparison, and
 //! the reverse.
 
-use super::{panic_message, wait_unless, AnalysisWorker, Command, WorkerEvent, WorkerThread};
+use super::{panic_message, AnalysisWorker, Command, Slot, WorkerEvent, WorkerThread};
 use crate::analysis::AnalysisOptions;
 use crate::model::ModelSource;
 use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -35,16 +36,32 @@ pub enum ComparisonEvent {
     Finished(Arc<ComparisonOutput>),
     /// A newer request replaced this one; nothing to show.
     Abandoned,
-    /// No second model, a text the second model cannot take, a model
-    /// failure or a crash: the message says which.
-    Failed(String),
+    Failed(ComparisonError),
+}
+
+/// Why a comparison gave no result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ComparisonError {
+    #[error("no model to compare with is loaded")]
+    NoModel,
+    /// The second slot holds a capture file (this one) taken of another
+    /// text.
+    #[error("{} holds a run on another text; compare it with a run on its own text", .0.display())]
+    CaptureOfAnotherText(PathBuf),
+    /// The second model could not run the text: a text it cannot take, or
+    /// a model failure.
+    #[error("{model}: {error}")]
+    Run { model: String, error: String },
+    /// A bug: the comparison panicked (the panic's message).
+    #[error("the comparison crashed (a bug in headscope: {0}); the app is still usable")]
+    Crashed(String),
 }
 
 impl AnalysisWorker {
     /// Loads the second model (for comparisons), replacing the previous
     /// one once it is ready; the first model is not touched.
     pub fn load_comparison_model(&self, source: ModelSource) {
-        self.send(Command::LoadComparisonModel(source));
+        self.send(Command::Load(Slot::Compared, source));
     }
 
     /// Asks for the second model's run on `text` and its comparison with
@@ -75,12 +92,10 @@ impl WorkerThread {
         let generation = request.generation;
         let emit = |this: &Self, event| this.emit(WorkerEvent::Comparison { generation, event });
         emit(self, ComparisonEvent::Started);
-        if let Some(capture) = self.comparison_capture.clone() {
+        let compared = self.slot(Slot::Compared);
+        if let Some(capture) = compared.capture() {
             let event = if request.text != capture.header.text {
-                ComparisonEvent::Failed(format!(
-                    "{} holds a run on another text; compare it with a run on its own text",
-                    capture.path.display()
-                ))
+                ComparisonEvent::Failed(ComparisonError::CaptureOfAnotherText(capture.path.clone()))
             } else {
                 let b = capture.run_output(&request.options);
                 ComparisonEvent::Finished(Arc::new(pipeline::compare_runs(
@@ -91,24 +106,21 @@ impl WorkerThread {
             };
             return emit(self, event);
         }
-        let Some(model) = &self.comparison_model else {
-            emit(
-                self,
-                ComparisonEvent::Failed("no model to compare with is loaded".into()),
-            );
+        let Some(model) = compared.model() else {
+            emit(self, ComparisonEvent::Failed(ComparisonError::NoModel));
             return;
         };
         let latest = &self.latest_comparison;
         let shutdown = &self.shutdown;
         let stale =
             || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
-        let delay = self.delay;
+        let hooks = self.hooks;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            if !wait_unless(delay, &stale) {
+            if !hooks.before_run(&stale) {
                 return Err(RunError::Cancelled);
             }
             pipeline::run_comparison(
-                model,
+                &model,
                 request.a.clone(),
                 &request.text,
                 &request.input,
@@ -116,15 +128,16 @@ impl WorkerThread {
                 &stale,
             )
         }));
-        let name = &model.name;
         let event = match result {
             Ok(Ok(output)) => ComparisonEvent::Finished(Arc::new(output)),
             Ok(Err(RunError::Cancelled)) => ComparisonEvent::Abandoned,
-            Ok(Err(error)) => ComparisonEvent::Failed(format!("{name}: {error}")),
-            Err(payload) => ComparisonEvent::Failed(format!(
-                "the comparison crashed (a bug in headscope: {}); the app is still usable",
-                panic_message(payload.as_ref())
-            )),
+            Ok(Err(error)) => ComparisonEvent::Failed(ComparisonError::Run {
+                model: model.name.clone(),
+                error: error.to_string(),
+            }),
+            Err(payload) => {
+                ComparisonEvent::Failed(ComparisonError::Crashed(panic_message(payload.as_ref())))
+            }
         };
         emit(self, event);
     }

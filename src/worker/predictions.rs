@@ -8,7 +8,9 @@
 //! at the next layer; or of its last layer alone: the model's own next tokens, which
 //! the app shows on hovering a token ([`AnalysisWorker::next_tokens`]).
 
-use super::{panic_message, wait_unless, AnalysisWorker, Command, JobProgress, WorkerThread};
+use super::{
+    panic_message, AnalysisWorker, Command, Hooks, JobError, JobProgress, Slot, WorkerThread,
+};
 use crate::model::predict::{GenerationEvent, GenerationOptions};
 use crate::model::Model;
 use crate::predictions::LogitLens;
@@ -16,7 +18,6 @@ use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What a generation tells the app. The last message is `Finished` or
 /// `Failed`.
@@ -34,8 +35,11 @@ pub enum GenerationUpdate {
         tokens: usize,
         ended: bool,
     },
-    Failed(String),
+    Failed(JobError),
 }
+
+/// A lens table, or why there is none.
+pub type LensResult = Result<LensTable, JobError>;
 
 /// The logit lens of a result's tokens, for the app's table.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +88,7 @@ pub(super) enum PredictionJob {
         depth: LensDepth,
         /// Counts the layers passed; cancelled, stops the job.
         progress: Arc<JobProgress>,
-        reply: Sender<Result<LensTable, String>>,
+        reply: Sender<LensResult>,
     },
 }
 
@@ -124,13 +128,13 @@ impl AnalysisWorker {
         &self,
         input_ids: Vec<u32>,
         progress: Arc<JobProgress>,
-    ) -> Receiver<Result<LensTable, String>> {
+    ) -> Receiver<LensResult> {
         self.lens(input_ids, LensDepth::EveryLayer, progress)
     }
 
     /// The model's top 5 next tokens at every position of `input_ids` (a
     /// table of one layer, the last), on a thread of its own.
-    pub fn next_tokens(&self, input_ids: Vec<u32>) -> Receiver<Result<LensTable, String>> {
+    pub fn next_tokens(&self, input_ids: Vec<u32>) -> Receiver<LensResult> {
         let progress = JobProgress::new("The model's next tokens", 1);
         self.lens(input_ids, LensDepth::LastLayer, progress)
     }
@@ -140,7 +144,7 @@ impl AnalysisWorker {
         input_ids: Vec<u32>,
         depth: LensDepth,
         progress: Arc<JobProgress>,
-    ) -> Receiver<Result<LensTable, String>> {
+    ) -> Receiver<LensResult> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         self.send(Command::Predict(PredictionJob::Lens {
             input_ids,
@@ -155,16 +159,14 @@ impl AnalysisWorker {
 impl WorkerThread {
     pub(super) fn start_prediction(&self, job: PredictionJob) {
         let wake = self.wake.clone();
-        let model = self.model.clone();
-        let layer_delay = self.layer_delay;
+        let model = self.slot(Slot::Analysed).model();
+        let hooks = self.hooks;
         let spawned = std::thread::Builder::new()
             .name("headscope-predict".into())
             .spawn(move || {
-                let crashed = |payload: Box<dyn std::any::Any + Send>| {
-                    format!(
-                        "the model crashed (a bug in headscope: {})",
-                        panic_message(payload.as_ref())
-                    )
+                let crashed = |payload: Box<dyn std::any::Any + Send>| JobError::Crashed {
+                    what: "the model",
+                    panic: panic_message(payload.as_ref()),
                 };
                 match job {
                     PredictionJob::Generate {
@@ -178,13 +180,13 @@ impl WorkerThread {
                             wake();
                         };
                         let result = catch_unwind(AssertUnwindSafe(|| {
-                            let model = model.ok_or("no model is loaded")?;
+                            let model = model.ok_or(JobError::NoModel)?;
                             generate(&model, &prompt, &options, &cancel, &report)
-                                .map_err(|e| format!("{e:#}"))
+                                .map_err(|e| JobError::Failed(format!("{e:#}")))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
-                        if let Err(message) = result {
-                            report(GenerationUpdate::Failed(message));
+                        if let Err(error) = result {
+                            report(GenerationUpdate::Failed(error));
                         }
                     }
                     PredictionJob::Lens {
@@ -194,9 +196,9 @@ impl WorkerThread {
                         reply,
                     } => {
                         let result = catch_unwind(AssertUnwindSafe(|| {
-                            let model = model.ok_or("no model is loaded")?;
-                            lens_table(&model, input_ids, depth, &progress, layer_delay)
-                                .map_err(|e| format!("{e:#}"))
+                            let model = model.ok_or(JobError::NoModel)?;
+                            lens_table(&model, input_ids, depth, &progress, hooks)
+                                .map_err(|e| JobError::Failed(format!("{e:#}")))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
                         let _ = reply.send(result);
@@ -249,16 +251,16 @@ fn generate(
 }
 
 /// The lens table of `input_ids`, each layer passed a step of `progress`,
-/// stopped at the next layer once it is cancelled; `layer_delay` (the
+/// stopped at the next layer once it is cancelled; `hooks`' layer delay (the
 /// tests' slow model) is waited before each layer.
 fn lens_table(
     model: &Model,
     input_ids: Vec<u32>,
     depth: LensDepth,
     progress: &JobProgress,
-    layer_delay: Duration,
+    hooks: Hooks,
 ) -> anyhow::Result<LensTable> {
-    let cancelled = || !wait_unless(layer_delay, &|| progress.is_cancelled());
+    let cancelled = || !hooks.before_layer(&|| progress.is_cancelled());
     let lens = match depth {
         LensDepth::EveryLayer => {
             model.logit_lens_counted(&input_ids, 5, &cancelled, &|_| progress.step())?

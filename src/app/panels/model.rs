@@ -12,7 +12,7 @@
 use super::found_models::FoundModels;
 use crate::model::family::Family;
 use crate::model::{LoadProgress, ModelSource};
-use crate::worker::{ModelInfo, WorkerEvent};
+use crate::worker::{ModelEvent, ModelInfo};
 
 /// What to do after a failed load, in the window's own terms.
 pub const LOAD_HINT: &str = "To use another model, choose a model folder with config.json, \
@@ -148,15 +148,15 @@ impl ModelState {
     }
 
     /// Takes a model event from the worker.
-    pub fn on_event(&mut self, event: WorkerEvent) -> Option<ModelChange> {
+    pub fn on_event(&mut self, event: ModelEvent) -> Option<ModelChange> {
         match event {
-            WorkerEvent::ModelLoading { source } => self.loading(source),
-            WorkerEvent::ModelProgress(progress) => {
+            ModelEvent::Loading { source } => self.loading(source),
+            ModelEvent::Progress(progress) => {
                 if let LoadState::Loading { progress: slot, .. } = &mut self.load {
                     *slot = Some(progress);
                 }
             }
-            WorkerEvent::ModelReady(info) => {
+            ModelEvent::Ready(info) => {
                 let typed = info.source.to_string();
                 self.add_recent(typed.clone());
                 self.remembered = Some(typed);
@@ -165,7 +165,7 @@ impl ModelState {
                 self.window_open = false;
                 return Some(ModelChange::Ready);
             }
-            WorkerEvent::ModelFailed {
+            ModelEvent::Failed {
                 source,
                 message,
                 kept,
@@ -187,7 +187,6 @@ impl ModelState {
                     return Some(ModelChange::LoadFailed(notice));
                 }
             }
-            _ => {}
         }
         None
     }

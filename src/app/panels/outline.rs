@@ -214,8 +214,8 @@ impl OutlinePanel {
                 self.scrolled_to = None;
                 self.job = None;
             }
-            Ok(Err(message)) => {
-                self.error = Some(message);
+            Ok(Err(error)) => {
+                self.error = Some(error.to_string());
                 self.job = None;
             }
             Err(TryRecvError::Disconnected) => {

@@ -8,21 +8,21 @@ use crate::app::panels::model::ModelChange;
 use crate::app::HeadscopeApp;
 use crate::input::WindowStart;
 use crate::model::ModelSource;
-use crate::worker::{ModelInfo, WorkerEvent};
+use crate::worker::{ModelEvent, ModelInfo, Slot, WorkerEvent};
 
 impl HeadscopeApp {
     /// Takes what the worker reported since the last frame.
     pub(crate) fn handle_worker_events(&mut self, ctx: &egui::Context) {
         while let Some(event) = self.worker.try_recv() {
             match event {
-                WorkerEvent::ModelLoading { .. }
-                | WorkerEvent::ModelProgress(_)
-                | WorkerEvent::ModelReady(_)
-                | WorkerEvent::ModelFailed { .. } => {
+                WorkerEvent::Model {
+                    slot: Slot::Analysed,
+                    event,
+                } => {
                     // A capture shows the text it was taken of, read-only,
                     // named after the capture file; any other model lets
                     // the text be edited again.
-                    if let WorkerEvent::ModelReady(ModelInfo {
+                    if let ModelEvent::Ready(ModelInfo {
                         capture_text,
                         source,
                         ..
@@ -45,12 +45,15 @@ impl HeadscopeApp {
                     }
                     self.on_model_event(ctx, event);
                 }
-                WorkerEvent::ComparisonModel(event) => {
+                WorkerEvent::Model {
+                    slot: Slot::Compared,
+                    event,
+                } => {
                     // Model B joins the recent models (persisted with them).
-                    if let WorkerEvent::ModelReady(info) = event.as_ref() {
+                    if let ModelEvent::Ready(info) = &event {
                         self.model.add_recent(info.source.to_string());
                     }
-                    self.views.compare.on_model_event(*event);
+                    self.views.compare.on_model_event(event);
                 }
                 WorkerEvent::Comparison { generation, event } => {
                     if self.views.compare.on_comparison_event(generation, event) {
@@ -74,7 +77,7 @@ impl HeadscopeApp {
         self.views.compare.share_recent(self.model.recent());
     }
 
-    fn on_model_event(&mut self, ctx: &egui::Context, event: WorkerEvent) {
+    fn on_model_event(&mut self, ctx: &egui::Context, event: ModelEvent) {
         match self.model.on_event(event) {
             Some(ModelChange::Ready) => {
                 // Another model's layers: no layer filter carries over.

@@ -16,7 +16,7 @@ use super::shared::{save_plot, View, ViewAction, ViewContext};
 use crate::app::jobs::JobProgress;
 use crate::app::widgets::plots::{self, add_curve, layer_plot, legend};
 use crate::app::widgets::progress;
-use crate::worker::LensTable;
+use crate::worker::{LensResult, LensTable};
 use egui::{Color32, RichText, Stroke};
 use std::sync::Arc;
 
@@ -48,7 +48,7 @@ impl LogitLensView {
     pub fn requested(
         &mut self,
         generation: u64,
-        answer: crossbeam_channel::Receiver<Result<LensTable, String>>,
+        answer: crossbeam_channel::Receiver<LensResult>,
         progress: Arc<JobProgress>,
     ) {
         self.slot.requested(generation, answer, Some(progress));

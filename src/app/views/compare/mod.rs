@@ -26,7 +26,7 @@ use crate::app::widgets::plots;
 use crate::captures::HeadId;
 use crate::model::ModelSource;
 use crate::pipeline::{ComparisonOutput, RunOutput};
-use crate::worker::{ComparisonEvent, WorkerEvent};
+use crate::worker::{ComparisonEvent, ModelEvent};
 use std::sync::Arc;
 
 pub use grids::{match_label, Which};
@@ -108,7 +108,7 @@ impl CompareView {
     }
 
     /// Takes a model event about model B.
-    pub fn on_model_event(&mut self, event: WorkerEvent) {
+    pub fn on_model_event(&mut self, event: ModelEvent) {
         match self.model.on_event(event) {
             Some(ModelChange::Ready) => {
                 self.b_loads += 1;
@@ -137,8 +137,8 @@ impl CompareView {
                 return true;
             }
             ComparisonEvent::Abandoned => self.in_flight = None,
-            ComparisonEvent::Failed(message) => {
-                self.error = Some(format!("The comparison failed: {message}"));
+            ComparisonEvent::Failed(error) => {
+                self.error = Some(format!("The comparison failed: {error}"));
                 self.in_flight = None;
             }
         }

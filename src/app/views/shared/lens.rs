@@ -9,7 +9,7 @@
 //! cancelled as the next is asked for.
 
 use crate::app::jobs::JobProgress;
-use crate::worker::LensTable;
+use crate::worker::{LensResult, LensTable};
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// answer, and its progress where it counts one.
 struct Pending {
     generation: u64,
-    answer: Receiver<Result<LensTable, String>>,
+    answer: Receiver<LensResult>,
     progress: Option<Arc<JobProgress>>,
 }
 
@@ -78,7 +78,7 @@ impl LensSlot {
     pub fn requested(
         &mut self,
         generation: u64,
-        answer: Receiver<Result<LensTable, String>>,
+        answer: Receiver<LensResult>,
         progress: Option<Arc<JobProgress>>,
     ) {
         self.pending = Some(Pending {
@@ -143,7 +143,7 @@ impl LensSlot {
             return;
         };
         let result = match pending.answer.try_recv() {
-            Ok(result) => result,
+            Ok(result) => result.map_err(|error| error.to_string()),
             Err(TryRecvError::Empty) => return,
             Err(TryRecvError::Disconnected) => Err("the model's predictions stopped".into()),
         };
