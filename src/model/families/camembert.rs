@@ -1,7 +1,8 @@
 //! CamemBERT: RoBERTa trained on French; its checkpoints keep RoBERTa's
 //! `roberta.` prefix.
 
-use super::{EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_ENCODER};
+use super::roberta::ROBERTA_ENCODER;
+use super::{FamilySpec, Stack, BERT_EMBEDDINGS};
 
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "camembert",
@@ -11,9 +12,5 @@ pub const SPEC: FamilySpec = FamilySpec {
     checkpoint_prefix: "roberta.",
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
-    stack: Stack::Encoder(EncoderSpec {
-        pad_token_id: 1,
-        positions_after_padding: true,
-        ..BERT_ENCODER
-    }),
+    stack: Stack::Encoder(ROBERTA_ENCODER),
 };

@@ -3,6 +3,13 @@
 
 use super::{EncoderSpec, FamilySpec, Stack, BERT_EMBEDDINGS, BERT_ENCODER};
 
+/// RoBERTa's encoder, which CamemBERT and XLM-RoBERTa share.
+pub const ROBERTA_ENCODER: EncoderSpec = EncoderSpec {
+    pad_token_id: 1,
+    positions_after_padding: true,
+    ..BERT_ENCODER
+};
+
 pub const SPEC: FamilySpec = FamilySpec {
     model_type: "roberta",
     display_name: "RoBERTa",
@@ -11,9 +18,5 @@ pub const SPEC: FamilySpec = FamilySpec {
     checkpoint_prefix: "roberta.",
     word_embeddings: BERT_EMBEDDINGS.words,
     gguf_architecture: None,
-    stack: Stack::Encoder(EncoderSpec {
-        pad_token_id: 1,
-        positions_after_padding: true,
-        ..BERT_ENCODER
-    }),
+    stack: Stack::Encoder(ROBERTA_ENCODER),
 };
