@@ -18,7 +18,7 @@
 //! runs, and anything else (the app, the tests) can feed it analyses from
 //! anywhere.
 
-use crate::analysis::{Analysis, Category};
+use crate::analysis::{Analysis, Category, Role};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -276,8 +276,9 @@ pub struct FocusToken {
     pub fraction: f64,
 }
 
-/// The per-head figures of ANALYSIS.md §4, in table order.
-pub const HEAD_FIGURES: [&str; 7] = [
+/// The per-head figures of ANALYSIS.md §4, then the role scores of §9, in
+/// table order.
+pub const HEAD_FIGURES: [&str; 11] = [
     "mean_distance",
     "same_sentence_fraction",
     "repetition_fraction",
@@ -285,6 +286,10 @@ pub const HEAD_FIGURES: [&str; 7] = [
     "local_fraction",
     "separator_attention",
     "sink_attention",
+    "previous_token_score",
+    "duplicate_token_score",
+    "induction_score",
+    "self_score",
 ];
 
 /// The values each of [`HEAD_FIGURES`] can take: a distance, then shares.
@@ -325,13 +330,19 @@ pub struct HeadSummary {
     pub local_fraction: Summary,
     pub separator_attention: Summary,
     pub sink_attention: Summary,
+    pub previous_token_score: Summary,
+    pub duplicate_token_score: Summary,
+    pub induction_score: Summary,
+    pub self_score: Summary,
     pub categories: CategoryShares,
+    /// How often the head took each role of §9 over the windows.
+    pub roles: RoleShares,
     pub focus_token: Option<FocusToken>,
 }
 
 impl HeadSummary {
     /// The figures with their names, in [`HEAD_FIGURES`] order.
-    pub fn figures(&self) -> [(&'static str, Summary); 7] {
+    pub fn figures(&self) -> [(&'static str, Summary); HEAD_FIGURES.len()] {
         [
             (HEAD_FIGURES[0], self.mean_distance),
             (HEAD_FIGURES[1], self.same_sentence_fraction),
@@ -340,7 +351,84 @@ impl HeadSummary {
             (HEAD_FIGURES[4], self.local_fraction),
             (HEAD_FIGURES[5], self.separator_attention),
             (HEAD_FIGURES[6], self.sink_attention),
+            (HEAD_FIGURES[7], self.previous_token_score),
+            (HEAD_FIGURES[8], self.duplicate_token_score),
+            (HEAD_FIGURES[9], self.induction_score),
+            (HEAD_FIGURES[10], self.self_score),
         ]
+    }
+}
+
+/// The share of `count` windows in `windows`, as the summary of a 0/1
+/// figure (its interval Wilson's, as for every share).
+fn share_summary(count: usize, windows: usize) -> Summary {
+    let values = (0..windows).map(|window| Some(if window < count { 1.0 } else { 0.0 }));
+    Aggregate::from_values(values).summary_within(Bounds::Fraction)
+}
+
+/// Windows in which a head took each role (ANALYSIS.md §9), by the role's
+/// JSON name, and those without one (a head with no content query token).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RoleCounts {
+    pub windows: BTreeMap<Role, usize>,
+    pub none: usize,
+}
+
+impl RoleCounts {
+    fn push(&mut self, role: Option<Role>) {
+        match role {
+            Some(role) => *self.windows.entry(role).or_default() += 1,
+            None => self.none += 1,
+        }
+    }
+
+    fn merge(&mut self, other: &RoleCounts) {
+        for (&role, &count) in &other.windows {
+            *self.windows.entry(role).or_default() += count;
+        }
+        self.none += other.none;
+    }
+
+    fn total(&self) -> usize {
+        self.windows.values().sum::<usize>() + self.none
+    }
+}
+
+/// A head's roles over the corpus: the counts, each role's share of the
+/// windows with its 95% Wilson interval, and the most frequent role (ties
+/// to the first in [`Role::ALL`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RoleShares {
+    pub counts: RoleCounts,
+    pub fractions: BTreeMap<Role, Summary>,
+    pub most_common: Option<Role>,
+}
+
+impl RoleShares {
+    fn of(counts: &RoleCounts) -> Self {
+        let windows = counts.total();
+        let fractions = Role::ALL
+            .iter()
+            .filter(|_| windows > 0)
+            .map(|&role| {
+                let count = counts.windows.get(&role).copied().unwrap_or(0);
+                (role, share_summary(count, windows))
+            })
+            .collect();
+        let most_common = Role::ALL
+            .iter()
+            .map(|&role| (role, counts.windows.get(&role).copied().unwrap_or(0)))
+            .filter(|&(_, count)| count > 0)
+            .fold(None::<(Role, usize)>, |best, (role, count)| match best {
+                Some((_, most)) if most >= count => best,
+                _ => Some((role, count)),
+            })
+            .map(|(role, _)| role);
+        Self {
+            counts: counts.clone(),
+            fractions,
+            most_common,
+        }
     }
 }
 
@@ -381,8 +469,27 @@ impl LayerSummary {
 struct HeadAggregate {
     figures: [Aggregate; HEAD_FIGURES.len()],
     categories: CategoryCounts,
+    roles: RoleCounts,
     /// Focus token id → (windows, text).
     focus: BTreeMap<u32, (usize, Option<String>)>,
+}
+
+impl HeadAggregate {
+    /// A head first seen after `windows` windows: it had no category and
+    /// no role in them.
+    fn missing_in(windows: usize) -> Self {
+        Self {
+            categories: CategoryCounts {
+                none: windows,
+                ..Default::default()
+            },
+            roles: RoleCounts {
+                none: windows,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -438,13 +545,9 @@ impl CorpusStats {
             }
             let heads = layer.map_or(&[][..], |l| &l.heads[..]);
             if aggregate.heads.len() < heads.len() {
-                aggregate.heads.resize_with(heads.len(), || HeadAggregate {
-                    categories: CategoryCounts {
-                        none: before,
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                });
+                aggregate
+                    .heads
+                    .resize_with(heads.len(), || HeadAggregate::missing_in(before));
             }
             for (h, head_aggregate) in aggregate.heads.iter_mut().enumerate() {
                 let head = heads.get(h);
@@ -457,6 +560,10 @@ impl CorpusStats {
                         f.local_fraction,
                         f.separator_attention,
                         f.sink_attention,
+                        f.previous_token_score,
+                        f.duplicate_token_score,
+                        f.induction_score,
+                        f.self_score,
                     ]
                 });
                 for (figure, value) in head_aggregate.figures.iter_mut().zip(values) {
@@ -465,6 +572,7 @@ impl CorpusStats {
                 head_aggregate
                     .categories
                     .push(head.and_then(|f| f.category));
+                head_aggregate.roles.push(head.and_then(|f| f.role));
                 if let Some(id) = head.and_then(|f| f.focus_token_id) {
                     let entry = head_aggregate.focus.entry(id).or_default();
                     entry.0 += 1;
@@ -494,13 +602,9 @@ impl CorpusStats {
                 figure.merge(other_figure);
             }
             let heads = layer.heads.len().max(theirs_layer.heads.len());
-            layer.heads.resize_with(heads, || HeadAggregate {
-                categories: CategoryCounts {
-                    none: before,
-                    ..Default::default()
-                },
-                ..Default::default()
-            });
+            layer
+                .heads
+                .resize_with(heads, || HeadAggregate::missing_in(before));
             for (h, head) in layer.heads.iter_mut().enumerate() {
                 match theirs_layer.heads.get(h) {
                     Some(other_head) => {
@@ -510,6 +614,7 @@ impl CorpusStats {
                             figure.merge(other_figure);
                         }
                         head.categories.merge(&other_head.categories);
+                        head.roles.merge(&other_head.roles);
                         for (&id, (count, token)) in &other_head.focus {
                             let entry = head.focus.entry(id).or_default();
                             entry.0 += count;
@@ -518,7 +623,10 @@ impl CorpusStats {
                             }
                         }
                     }
-                    None => head.categories.none += theirs,
+                    None => {
+                        head.categories.none += theirs;
+                        head.roles.none += theirs;
+                    }
                 }
             }
         }
@@ -576,7 +684,7 @@ fn within<const N: usize>(aggregates: &[Aggregate; N], bounds: [Bounds; N]) -> [
 }
 
 fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
-    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention] =
+    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention, previous_token_score, duplicate_token_score, induction_score, self_score] =
         within(&head.figures, HEAD_BOUNDS);
     let windows = head.categories.total();
     // BTreeMap order makes the smallest id win ties.
@@ -609,11 +717,16 @@ fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
         local_fraction,
         separator_attention,
         sink_attention,
+        previous_token_score,
+        duplicate_token_score,
+        induction_score,
+        self_score,
         categories: CategoryShares {
             counts: head.categories,
             fractions: head.categories.fractions(),
             most_common: head.categories.most_common(),
         },
+        roles: RoleShares::of(&head.roles),
         focus_token,
     }
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, LayerFigures};
+use headscope::analysis::{Analysis, AnalysisOptions, Category, HeadFigures, LayerFigures, Role};
 use headscope::corpus::{self, CorpusEvent, CorpusOptions, CorpusReport};
 use headscope::corpus_stats::{
     t_quantile_975, Aggregate, Bounds, CategoryCounts, CorpusStats, Summary,
@@ -268,6 +268,56 @@ fn corpus_stats_count_undefined_figures_as_missing() {
 }
 
 #[test]
+fn corpus_stats_count_each_heads_roles_and_bound_their_shares() {
+    let with_role = |role: Option<Role>, score: f64| {
+        let mut analysis = hand_made(Some(1.0), Some(Category::Local), None);
+        for head in &mut analysis.layers[0].heads {
+            head.role = role;
+            head.previous_token_score = Some(score);
+        }
+        analysis
+    };
+    let windows = [
+        with_role(Some(Role::PreviousToken), 0.9),
+        with_role(Some(Role::PreviousToken), 0.8),
+        with_role(Some(Role::Sink), 0.1),
+        with_role(None, 0.0),
+    ];
+    let mut stats = CorpusStats::default();
+    for window in &windows {
+        stats.add(window);
+    }
+    let head = &stats.layers()[0].heads[0];
+    assert_eq!(
+        head.roles.counts.windows.get(&Role::PreviousToken),
+        Some(&2)
+    );
+    assert_eq!(head.roles.counts.windows.get(&Role::Sink), Some(&1));
+    assert_eq!(head.roles.counts.none, 1);
+    assert_eq!(head.roles.most_common, Some(Role::PreviousToken));
+    assert_close(head.previous_token_score.mean.unwrap(), 0.45, "score");
+    for role in Role::ALL {
+        let share = head.roles.fractions[&role];
+        let [lo, hi] = share.ci95.unwrap();
+        assert!(0.0 <= lo && lo <= share.mean.unwrap() && share.mean.unwrap() <= hi && hi <= 1.0);
+    }
+    assert_close(
+        head.roles.fractions[&Role::PreviousToken].mean.unwrap(),
+        0.5,
+        "share",
+    );
+    assert_eq!(head.roles.fractions[&Role::Induction].mean, Some(0.0));
+    // Two halves merged count what the whole counts.
+    let (mut first, mut second) = (CorpusStats::default(), CorpusStats::default());
+    first.add(&windows[0]);
+    first.add(&windows[1]);
+    second.add(&windows[2]);
+    second.add(&windows[3]);
+    first.merge(&second);
+    assert_eq!(first.layers()[0].heads[0].roles, head.roles);
+}
+
+#[test]
 fn corpus_stats_tie_on_focus_token_goes_to_the_smallest_id() {
     let mut stats = CorpusStats::default();
     stats.add(&hand_made(Some(1.0), Some(Category::Focus), Some(9)));
@@ -289,8 +339,9 @@ fn csv_has_one_row_per_figure() {
     let csv = report.to_csv();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "layer,head,figure,mean,std,ci95_lo,ci95_hi,n");
-    // 2 document rows + 1 layer × (9 layer figures + 2 heads × 7 head figures).
-    assert_eq!(lines.len(), 1 + 2 + 9 + 2 * 7);
+    // 2 document rows + 1 layer × (9 layer figures + 2 heads × (11 head
+    // figures + a share for each of the 7 roles)).
+    assert_eq!(lines.len(), 1 + 2 + 9 + 2 * (11 + 7));
     let distance = lines
         .iter()
         .find(|l| l.starts_with("0,,mean_distance,"))
@@ -477,7 +528,7 @@ const LAYER_VALUES: [(&str, LayerValue); 9] = [
 
 /// Each per-head figure of the report by name, and how one window's
 /// analysis holds it.
-const HEAD_VALUES: [(&str, HeadValue); 7] = [
+const HEAD_VALUES: [(&str, HeadValue); 11] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("repetition_fraction", |x| x.repetition_fraction),
@@ -485,6 +536,10 @@ const HEAD_VALUES: [(&str, HeadValue); 7] = [
     ("local_fraction", |x| x.local_fraction),
     ("separator_attention", |x| x.separator_attention),
     ("sink_attention", |x| x.sink_attention),
+    ("previous_token_score", |x| x.previous_token_score),
+    ("duplicate_token_score", |x| x.duplicate_token_score),
+    ("induction_score", |x| x.induction_score),
+    ("self_score", |x| x.self_score),
 ];
 
 fn check_summary(summary: &Summary, values: Vec<Option<f64>>, what: &str) {
@@ -665,6 +720,26 @@ fn corpus_means_equal_the_means_of_separate_window_runs() {
                 );
             }
             assert_eq!(head.categories.counts.total(), windows.len());
+            // The role of every window counted, its share of the windows.
+            for role in Role::ALL {
+                let expected = windows
+                    .iter()
+                    .filter(|a| a.layers[l].heads[h].role == Some(role))
+                    .count();
+                let counted = head.roles.counts.windows.get(&role).copied();
+                assert_eq!(counted.unwrap_or(0), expected, "{}", at(role.as_str()));
+                let share = head.roles.fractions[&role];
+                assert_close(
+                    share.mean.unwrap(),
+                    expected as f64 / windows.len() as f64,
+                    &at(role.as_str()),
+                );
+            }
+            let without = windows
+                .iter()
+                .filter(|a| a.layers[l].heads[h].role.is_none())
+                .count();
+            assert_eq!(head.roles.counts.none, without, "{}", at("no role"));
         }
     }
 
@@ -846,6 +921,16 @@ fn binary_analyses_fifty_texts_with_progress() {
                 .map(|k| counts[k].as_u64().unwrap())
                 .sum();
             assert_eq!(total, 50);
+            // Every window's role (§9) is counted, by the role's name.
+            let roles = &head["roles"]["counts"];
+            let with_role: u64 = roles["windows"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|count| count.as_u64().unwrap())
+                .sum();
+            assert_eq!(with_role + roles["none"].as_u64().unwrap(), 50);
+            assert!(head["induction_score"]["mean"].is_number());
         }
         let seg = &layer["segmentation_accuracy"];
         let (mean, lo, hi) = (
@@ -857,7 +942,9 @@ fn binary_analyses_fifty_texts_with_progress() {
     }
 
     let table = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(table.lines().count(), 1 + 2 + 6 * (9 + 12 * 7));
+    // 6 layers × (9 layer figures + 12 heads × (11 head figures and the
+    // share of each of the 7 roles)).
+    assert_eq!(table.lines().count(), 1 + 2 + 6 * (9 + 12 * (11 + 7)));
     assert!(table
         .lines()
         .any(|l| l.starts_with("5,11,separator_attention,") && l.ends_with(",50")));

@@ -43,7 +43,7 @@ impl std::fmt::Display for Category {
 /// What kind of head a head is, by the largest of its role scores
 /// (ANALYSIS.md §9): the score must be at least [`ROLE_FLOOR`] and exceed
 /// the second largest by [`ROLE_MARGIN`], else the head is `Mixed`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     PreviousToken,

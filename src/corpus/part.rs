@@ -17,10 +17,10 @@
 //! reports missing and duplicated shards by number and interrupted ones
 //! (`"partial": true`) by file, so that exactly those can be rerun.
 //!
-//! # Layout (`"format": "headscope-corpus-part/1"`)
+//! # Layout (`"format": "headscope-corpus-part/2"`)
 //!
 //! ```text
-//! { "format": "headscope-corpus-part/1",
+//! { "format": "headscope-corpus-part/2",
 //!   "model": "all-MiniLM-L6-v2", "model_fingerprint": "9f2c…",
 //!   "input_mode": "document", "options": { ... },
 //!   "corpus": {"fingerprint": "5d1e…", "documents": 300, "bytes": 13000000,
@@ -54,7 +54,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The value of a part's `format` field.
-pub const PART_FORMAT: &str = "headscope-corpus-part/1";
+pub const PART_FORMAT: &str = "headscope-corpus-part/2";
 
 /// An item of a per-document list, with the document's number in the corpus.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -44,10 +44,16 @@
 //!           "repetition_fraction": SUMMARY, "focus_share": SUMMARY,
 //!           "local_fraction": SUMMARY, "separator_attention": SUMMARY,
 //!           "sink_attention": SUMMARY,
+//!           "previous_token_score": SUMMARY, "duplicate_token_score": SUMMARY,
+//!           "induction_score": SUMMARY, "self_score": SUMMARY,   // ANALYSIS.md §9
 //!           "categories": {
 //!             "counts":    {"repetition": 3, "focus": 50, "local": 8, "mixed": 0, "none": 0},
 //!             "fractions": {"repetition": 0.05, "focus": 0.82, "local": 0.13, "mixed": 0.0, "none": 0.0},
 //!             "most_common": "focus" },
+//!           "roles": {                   // the role of §9 in each window
+//!             "counts":    {"windows": {"previous_token": 40, "sink": 21}, "none": 0},
+//!             "fractions": {"previous_token": SUMMARY, "duplicate_token": SUMMARY, ...},
+//!             "most_common": "previous_token" },
 //!           "focus_token": {"id": 1012, "token": ".", "windows": 48, "fraction": 0.79} } ] } ]
 //! }
 //! ```
@@ -188,6 +194,11 @@ impl CorpusReport {
             for head in &layer.heads {
                 for (name, summary) in head.figures() {
                     row(Some(layer.layer), Some(head.head), name, &summary);
+                }
+                // Each role's share of the windows (§9), as `role_<name>`.
+                for (role, summary) in &head.roles.fractions {
+                    let name = format!("role_{}", role.as_str());
+                    row(Some(layer.layer), Some(head.head), &name, summary);
                 }
             }
         }

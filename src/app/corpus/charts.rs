@@ -32,6 +32,10 @@ pub fn figure_title(name: &str) -> &'static str {
         "repetition_fraction" => "repetition fraction",
         "focus_share" => "focus share",
         "local_fraction" => "local fraction",
+        "previous_token_score" => "previous-token score",
+        "duplicate_token_score" => "duplicate-token score",
+        "induction_score" => "induction score",
+        "self_score" => "self score",
         _ => "figure",
     }
 }
