@@ -88,6 +88,13 @@ fn a_model_compared_with_itself_matches_every_head_with_itself() {
     for row in &comparison.specialisation {
         assert_eq!(row.a, row.b, "{}", row.figure);
     }
+    // Every head's best match is itself, so it has its role.
+    let same_role = comparison
+        .specialisation
+        .iter()
+        .find(|row| row.figure == "matched_same_role")
+        .expect("the matched-role row");
+    assert_eq!(same_role.a, Some(1.0));
 }
 
 /// Linear CKA recomputed from scratch: S of each head pooled over the
@@ -280,6 +287,24 @@ fn compare_json_holds_both_models_and_the_matching_of_a_6_and_a_12_layer_model()
     };
     assert_eq!(repetition["a"].as_f64().unwrap(), share(&a));
     assert_eq!(repetition["b"].as_f64().unwrap(), share(&b));
+    // Every head has one role (§9): each model's role shares add up to 1.
+    for side in ["a", "b"] {
+        let total: f64 = rows
+            .iter()
+            .filter(|r| r["figure"].as_str().unwrap().starts_with("role_"))
+            .map(|r| r[side].as_f64().unwrap())
+            .sum();
+        assert!((total - 1.0).abs() < 1e-9, "{side}: {total}");
+    }
+    // The share of matched heads with the same role is a share.
+    let same_role = rows
+        .iter()
+        .find(|r| r["figure"] == "matched_same_role")
+        .unwrap();
+    for side in ["a", "b"] {
+        let share = same_role[side].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{side}: {share}");
+    }
 }
 
 #[test]

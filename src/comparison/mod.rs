@@ -14,7 +14,7 @@
 pub mod alignment;
 pub mod matching;
 
-use crate::analysis::{Analysis, Category, HeadFigures};
+use crate::analysis::{Analysis, Category, HeadFigures, Role};
 use crate::captures::Captures;
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
@@ -48,11 +48,44 @@ pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
         b.captures,
         &alignment.b_groups(),
     );
+    let mut specialisation = specialisation(a.analysis, b.analysis);
+    specialisation.push(SpecialisationRow {
+        figure: MATCHED_SAME_ROLE.to_string(),
+        a: matched_same_role(a.analysis, &head_matching.best_for_a, b.analysis),
+        b: matched_same_role(b.analysis, &head_matching.best_for_b, a.analysis),
+    });
     Comparison {
         alignment,
         head_matching,
-        specialisation: specialisation(a.analysis, b.analysis),
+        specialisation,
     }
+}
+
+/// The specialisation row of [`matched_same_role`].
+pub const MATCHED_SAME_ROLE: &str = "matched_same_role";
+
+/// Of the heads of `own` that have a role (ANALYSIS.md §9) and a best
+/// match in `other` (`best`, layer-major), the share whose match has the
+/// same role: do the two models' matched heads do the same kind of work?
+fn matched_same_role(own: &Analysis, best: &[Option<BestMatch>], other: &Analysis) -> Option<f64> {
+    let role_of = |analysis: &Analysis, layer: usize, head: usize| {
+        analysis.layers.get(layer)?.heads.get(head)?.role
+    };
+    let heads = own
+        .layers
+        .iter()
+        .enumerate()
+        .flat_map(|(layer, figures)| (0..figures.heads.len()).map(move |head| (layer, head)));
+    let pairs: Vec<bool> = heads
+        .zip(best)
+        .filter_map(|((layer, head), best)| {
+            let mine = role_of(own, layer, head)?;
+            let theirs = role_of(other, best.as_ref()?.layer, best.as_ref()?.head)?;
+            Some(mine == theirs)
+        })
+        .collect();
+    let same = pairs.iter().filter(|&&same| same).count();
+    (!pairs.is_empty()).then(|| same as f64 / pairs.len() as f64)
 }
 
 /// Depth of `layer` among `layers`: layer / (L − 1), so both models' first
@@ -80,8 +113,9 @@ pub struct SpecialisationRow {
 /// Reads one per-head figure.
 type HeadFigure = fn(&HeadFigures) -> Option<f64>;
 
-/// The per-head figures averaged in the table, after the category shares.
-const AVERAGED: [(&str, HeadFigure); 7] = [
+/// The per-head figures averaged in the table, after the category and
+/// role shares.
+const AVERAGED: [(&str, HeadFigure); 11] = [
     ("mean_distance", |h| h.mean_distance),
     ("same_sentence_fraction", |h| h.same_sentence_fraction),
     ("repetition_fraction", |h| h.repetition_fraction),
@@ -89,6 +123,10 @@ const AVERAGED: [(&str, HeadFigure); 7] = [
     ("local_fraction", |h| h.local_fraction),
     ("separator_attention", |h| h.separator_attention),
     ("sink_attention", |h| h.sink_attention),
+    ("previous_token_score", |h| h.previous_token_score),
+    ("duplicate_token_score", |h| h.duplicate_token_score),
+    ("induction_score", |h| h.induction_score),
+    ("self_score", |h| h.self_score),
 ];
 
 fn heads(analysis: &Analysis) -> impl Iterator<Item = &HeadFigures> {
@@ -104,6 +142,13 @@ fn category_share(analysis: &Analysis, category: Category) -> Option<f64> {
     (total > 0).then(|| count as f64 / total as f64)
 }
 
+/// Share of all heads whose role (ANALYSIS.md §9) is `role`.
+fn role_share(analysis: &Analysis, role: Role) -> Option<f64> {
+    let total = heads(analysis).count();
+    let count = heads(analysis).filter(|h| h.role == Some(role)).count();
+    (total > 0).then(|| count as f64 / total as f64)
+}
+
 /// Mean of a figure over the heads where it is defined.
 fn mean_over_heads(analysis: &Analysis, figure: HeadFigure) -> Option<f64> {
     let values: Vec<f64> = heads(analysis)
@@ -113,8 +158,9 @@ fn mean_over_heads(analysis: &Analysis, figure: HeadFigure) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// The specialisation table: the share of heads in each category, then
-/// the mean over heads of each per-head figure, for A and B.
+/// The specialisation table: the share of heads in each category and in
+/// each role (`role_<name>`), then the mean over heads of each per-head
+/// figure, for A and B.
 pub fn specialisation(a: &Analysis, b: &Analysis) -> Vec<SpecialisationRow> {
     let mut rows: Vec<SpecialisationRow> = Category::ALL
         .iter()
@@ -124,6 +170,11 @@ pub fn specialisation(a: &Analysis, b: &Analysis) -> Vec<SpecialisationRow> {
             b: category_share(b, c),
         })
         .collect();
+    rows.extend(Role::ALL.iter().map(|&role| SpecialisationRow {
+        figure: format!("role_{}", role.as_str()),
+        a: role_share(a, role),
+        b: role_share(b, role),
+    }));
     rows.extend(AVERAGED.iter().map(|&(name, figure)| SpecialisationRow {
         figure: name.to_string(),
         a: mean_over_heads(a, figure),

@@ -5,7 +5,7 @@
 use crate::analysis::{Analysis, LayerFigures};
 use crate::app::widgets::format::figure;
 use crate::app::widgets::plots::{add_segments, legend, round_y_axis, segments};
-use crate::comparison::depth;
+use crate::comparison::{depth, MATCHED_SAME_ROLE};
 use crate::pipeline::ComparisonOutput;
 use egui::Color32;
 use egui_plot::Plot;
@@ -115,6 +115,15 @@ pub fn layer_curves(ui: &mut egui::Ui, output: &ComparisonOutput, names: [&str; 
 fn row_label(figure: &str) -> (String, bool) {
     match figure {
         "repetition" | "focus" | "local" | "mixed" => (format!("{figure} heads"), true),
+        // A share of the heads with a role and a match, not of all heads.
+        MATCHED_SAME_ROLE => (
+            "share of heads whose best match has their role".to_string(),
+            false,
+        ),
+        role if role.starts_with("role_") => (
+            format!("{} role heads", role["role_".len()..].replace('_', "-")),
+            true,
+        ),
         other => (
             format!("{} (mean over heads)", other.replace('_', " ")),
             false,
