@@ -70,9 +70,22 @@ impl<'a> ProgressRow<'a> {
     /// stays idle.
     pub fn show(self, ui: &mut egui::Ui) -> bool {
         ui.horizontal(|ui| {
+            // Wide enough for its text (a long model name in Compare's),
+            // within the room left beside Cancel.
+            let text_width = egui::WidgetText::from(self.text.as_str())
+                .into_galley(
+                    ui,
+                    Some(egui::TextWrapMode::Extend),
+                    f32::INFINITY,
+                    egui::TextStyle::Button,
+                )
+                .size()
+                .x;
+            let room = (ui.available_width() - 80.0).max(self.width);
+            let width = self.width.max(text_width + 24.0).min(room);
             let bar = ui.add(
                 egui::ProgressBar::new(self.fraction)
-                    .desired_width(self.width)
+                    .desired_width(width)
                     .text(self.text.clone()),
             );
             if let Some(name) = self.accessible_name {
