@@ -10,6 +10,12 @@
 //! asks for: the encoder's partial sums, whose order follows its thread
 //! count, come out bit-identical whatever else the process is doing.
 //!
+//! Leases are granted in the order they are asked for: a step waiting for
+//! the whole budget is not overtaken by smaller ones that keep fitting
+//! beside a job that leases a thread at a time (the grid's thumbnails,
+//! [`map_indices_in_turn`]), so it gets its turn between two of that job's
+//! pieces rather than after the whole job.
+//!
 //! The budget is the number of cores, or `HEADSCOPE_THREADS` when set.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,26 +23,46 @@ use std::sync::{Condvar, Mutex, OnceLock};
 
 struct Budget {
     total: usize,
-    in_use: Mutex<usize>,
-    freed: Condvar,
+    queue: Mutex<Queue>,
+    /// Signalled when threads come back or the next in line may go.
+    changed: Condvar,
+}
+
+/// The threads in use, and the leases in line by ticket: the one holding
+/// `serving` goes as soon as its threads are free; the others wait.
+#[derive(Default)]
+struct Queue {
+    in_use: usize,
+    next_ticket: u64,
+    serving: u64,
 }
 
 impl Budget {
     fn new(total: usize) -> Self {
         Self {
             total: total.max(1),
-            in_use: Mutex::new(0),
-            freed: Condvar::new(),
+            queue: Mutex::new(Queue::default()),
+            changed: Condvar::new(),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lease(&'static self, wanted: usize) -> Lease {
         let threads = wanted.clamp(1, self.total);
-        let mut in_use = self.in_use.lock().unwrap_or_else(|e| e.into_inner());
-        while *in_use + threads > self.total {
-            in_use = self.freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
+        let mut queue = self.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        while queue.serving != ticket || queue.in_use + threads > self.total {
+            queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
         }
-        *in_use += threads;
+        queue.serving += 1;
+        queue.in_use += threads;
+        drop(queue);
+        // The next in line may fit beside this one.
+        self.changed.notify_all();
         Lease {
             budget: self,
             threads,
@@ -78,9 +104,8 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut in_use = self.budget.in_use.lock().unwrap_or_else(|e| e.into_inner());
-        *in_use -= self.threads;
-        self.budget.freed.notify_all();
+        self.budget.lock().in_use -= self.threads;
+        self.budget.changed.notify_all();
     }
 }
 
@@ -123,6 +148,46 @@ pub fn map_indices<R: Send>(count: usize, wanted: usize, f: impl Fn(usize) -> R 
     done.into_iter().map(|(_, result)| result).collect()
 }
 
+/// `f(0)`, …, `f(count − 1)` in index order, on up to `wanted` threads
+/// that lease one thread of the budget for each index, and give it back
+/// after: for a background job of many short pieces (the grid's
+/// thumbnails). Leasing all its threads for the whole job, as
+/// [`map_indices`] does, would keep a step that needs the whole budget
+/// (the logit lens' pass, a hover's next tokens) waiting until the job
+/// ends; leased piece by piece, in line with the others, the step goes
+/// between two pieces.
+pub fn map_indices_in_turn<R: Send>(
+    count: usize,
+    wanted: usize,
+    f: impl Fn(usize) -> R + Sync,
+) -> Vec<R> {
+    let threads = wanted.clamp(1, total()).min(count);
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= count {
+                            break done;
+                        }
+                        let _turn = lease(1);
+                        done.push((index, f(index)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a worker thread panicked"))
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +199,72 @@ mod tests {
         let squares = map_indices(100, 4, |i| i * i);
         assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
         assert!(map_indices(0, 4, |i| i).is_empty());
+        let squares = map_indices_in_turn(100, 4, |i| i * i);
+        assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
+        assert!(map_indices_in_turn(0, 4, |i| i).is_empty());
+    }
+
+    #[test]
+    fn a_step_needing_the_whole_budget_goes_between_the_pieces_of_a_job_in_turn() {
+        use std::time::{Duration, Instant};
+        // A background job of 8 pieces per thread of the budget, each 50 ms.
+        let pieces = 8 * total();
+        let job = std::thread::spawn(move || {
+            map_indices_in_turn(pieces, total(), |_| {
+                std::thread::sleep(Duration::from_millis(50))
+            });
+            Instant::now()
+        });
+        std::thread::sleep(Duration::from_millis(60));
+        // A step that needs every thread, as a forward pass does.
+        let granted = {
+            let _whole = lease(total());
+            Instant::now()
+        };
+        let job_done = job.join().unwrap();
+        // Leased for the whole job, the step would get the budget only as
+        // the job ends; in turn, within a piece or two.
+        assert!(
+            granted + Duration::from_millis(150) < job_done,
+            "the step waited for the whole job"
+        );
+    }
+
+    #[test]
+    fn a_lease_waiting_for_the_whole_budget_goes_before_later_small_ones() {
+        let budget: &'static Budget = Box::leak(Box::new(Budget::new(2)));
+        let one = budget.lease(1);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let in_line = |tickets: u64| {
+            while budget.lock().next_ticket < tickets {
+                std::thread::yield_now();
+            }
+        };
+        let whole = {
+            let order = Arc::clone(&order);
+            std::thread::spawn(move || {
+                let _lease = budget.lease(2);
+                order.lock().unwrap().push("whole");
+            })
+        };
+        in_line(2);
+        // A thread is free, but the whole-budget lease asked first.
+        let small = {
+            let order = Arc::clone(&order);
+            std::thread::spawn(move || {
+                let _lease = budget.lease(1);
+                order.lock().unwrap().push("small");
+            })
+        };
+        in_line(3);
+        for _ in 0..1000 {
+            std::thread::yield_now();
+        }
+        assert!(order.lock().unwrap().is_empty());
+        drop(one);
+        whole.join().unwrap();
+        small.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["whole", "small"]);
     }
 
     #[test]

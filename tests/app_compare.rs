@@ -272,3 +272,63 @@ fn compare_offers_the_recent_models_and_model_b_joins_them() {
     assert_eq!(recent.first().map(String::as_str), b.to_str(), "{recent:?}");
     assert!(recent.contains(&a_folder), "{recent:?}");
 }
+
+/// While model B runs, Compare shows the progress row every slow stage
+/// shows (B's layers done of all, the time left) and Cancel, which stops
+/// it and offers to compare again; compared again, the comparison comes.
+#[test]
+fn a_comparison_shows_its_progress_and_can_be_cancelled() {
+    use headscope::app::views::compare::COMPARE_AGAIN_LABEL;
+    use headscope::app::widgets::progress::CANCEL_LABEL;
+    use std::time::Duration;
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, CentralView::Compare);
+    // A slow model: each layer of B's run waits 1.5 s first.
+    harness
+        .state()
+        .worker()
+        .set_layer_delay(Duration::from_millis(1500));
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("small-b");
+    std::fs::create_dir_all(&b).unwrap();
+    write_random_model(&b, 2, 4);
+    load_model_b(&mut harness, b.to_str().unwrap());
+    let second_layer = " on the text · 1 of 2 layers · ~";
+    step_until(&mut harness, "the comparison's progress", |h| {
+        shows(h, second_layer)
+    });
+    let row = label_containing(&harness, second_layer);
+    assert!(row.starts_with("Running "), "{row}");
+    assert!(row.ends_with(" s left"), "{row}");
+    assert!(harness.state().compare_view().is_working());
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-progress.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+
+    harness.get_by_label(CANCEL_LABEL).click();
+    harness.step();
+    harness.step();
+    assert!(shows(&harness, "The comparison was cancelled."));
+    assert!(!shows(&harness, second_layer));
+    assert!(!harness.state().compare_view().is_working());
+    // It stays cancelled: nothing comes, nothing is asked for again.
+    for _ in 0..30 {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(harness.state().compare_view().shown().is_none());
+    assert!(!harness.state().compare_view().is_working());
+
+    harness.state().worker().set_layer_delay(Duration::ZERO);
+    harness.get_by_label(COMPARE_AGAIN_LABEL).click();
+    step_until(&mut harness, "the comparison asked again", |h| {
+        let compare = h.state().compare_view();
+        compare.shown().is_some() && !compare.is_working()
+    });
+    assert_eq!(harness.state().compare_view().error(), None);
+    assert!(!shows(&harness, "The comparison was cancelled."));
+}

@@ -322,6 +322,20 @@ fn cancel_gives_a_partial_result() {
         h.state().corpus_view().windows_done().unwrap_or(0) >= 2
     });
     assert!(shows(&harness, corpus_window::PROGRESS_LABEL));
+    // The one progress row: what, documents k of n, the time left.
+    let what = format!("{} · ", corpus_window::PROGRESS_WHAT);
+    let row = label_containing(&harness, &what);
+    assert!(
+        row.contains(" of ") && row.contains(" documents · "),
+        "{row}"
+    );
+    assert!(row.ends_with(" s left"), "{row}");
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-progress.png");
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
     harness.get_by_label(CANCEL_LABEL).click();
     harness.step();
     step_until(&mut harness, "the cancelled run", |h| {

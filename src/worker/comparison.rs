@@ -7,12 +7,14 @@
 //! stops between two layers once it has gone stale (reported as
 //! [`ComparisonEvent::Abandoned`]). They have their own numbering, so an
 //! edit of the text (a new analysis) does not cancel a comparison, and
-//! the reverse.
+//! the reverse. A comparison counts model B's layers in the
+//! [`JobProgress`] that came with it (the app's progress row shows it), and
+//! stops at the next layer when that is cancelled.
 
-use super::{panic_message, AnalysisWorker, Command, Slot, WorkerEvent, WorkerThread};
+use super::{panic_message, AnalysisWorker, Command, JobProgress, Slot, WorkerEvent, WorkerThread};
 use crate::analysis::AnalysisOptions;
 use crate::model::ModelSource;
-use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput};
+use crate::pipeline::{self, ComparisonOutput, InputOptions, RunError, RunOutput, RunProgress};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -27,6 +29,9 @@ pub struct ComparisonRequest {
     pub options: AnalysisOptions,
     /// The first model's result on this text.
     pub a: Arc<RunOutput>,
+    /// Counts model B's layers as its run passes them; cancelling it
+    /// abandons the comparison.
+    pub progress: Arc<JobProgress>,
 }
 
 /// What became of a comparison request.
@@ -67,13 +72,15 @@ impl AnalysisWorker {
     /// Asks for the second model's run on `text` and its comparison with
     /// `a`, the first model's result on the same text; returns the
     /// request's generation. Any older comparison still queued or running
-    /// is abandoned.
+    /// is abandoned. `progress` counts B's layers (its total should be
+    /// theirs); cancelling it abandons this one.
     pub fn compare(
         &self,
         text: String,
         input: InputOptions,
         options: AnalysisOptions,
         a: Arc<RunOutput>,
+        progress: Arc<JobProgress>,
     ) -> u64 {
         let generation = self.latest_comparison.fetch_add(1, Ordering::SeqCst) + 1;
         self.send(Command::Compare(ComparisonRequest {
@@ -82,6 +89,7 @@ impl AnalysisWorker {
             input,
             options,
             a,
+            progress,
         }));
         generation
     }
@@ -112,9 +120,20 @@ impl WorkerThread {
         };
         let latest = &self.latest_comparison;
         let shutdown = &self.shutdown;
-        let stale =
-            || latest.load(Ordering::SeqCst) != generation || shutdown.load(Ordering::SeqCst);
+        let progress = &request.progress;
+        let stale = || {
+            latest.load(Ordering::SeqCst) != generation
+                || shutdown.load(Ordering::SeqCst)
+                || progress.is_cancelled()
+        };
         let hooks = self.hooks;
+        // B's run passes its layers in order: the layer about to run is
+        // how many are done. Asked before each layer whether to stop (the
+        // slow model of the tests waits there, as in an analysis).
+        let watch = pipeline::Watched {
+            cancelled: || !hooks.before_layer(&stale),
+            progress: |run: RunProgress| progress.reach(run.layers_done),
+        };
         let result = catch_unwind(AssertUnwindSafe(|| {
             if !hooks.before_run(&stale) {
                 return Err(RunError::Cancelled);
@@ -125,7 +144,7 @@ impl WorkerThread {
                 &request.text,
                 &request.input,
                 &request.options,
-                &stale,
+                &watch,
             )
         }));
         let event = match result {

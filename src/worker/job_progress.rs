@@ -1,8 +1,9 @@
 //! How far a slow job has come, shared by the thread that does it (which
 //! counts its steps and looks for a cancel) and the app's progress widget
-//! (`app::widgets::progress`): the grid's thumbnails, the logit lens. Here,
-//! below the app, so that a job the worker runs (the logit lens on its
-//! prediction thread) counts in it too.
+//! (`app::widgets::progress`): the grid's thumbnails, the logit lens,
+//! Compare's run of model B. Here, below the app, so that a job the worker
+//! runs (the logit lens on its prediction thread, a comparison on the
+//! model thread) counts in it too.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -45,6 +46,13 @@ impl JobProgress {
     /// One more step done.
     pub fn step(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `done` steps done, for a job that says where it stands rather than
+    /// counting each step (model B's run in a comparison: the layer it is
+    /// at); never goes back.
+    pub fn reach(&self, done: usize) {
+        self.done.fetch_max(done, Ordering::Relaxed);
     }
 
     /// Asks the job to stop at its next step.

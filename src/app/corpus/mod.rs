@@ -10,9 +10,11 @@
 //! model thread ([`AnalysisWorker::run_corpus`]), which lends the loaded
 //! model to a thread of its own, so the UI and the interactive analysis keep
 //! working; progress, skipped files and the report come back on a channel
-//! polled every frame (also while the window is closed). Cancel sets the
-//! run's flag: it stops between windows and the report comes back marked
-//! partial, and is shown as such.
+//! polled every frame (also while the window is closed). The progress shows
+//! as every slow stage's does ([`crate::app::widgets::progress`]: documents
+//! k of n, windows, the time left, Cancel). Cancel sets the run's flag: it
+//! stops between windows and the report comes back marked partial, and is
+//! shown as such.
 //!
 //! The result is drawn as one plot per per-layer figure (mean over windows
 //! with its 95% interval shaded; the same-sentence plot adds the chance
@@ -27,6 +29,7 @@ pub use charts::{figure_title, format_number, head_cell_label, layer_cell_label,
 
 use crate::app::files::dialogs::{self, Dialog, DialogRequest};
 use crate::app::settings::Settings;
+use crate::app::widgets::progress::{row_text, ProgressRow};
 use crate::corpus::{self, CorpusReport, FileWarning, SkippedFile};
 use crate::tokens::VocabularyStyle;
 use crate::worker::{AnalysisWorker, CorpusProgress, CorpusUpdate, Waker};
@@ -50,6 +53,8 @@ pub use crate::app::widgets::progress::CANCEL_LABEL;
 pub const SAVE_LABEL: &str = "Save JSON…";
 /// The accessible name of the progress bar.
 pub const PROGRESS_LABEL: &str = "Corpus progress";
+/// What the progress row says the run does.
+pub const PROGRESS_WHAT: &str = "Analysing the corpus";
 
 /// A run in progress.
 struct Run {
@@ -297,8 +302,11 @@ impl CorpusView {
             ui.colored_label(colour, message);
         }
         if let Some(run) = &self.run {
-            progress_ui(ui, run);
+            let cancelled = progress_ui(ui, run);
             files_ui(ui, &run.skipped, &run.warnings);
+            if cancelled {
+                self.cancel();
+            }
             return;
         }
         let Some(report) = self.report.clone() else {
@@ -399,31 +407,20 @@ impl CorpusView {
                 );
                 self.folder_dialog = Some(Dialog::open(wake, request));
             }
-            if running {
-                let cancelling = self
-                    .run
-                    .as_ref()
-                    .is_some_and(|r| r.cancel.load(Ordering::SeqCst));
-                if ui
-                    .add_enabled(!cancelling, egui::Button::new(CANCEL_LABEL))
-                    .on_hover_text("Stop after the window being analysed and show what is done")
-                    .clicked()
-                {
-                    self.cancel();
-                }
-            } else {
-                // A folder of captures needs no model; the run says so
-                // when a folder of texts has none.
-                let can_run = model.is_some() || !self.folder.trim().is_empty();
-                let run = ui
-                    .add_enabled(can_run, egui::Button::new(RUN_LABEL))
-                    .on_hover_text("Analyse every document of the folder or file")
-                    .on_disabled_hover_text(
-                        "Load a model first, or type a folder of capture files",
-                    );
-                if run.clicked() || (submitted && can_run) {
-                    self.start(worker, settings);
-                }
+            // A folder of captures needs no model; the run says so when a
+            // folder of texts has none. While a run goes on, its progress
+            // row below has Cancel.
+            let can_run = !running && (model.is_some() || !self.folder.trim().is_empty());
+            let run = ui
+                .add_enabled(can_run, egui::Button::new(RUN_LABEL))
+                .on_hover_text("Analyse every document of the folder or file")
+                .on_disabled_hover_text(if running {
+                    "A run is going on: Cancel it below, or wait for it"
+                } else {
+                    "Load a model first, or type a folder of capture files"
+                });
+            if run.clicked() || (submitted && can_run) {
+                self.start(worker, settings);
             }
             if ui
                 .add_enabled(
@@ -478,34 +475,43 @@ fn selection_text(selection: &crate::analysis::Selection) -> String {
     }
 }
 
-fn progress_ui(ui: &mut egui::Ui, run: &Run) {
+/// The run's progress row (the one widget every slow stage shows), with
+/// Cancel, and below it the file being read and the time so far. Returns
+/// true when Cancel was clicked.
+fn progress_ui(ui: &mut egui::Ui, run: &Run) -> bool {
     ui.separator();
-    let Some(progress) = &run.progress else {
-        ui.horizontal(|ui| {
-            ui.add(egui::Spinner::new());
-            ui.label(format!("Looking for documents in {}…", run.folder));
-        });
-        return;
-    };
-    let p = progress.progress();
-    let eta = p.eta().map_or("—".to_string(), corpus::format_duration);
-    let text = format!(
-        "{:.0}% · {}/{} documents · {} window{} · ETA {eta}",
-        p.fraction() * 100.0,
-        p.files_done,
-        p.files_total,
-        p.windows_done,
-        if p.windows_done == 1 { "" } else { "s" },
-    );
     let cancelling = run.cancel.load(Ordering::SeqCst);
-    let bar = ui.add(
-        egui::ProgressBar::new(p.fraction() as f32)
-            .text(text.clone())
-            .animate(true),
-    );
-    bar.widget_info(|| {
-        egui::WidgetInfo::labeled(egui::Role::ProgressIndicator, true, PROGRESS_LABEL)
-    });
+    // The bar fills the window as the earlier one did, less room for Cancel.
+    let width = (ui.available_width() - 90.0).max(200.0);
+    let (fraction, text) = match &run.progress {
+        Some(progress) => {
+            let p = progress.progress();
+            let count = format!(
+                "{} of {} documents · {} window{}",
+                p.files_done,
+                p.files_total,
+                p.windows_done,
+                if p.windows_done == 1 { "" } else { "s" },
+            );
+            (
+                p.fraction() as f32,
+                row_text(PROGRESS_WHAT, &count, p.eta()),
+            )
+        }
+        None => (
+            0.0,
+            format!("{PROGRESS_WHAT} · looking for documents in {}…", run.folder),
+        ),
+    };
+    let cancelled = ProgressRow::new(fraction, text)
+        .width(width)
+        .accessible_name(PROGRESS_LABEL)
+        .cancel("Stop after the window being analysed and show what is done")
+        .cancelling(cancelling)
+        .show(ui);
+    let Some(progress) = &run.progress else {
+        return cancelled;
+    };
     ui.horizontal(|ui| {
         if cancelling {
             ui.colored_label(
@@ -513,13 +519,14 @@ fn progress_ui(ui: &mut egui::Ui, run: &Run) {
                 "Cancelling: stopping after the window being analysed…",
             );
         } else {
-            ui.weak(format!("Reading {}", p.file.display()));
+            ui.weak(format!("Reading {}", progress.file.display()));
         }
         ui.weak(format!(
             "· {} elapsed",
             corpus::format_duration(progress.elapsed)
         ));
     });
+    cancelled
 }
 
 fn summary_ui(ui: &mut egui::Ui, report: &CorpusReport, folder: &str) {

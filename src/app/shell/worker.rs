@@ -161,12 +161,14 @@ impl HeadscopeApp {
             sentence,
             piece: shown.output.input.first_piece,
         });
+        let progress = self.views.compare.progress();
         let generation = self.worker.compare(
             text,
             input,
             self.settings.analysis_options(),
             shown.output.clone(),
+            progress.clone(),
         );
-        self.views.compare.requested(wanted, generation);
+        self.views.compare.requested(wanted, generation, progress);
     }
 }

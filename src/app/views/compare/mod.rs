@@ -7,7 +7,11 @@
 //! were. Whenever a new result of model A is on screen and nothing is owed,
 //! the tab asks the worker for B's run on that text and the comparison
 //! ([`crate::pipeline::run_comparison`]); the last comparison stays on
-//! screen, marked as being updated, until the next one arrives.
+//! screen, marked as being updated, until the next one arrives. While B
+//! runs, the progress row every slow stage shows counts its layers, with
+//! the time left and Cancel; a cancelled comparison is not asked for again
+//! until the text, the settings or B change, or the user asks
+//! ([`COMPARE_AGAIN_LABEL`]).
 //!
 //! From top to bottom: the two models and the alignment; the two head
 //! grids side by side, where clicking a head shows its best matches in the
@@ -20,9 +24,10 @@
 mod curves;
 mod grids;
 
+use crate::app::jobs::JobProgress;
 use crate::app::panels::model::{LoadState, ModelAction, ModelChange, ModelState};
 use crate::app::views::shared::{save_plot, View, ViewAction, ViewContext};
-use crate::app::widgets::plots;
+use crate::app::widgets::{plots, progress};
 use crate::captures::HeadId;
 use crate::model::ModelSource;
 use crate::pipeline::{ComparisonOutput, RunOutput};
@@ -34,6 +39,16 @@ pub use grids::{match_label, Which};
 /// The title of the window that changes model B.
 pub const MODEL_B_WINDOW: &str = "Model B";
 
+/// The button that asks again for a comparison that was cancelled.
+pub const COMPARE_AGAIN_LABEL: &str = "Compare again";
+
+/// The comparison being computed: its request's generation, and model B's
+/// layers counted as its run passes them.
+struct InFlight {
+    generation: u64,
+    progress: Arc<JobProgress>,
+}
+
 /// The Compare tab's runtime state (not persisted).
 pub struct CompareView {
     /// Model B and its loads, tracked like the first model.
@@ -44,8 +59,11 @@ pub struct CompareView {
     b_loads: u64,
     /// What the newest request was for: (A's result generation, B's load).
     requested_for: Option<(u64, u64)>,
-    /// The newest request's generation, while it runs.
-    in_flight: Option<u64>,
+    /// The newest request, while it runs.
+    in_flight: Option<InFlight>,
+    /// The user cancelled the newest request: it is not asked for again
+    /// until something changes or [`COMPARE_AGAIN_LABEL`] is clicked.
+    cancelled: bool,
     /// The comparison on screen, with the A generation it was made for.
     shown: Option<(u64, Arc<ComparisonOutput>)>,
     /// Why the last comparison gave nothing.
@@ -65,6 +83,7 @@ impl Default for CompareView {
             b_loads: 0,
             requested_for: None,
             in_flight: None,
+            cancelled: false,
             shown: None,
             error: None,
             raw_layers: false,
@@ -123,7 +142,7 @@ impl CompareView {
     /// Takes news of a comparison request; true when a new comparison is
     /// on screen.
     pub fn on_comparison_event(&mut self, generation: u64, event: ComparisonEvent) -> bool {
-        if self.in_flight != Some(generation) {
+        if self.in_flight.as_ref().map(|job| job.generation) != Some(generation) {
             return false;
         }
         match event {
@@ -173,10 +192,40 @@ impl CompareView {
         (self.requested_for != Some(wanted)).then_some(wanted)
     }
 
-    /// The comparison for `wanted` was asked for, as request `generation`.
-    pub fn requested(&mut self, wanted: (u64, u64), generation: u64) {
+    /// A progress for the comparison owed: model B's layers, which its
+    /// run counts; for [`CompareView::requested`].
+    pub fn progress(&self) -> Arc<JobProgress> {
+        let (name, layers) = self
+            .model
+            .active()
+            .map_or(("model B", 0), |b| (b.name.as_str(), b.layers));
+        JobProgress::counting(format!("Running {name} on the text"), "layers", layers)
+    }
+
+    /// The comparison for `wanted` was asked for, as request `generation`,
+    /// counted in `progress`.
+    pub fn requested(&mut self, wanted: (u64, u64), generation: u64, progress: Arc<JobProgress>) {
         self.requested_for = Some(wanted);
-        self.in_flight = Some(generation);
+        self.in_flight = Some(InFlight {
+            generation,
+            progress,
+        });
+        self.cancelled = false;
+    }
+
+    /// Stops the comparison being computed (B's run stops before its next
+    /// layer); what is on screen stays.
+    fn cancel(&mut self) {
+        if let Some(job) = self.in_flight.take() {
+            job.progress.cancel();
+            self.cancelled = true;
+        }
+    }
+
+    /// Lets a cancelled comparison be asked for again.
+    fn compare_again(&mut self) {
+        self.cancelled = false;
+        self.requested_for = None;
     }
 }
 
@@ -236,9 +285,8 @@ impl CompareView {
             let captures = &output.b.captures;
             (output.b_name.clone(), captures.layers, captures.heads)
         });
-        let (b_name, b_layers, b_heads) = shown_b
-            .clone()
-            .unwrap_or_else(|| (b.name.clone(), b.layers, b.heads));
+        let (b_name, b_layers, b_heads) =
+            shown_b.unwrap_or_else(|| (b.name.clone(), b.layers, b.heads));
         ui.horizontal_wrapped(|ui| {
             ui.label(format!(
                 "A: {a_name} · B: {b_name} ({b_layers} × {b_heads})"
@@ -254,27 +302,35 @@ impl CompareView {
                 ui.add(egui::Spinner::new());
                 ui.weak(format!("loading model B {source}…"));
             }
-            if self.is_working() {
-                ui.add(egui::Spinner::new());
-                match &shown_b {
-                    Some((name, ..)) if *name != b.name => {
-                        ui.weak(format!("comparing with {}…", b.name));
-                    }
-                    _ => {
-                        ui.weak("comparing…");
-                    }
-                }
-            }
         });
+        // B's run, counted by layer, as every slow stage shows itself: a
+        // row redrawn a few times a second (a spinner would redraw every
+        // frame, taking the CPU from the run).
+        if let Some(job) = &self.in_flight {
+            if progress::job_row(
+                ui,
+                &job.progress,
+                "Stop this comparison; what is on screen stays",
+            ) {
+                self.cancel();
+            }
+        } else if self.cancelled {
+            ui.horizontal(|ui| {
+                ui.weak("The comparison was cancelled.");
+                if ui.button(COMPARE_AGAIN_LABEL).clicked() {
+                    self.compare_again();
+                    ui.ctx().request_repaint();
+                }
+            });
+        }
         if let Some(error) = self.error() {
             ui.colored_label(ui.visuals().error_fg_color, error);
         }
         let Some((_, output)) = self.shown.clone() else {
-            if self.error.is_none() {
-                ui.horizontal(|ui| {
-                    ui.add(egui::Spinner::new());
-                    ui.label(format!("Running {} on the text…", b.name));
-                });
+            if self.error.is_none() && self.in_flight.is_none() && !self.cancelled {
+                // Owed, and asked for once the analysis in progress is done
+                // (whose end wakes the UI): nothing here needs redrawing.
+                ui.weak(format!("Running {} on the text…", b.name));
             }
             return None;
         };

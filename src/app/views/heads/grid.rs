@@ -111,8 +111,13 @@ fn build_thumbnails(
     let heads: Vec<HeadId> = captures.head_ids().collect();
     let scale = heatmap::colour_scale(output, &key);
     // Heads in parallel: a long decoder input recomputes each head's P or S.
+    // Each head leases its thread for itself alone, not the whole budget
+    // for the whole grid: the logit lens and a hover's next tokens, which
+    // need the budget for their passes, then go between two heads instead
+    // of waiting (~30 s for a long decoder input) until every thumbnail is
+    // drawn.
     let (shrunk, ranges): (Vec<_>, Vec<_>) =
-        crate::threads::map_indices(heads.len(), crate::threads::total(), |index| {
+        crate::threads::map_indices_in_turn(heads.len(), crate::threads::total(), |index| {
             if progress.is_cancelled() {
                 return ((Vec::new(), 0), ValueRange::default());
             }
