@@ -12,7 +12,9 @@
 //! the pictures.) The windows are rendered into
 //! `$CARGO_TARGET_TMPDIR/app_overlaps/` for a person to look at;
 //! `HEADSCOPE_DUMP_TREE=1` (with `--nocapture`) prints the accessibility
-//! tree of each window checked.
+//! tree of each window checked. Last, the list of named controls that
+//! `scripts/screenshots.sh` clicks by (`HEADSCOPE_TRACE_WIDGETS`) places
+//! them where the tree does.
 
 mod common;
 
@@ -330,9 +332,16 @@ fn check_every_window(model: String, file: Option<PathBuf>, what: &str) {
         harness.step();
         harness.get_by_label(RUN_LABEL).click();
         harness.step();
+        // (An error ends the wait too, to be reported at once.)
         step_until(&mut harness, "the corpus run", |h| {
-            h.state().corpus_view().report().is_some() && !h.state().corpus_view().is_running()
+            let corpus = h.state().corpus_view();
+            !corpus.is_running() && (corpus.report().is_some() || corpus.error().is_some())
         });
+        assert_eq!(
+            harness.state().corpus_view().error(),
+            None,
+            "{what}: the corpus run"
+        );
         all.extend(check_window(&mut harness, size, &tag("Corpus report")));
         close_window(&mut harness);
 
@@ -353,8 +362,13 @@ fn check_every_window(model: String, file: Option<PathBuf>, what: &str) {
         load_model_b(&mut harness, &model);
         step_until(&mut harness, "the comparison", |h| {
             let compare = h.state().compare_view();
-            compare.shown().is_some() && !compare.is_working()
+            (compare.shown().is_some() && !compare.is_working()) || compare.error().is_some()
         });
+        assert_eq!(
+            harness.state().compare_view().error(),
+            None,
+            "{what}: model B"
+        );
         click_button_starting(&mut harness, "Change model B…");
         all.extend(check_window(&mut harness, size, &tag("Model B window")));
     }
@@ -373,4 +387,55 @@ fn no_widget_overlaps_another_in_a_window_with_a_decoder() {
         Some(common::fixture("families/llama.txt")),
         "decoder",
     );
+}
+
+/// The widget trace names the controls as the accessibility tree does, at
+/// their centres, and follows the window (a menu opened shows its entries).
+#[test]
+fn the_widget_trace_lists_the_controls_where_they_are() {
+    use headscope::app::shell::chrome::WidgetTrace;
+    use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
+    let scratch = tempfile::tempdir().unwrap();
+    let list = scratch.path().join("widgets.tsv");
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(model_arg()),
+            file: None,
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let trace_path = list.clone();
+    let mut harness = egui_kittest::Harness::builder()
+        .with_size(SIZES[0])
+        .build_eframe(move |cc| {
+            WidgetTrace::install(&cc.egui_ctx, trace_path);
+            HeadscopeApp::new(cc, config).expect("the app starts")
+        });
+    wait_for_result(&mut harness);
+    let centre_in_list = |name: &str| -> Option<egui::Pos2> {
+        std::fs::read_to_string(&list)
+            .ok()?
+            .lines()
+            .find_map(|line| {
+                let mut fields = line.split('\t');
+                (fields.next()? == name).then_some(())?;
+                let x = fields.next()?.parse().ok()?;
+                let y = fields.next()?.parse().ok()?;
+                Some(egui::pos2(x, y))
+            })
+    };
+    for name in ["File", "Heads", "Layers", "Token limit"] {
+        let centre = harness.get_by_label(name).rect().center();
+        let listed = centre_in_list(name).unwrap_or_else(|| panic!("{name} is not listed"));
+        assert!(
+            (listed - centre).length() <= 1.0,
+            "{name}: {listed:?} against {centre:?}"
+        );
+    }
+    assert_eq!(centre_in_list(headscope::app::corpus::MENU_LABEL), None);
+    harness.get_by_label("File").click();
+    harness.step();
+    harness.step();
+    assert!(centre_in_list(headscope::app::corpus::MENU_LABEL).is_some());
 }

@@ -98,11 +98,16 @@ impl WidgetTrace {
     /// Adds the trace to `ctx` when the variable names a file.
     pub fn install_from_env(ctx: &egui::Context) {
         if let Some(path) = std::env::var_os("HEADSCOPE_TRACE_WIDGETS") {
-            ctx.add_plugin(Self {
-                path: path.into(),
-                written: String::new(),
-            });
+            Self::install(ctx, path.into());
         }
+    }
+
+    /// Adds the trace to `ctx`, writing to `path`.
+    pub fn install(ctx: &egui::Context, path: std::path::PathBuf) {
+        ctx.add_plugin(Self {
+            path,
+            written: String::new(),
+        });
     }
 
     /// Writes `lines` whole (through a file beside it, renamed), so that a
