@@ -11,7 +11,10 @@
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
 # autosave alone. HEADSCOPE_TRACE=1 makes the app report on stderr when a
-# result is on screen and which head is open; the script waits on those lines.
+# result is on screen and which head is open; the script waits on those
+# lines. HEADSCOPE_TRACE_WIDGETS makes it keep a list of its named controls
+# and where they are, so the script clicks buttons, menus, fields and heads
+# by their labels, as a screen reader finds them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +27,8 @@ bin="${HEADSCOPE_BIN:-target/debug/headscope}"
 scratch="$(mktemp -d)"
 display=":$(( 90 + RANDOM % 9 ))"
 log="$scratch/app.log"
+widgets="$scratch/widgets.tsv"
+export HEADSCOPE_TRACE_WIDGETS="$widgets"
 app_pid=""
 xvfb_pid=""
 cleanup() {
@@ -50,6 +55,42 @@ wait_for_log() {
   exit 1
 }
 
+# "x y": the centre of the first control named $1 (with prefix as $2: whose
+# name starts with $1) in the app's list of its controls; waits until it
+# shows (at most 30 seconds).
+find_label() {
+  local mode="${2:-exact}" where=""
+  for _ in $(seq 300); do
+    where="$(awk -F'\t' -v name="$1" -v mode="$mode" \
+      '(mode == "exact" ? $1 == name : index($1, name) == 1) { print $2, $3; exit }' \
+      "$widgets" 2>/dev/null || true)"
+    [ -n "$where" ] && { echo "$where"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
+# Points at the control named $1 (see find_label).
+point_at_label() {
+  local where
+  where="$(find_label "$@")" || {
+    cat "$log" >&2
+    echo "screenshots: no control named '$1' showed; the window's controls:" >&2
+    cut -f1 "$widgets" >&2 || true
+    exit 1
+  }
+  # shellcheck disable=SC2086 # "x y"
+  xdotool mousemove $where
+  sleep 0.3   # egui hovers on the move, clicks on the next event
+}
+
+# Clicks the control named $1 (see find_label).
+click_label() {
+  point_at_label "$@"
+  xdotool click 1
+}
+
+rm -f "$widgets"
 XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
 HEADSCOPE_CACHE="$scratch/cache" HEADSCOPE_TRACE=1 \
   "$bin" --model "$model" assets/sample.txt >"$log" 2>&1 &
@@ -65,27 +106,8 @@ sleep 2   # let the resized frame settle
 mkdir -p screenshots
 import -window root screenshots/overview.png
 
-# Open layer 2, head 5 of the grid. The grid fills the area right of the
-# 380 px text panel; its geometry mirrors src/app/overview.rs.
-read -r x y < <(python3 - <<'PY'
-# top: menu bar, tab row, view controls, highlight row (read off overview.png)
-left_panel, top, bottom = 380 + 8, 111, 1000 - 26
-width, height = 1600 - left_panel - 8, bottom - top
-layers, heads = 6, 12
-row_header, column_header, label_height, gap, scroll_bar = 30, 18, 16, 6, 10
-# overview::thumbnail_side: columns fill the width; rows fit the height when
-# that shrinks the thumbnails by 15 % at most.
-by_width = (width - row_header - scroll_bar) // heads - gap
-by_height = (height - column_header) // layers - (label_height + gap)
-thumb = min(by_width, by_height)
-thumb = max(40, min(260, thumb if thumb >= 0.85 * by_width else by_width))
-layer, head = 2, 5
-x = left_panel + row_header + (thumb + gap) * head + gap / 2 + thumb / 2
-y = top + column_header + (thumb + label_height + gap) * layer + thumb / 2
-print(int(x), int(y))
-PY
-)
-xdotool mousemove "$x" "$y" click 1
+# Open layer 2, head 5 of the grid: its thumbnail is named "L2 H5 …".
+click_label "L2 H5 " prefix
 wait_for_log "headscope: showing head" 30
 sleep 1
 xdotool mousemove 1100 500   # point at a cell so the hover read-out shows
@@ -123,7 +145,7 @@ import -window root screenshots/separators.png
 
 # "Show on the Heads grid" (top of the Separators view): the grid with each
 # head's separator attention, the heads focused on a picked token outlined.
-xdotool mousemove 1074 104 click 1
+click_label "Show on the Heads grid"
 for _ in $(seq 100); do
   [ "$(grep -c "showing the Heads tab" "$log")" -ge 2 ] && break
   sleep 0.1
@@ -140,7 +162,7 @@ import -window root screenshots/specialisation.png
 # The corpus statistics window (File → Corpus statistics…) on a folder of
 # 16 small texts made from the sample texts, plus one binary file the run
 # lists as skipped; the app logs "corpus finished" when the result is on
-# screen. The menu and field places were read off the screenshot.
+# screen.
 python3 - "$scratch/corpus" assets/sample.txt tests/fixtures/harbour.txt <<'PY'
 import os, random, re, sys
 out = sys.argv[1]
@@ -158,22 +180,15 @@ for i in range(16):
 with open(os.path.join(out, "scan.txt"), "wb") as f:
     f.write(bytes([0, 159, 146, 150, 0, 0, 1, 2, 3]))
 PY
-xdotool mousemove 18 12 click 1          # File
-sleep 0.5
-# The opened menu is drawn on the next event: move, then point and click.
-xdotool mousemove 22 14
-sleep 1
-xdotool mousemove 70 154                 # Corpus statistics…
-sleep 0.7
-xdotool click 1
-sleep 1.5
-xdotool mousemove 650 90 click 1         # the folder field
+click_label File
+click_label "Corpus statistics…"
+click_label "Corpus folder or file"
 sleep 0.3
 xdotool windowfocus --sync "$window"
 xdotool type --delay 20 "$scratch/corpus"
 xdotool key Return                       # Enter runs, like the Run button
 wait_for_log "headscope: corpus finished" 300
-xdotool mousemove 1002 656               # hover L5 H3 of the head grid
+point_at_label "Corpus L5 H3:" prefix    # hover L5 H3 of the head grid
 sleep 2
 import -window root screenshots/corpus.png
 echo "screenshots: wrote screenshots/corpus.png" >&2
@@ -184,6 +199,7 @@ wait "$app_pid" 2>/dev/null || true
 # A 12-layer model (bge-small-en-v1.5, the depth of the paper's BERT-12):
 # the grid, then the Layers view, where the deep layers' attention ties
 # between separators show as undecided segmentation.
+rm -f "$widgets"
 XDG_DATA_HOME="$scratch/data12" XDG_CONFIG_HOME="$scratch/config12" \
 HEADSCOPE_CACHE="$scratch/cache12" HEADSCOPE_TRACE=1 \
   "$bin" --model "$deep_model" assets/sample.txt >"$log" 2>&1 &
@@ -208,8 +224,8 @@ wait "$app_pid" 2>/dev/null || true
 # Two models on one text: the test model (A) and the 12-layer model (B),
 # loaded through the Compare tab's model panel (its id field, then Enter);
 # the app logs "comparison on screen" when the comparison is drawn. Then a
-# click on A's L1 H3 shows its best matches in B. The places were read off
-# the screenshot.
+# click on A's L1 H3 shows its best matches in B.
+rm -f "$widgets"
 XDG_DATA_HOME="$scratch/data-compare" XDG_CONFIG_HOME="$scratch/config-compare" \
 HEADSCOPE_CACHE="$scratch/cache-compare" HEADSCOPE_TRACE=1 \
   "$bin" --model "$model" assets/sample.txt >"$log" 2>&1 &
@@ -223,12 +239,12 @@ for _ in $(seq 20); do
 done
 sleep 1
 show_tab 6 Compare
-xdotool mousemove 505 274 click 1        # model B's id field
+click_label "or a Hugging Face model id (downloaded once, then cached):"
 sleep 0.3
 xdotool type --delay 10 "$deep_model"
 xdotool key Return
 wait_for_log "headscope: comparison on screen" 300
-xdotool mousemove 529 240 click 1        # A L1 H3
+click_label "A L1 H3 " prefix
 sleep 0.7
 xdotool mousemove 1590 5
 sleep 1.5
@@ -246,6 +262,7 @@ wait "$app_pid" 2>/dev/null || true
 # A real decoder's grid, SmolLM2-135M-Instruct on its fixture text, with
 # the default colour scale (1st–99th percentile, the sink left out).
 smollm2="$(scripts/fetch-smollm2-model.sh | head -n 1)"
+rm -f "$widgets"
 XDG_DATA_HOME="$scratch/data-decoder" XDG_CONFIG_HOME="$scratch/config-decoder" \
 HEADSCOPE_CACHE="$scratch/cache-decoder" HEADSCOPE_TRACE=1 \
   "$bin" --model "$smollm2" tests/fixtures/smollm2.txt >"$log" 2>&1 &

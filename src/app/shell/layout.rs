@@ -9,7 +9,10 @@ impl HeadscopeApp {
     /// Draws one frame's panels and windows.
     pub(in crate::app) fn layout(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
-        egui::Panel::top("menu bar").show(ui, |ui| self.menu_bar(ui));
+        egui::Panel::top("menu bar").show(ui, |ui| {
+            mark_pane(ui);
+            self.menu_bar(ui)
+        });
         let status = StatusInfo {
             working: self.is_working(),
             running: self.runs.in_flight(),
@@ -21,7 +24,10 @@ impl HeadscopeApp {
             autosave_error: self.text.autosave_error(),
         };
         let action = egui::Panel::bottom("status bar")
-            .show(ui, |ui| status_bar::status_bar_ui(ui, &status))
+            .show(ui, |ui| {
+                mark_pane(ui);
+                status_bar::status_bar_ui(ui, &status)
+            })
             .inner;
         if action == Some(StatusAction::CancelRun) {
             self.cancel_run();
@@ -31,16 +37,23 @@ impl HeadscopeApp {
                 .resizable(true)
                 .default_size(380.0)
                 .size_range(260.0..=760.0)
-                .show(ui, |ui| self.text_panel(ui));
+                .show(ui, |ui| {
+                    mark_pane(ui);
+                    self.text_panel(ui)
+                });
         }
         if self.outline.open {
             egui::Panel::right("outline panel")
                 .resizable(true)
                 .default_size(360.0)
                 .size_range(260.0..=640.0)
-                .show(ui, |ui| self.outline_panel_ui(ui));
+                .show(ui, |ui| {
+                    mark_pane(ui);
+                    self.outline_panel_ui(ui)
+                });
         }
         egui::CentralPanel::default().show(ui, |ui| {
+            mark_pane(ui);
             let room = ui.available_rect_before_wrap();
             self.central(ui);
             // Whatever the central area drew past its right edge is cut.
@@ -59,4 +72,19 @@ impl HeadscopeApp {
         self.model_action(action);
         self.drop_overlay(&ctx);
     }
+}
+
+/// Gives the accessibility node of a panel's contents the panel's rect
+/// (egui gives panels none), so that a screen reader, and the layout test
+/// (`tests/app_overlaps.rs`), know the region each widget belongs in.
+pub(super) fn mark_pane(ui: &egui::Ui) {
+    let rect = ui.max_rect();
+    ui.ctx().accesskit_node_builder(ui.unique_id(), |node| {
+        node.set_bounds(egui::accesskit::Rect {
+            x0: rect.min.x.into(),
+            y0: rect.min.y.into(),
+            x1: rect.max.x.into(),
+            y1: rect.max.y.into(),
+        });
+    });
 }

@@ -28,6 +28,7 @@ impl HeadscopeApp {
     pub fn new(cc: &eframe::CreationContext<'_>, config: AppConfig) -> anyhow::Result<Self> {
         let ctx = cc.egui_ctx.clone();
         install_fonts(&ctx);
+        super::chrome::WidgetTrace::install_from_env(&ctx);
         let persisted = Persisted::load(cc.storage);
         let wake_ctx = ctx.clone();
         let wake: crate::worker::Waker = Arc::new(move || wake_ctx.request_repaint());

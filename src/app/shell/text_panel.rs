@@ -107,6 +107,7 @@ impl HeadscopeApp {
         let settings_change = egui::Panel::bottom("analysis settings")
             .resizable(false)
             .show(ui, |ui| {
+                super::layout::mark_pane(ui);
                 ui.add_space(4.0);
                 egui::CollapsingHeader::new("Analysis settings")
                     .default_open(true)
@@ -123,6 +124,7 @@ impl HeadscopeApp {
             let action = egui::Panel::bottom("generate")
                 .resizable(false)
                 .show(ui, |ui| {
+                    super::layout::mark_pane(ui);
                     ui.add_space(4.0);
                     let available = self.generation_available();
                     self.generate.ui(ui, available)
