@@ -123,29 +123,7 @@ pub fn map_indices<R: Send>(count: usize, wanted: usize, f: impl Fn(usize) -> R 
     if lease.threads() == 1 {
         return (0..count).map(f).collect();
     }
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..lease.threads())
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        if index >= count {
-                            break done;
-                        }
-                        done.push((index, f(index)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().expect("a worker thread panicked"))
-            .collect()
-    });
-    done.sort_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, result)| result).collect()
+    in_turn(lease.threads(), count, f)
 }
 
 /// `f(0)`, …, `f(count − 1)` in index order, on up to `wanted` threads
@@ -162,6 +140,15 @@ pub fn map_indices_in_turn<R: Send>(
     f: impl Fn(usize) -> R + Sync,
 ) -> Vec<R> {
     let threads = wanted.clamp(1, total()).min(count);
+    in_turn(threads, count, |index| {
+        let _turn = lease(1);
+        f(index)
+    })
+}
+
+/// `f(0)`, …, `f(count − 1)` on `threads` scoped threads that take the
+/// indices in turn, the results put back in index order.
+fn in_turn<R: Send>(threads: usize, count: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
@@ -173,7 +160,6 @@ pub fn map_indices_in_turn<R: Send>(
                         if index >= count {
                             break done;
                         }
-                        let _turn = lease(1);
                         done.push((index, f(index)));
                     }
                 })
