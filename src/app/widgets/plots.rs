@@ -240,7 +240,26 @@ pub fn layer_plot(id: &str, layers: usize, height: f32) -> Plot<'static> {
 pub fn round_y_axis(plot: Plot<'_>) -> Plot<'_> {
     plot.y_grid_spacer(round_grid_spacer)
         .custom_y_axes(vec![egui_plot::AxisHints::new_y()
-            .label_spacing((LABEL_SPACING as f32 - 4.0)..=LABEL_SPACING as f32)])
+            .label_spacing((LABEL_SPACING as f32 - 4.0)..=LABEL_SPACING as f32)
+            .formatter(|mark, _| round_label(mark.value, mark.step_size))])
+}
+
+/// A grid value with the decimals its step needs. egui_plot's own
+/// formatter rounds −log₁₀ of the step, which gives a step of 0.5 no
+/// decimal: 0, 0.5, 1 would read "0", "0", "1".
+pub fn round_label(value: f64, step: f64) -> String {
+    let decimals = (-step.log10()).ceil().max(0.0) as usize;
+    let text = format!("{value:.decimals$}");
+    // −0.0 reads as 0.
+    if text
+        .trim_start_matches('-')
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        text.trim_start_matches('-').to_string()
+    } else {
+        text
+    }
 }
 
 /// The least distance between two labelled grid values, in points.
@@ -294,6 +313,16 @@ pub fn layer_tick(value: f64, layers: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_labels_keep_the_decimals_their_step_needs() {
+        assert_eq!(round_label(0.5, 0.5), "0.5");
+        assert_eq!(round_label(1.0, 0.5), "1.0");
+        assert_eq!(round_label(0.15, 0.05), "0.15");
+        assert_eq!(round_label(20.0, 10.0), "20");
+        assert_eq!(round_label(-0.0, 0.2), "0.0");
+        assert_eq!(round_label(0.30000000000000004, 0.1), "0.3");
+    }
 
     #[test]
     fn a_value_axis_is_labelled_at_round_steps() {
