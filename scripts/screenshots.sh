@@ -84,6 +84,27 @@ point_at_label() {
   sleep 0.3   # egui hovers on the move, clicks on the next event
 }
 
+# Points at the first token chip, in text order, that shows $1 (the chips
+# are named "token N “text”", N the token's place).
+point_at_token() {
+  local where=""
+  for _ in $(seq 300); do
+    where="$(awk -F'\t' -v text="$1" '
+      $1 ~ /^token [0-9]+ / {
+        split($1, words, " ")
+        if (substr($1, length("token " words[2] " ") + 1) == "“" text "”" \
+            && (best == "" || words[2] + 0 < best)) { best = words[2] + 0; at = $2 " " $3 }
+      }
+      END { if (at != "") print at }' "$widgets" 2>/dev/null || true)"
+    [ -n "$where" ] && break
+    sleep 0.1
+  done
+  [ -n "$where" ] || { echo "screenshots: no token chip shows '$1'" >&2; exit 1; }
+  # shellcheck disable=SC2086 # "x y"
+  xdotool mousemove $where
+  sleep 0.3
+}
+
 # Clicks the control named $1 (see find_label).
 click_label() {
   point_at_label "$@"
@@ -126,14 +147,15 @@ show_tab() {  # $1: the digit, $2: the tab's name
 show_tab 2 Layers
 import -window root screenshots/layers.png
 
-# Token focus: pick "light" (fourth sentence) and shift-pick "boats"
-# (second), the focus tokens of L0 H3 and L0 H10, in the text chips; their
-# places follow from the sample text at 1600x1000 and were read off the
-# screenshot.
+# Token focus: pick "light" (its first place, in the fourth sentence) and
+# shift-pick "boats" (second), the focus tokens of L0 H3 and L0 H10, in the
+# text chips (buttons named "token N “text”").
 show_tab 4 "Token focus"
-xdotool mousemove 668 202 click 1
+point_at_token "light"
+xdotool click 1
 sleep 0.5
-xdotool mousemove 537 178 keydown shift click 1 keyup shift
+point_at_token "boats"
+xdotool keydown shift click 1 keyup shift
 sleep 1
 xdotool mousemove 1590 5
 sleep 1

@@ -33,6 +33,12 @@ pub struct Captures {
     /// Per layer, what the Separators view reads of P, computed during the
     /// pass when P is not kept (empty otherwise).
     pub separator_columns: Vec<SeparatorColumns>,
+    /// The residual stream after each layer, L×T×hidden, where the pass
+    /// kept it (a causal decoder's, when small:
+    /// [`crate::model::Model::keeps_residuals`]): the logit lens and the
+    /// next tokens read it instead of running the model again. Empty
+    /// otherwise.
+    pub residuals: Vec<f32>,
 }
 
 /// Whether a pass keeps every P and S, or what recomputes them.

@@ -165,6 +165,10 @@ pub struct BuiltInput {
     /// (when they would not fit the memory limit).
     #[serde(default)]
     pub captures: CaptureMode,
+    /// Whether the run keeps the residual stream after each layer (a
+    /// decoder's, for its logit lens, where asked and where it fits).
+    #[serde(default)]
+    pub keeps_residuals: bool,
 }
 
 /// Why a long input's heads show after a pause: said in the window and on

@@ -49,6 +49,12 @@ pub struct InputOptions {
     /// [`DEFAULT_CAPTURE_MEMORY_MB`] when `None`.
     #[serde(default)]
     pub capture_memory_mb: Option<u64>,
+    /// Keep a decoder's residual stream after each layer with the captures,
+    /// where it fits ([`Model::keeps_residuals`]), for its logit lens and
+    /// next tokens to read instead of running the model again (the app, and
+    /// `analyze --logit-lens`). Outside the capture memory limit.
+    #[serde(default)]
+    pub keep_residuals: bool,
 }
 
 /// The captures of one window may take 2 GiB by default: BERT-large at 512
@@ -338,6 +344,7 @@ pub fn fit_window(
 ) -> BuiltInput {
     built.limit = limit;
     built.captures = capture_mode(model, built.tokens.len(), input).unwrap_or(CaptureMode::Stored);
+    built.keeps_residuals = input.keep_residuals && model.keeps_residuals(built.tokens.len());
     built
 }
 
@@ -353,7 +360,7 @@ pub fn run_prepared(
     let (mut analysis, stages) = capture_and_analyze(
         model,
         &built.tokens,
-        built.captures,
+        (built.captures, built.keeps_residuals),
         options,
         &mut captures,
         watch,
@@ -388,12 +395,14 @@ pub struct StageTimes {
 /// when they have the right sizes) and computes the figures. With
 /// [`CaptureMode::Recomputed`] each layer is analysed as soon as the pass
 /// has computed it, and its P and S are freed; the captures keep what
-/// recomputes them and the columns the Separators view reads. `watch` is
-/// asked before each layer whether to stop, and told where the run stands.
+/// recomputes them and the columns the Separators view reads. Either mode
+/// keeps the residual stream where `keep_residuals` says
+/// ([`BuiltInput::keeps_residuals`]). `watch` is asked before each layer
+/// whether to stop, and told where the run stands.
 pub fn capture_and_analyze(
     model: &Model,
     tokens: &TokenSequence,
-    mode: CaptureMode,
+    (mode, keep_residuals): (CaptureMode, bool),
     options: &AnalysisOptions,
     captures: &mut Captures,
     watch: &dyn RunWatch,
@@ -415,7 +424,7 @@ pub fn capture_and_analyze(
         })
     };
     if mode == CaptureMode::Stored {
-        model.capture_into(&tokens.input_ids, &watching(None), captures)?;
+        model.capture_into(&tokens.input_ids, &watching(None), keep_residuals, captures)?;
         let model_ms = ms_since(start);
         if watch.cancelled() {
             return Err(RunError::Cancelled);
@@ -447,6 +456,7 @@ pub fn capture_and_analyze(
     *captures = model.capture_recomputable(
         &tokens.input_ids,
         &watching(Some(&on_head)),
+        keep_residuals,
         &mut |index, layer| {
             let layer_start = Instant::now();
             let squares = LayerSquares {

@@ -1,7 +1,7 @@
 //! No widget is drawn over another or outside its place: every tab of the
-//! app, with an encoder (the test model) and with a decoder (the llama
-//! family fixture, whose Steps and Logit lens tabs make the tab row
-//! longest), at 1280 × 720 and 1600 × 1000, with the outline open and
+//! app and a head's detail (its heatmap and figures panel), with an
+//! encoder (the test model) and with a decoder (the llama family fixture,
+//! whose Steps and Logit lens tabs make the tab row longest), at 1280 × 720 and 1600 × 1000, with the outline open and
 //! closed; and every window over the app (the File and View menus, the
 //! Model window, the Corpus statistics window before and after a run) at
 //! both sizes with both models. Sibling controls in the accessibility tree
@@ -22,6 +22,7 @@ use common::app::*;
 use egui::accesskit::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::app::views::CentralView;
+use headscope::captures::HeadId;
 use std::path::PathBuf;
 
 const SIZES: [egui::Vec2; 2] = [egui::vec2(1280.0, 720.0), egui::vec2(1600.0, 1000.0)];
@@ -83,7 +84,7 @@ fn layout_faults(harness: &AppHarness, size: egui::Vec2) -> Vec<String> {
 /// Every control that reaches past the region that holds it by more than
 /// a hair: the app's window (for a menu or popup), an egui window over it
 /// (which has a rect in the tree), or a panel (the app gives each its rect:
-/// `shell::layout::mark_pane`). What a scroll area scrolls may reach past
+/// `widgets::pane::mark`). What a scroll area scrolls may reach past
 /// in the way it scrolls: its content is a sibling of the scroll bar egui
 /// shows whenever there is more than fits.
 fn escape_faults(harness: &AppHarness, size: egui::Vec2) -> Vec<String> {
@@ -184,9 +185,6 @@ fn check_every_tab(model: String, file: Option<PathBuf>, what: &str) {
                     continue;
                 }
                 open_tab(&mut harness, view);
-                for _ in 0..3 {
-                    harness.step();
-                }
                 let tag = format!(
                     "{what}-{}x{}{}-{}",
                     size.x,
@@ -194,15 +192,25 @@ fn check_every_tab(model: String, file: Option<PathBuf>, what: &str) {
                     if outline { "-outline" } else { "" },
                     view.label()
                 );
-                let image = harness.render().expect("wgpu renders the window");
-                image.save(picture_path(&format!("{tag}.png"))).unwrap();
-                all.extend(
-                    layout_faults(&harness, size)
-                        .into_iter()
-                        .chain(escape_faults(&harness, size))
-                        .map(|fault| format!("{tag}: {fault}")),
-                );
+                all.extend(check_window(&mut harness, size, &tag));
             }
+            // A head up close: the last layer's last head, by its thumbnail.
+            open_tab(&mut harness, CentralView::Heads);
+            let captures = &harness.state().shown_output().unwrap().captures;
+            let head = HeadId::new(captures.layers - 1, captures.heads - 1);
+            harness
+                .get_by_label_contains(&format!("L{} H{} ", head.layer, head.head))
+                .click();
+            step_until(&mut harness, "the head detail", |h| {
+                h.state().detail_head() == Some(head)
+            });
+            let tag = format!(
+                "{what}-{}x{}{}-head detail",
+                size.x,
+                size.y,
+                if outline { "-outline" } else { "" },
+            );
+            all.extend(check_window(&mut harness, size, &tag));
         }
     }
     assert!(all.is_empty(), "{} faults:\n{}", all.len(), all.join("\n"));

@@ -631,6 +631,12 @@ fn the_logit_lens_shows_its_progress_and_can_be_cancelled() {
     use std::time::Duration;
     let mut harness = start_on_family("llama");
     wait_for_result(&mut harness);
+    // The run kept the residual stream after each layer: the lens reads it.
+    let output = harness.state().shown_output().unwrap().clone();
+    assert!(
+        !output.captures.residuals.is_empty(),
+        "the run kept no residual stream"
+    );
     // A slow model: each of the fixture's 2 layers waits 1.5 s first.
     harness
         .state()
@@ -693,6 +699,16 @@ fn the_logit_lens_shows_its_progress_and_can_be_cancelled() {
     assert!(shows(&harness, "L1"));
     assert!(!shows(&harness, "The logit lens was cancelled."));
     assert!(!shows(&harness, LENS_PROGRESS_LABEL));
+    // The lens of the kept stream is the lens of a pass of its own.
+    let model = headscope::model::Model::load(
+        &headscope::model::ModelSource::Folder(common::family_fixture("llama")),
+        &mut |_| {},
+    )
+    .unwrap();
+    let own = model
+        .logit_lens(&output.input.tokens.input_ids, 5, &|| false)
+        .unwrap();
+    assert_eq!(harness.state().logit_lens_table().unwrap().lens, own);
 }
 
 #[test]

@@ -15,6 +15,7 @@
 mod common;
 
 use common::*;
+use headscope::captures::Captures;
 use headscope::model::chat::chat_prompt_ids;
 use headscope::model::predict::{GenerationEvent, GenerationOptions};
 use headscope::model::{Model, ModelSource};
@@ -204,6 +205,50 @@ fn smollm2_logit_lens_equals_transformers() {
         last.top_ids[11],
         lens_of_prompt.layers.last().unwrap().top_ids[11]
     );
+}
+
+/// A run keeps the residual stream after each layer, whether it keeps
+/// every P and S or what recomputes them, and the logit lens and the next
+/// tokens read from it are those of a pass of their own, to the bit (the
+/// app's lens and hover read it instead of running the model again).
+#[test]
+fn the_lens_of_a_runs_kept_residual_stream_is_the_lens_of_a_pass() {
+    let model = smollm2();
+    let input_ids = ids(&reference()["logit_lens"]["input_ids"]);
+    assert!(model.keeps_residuals(input_ids.len()));
+    let own = model.logit_lens(&input_ids, 5, &|| false).unwrap();
+    let own_next = model.next_tokens(&input_ids, &[], 5, &|| false).unwrap();
+    assert_eq!(&own_next, own.layers.last().unwrap());
+    let mut stored = Captures::default();
+    model
+        .capture_into(&input_ids, &|| false, true, &mut stored)
+        .unwrap();
+    let recomputed = model
+        .capture_recomputable(&input_ids, &|| false, true, &mut |_, _| {})
+        .unwrap();
+    // Not asked, none is kept.
+    assert!(model
+        .capture(&input_ids, &|| false)
+        .unwrap()
+        .residuals
+        .is_empty());
+    let values = model.layers() * input_ids.len() * model.config.hidden_size;
+    assert_eq!(recomputed.residuals, stored.residuals);
+    let stream = stored.residuals.clone();
+    for (mode, captures) in [("stored", stored), ("recomputed", recomputed)] {
+        assert_eq!(captures.residuals.len(), values, "{mode}");
+        let kept = &captures.residuals;
+        let lens = model
+            .logit_lens_counted(&input_ids, kept, 5, &|| false, &|_| {})
+            .unwrap();
+        assert_eq!(lens, own, "{mode}");
+        let next = model.next_tokens(&input_ids, kept, 5, &|| false).unwrap();
+        assert_eq!(next, own_next, "{mode}");
+    }
+    // A stream of another input is refused, not read.
+    let shorter = &input_ids[..4];
+    let other = model.logit_lens_counted(shorter, &stream, 5, &|| false, &|_| {});
+    assert!(other.is_err());
 }
 
 /// A seed repeats its run exactly; another seed, or greedy, differs.

@@ -7,6 +7,7 @@ use super::args::{InputArgs, LimitArgs, ModelInputArgs, TextArgs};
 use super::running::{check_writable, load_model, write_json};
 use crate::analysis::Role;
 use crate::capture_file::{write_capture, CaptureFile, CaptureSource, ModelDescription};
+use crate::model::Model;
 use crate::pipeline::RunOutput;
 use crate::report::DecoderReport;
 use anyhow::bail;
@@ -83,23 +84,31 @@ pub(crate) fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
         }),
         _ => None,
     };
+    // From the residual stream the run kept, where it did.
+    let logit_lens = |model: &Model, output: &RunOutput| {
+        let ids = &output.input.tokens.input_ids;
+        model.logit_lens_counted(ids, &output.captures.residuals, 5, &|| false, &|_| {})
+    };
     let mut lens = None;
     let (name, output) = match (&text, &args.capture) {
         _ if args.probe.is_some() => {
             let model = load_model(args.model.as_deref().unwrap_or_default())?;
             let options = args.input.analysis.options()?;
-            let input = args.limits.input_options(&args.input)?;
+            let input = crate::pipeline::InputOptions {
+                keep_residuals: args.logit_lens,
+                ..args.limits.input_options(&args.input)?
+            };
             let built = crate::pipeline::prepare_probe(&model, &input)?;
             let output = crate::pipeline::run_prepared(&model, built, &options, &|| false)?;
             if args.logit_lens {
-                lens = Some(model.logit_lens(&output.input.tokens.input_ids, 5, &|| false)?);
+                lens = Some(logit_lens(&model, &output)?);
             }
             (model.name.clone(), output)
         }
         (Some(text), None) => {
-            let (model, text, output) = text.run_with_text()?;
+            let (model, text, output) = text.run_with_text(args.logit_lens)?;
             if args.logit_lens {
-                lens = Some(model.logit_lens(&output.input.tokens.input_ids, 5, &|| false)?);
+                lens = Some(logit_lens(&model, &output)?);
             }
             if let Some(path) = &args.save_capture {
                 let source = CaptureSource {

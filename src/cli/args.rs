@@ -101,14 +101,21 @@ impl TextArgs {
     /// Reads the text, loads the model and runs the whole analysis,
     /// warning on stderr about Latin-1 input and anything left out.
     pub(crate) fn run(&self) -> anyhow::Result<(Model, RunOutput)> {
-        let (model, _, output) = self.run_with_text()?;
+        let (model, _, output) = self.run_with_text(false)?;
         Ok((model, output))
     }
 
-    /// [`TextArgs::run`], which also hands back the text it read.
-    pub(crate) fn run_with_text(&self) -> anyhow::Result<(Model, String, RunOutput)> {
+    /// [`TextArgs::run`], which also hands back the text it read, keeping a decoder's residual
+    /// stream where `keep_residuals` asks ([`InputOptions::keep_residuals`]).
+    pub(crate) fn run_with_text(
+        &self,
+        keep_residuals: bool,
+    ) -> anyhow::Result<(Model, String, RunOutput)> {
         let options = self.input.analysis.options()?;
-        let input = self.limits.input_options(&self.input)?;
+        let input = InputOptions {
+            keep_residuals,
+            ..self.limits.input_options(&self.input)?
+        };
         let text = read_text(&self.file)?;
         let model = load_model(&self.input.model)?;
         let output = run_on_text(&model, &text, &self.file, &input, &options)?;

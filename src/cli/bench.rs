@@ -164,11 +164,15 @@ pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<Be
         })?;
     for run in 0..=runs {
         let start = Instant::now();
-        let (analysis, stages) =
-            pipeline::capture_and_analyze(model, &sequence, mode, &options, &mut captures, &|| {
-                false
-            })
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (analysis, stages) = pipeline::capture_and_analyze(
+            model,
+            &sequence,
+            (mode, false),
+            &options,
+            &mut captures,
+            &|| false,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
         std::hint::black_box(&analysis);
         if run > 0 {
             totals.push(start.elapsed().as_secs_f64() * 1000.0);

@@ -7,6 +7,7 @@
 use super::stack::{CaptureBuffers, ForwardError, LayerCaptures, LayerSink};
 use crate::captures::{AttentionInputs, Captures};
 use crate::kernels::attention::ScoreRule;
+use candle_core::Tensor;
 
 /// Keeps every layer: the pass writes P, O and S straight into the
 /// buffers of `Captures` (no copy on the CPU pass).
@@ -16,11 +17,13 @@ pub(super) struct KeepAll<'a> {
 
 impl<'a> KeepAll<'a> {
     /// Shapes `captures` for `layers` layers of `heads` heads over `tokens`
-    /// tokens and vectors of `head_dim`, keeping its buffers where they
+    /// tokens and vectors of `head_dim`, and `residuals` values of the
+    /// residual stream (0: none kept), keeping its buffers where they
     /// already have the right sizes.
     pub(super) fn new(
         captures: &'a mut Captures,
         (layers, heads, tokens, head_dim): (usize, usize, usize, usize),
+        residuals: usize,
     ) -> Self {
         let square = layers * heads * tokens * tokens;
         captures.layers = layers;
@@ -39,6 +42,7 @@ impl<'a> KeepAll<'a> {
                 layers * heads * tokens * head_dim,
             ),
             (&mut captures.similarity, square),
+            (&mut captures.residuals, residuals),
         ] {
             if buffer.len() != len {
                 *buffer = vec![0.0; len];
@@ -54,23 +58,29 @@ impl LayerSink for KeepAll<'_> {
             attention: &mut self.captures.attentions,
             head_outputs: &mut self.captures.head_outputs,
             similarity: &mut self.captures.similarity,
+            residuals: Some(&mut self.captures.residuals[..]).filter(|rows| !rows.is_empty()),
         })
     }
 }
 
-/// Keeps every layer's O and the queries and keys P is made from; hands
-/// each layer's full captures to `on_layer` first.
+/// Keeps every layer's O and the queries and keys P is made from, and
+/// where asked the residual stream; hands each layer's full captures to
+/// `on_layer` first.
 pub(super) struct Recomputable<'a> {
     on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
     captures: Captures,
     queries: Vec<f32>,
     keys: Vec<f32>,
     kv_heads: usize,
+    /// Values of the residual stream to keep (L × T × hidden, or 0).
+    residual_values: usize,
 }
 
 impl<'a> Recomputable<'a> {
+    /// `residuals`: values of the residual stream to keep (0: none).
     pub(super) fn new(
         (layers, heads, kv_heads, tokens, head_dim): (usize, usize, usize, usize, usize),
+        residuals: usize,
         on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
     ) -> Self {
         let vectors = heads * tokens * head_dim;
@@ -83,11 +93,13 @@ impl<'a> Recomputable<'a> {
                 tokens,
                 head_dim,
                 head_outputs: vec![0.0; layers * vectors],
+                residuals: Vec::with_capacity(residuals),
                 ..Captures::default()
             },
             queries: vec![0.0; layers * vectors],
             keys: vec![0.0; layers * kv_vectors],
             kv_heads,
+            residual_values: residuals,
         }
     }
 
@@ -115,6 +127,17 @@ impl LayerSink for Recomputable<'_> {
         self.captures.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
         self.queries[at(vectors)].copy_from_slice(layer.queries);
         self.keys[at(kv_vectors)].copy_from_slice(layer.keys);
+        Ok(())
+    }
+
+    fn wants_residuals(&self) -> bool {
+        self.residual_values > 0
+    }
+
+    fn residual(&mut self, _layer: usize, residual: &Tensor) -> Result<(), ForwardError> {
+        // The layers come in order.
+        let rows = residual.flatten_all()?.to_vec1::<f32>()?;
+        self.captures.residuals.extend_from_slice(&rows);
         Ok(())
     }
 }

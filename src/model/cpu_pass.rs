@@ -11,7 +11,9 @@
 //! bias and residual, into the whole attended state. The feed-forward goes
 //! the same way: its own intermediate columns (both halves of a gated one),
 //! a partial sum of the down projection, a barrier, the sum. Two barriers a
-//! layer, none after the last layer's attention.
+//! layer, none after the last layer's attention unless the residual stream
+//! after each layer is wanted (the logit lens): then the last layer runs to
+//! its end, and the calling thread hands each layer's output on.
 //!
 //! Each thread keeps its buffers for the whole pass (`Scratch`); `Pass::run`
 //! is the loop over the layers that owns the barriers and the stop (the
@@ -136,6 +138,9 @@ impl RotaryCpu {
 /// calling thread; the next layer reuses them). Each head goes to the
 /// observer's head observer, if any, as soon as it is made (on the thread
 /// that made it). Only the calling thread asks `observer` before each layer.
+/// Where the sink wants the residual stream, the calling thread copies each
+/// layer's output (T × hidden) into the buffers' residual rows, or hands it
+/// to the sink.
 pub(super) fn run(
     shape: PassShape,
     states: &[f32],
@@ -164,6 +169,11 @@ pub(super) fn run(
     let (mut out, mut sink) = match capture {
         Capture::Kept(out) => (Some(out), None),
         Capture::Layers(sink) => (None, Some(sink)),
+    };
+    let residuals = match (out.as_mut().and_then(|out| out.residuals.take()), &sink) {
+        (Some(rows), _) => ResidualsTo::Rows(rows),
+        (None, Some(sink)) if sink.wants_residuals() => ResidualsTo::Sink,
+        _ => ResidualsTo::Nowhere,
     };
     let mut layer_buffers = [
         shape.heads * square,
@@ -203,6 +213,7 @@ pub(super) fn run(
         heads: head_ranges,
         columns: column_ranges,
         barrier: Barrier::new(threads),
+        to_the_end: !matches!(residuals, ResidualsTo::Nowhere),
         head_observer: observer.heads(),
         stop_at: AtomicUsize::new(usize::MAX),
         attention_partials: mailboxes(),
@@ -226,18 +237,59 @@ pub(super) fn run(
     std::thread::scope(|scope| {
         for worker in workers {
             let pass = &pass;
-            scope.spawn(move || pass.run(worker, None, None));
+            scope.spawn(move || pass.run(worker, None));
         }
-        let sink = sink.as_mut().map(|sink| &mut **sink as &mut dyn LayerSink);
-        pass.run(first, Some(observer), sink)
+        let caller = Caller {
+            observer,
+            sink: sink.as_mut().map(|sink| &mut **sink as &mut dyn LayerSink),
+            residuals,
+        };
+        pass.run(first, Some(caller))
     })?;
-    if let Some(sink) = sink {
+    if let (Some(sink), false) = (sink, pass.to_the_end) {
         // The last layer has no barrier after its attention: every thread
         // has finished it once the scope has joined them.
         // SAFETY: no thread is left to write the buffers.
         sink.layer(schedule.len() - 1, unsafe { streamed.captures() })?;
     }
     Ok(())
+}
+
+/// Where the calling thread puts the residual stream after each layer.
+enum ResidualsTo<'a> {
+    Nowhere,
+    /// Rows of L × T × hidden.
+    Rows(&'a mut [f32]),
+    /// The sink's [`LayerSink::residual`].
+    Sink,
+}
+
+/// What only the calling thread of a pass has: the observer (it need not
+/// be shareable), the sink of a streamed capture, the residual stream's
+/// destination.
+struct Caller<'a> {
+    observer: &'a dyn PassObserver,
+    sink: Option<&'a mut dyn LayerSink>,
+    residuals: ResidualsTo<'a>,
+}
+
+impl Caller<'_> {
+    /// Hands layer `layer`'s output `x` (T × hidden) on, where it is wanted.
+    fn residual(&mut self, layer: usize, x: &[f32], hidden: usize) -> Result<(), ForwardError> {
+        match (&mut self.residuals, &mut self.sink) {
+            (ResidualsTo::Rows(rows), _) => {
+                rows[layer * x.len()..][..x.len()].copy_from_slice(x);
+                Ok(())
+            }
+            (ResidualsTo::Sink, Some(sink)) => {
+                let rows = x.len() / hidden.max(1);
+                let x =
+                    candle_core::Tensor::from_slice(x, (rows, hidden), &candle_core::Device::Cpu)?;
+                sink.residual(layer, &x)
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A buffer the threads write in disjoint parts (each its own heads) and
@@ -316,6 +368,9 @@ struct Pass<'a> {
     /// Each thread's feed-forward intermediate columns.
     columns: Vec<Range<usize>>,
     barrier: Barrier,
+    /// Whether the last layer runs to its end (its output is wanted) or
+    /// stops after its attention.
+    to_the_end: bool,
     /// Where each head goes as soon as it is made.
     head_observer: Option<&'a dyn HeadObserver>,
     /// The layer at which the pass stops (`usize::MAX`: none).
@@ -420,32 +475,27 @@ impl Scratch {
 
 impl Pass<'_> {
     /// One thread's whole pass: the layers' phases between the barriers.
-    /// Only the first thread asks `observer` (it need not be shareable): on
-    /// a stop it posts the layer in `stop_at` and skips to the layer's
-    /// first barrier, after which every thread sees it, so all stop at the
-    /// same layer (in the last layer, which has no barrier, the others just
-    /// finish).
-    fn run(
-        &self,
-        mut worker: Worker,
-        observer: Option<&dyn PassObserver>,
-        mut sink: Option<&mut dyn LayerSink>,
-    ) -> Result<(), ForwardError> {
+    /// Only the first thread, the caller, asks the observer: on a stop it
+    /// posts the layer in `stop_at` and skips to the layer's first barrier,
+    /// after which every thread sees it, so all stop at the same layer (in
+    /// a last layer without barriers, the others just finish).
+    fn run(&self, mut worker: Worker, mut caller: Option<Caller>) -> Result<(), ForwardError> {
         let _poison = self.barrier.poison_on_panic();
         let mut scratch = Scratch::new(self, worker.index);
         let count = self.schedule.len();
         let mut failed = None;
         for (l, layer) in self.schedule.iter().map(|&i| &self.layers[i]).enumerate() {
-            let last = l + 1 == count;
-            let stop = |observer: &dyn PassObserver| observer.before_layer(l).is_break();
-            if failed.is_some() || observer.is_some_and(stop) {
+            // The study needs only the last layer's attention.
+            let ends_early = l + 1 == count && !self.to_the_end;
+            let stop = |caller: &Caller| caller.observer.before_layer(l).is_break();
+            if failed.is_some() || caller.as_ref().is_some_and(stop) {
                 self.stop_at.store(l, Ordering::Relaxed);
-                if last {
+                if ends_early {
                     return Err(failed.unwrap_or(ForwardError::Cancelled));
                 }
             } else {
                 self.attention(&mut scratch, &mut worker.targets, l, layer);
-                if last {
+                if ends_early {
                     return Ok(());
                 }
                 self.post_attention_output(&scratch, layer);
@@ -454,7 +504,8 @@ impl Pass<'_> {
             if self.stop_at.load(Ordering::Relaxed) <= l {
                 return Err(failed.unwrap_or(ForwardError::Cancelled));
             }
-            if let (Some(sink), Targets::Streamed(streamed)) = (&mut sink, &worker.targets) {
+            let sink = caller.as_mut().and_then(|caller| caller.sink.as_mut());
+            if let (Some(sink), Targets::Streamed(streamed)) = (sink, &worker.targets) {
                 // Every thread has written this layer (they met at the
                 // barrier) and none writes it again before the next
                 // barrier, which this thread reaches only after the sink.
@@ -466,8 +517,13 @@ impl Pass<'_> {
             self.feed_forward(&mut scratch, layer);
             self.barrier.wait();
             self.add_feed_forward(&mut scratch, layer);
+            if let Some(caller) = caller.as_mut().filter(|_| failed.is_none()) {
+                if let Err(error) = caller.residual(l, &scratch.x, self.shape.hidden) {
+                    failed = Some(error);
+                }
+            }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// The attention phase of layer `l`: this thread's queries, keys and

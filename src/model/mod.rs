@@ -317,6 +317,16 @@ impl Model {
         Some((vectors + layer_squares + profiles) * 4)
     }
 
+    /// Values of the residual stream a pass over `tokens` tokens keeps
+    /// where `wanted` and [`Model::keeps_residuals`]: L × T × hidden, or 0.
+    fn kept_residual_values(&self, tokens: usize, wanted: bool) -> usize {
+        if wanted && self.keeps_residuals(tokens) {
+            self.layers() * tokens * self.config.hidden_size
+        } else {
+            0
+        }
+    }
+
     /// Checks that `input_ids` is an input this model takes.
     fn check_input(&self, input_ids: &[u32]) -> Result<(), ForwardError> {
         let tokens = input_ids.len();
@@ -368,6 +378,7 @@ impl Model {
         &self,
         input_ids: &[u32],
         observer: &dyn PassObserver,
+        keep_residuals: bool,
         on_layer: &mut dyn FnMut(usize, &LayerCaptures),
     ) -> Result<Captures, ForwardError> {
         // Before the buffers are sized: an input too long must not size them.
@@ -381,8 +392,9 @@ impl Model {
         let (layers, heads, head_dim) = (self.layers(), self.heads(), self.config.head_dim());
         let kv_heads = self.config.key_value_heads();
         let tokens = input_ids.len();
-        let mut sink =
-            capture_modes::Recomputable::new((layers, heads, kv_heads, tokens, head_dim), on_layer);
+        let residuals = self.kept_residual_values(tokens, keep_residuals);
+        let dims = (layers, heads, kv_heads, tokens, head_dim);
+        let mut sink = capture_modes::Recomputable::new(dims, residuals, on_layer);
         self.run(PassInput::Sequence(input_ids), observer, &mut sink)?;
         Ok(sink.into_captures(stack.score_rules()))
     }
@@ -397,7 +409,7 @@ impl Model {
         observer: &dyn PassObserver,
     ) -> Result<Captures, ForwardError> {
         let mut captures = Captures::default();
-        self.capture_into(input_ids, observer, &mut captures)?;
+        self.capture_into(input_ids, observer, false, &mut captures)?;
         Ok(captures)
     }
 
@@ -410,6 +422,7 @@ impl Model {
         &self,
         input_ids: &[u32],
         observer: &dyn PassObserver,
+        keep_residuals: bool,
         captures: &mut Captures,
     ) -> Result<(), ForwardError> {
         // Before the buffers are sized: an input too long must not size them.
@@ -420,7 +433,8 @@ impl Model {
             input_ids.len(),
             self.config.head_dim(),
         );
-        let mut sink = capture_modes::KeepAll::new(captures, dims);
+        let residuals = self.kept_residual_values(input_ids.len(), keep_residuals);
+        let mut sink = capture_modes::KeepAll::new(captures, dims, residuals);
         self.run(PassInput::Sequence(input_ids), observer, &mut sink)
     }
 }

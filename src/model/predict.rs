@@ -18,6 +18,11 @@ use std::sync::{Arc, Mutex};
 /// How many positions' logits the logit lens computes at once.
 const LENS_ROWS: usize = 32;
 
+/// The most memory a pass gives the residual stream it keeps for the logit
+/// lens ([`Model::keeps_residuals`]), beyond the capture memory limit:
+/// SmolLM2's (30 layers × 576) up to 3,880 tokens.
+pub const KEPT_RESIDUALS_BYTES: u64 = 256 << 20;
+
 /// Where a model keeps its LM head once loaded.
 pub(crate) type HeadSlot = Mutex<Option<Arc<LmHead>>>;
 
@@ -48,16 +53,25 @@ pub struct LayerRows<'a> {
     pub similarity: &'a [f32],
 }
 
-/// The logit lens' sink: the residual stream after each layer to `each`.
-struct Residuals<F>(F);
+/// The logit lens' sink: the residual stream after each layer `wanted`
+/// picks, kept on the host (T × hidden each) for the LM head to read after
+/// the pass, on every thread, rather than between the pass's layers on one.
+struct ResidualRows<'a> {
+    wanted: &'a dyn Fn(usize) -> bool,
+    layers: Vec<(usize, Vec<f32>)>,
+}
 
-impl<F: FnMut(usize, &Tensor) -> candle_core::Result<()>> LayerSink for Residuals<F> {
+impl LayerSink for ResidualRows<'_> {
     fn wants_residuals(&self) -> bool {
         true
     }
 
     fn residual(&mut self, layer: usize, residual: &Tensor) -> Result<(), ForwardError> {
-        Ok((self.0)(layer, residual)?)
+        if (self.wanted)(layer) {
+            let rows = residual.flatten_all()?.to_vec1::<f32>()?;
+            self.layers.push((layer, rows));
+        }
+        Ok(())
     }
 }
 
@@ -152,6 +166,19 @@ impl Model {
         Ok(head)
     }
 
+    /// Whether a pass over `tokens` tokens keeps the residual stream after
+    /// each layer in its captures ([`Captures::residuals`]): for a causal
+    /// decoder, whose logit lens and next tokens then need no pass of
+    /// their own, when it takes at most [`KEPT_RESIDUALS_BYTES`].
+    ///
+    /// [`Captures::residuals`]: crate::captures::Captures::residuals
+    pub fn keeps_residuals(&self, tokens: usize) -> bool {
+        let bytes = (self.layers() * tokens * self.config.hidden_size * 4) as u64;
+        matches!(self.network, Network::PreNorm(_))
+            && self.config.is_causal()
+            && bytes <= KEPT_RESIDUALS_BYTES
+    }
+
     /// The logit lens of `input_ids`: per layer, the `k` likeliest next
     /// tokens at every position, from the residual stream after that layer
     /// through the final norm and the LM head, and the true next token's
@@ -162,75 +189,105 @@ impl Model {
         k: usize,
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<LogitLens> {
-        self.logit_lens_counted(input_ids, k, cancelled, &|_| {})
+        self.logit_lens_counted(input_ids, &[], k, cancelled, &|_| {})
     }
 
-    /// [`Model::logit_lens`], calling `layer_done` with each layer's index
-    /// once its row is computed: the app's progress counts them.
+    /// [`Model::logit_lens`] from `kept`, the residual stream a run of
+    /// `input_ids` kept ([`Model::keeps_residuals`]), or from a pass of its
+    /// own where `kept` is empty; `layer_done` hears of each layer's index
+    /// once its row is computed (the app's progress counts them).
     pub fn logit_lens_counted(
         &self,
         input_ids: &[u32],
+        kept: &[f32],
         k: usize,
         cancelled: &dyn Fn() -> bool,
         layer_done: &dyn Fn(usize),
     ) -> anyhow::Result<LogitLens> {
-        let layers = self.lens_layers(input_ids, k, cancelled, &|_| true, layer_done)?;
+        let layers = self.lens_layers(input_ids, kept, k, cancelled, &|_| true, layer_done)?;
         Ok(LogitLens { layers })
     }
 
     /// The model's own next-token predictions at every position of
     /// `input_ids` (the logit lens' last layer alone): its `k` likeliest,
-    /// and the true next token's rank.
+    /// and the true next token's rank; from `kept` as in
+    /// [`Model::logit_lens_counted`].
     pub fn next_tokens(
         &self,
         input_ids: &[u32],
+        kept: &[f32],
         k: usize,
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<LensLayer> {
         let last = self.layers().saturating_sub(1);
-        let mut layers = self.lens_layers(input_ids, k, cancelled, &|l| l == last, &|_| {})?;
+        let wanted = |l| l == last;
+        let mut layers = self.lens_layers(input_ids, kept, k, cancelled, &wanted, &|_| {})?;
         layers
             .pop()
             .ok_or_else(|| anyhow!("the model has no layers"))
     }
 
-    /// The lens rows of the layers `wanted` picks, in layer order;
-    /// `layer_done` hears of each layer as it is passed.
+    /// The lens rows of the layers `wanted` picks, in layer order, from
+    /// the residual stream `kept` (L × T × hidden) or, where it is empty,
+    /// a pass's; `layer_done` hears of each layer once it is passed.
     fn lens_layers(
         &self,
         input_ids: &[u32],
+        kept: &[f32],
         k: usize,
         cancelled: &dyn Fn() -> bool,
         wanted: &dyn Fn(usize) -> bool,
         layer_done: &dyn Fn(usize),
     ) -> anyhow::Result<Vec<LensLayer>> {
         self.check_input(input_ids)?;
-        self.causal_decoder("the logit lens")?;
+        let device = self.causal_decoder("the logit lens")?.device().clone();
         let head = self.lm_head()?;
+        let (tokens, hidden) = (input_ids.len(), self.config.hidden_size);
+        let streamed;
+        let residuals: Vec<(usize, &[f32])> = if kept.is_empty() {
+            let mut sink = ResidualRows {
+                wanted,
+                layers: Vec::new(),
+            };
+            self.run(PassInput::Sequence(input_ids), &cancelled, &mut sink)?;
+            streamed = sink.layers;
+            streamed.iter().map(|(l, rows)| (*l, &rows[..])).collect()
+        } else {
+            if kept.len() != self.layers() * tokens * hidden {
+                bail!("the kept residual stream is not of this input");
+            }
+            kept.chunks_exact(tokens * hidden)
+                .enumerate()
+                .filter(|&(l, _)| wanted(l))
+                .collect()
+        };
         let mut layers = Vec::new();
-        let mut sink = Residuals(|l, residual: &Tensor| {
-            if !wanted(l) {
-                layer_done(l);
-                return Ok(());
+        let mut passed = 0;
+        for (l, residual) in residuals {
+            if cancelled() {
+                return Err(ForwardError::Cancelled.into());
             }
             // A few rows at a time: a long input's logits of every
             // position would take T × vocab floats at once.
             let mut layer = LensLayer::default();
-            let tokens = residual.dim(0)?;
             for start in (0..tokens).step_by(LENS_ROWS) {
                 let rows = LENS_ROWS.min(tokens - start);
-                let logits = head
-                    .logits(&residual.narrow(0, start, rows)?)?
-                    .flatten_all()?
-                    .to_vec1::<f32>()?;
+                let x = &residual[start * hidden..(start + rows) * hidden];
+                let x = Tensor::from_slice(x, (rows, hidden), &device)?;
+                let logits = head.logits(&x)?.flatten_all()?.to_vec1::<f32>()?;
                 let next_ids = input_ids.get(start + 1..).unwrap_or_default();
                 layer.extend(LensLayer::of_logits(&logits, head.vocab(), k, next_ids));
             }
             layers.push(layer);
-            layer_done(l);
-            Ok(())
-        });
-        self.run(PassInput::Sequence(input_ids), &cancelled, &mut sink)?;
+            // The layers no row was asked of are passed too.
+            for passed_layer in passed..=l {
+                layer_done(passed_layer);
+            }
+            passed = l + 1;
+        }
+        for passed_layer in passed..self.layers() {
+            layer_done(passed_layer);
+        }
         Ok(layers)
     }
 

@@ -122,9 +122,8 @@ pub trait LayerSink {
         Ok(())
     }
 
-    /// Whether it wants the residual stream after each layer: a whole
-    /// sequence then runs on candle's ops (the tuned CPU pass keeps its
-    /// hidden states inside its threads) and its last layer to its end.
+    /// Whether it wants the residual stream after each layer: the last
+    /// layer then runs to its end.
     fn wants_residuals(&self) -> bool {
         false
     }
@@ -241,11 +240,14 @@ impl LayerCache {
 }
 
 /// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
-/// each row-major.
+/// each row-major; and, where asked, the residual stream after each layer
+/// (L×T×hidden: a decoder's, which its logit lens reads; the BERT-like
+/// encoder keeps none).
 pub struct CaptureBuffers<'a> {
     pub attention: &'a mut [f32],
     pub head_outputs: &'a mut [f32],
     pub similarity: &'a mut [f32],
+    pub residuals: Option<&'a mut [f32]>,
 }
 
 impl CaptureBuffers<'_> {

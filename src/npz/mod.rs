@@ -421,6 +421,7 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
         attentions: floats("attentions", attentions)?,
         head_outputs: floats("heads", heads)?,
         similarity: floats("similarity", similarity)?,
+        residuals: Vec::new(),
     };
     Ok((input_ids, captures))
 }

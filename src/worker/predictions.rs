@@ -5,14 +5,17 @@
 //! cancel flag; and the logit lens of a result's tokens
 //! ([`AnalysisWorker::logit_lens`]), with the text of each layer's top 5
 //! tokens, its layers counted in a [`JobProgress`] whose cancel stops it
-//! at the next layer; or of its last layer alone: the model's own next tokens, which
-//! the app shows on hovering a token ([`AnalysisWorker::next_tokens`]).
+//! at the next layer; or of its last layer alone: the model's own next
+//! tokens, which the app shows on hovering a token
+//! ([`AnalysisWorker::next_tokens`]). Both read the residual stream the
+//! result kept where it did, so the model need not run again.
 
 use super::{
     panic_message, AnalysisWorker, Command, Hooks, JobError, JobProgress, Slot, WorkerThread,
 };
 use crate::model::predict::{GenerationEvent, GenerationOptions};
 use crate::model::Model;
+use crate::pipeline::RunOutput;
 use crate::predictions::LogitLens;
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -84,7 +87,7 @@ pub(super) enum PredictionJob {
         updates: Sender<GenerationUpdate>,
     },
     Lens {
-        input_ids: Vec<u32>,
+        run: Arc<RunOutput>,
         depth: LensDepth,
         /// Counts the layers passed; cancelled, stops the job.
         progress: Arc<JobProgress>,
@@ -120,34 +123,34 @@ impl AnalysisWorker {
         receiver
     }
 
-    /// The logit lens (top 5 per layer and position) of `input_ids` with
-    /// the loaded model, on a thread of its own; `progress` counts its
-    /// layers, and its cancel stops it at the next (the answer is then an
-    /// error).
+    /// The logit lens (top 5 per layer and position) of `run`'s tokens with
+    /// the loaded model (the model that made `run`), on a thread of its
+    /// own; `progress` counts its layers, and its cancel stops it at the
+    /// next (the answer is then an error).
     pub fn logit_lens(
         &self,
-        input_ids: Vec<u32>,
+        run: Arc<RunOutput>,
         progress: Arc<JobProgress>,
     ) -> Receiver<LensResult> {
-        self.lens(input_ids, LensDepth::EveryLayer, progress)
+        self.lens(run, LensDepth::EveryLayer, progress)
     }
 
-    /// The model's top 5 next tokens at every position of `input_ids` (a
+    /// The model's top 5 next tokens at every position of `run`'s tokens (a
     /// table of one layer, the last), on a thread of its own.
-    pub fn next_tokens(&self, input_ids: Vec<u32>) -> Receiver<LensResult> {
+    pub fn next_tokens(&self, run: Arc<RunOutput>) -> Receiver<LensResult> {
         let progress = JobProgress::new("The model's next tokens", 1);
-        self.lens(input_ids, LensDepth::LastLayer, progress)
+        self.lens(run, LensDepth::LastLayer, progress)
     }
 
     fn lens(
         &self,
-        input_ids: Vec<u32>,
+        run: Arc<RunOutput>,
         depth: LensDepth,
         progress: Arc<JobProgress>,
     ) -> Receiver<LensResult> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         self.send(Command::Predict(PredictionJob::Lens {
-            input_ids,
+            run,
             depth,
             progress,
             reply,
@@ -190,14 +193,14 @@ impl WorkerThread {
                         }
                     }
                     PredictionJob::Lens {
-                        input_ids,
+                        run,
                         depth,
                         progress,
                         reply,
                     } => {
                         let result = catch_unwind(AssertUnwindSafe(|| {
                             let model = model.ok_or(JobError::NoModel)?;
-                            lens_table(&model, input_ids, depth, &progress, hooks)
+                            lens_table(&model, &run, depth, &progress, hooks)
                                 .map_err(|e| JobError::Failed(format!("{e:#}")))
                         }))
                         .unwrap_or_else(|payload| Err(crashed(payload)));
@@ -250,23 +253,26 @@ fn generate(
     Ok(())
 }
 
-/// The lens table of `input_ids`, each layer passed a step of `progress`,
+/// The lens table of `run`'s tokens, from the residual stream it kept
+/// (else a pass of its own), each layer passed a step of `progress`,
 /// stopped at the next layer once it is cancelled; `hooks`' layer delay (the
 /// tests' slow model) is waited before each layer.
 fn lens_table(
     model: &Model,
-    input_ids: Vec<u32>,
+    run: &RunOutput,
     depth: LensDepth,
     progress: &JobProgress,
     hooks: Hooks,
 ) -> anyhow::Result<LensTable> {
     let cancelled = || !hooks.before_layer(&|| progress.is_cancelled());
+    let input_ids = run.input.tokens.input_ids.clone();
+    let kept = &run.captures.residuals;
     let lens = match depth {
         LensDepth::EveryLayer => {
-            model.logit_lens_counted(&input_ids, 5, &cancelled, &|_| progress.step())?
+            model.logit_lens_counted(&input_ids, kept, 5, &cancelled, &|_| progress.step())?
         }
         LensDepth::LastLayer => LogitLens {
-            layers: vec![model.next_tokens(&input_ids, 5, &cancelled)?],
+            layers: vec![model.next_tokens(&input_ids, kept, 5, &cancelled)?],
         },
     };
     let top_texts = lens

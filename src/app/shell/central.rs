@@ -89,9 +89,7 @@ impl HeadscopeApp {
             && !self.generate.is_running()
             && next_tokens.wanted(generation)
         {
-            let answer = self
-                .worker
-                .next_tokens(output.input.tokens.input_ids.clone());
+            let answer = self.worker.next_tokens(output.clone());
             next_tokens.requested(generation, answer, None);
         }
     }
@@ -105,10 +103,12 @@ impl HeadscopeApp {
                     .comparison_model(&self.wake, file, self.model.remembered())
             }
             ViewAction::LoadComparisonModel(source) => self.load_comparison_model(source),
-            ViewAction::ComputeLogitLens(input_ids) => {
+            ViewAction::ComputeLogitLens => {
                 if let Some(shown) = self.runs.shown() {
                     let progress = LogitLensView::progress(shown.output.captures.layers);
-                    let answer = self.worker.logit_lens(input_ids, progress.clone());
+                    let answer = self
+                        .worker
+                        .logit_lens(shown.output.clone(), progress.clone());
                     self.views
                         .logit_lens
                         .requested(shown.generation, answer, progress);

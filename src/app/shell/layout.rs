@@ -3,6 +3,7 @@
 //! central area, and the windows over them (Model, Corpus statistics).
 
 use super::status_bar::{self, StatusAction, StatusInfo};
+use crate::app::widgets::pane;
 use crate::app::HeadscopeApp;
 
 impl HeadscopeApp {
@@ -10,7 +11,7 @@ impl HeadscopeApp {
     pub(in crate::app) fn layout(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         egui::Panel::top("menu bar").show(ui, |ui| {
-            mark_pane(ui);
+            pane::mark(ui);
             self.menu_bar(ui)
         });
         let status = StatusInfo {
@@ -25,7 +26,7 @@ impl HeadscopeApp {
         };
         let action = egui::Panel::bottom("status bar")
             .show(ui, |ui| {
-                mark_pane(ui);
+                pane::mark(ui);
                 status_bar::status_bar_ui(ui, &status)
             })
             .inner;
@@ -38,7 +39,7 @@ impl HeadscopeApp {
                 .default_size(380.0)
                 .size_range(260.0..=760.0)
                 .show(ui, |ui| {
-                    mark_pane(ui);
+                    pane::mark(ui);
                     self.text_panel(ui)
                 });
         }
@@ -48,12 +49,12 @@ impl HeadscopeApp {
                 .default_size(360.0)
                 .size_range(260.0..=640.0)
                 .show(ui, |ui| {
-                    mark_pane(ui);
+                    pane::mark(ui);
                     self.outline_panel_ui(ui)
                 });
         }
         egui::CentralPanel::default().show(ui, |ui| {
-            mark_pane(ui);
+            pane::mark(ui);
             let room = ui.available_rect_before_wrap();
             self.central(ui);
             // Whatever the central area drew past its right edge is cut.
@@ -72,19 +73,4 @@ impl HeadscopeApp {
         self.model_action(action);
         self.drop_overlay(&ctx);
     }
-}
-
-/// Gives the accessibility node of a panel's contents the panel's rect
-/// (egui gives panels none), so that a screen reader, and the layout test
-/// (`tests/app_overlaps.rs`), know the region each widget belongs in.
-pub(super) fn mark_pane(ui: &egui::Ui) {
-    let rect = ui.max_rect();
-    ui.ctx().accesskit_node_builder(ui.unique_id(), |node| {
-        node.set_bounds(egui::accesskit::Rect {
-            x0: rect.min.x.into(),
-            y0: rect.min.y.into(),
-            x1: rect.max.x.into(),
-            y1: rect.max.y.into(),
-        });
-    });
 }

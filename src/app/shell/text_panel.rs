@@ -8,6 +8,7 @@ use crate::app::panels::generate::GenerateAction;
 use crate::app::panels::settings::settings_ui;
 use crate::app::text::editor::WindowMove;
 use crate::app::text::Prepared;
+use crate::app::widgets::pane;
 use crate::app::HeadscopeApp;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -107,7 +108,7 @@ impl HeadscopeApp {
         let settings_change = egui::Panel::bottom("analysis settings")
             .resizable(false)
             .show(ui, |ui| {
-                super::layout::mark_pane(ui);
+                pane::mark(ui);
                 ui.add_space(4.0);
                 egui::CollapsingHeader::new("Analysis settings")
                     .default_open(true)
@@ -124,7 +125,7 @@ impl HeadscopeApp {
             let action = egui::Panel::bottom("generate")
                 .resizable(false)
                 .show(ui, |ui| {
-                    super::layout::mark_pane(ui);
+                    pane::mark(ui);
                     ui.add_space(4.0);
                     let available = self.generation_available();
                     self.generate.ui(ui, available)

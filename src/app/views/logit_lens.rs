@@ -77,7 +77,7 @@ impl View for LogitLensView {
         }
         let mut action = None;
         if self.slot.wanted(cx.generation) {
-            action = Some(ViewAction::ComputeLogitLens(tokens.input_ids.clone()));
+            action = Some(ViewAction::ComputeLogitLens);
         }
         ui.label(
             "Each row is a layer, each column a position: the token the final norm and the \

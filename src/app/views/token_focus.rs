@@ -17,6 +17,7 @@ use crate::app::views::shared::{
 };
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap;
+use crate::app::widgets::pane;
 use crate::app::widgets::plots;
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
 use crate::app::widgets::token_text::{self, ChipStyle, TokenFlow};
@@ -115,11 +116,13 @@ fn focus_ui(
         .default_size(360.0)
         .size_range(280.0..=520.0)
         .show(ui, |ui| {
+            pane::mark(ui);
             if let Some(head) = focus_table(ui, output, views, layer) {
                 action = Some(ViewAction::OpenHead(head));
             }
         });
     egui::CentralPanel::no_frame().show(ui, |ui| {
+        pane::mark(ui);
         egui::ScrollArea::vertical()
             .auto_shrink([false, false])
             .show(ui, |ui| {

@@ -11,11 +11,13 @@
 //!   rows;
 //! - [`token_text`]: a text drawn as token chips that can be picked;
 //! - [`progress`]: a slow stage's progress bar, time left and Cancel;
+//! - [`pane`]: panels that give the accessibility tree their rect;
 //! - [`format`]: how figures, categories and sizes read on screen.
 
 pub mod format;
 pub mod head_grid;
 pub mod heatmap;
+pub mod pane;
 pub mod plots;
 pub mod progress;
 pub mod table;

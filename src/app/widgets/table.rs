@@ -121,7 +121,13 @@ pub fn header_row(
                 Pos2::new(cell.left() + 6.0, cell.center().y),
             )
         };
-        painter.text(at, anchor, format!("{title}{arrow}"), font.clone(), colour);
+        // A narrow column's title is cut, as its cells are (the whole title
+        // is its name and in its tooltip): titles drawn whole ran together.
+        let room = width - 10.0 - if arrow.is_empty() { 0.0 } else { 14.0 };
+        let text = format!("{}{arrow}", fit_text(title, room, 12.5));
+        painter
+            .with_clip_rect(cell)
+            .text(at, anchor, text, font.clone(), colour);
         if response.clicked() {
             clicked = Some(index);
         }
@@ -315,6 +321,38 @@ mod tests {
         }
         assert_eq!(heights[0], ROW_HEIGHT, "a cut cell keeps one line");
         assert!(heights[1] > ROW_HEIGHT * 1.5, "{heights:?}");
+    }
+
+    #[test]
+    fn a_narrow_columns_title_is_cut_within_its_cell() {
+        let column = |title| Column {
+            title: Cow::Borrowed(title),
+            width: 50.0,
+            tooltip: "",
+            numeric: true,
+        };
+        let columns = [column("mean distance"), column("same sentence")];
+        let ctx = egui::Context::default();
+        let output = ctx.run_ui(egui::RawInput::default(), |ui| {
+            header_row(ui, "header", &columns, &[50.0, 50.0], Some((0, true)));
+        });
+        let titles: Vec<(String, Rect)> = output
+            .shapes
+            .iter()
+            .filter_map(|clipped| match &clipped.shape {
+                egui::Shape::Text(text) => {
+                    Some((text.galley.text().to_string(), clipped.clip_rect))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(titles.len(), 2, "{titles:?}");
+        for (title, clip) in &titles {
+            assert!(title.contains('…'), "{title:?} is not cut");
+            assert!(clip.width() <= 50.0, "{title:?} may draw over {clip:?}");
+        }
+        assert!(titles[0].0.ends_with(" ▼"), "the sort arrow stays");
+        assert!(titles[0].1.right() <= titles[1].1.left(), "{titles:?}");
     }
 
     #[test]

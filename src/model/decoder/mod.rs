@@ -136,7 +136,10 @@ impl PreNormStack {
         let tokens = input_ids.len();
         let (heads, head_dim) = (self.config.num_attention_heads, self.config.head_dim());
         let count = self.layers.len();
-        let residuals = matches!(&capture, Capture::Layers(sink) if sink.wants_residuals());
+        let residuals = match &capture {
+            Capture::Kept(out) => out.residuals.is_some(),
+            Capture::Layers(sink) => sink.wants_residuals(),
+        };
         let x = self.embeddings(input_ids, 0)?;
         let (rotary, local_rotary) = self.rotary_tables(0..tokens)?;
         let mut x = Some(x);
@@ -157,6 +160,11 @@ impl PreNormStack {
                     target.attention.copy_from_slice(captured.attention);
                     target.head_outputs.copy_from_slice(captured.head_outputs);
                     target.similarity.copy_from_slice(captured.similarity);
+                    if let (Some(rows), Some(next)) = (out.residuals.as_deref_mut(), &next) {
+                        let size = tokens * self.config.hidden_size;
+                        let values = next.flatten_all()?.to_vec1::<f32>()?;
+                        rows[index * size..][..size].copy_from_slice(&values);
+                    }
                 }
                 Capture::Layers(sink) => {
                     hand_out_heads(
@@ -352,9 +360,8 @@ impl AttentionStack for PreNormStack {
         &self.device
     }
 
-    /// A whole sequence on the tuned CPU pass where the decoder has one
-    /// and the sink does not want the residual stream, else on candle's
-    /// ops; a generation step on candle's ops.
+    /// A whole sequence on the tuned CPU pass where the decoder has one,
+    /// else on candle's ops; a generation step on candle's ops.
     fn run(
         &self,
         input: PassInput,
@@ -367,7 +374,6 @@ impl AttentionStack for PreNormStack {
                 return self.run_cached(cache, new_ids, observer, sink)
             }
         };
-        let residuals = sink.wants_residuals();
         let dims = (
             self.layers.len(),
             self.config.num_attention_heads,
@@ -375,7 +381,7 @@ impl AttentionStack for PreNormStack {
             self.config.head_dim(),
         );
         let capture = Capture::of(sink, dims)?;
-        if self.cpu_pass && !residuals {
+        if self.cpu_pass {
             self.forward_cpu(input_ids, observer, capture)
         } else {
             self.forward_tensors(input_ids, observer, capture)

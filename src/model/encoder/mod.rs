@@ -175,11 +175,16 @@ impl AttentionStack for Encoder {
             tokens,
             self.config.head_dim(),
         );
-        let Capture::Kept(out) = Capture::of(sink, dims)? else {
+        let Capture::Kept(mut out) = Capture::of(sink, dims)? else {
             return Err(unsupported(
                 "the encoder keeps every layer: it hands out no layer",
             ));
         };
+        if out.residuals.is_some() {
+            return Err(unsupported(
+                "the encoder keeps no residual stream: it has no logit lens",
+            ));
+        }
         if self.device.is_cpu() {
             let lease = crate::threads::lease(tokens.max(1));
             self.forward_cpu(input_ids, observer, out, lease.threads())
@@ -278,6 +283,7 @@ mod tests {
             attention: &mut p,
             head_outputs: &mut o,
             similarity: &mut s,
+            residuals: None,
         };
         if threads == 0 {
             encoder.forward_tensors(ids, &cancelled, out)?;

@@ -9,6 +9,7 @@
 use crate::app::settings::{MatrixKind, Settings};
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap::{self, ViewKey};
+use crate::app::widgets::pane;
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::pipeline::RunOutput;
@@ -153,11 +154,13 @@ impl HeadView {
             .default_size(300.0)
             .size_range(240.0..=480.0)
             .show(ui, |ui| {
+                pane::mark(ui);
                 egui::ScrollArea::vertical().show(ui, |ui| {
                     figures_ui(ui, output, head, settings);
                 });
             });
         egui::CentralPanel::no_frame().show(ui, |ui| {
+            pane::mark(ui);
             self.heatmap_ui(ui, output, head, settings, picked);
         });
         action

@@ -72,8 +72,8 @@ pub enum ViewAction {
     PickComparisonModel { file: bool },
     /// Load this model as the second model (Compare).
     LoadComparisonModel(ModelSource),
-    /// Compute the logit lens of these tokens (the result on screen's).
-    ComputeLogitLens(Vec<u32>),
+    /// Compute the logit lens of the result on screen.
+    ComputeLogitLens,
 }
 
 /// A click on a figure's save button (see
