@@ -360,7 +360,8 @@ pub fn run_prepared(
     let (mut analysis, stages) = capture_and_analyze(
         model,
         &built.tokens,
-        (built.captures, built.keeps_residuals),
+        built.captures,
+        built.keeps_residuals,
         options,
         &mut captures,
         watch,
@@ -402,7 +403,8 @@ pub struct StageTimes {
 pub fn capture_and_analyze(
     model: &Model,
     tokens: &TokenSequence,
-    (mode, keep_residuals): (CaptureMode, bool),
+    mode: CaptureMode,
+    keep_residuals: bool,
     options: &AnalysisOptions,
     captures: &mut Captures,
     watch: &dyn RunWatch,

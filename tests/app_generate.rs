@@ -91,8 +91,9 @@ fn generate_stop_and_read_the_logit_lens() {
     assert_eq!(harness.state().step_position(), Some(tokens - 2));
     // A head's strip, clicked, tints the text by its own row.
     harness.get_by_label("step strip L1 H8").click();
-    harness.step();
-    assert!(shows(&harness, "of L1 H8 (click it again"));
+    step_until(&mut harness, "the strip's tint", |h| {
+        shows(h, "of L1 H8 (click it again")
+    });
     step_until(&mut harness, "the model's next tokens", |h| {
         h.state().next_tokens_table().is_some()
     });

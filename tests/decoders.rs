@@ -417,9 +417,16 @@ fn recomputed_captures_equal_kept_ones() {
         let options = AnalysisOptions::default();
         let run = |mode| {
             let mut captures = Captures::default();
-            let (analysis, _) =
-                capture_and_analyze(&model, &tokens, mode, &options, &mut captures, &|| false)
-                    .unwrap();
+            let (analysis, _) = capture_and_analyze(
+                &model,
+                &tokens,
+                mode,
+                false,
+                &options,
+                &mut captures,
+                &|| false,
+            )
+            .unwrap();
             (captures, serde_json::to_value(&analysis).unwrap())
         };
         let (kept, kept_figures) = run(CaptureMode::Stored);
@@ -712,6 +719,7 @@ fn a_run_tells_its_progress_before_every_layer() {
                 &model,
                 &tokens,
                 mode,
+                false,
                 &AnalysisOptions::default(),
                 &mut captures,
                 &watch,

@@ -107,6 +107,7 @@ fn induction_probe_finds_induction_and_previous_token_heads() {
         model,
         &tokens,
         CaptureMode::Recomputed,
+        false,
         &AnalysisOptions::default(),
         &mut Captures::default(),
         &|| false,

@@ -167,7 +167,8 @@ pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<Be
         let (analysis, stages) = pipeline::capture_and_analyze(
             model,
             &sequence,
-            (mode, false),
+            mode,
+            false,
             &options,
             &mut captures,
             &|| false,

@@ -123,7 +123,7 @@ pub fn header_row(
         };
         // A narrow column's title is cut, as its cells are (the whole title
         // is its name and in its tooltip): titles drawn whole ran together.
-        let room = width - 10.0 - if arrow.is_empty() { 0.0 } else { 14.0 };
+        let room = width - 10.0 - if arrow.is_empty() { 0.0 } else { 10.0 };
         let text = format!("{}{arrow}", fit_text(title, room, 12.5));
         painter
             .with_clip_rect(cell)
@@ -333,9 +333,10 @@ mod tests {
         };
         let columns = [column("mean distance"), column("same sentence")];
         let ctx = egui::Context::default();
-        let output = ctx.run_ui(egui::RawInput::default(), |ui| {
+        let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
             header_row(ui, "header", &columns, &[50.0, 50.0], Some((0, true)));
         });
+        output.textures_delta.clear();
         let titles: Vec<(String, Rect)> = output
             .shapes
             .iter()

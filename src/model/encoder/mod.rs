@@ -175,7 +175,7 @@ impl AttentionStack for Encoder {
             tokens,
             self.config.head_dim(),
         );
-        let Capture::Kept(mut out) = Capture::of(sink, dims)? else {
+        let Capture::Kept(out) = Capture::of(sink, dims)? else {
             return Err(unsupported(
                 "the encoder keeps every layer: it hands out no layer",
             ));

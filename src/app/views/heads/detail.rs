@@ -102,7 +102,9 @@ impl HeadView {
     ) -> Option<HeadAction> {
         let mut action = None;
         let (layers, heads) = (output.captures.layers, output.captures.heads);
-        ui.horizontal(|ui| {
+        // Wrapped: beside the outline at 1280 px the row is wider than the
+        // area, and its end was drawn over the head's figures.
+        ui.horizontal_wrapped(|ui| {
             if ui
                 .button("⬅ Overview")
                 .on_hover_text("Back to the grid of all heads (Esc)")
@@ -143,9 +145,7 @@ impl HeadView {
             {
                 self.zoom = 1.0;
             }
-            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                ui.weak("scroll: zoom · drag: pan · arrow keys: heads and layers");
-            });
+            ui.weak("scroll: zoom · drag: pan · arrow keys: heads and layers");
         });
         ui.separator();
 
