@@ -84,15 +84,17 @@ point_at_label() {
   sleep 0.3   # egui hovers on the move, clicks on the next event
 }
 
-# Points at the first token chip, in text order, that shows $1 (the chips
-# are named "token N “text”", N the token's place).
+# Points at the first token chip, in text order, that shows $1, with or
+# without the · of a leading space (the chips are named "token N “text”",
+# N the token's place).
 point_at_token() {
   local where=""
   for _ in $(seq 300); do
     where="$(awk -F'\t' -v text="$1" '
       $1 ~ /^token [0-9]+ / {
         split($1, words, " ")
-        if (substr($1, length("token " words[2] " ") + 1) == "“" text "”" \
+        shown = substr($1, length("token " words[2] " ") + 1)
+        if ((shown == "“" text "”" || shown == "“·" text "”") \
             && (best == "" || words[2] + 0 < best)) { best = words[2] + 0; at = $2 " " $3 }
       }
       END { if (at != "") print at }' "$widgets" 2>/dev/null || true)"

@@ -123,8 +123,7 @@ pub fn header_row(
         };
         // A narrow column's title is cut, as its cells are (the whole title
         // is its name and in its tooltip): titles drawn whole ran together.
-        let room = width - 10.0 - if arrow.is_empty() { 0.0 } else { 10.0 };
-        let text = format!("{}{arrow}", fit_text(title, room, 12.5));
+        let text = title_within(ui, title, arrow, &font, width - 10.0);
         painter
             .with_clip_rect(cell)
             .text(at, anchor, text, font.clone(), colour);
@@ -236,6 +235,27 @@ pub fn data_row(
     response
 }
 
+/// `title` and its sort arrow, the title cut with an ellipsis where the
+/// two, laid out in `font`, would be wider than `room`.
+fn title_within(ui: &egui::Ui, title: &str, arrow: &str, font: &FontId, room: f32) -> String {
+    let fits = |text: &str| {
+        let galley =
+            ui.painter()
+                .layout_no_wrap(format!("{text}{arrow}"), font.clone(), Color32::WHITE);
+        galley.size().x <= room
+    };
+    if fits(title) {
+        return format!("{title}{arrow}");
+    }
+    let chars: Vec<char> = title.chars().collect();
+    let cut = (1..chars.len())
+        .rev()
+        .map(|n| format!("{}…", chars[..n].iter().collect::<String>().trim_end()))
+        .find(|cut| fits(cut))
+        .unwrap_or_else(|| "…".to_string());
+    format!("{cut}{arrow}")
+}
+
 /// `text`, cut with an ellipsis when it would not fit `width` (a rough
 /// character budget: proportional digits and letters average about half
 /// the font size).
@@ -331,10 +351,14 @@ mod tests {
             tooltip: "",
             numeric: true,
         };
-        let columns = [column("mean distance"), column("same sentence")];
+        let columns = [
+            column("mean distance"),
+            column("same sentence"),
+            column("local"),
+        ];
         let ctx = egui::Context::default();
         let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
-            header_row(ui, "header", &columns, &[50.0, 50.0], Some((0, true)));
+            header_row(ui, "header", &columns, &[50.0, 50.0, 50.0], Some((0, true)));
         });
         output.textures_delta.clear();
         let titles: Vec<(String, Rect)> = output
@@ -347,11 +371,12 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(titles.len(), 2, "{titles:?}");
-        for (title, clip) in &titles {
+        assert_eq!(titles.len(), 3, "{titles:?}");
+        for (title, clip) in &titles[..2] {
             assert!(title.contains('…'), "{title:?} is not cut");
             assert!(clip.width() <= 50.0, "{title:?} may draw over {clip:?}");
         }
+        assert_eq!(titles[2].0, "local", "a title that fits is whole");
         assert!(titles[0].0.ends_with(" ▼"), "the sort arrow stays");
         assert!(titles[0].1.right() <= titles[1].1.left(), "{titles:?}");
     }
