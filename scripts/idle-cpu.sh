@@ -21,20 +21,8 @@ bin="${HEADSCOPE_BIN:-target/release/headscope}"
 settle="${SETTLE:-20}"
 idle="${SECONDS_IDLE:-20}"
 
-scratch="$(mktemp -d)"
-display=":$(( 70 + RANDOM % 9 ))"
-app_pid=""
-xvfb_pid=""
-cleanup() {
-  [ -n "$app_pid" ] && kill "$app_pid" 2>/dev/null || true
-  [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null || true
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-Xvfb "$display" -screen 0 1600x1000x24 -nolisten tcp >/dev/null 2>&1 &
-xvfb_pid=$!
-export DISPLAY="$display"
-for _ in $(seq 100); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/xvfb-session.sh
+. scripts/xvfb-session.sh 70
 
 log="$scratch/app.log"
 XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \

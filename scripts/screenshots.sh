@@ -6,7 +6,9 @@
 # study's views (layers.png, token-focus.png, separators.png,
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
-# Compare tab with both models (compare*.png).
+# Compare tab with both models (compare*.png), and SmolLM2's grid, by
+# category and by role, and its heads sorted by induction score
+# (decoder-smollm2.png, decoder-roles.png, roles-table.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -24,24 +26,11 @@ deep_model="$(scripts/fetch-bge-model.sh)"
 bin="${HEADSCOPE_BIN:-target/debug/headscope}"
 [ -n "${HEADSCOPE_BIN:-}" ] || cargo build --bin headscope >&2
 
-scratch="$(mktemp -d)"
-display=":$(( 90 + RANDOM % 9 ))"
+# shellcheck source=scripts/xvfb-session.sh
+. scripts/xvfb-session.sh 90
 log="$scratch/app.log"
 widgets="$scratch/widgets.tsv"
 export HEADSCOPE_TRACE_WIDGETS="$widgets"
-app_pid=""
-xvfb_pid=""
-cleanup() {
-  [ -n "$app_pid" ] && kill "$app_pid" 2>/dev/null || true
-  [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null || true
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-
-Xvfb "$display" -screen 0 1600x1000x24 -nolisten tcp >/dev/null 2>&1 &
-xvfb_pid=$!
-export DISPLAY="$display"
-for _ in $(seq 100); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
 
 # Waits until the app's log has a line matching $1 (at most $2 seconds).
 wait_for_log() {
@@ -298,4 +287,17 @@ xdotool mousemove 1590 5
 sleep 20   # 270 thumbnails
 import -window root screenshots/decoder-smollm2.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2}.png" >&2
+# The same grid captioned by each head's role (ANALYSIS.md §9), then the
+# Specialisation table sorted by induction score.
+click_label "roles"
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/decoder-roles.png
+xdotool windowfocus --sync "$window"
+show_tab 5 Specialisation
+click_label "induction"
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/roles-table.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,roles-table}.png" >&2

@@ -19,26 +19,6 @@ use headscope::app::widgets::format::category_style;
 use headscope::app::widgets::plots::SAVE_LABEL;
 use headscope::captures::HeadId;
 
-/// Types `path` into the model panel's id field and presses Load.
-fn load_model_b(harness: &mut AppHarness, path: &str) {
-    fn id_field(n: &egui_kittest::kittest::AccessKitNode<'_>) -> bool {
-        n.role() == Role::TextInput
-            && n.label()
-                .is_some_and(|l| l.contains("Hugging Face model id"))
-    }
-    harness.get_by(id_field).focus();
-    harness.step();
-    // Replace what an earlier attempt left in the field.
-    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
-    harness.step();
-    harness.get_by(id_field).type_text(path);
-    harness.step();
-    harness
-        .get_by(|n| n.role() == Role::Button && n.label().as_deref() == Some("Load"))
-        .click();
-    harness.step();
-}
-
 #[test]
 fn model_b_loads_beside_a_and_a_clicked_head_shows_its_best_match() {
     let mut harness = start(None, None);

@@ -255,20 +255,6 @@ fn choose_from_menu(harness: &mut AppHarness, menu: &str, entry: &str) {
     harness.step();
 }
 
-/// Types `model` into the Compare tab's model id field and presses Load.
-fn load_model_b(harness: &mut AppHarness, model: &str) {
-    fn id_field(n: &egui_kittest::kittest::AccessKitNode<'_>) -> bool {
-        n.role() == Role::TextInput
-            && n.label()
-                .is_some_and(|l| l.contains("Hugging Face model id"))
-    }
-    harness.get_by(id_field).focus();
-    harness.step();
-    harness.get_by(id_field).type_text(model);
-    harness.step();
-    click_button_starting(harness, "Load");
-}
-
 /// Closes the one window open over the main one with its × button.
 fn close_window(harness: &mut AppHarness) {
     harness

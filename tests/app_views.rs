@@ -18,7 +18,7 @@ use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::analysis::{Analysis, Category};
 use headscope::app::views::CentralView;
 use headscope::app::views::{separators, specialisation, token_focus};
-use headscope::app::widgets::format::figure;
+use headscope::app::widgets::format::{figure, role_style};
 use headscope::app::SAMPLE_TEXT;
 use headscope::captures::HeadId;
 use headscope::pipeline::{self, RunOutput};
@@ -189,6 +189,10 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
         format!("self {:.3}", s.self_attention),
         format!("prev. {:.3}", s.previous),
         format!("next {:.3}", s.next),
+        format!("role {}", role_style(f.role).0),
+        format!("prev. token {}", figure(f.previous_token_score, 3)),
+        format!("duplicate {}", figure(f.duplicate_token_score, 3)),
+        format!("induction {}", figure(f.induction_score, 3)),
     ] {
         assert!(row.contains(&expected), "{row:?} lacks {expected:?}");
     }
@@ -219,6 +223,23 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     let reversed = rows(&harness);
     assert_eq!(distance(&reversed[0]), distance(order.last().unwrap()));
 
+    // Sorted by a role score, the heads it finds come first.
+    harness.get_by_label("induction").click();
+    harness.step();
+    harness.step();
+    let induction = |id: &HeadId| analysis.head(*id).and_then(|f| f.induction_score);
+    let order = rows(&harness);
+    assert!(
+        induction(&order[0]).is_some(),
+        "the sample text repeats tokens"
+    );
+    assert!(
+        order
+            .windows(2)
+            .all(|w| induction(&w[0]).unwrap_or(f64::MIN) >= induction(&w[1]).unwrap_or(f64::MIN)),
+        "sorted by induction score, largest first"
+    );
+
     // Sorted by head, last first, L3 H5 is on screen: clicking opens it.
     harness.get_by_label("head").click();
     harness.step();
@@ -232,6 +253,73 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
     });
     assert_eq!(harness.state().central_view(), CentralView::Heads);
     assert!(harness.query_by_label("Layer 3 · Head 5").is_some());
+    harness.check_accessibility();
+}
+
+#[test]
+fn the_scatter_places_every_head_by_two_figures_and_a_click_opens_one() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    open_tab(&mut harness, CentralView::Specialisation);
+    harness.get_by_label("Scatter").click();
+    harness.step();
+    harness.step();
+    // By default the previous-token score (x) against the induction
+    // score (y), one point per head where both are defined.
+    harness.get_by_label_contains("induction against prev. token, one point per head");
+    let heads: Vec<HeadId> = (0..6)
+        .flat_map(|l| (0..12).map(move |h| HeadId::new(l, h)))
+        .collect();
+    let xy = |id: HeadId| {
+        let f = analysis.head(id).expect("the head's figures");
+        Some((f.previous_token_score?, f.induction_score?))
+    };
+    let view = harness.state().specialisation_view().clone();
+    let placed: Vec<(HeadId, (f64, f64), egui::Pos2)> = heads
+        .iter()
+        .filter_map(|&id| Some((id, xy(id)?, view.scatter.point_of(id)?)))
+        .collect();
+    assert_eq!(
+        placed.len(),
+        heads.iter().filter(|&&id| xy(id).is_some()).count(),
+        "a point for every head with both figures"
+    );
+    assert!(
+        placed.len() > 10,
+        "the sample text defines both: {placed:?}"
+    );
+    for (_, (x, y), at) in &placed {
+        for (_, (x2, y2), at2) in &placed {
+            // Screen y grows downwards.
+            if x < x2 {
+                assert!(at.x <= at2.x + 0.01, "x order kept: {at:?} {at2:?}");
+            }
+            if y < y2 {
+                assert!(at.y >= at2.y - 0.01, "y order kept: {at:?} {at2:?}");
+            }
+        }
+    }
+
+    // A click on a point with no other near it opens its head.
+    let (head, _, at) = placed
+        .iter()
+        .find(|(id, _, at)| {
+            placed
+                .iter()
+                .all(|(other, _, p)| other == id || p.distance(*at) > 12.0)
+        })
+        .copied()
+        .expect("a point standing alone");
+    harness.hover_at(at);
+    harness.step();
+    harness.drag_at(at);
+    harness.step();
+    harness.drop_at(at);
+    step_until(&mut harness, "the head detail", |h| {
+        h.state().detail_head() == Some(head)
+    });
+    assert_eq!(harness.state().central_view(), CentralView::Heads);
     harness.check_accessibility();
 }
 
@@ -272,6 +360,58 @@ fn repetition_heads_are_listed_and_highlighted_on_a_repetitive_text() {
     // The same choice highlights them in the grid.
     open_tab(&mut harness, CentralView::Heads);
     assert_eq!(highlighted_heads(&harness), expected);
+    harness.check_accessibility();
+}
+
+#[test]
+fn the_grid_captions_name_each_heads_role_on_request() {
+    let text = "The cat saw the cat and the dog saw the dog. The dog saw the cat and \
+                the cat saw the dog. The cat and the dog saw the cat and the dog.";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    open_text(&mut harness, &dir, text);
+    let analysis = reference(&harness, text);
+    open_tab(&mut harness, CentralView::Heads);
+    let thumbnails = |harness: &AppHarness| -> Vec<(HeadId, String)> {
+        harness
+            .query_all_by_role(Role::Button)
+            .map(|n| text_of(&n))
+            .filter_map(|label| Some((parse_head(&label)?, label)))
+            .collect()
+    };
+    let shown = thumbnails(&harness);
+    assert_eq!(shown.len(), 6 * 12, "{shown:?}");
+    assert!(
+        shown.iter().all(|(_, label)| !label.contains(" · role ")),
+        "categories by default: {shown:?}"
+    );
+
+    harness.get_by_label("roles").click();
+    harness.step();
+    harness.step();
+    let shown = thumbnails(&harness);
+    assert_eq!(shown.len(), 6 * 12, "{shown:?}");
+    let mut roles = BTreeSet::new();
+    for (head, label) in &shown {
+        let role = analysis.head(*head).expect("the head's figures").role;
+        assert!(role.is_some(), "the text's P gives {head:?} a role");
+        let name = role_style(role).0;
+        assert!(
+            label.ends_with(&format!(" · role {name}")),
+            "{label:?} names the role the analysis gives, {name}"
+        );
+        roles.insert(role);
+    }
+    assert!(roles.len() >= 2, "one role for every head: {roles:?}");
+    harness.get_by_label_contains("Roles, from each head's attention on this text");
+
+    harness.get_by_label("categories").click();
+    harness.step();
+    harness.step();
+    assert!(thumbnails(&harness)
+        .iter()
+        .all(|(_, label)| !label.contains(" · role ")));
     harness.check_accessibility();
 }
 

@@ -56,6 +56,7 @@ use std::sync::Arc;
 use text::TextState;
 use views::compare::CompareView;
 use views::shared::selection::TokenSelection;
+use views::specialisation::SpecialisationView;
 use views::Views;
 
 pub use runs::DEBOUNCE_SECONDS;
@@ -143,6 +144,11 @@ impl HeadscopeApp {
     /// The Compare tab's state.
     pub fn compare_view(&self) -> &CompareView {
         &self.views.compare
+    }
+
+    /// The Specialisation tab's state (its table and scatter).
+    pub fn specialisation_view(&self) -> &SpecialisationView {
+        &self.views.specialisation
     }
 
     /// The user's settings as they stand.

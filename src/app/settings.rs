@@ -24,6 +24,15 @@ pub enum SelectionRule {
     TopKPerRow,
 }
 
+/// What the Heads grid's captions name: the study's category of each head
+/// (ANALYSIS.md §4) or the classic role its attention plays (§9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum GridCaptions {
+    #[default]
+    Category,
+    Role,
+}
+
 /// Which per-head matrix the heatmaps show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum MatrixKind {
@@ -160,6 +169,8 @@ pub struct Settings {
     pub view: CentralView,
     /// Draw each head's separator attention on its grid thumbnail.
     pub separator_overlay: bool,
+    /// What the grid's captions name.
+    pub grid_captions: GridCaptions,
     /// At most this many tokens per window; 0: the model's own limit.
     pub max_tokens: usize,
     /// At most this much memory (MB) for one window's attentions and
@@ -190,6 +201,7 @@ impl Default for Settings {
             show_text_panel: true,
             view: CentralView::default(),
             separator_overlay: false,
+            grid_captions: GridCaptions::default(),
             max_tokens: 0,
             capture_memory_mb: crate::pipeline::DEFAULT_CAPTURE_MEMORY_MB,
             figure_style: crate::export::FigureStyle::default(),

@@ -210,3 +210,26 @@ pub fn type_number(harness: &mut AppHarness, label: &str, number: &str) {
     harness.key_press(egui::Key::Enter);
     harness.step();
 }
+
+/// Types `path` into Compare's model B field (replacing what an earlier
+/// attempt left there) and presses Load.
+pub fn load_model_b(harness: &mut AppHarness, path: &str) {
+    fn id_field(n: &egui_kittest::kittest::AccessKitNode<'_>) -> bool {
+        n.role() == egui::accesskit::Role::TextInput
+            && n.label()
+                .is_some_and(|l| l.contains("Hugging Face model id"))
+    }
+    harness.get_by(id_field).focus();
+    harness.step();
+    // Replace what an earlier attempt left in the field.
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness.step();
+    harness.get_by(id_field).type_text(path);
+    harness.step();
+    harness
+        .get_by(|n| {
+            n.role() == egui::accesskit::Role::Button && n.label().as_deref() == Some("Load")
+        })
+        .click();
+    harness.step();
+}

@@ -1,8 +1,9 @@
 //! How figures, categories and sizes read on screen, the same in every
 //! view: a figure with its decimals or "—" when undefined, each head
-//! category's short name and colour, the colour of highlighted heads.
+//! category's and role's short name and colour, the colour of highlighted
+//! heads.
 
-use crate::analysis::Category;
+use crate::analysis::{Category, Role};
 use egui::Color32;
 
 /// A figure with `decimals` digits, or "—" when undefined.
@@ -21,6 +22,21 @@ pub fn category_style(category: Option<Category>) -> (&'static str, Color32) {
         Some(Category::Local) => ("local", Color32::from_rgb(110, 210, 120)),
         Some(Category::Mixed) => ("mixed", Color32::from_gray(170)),
         None => ("no pairs", Color32::from_gray(130)),
+    }
+}
+
+/// Short name and colour of a head's role (ANALYSIS.md §9); `None`: a head
+/// without attention (a capture of O alone).
+pub fn role_style(role: Option<Role>) -> (&'static str, Color32) {
+    match role {
+        Some(Role::PreviousToken) => ("previous token", Color32::from_rgb(110, 210, 120)),
+        Some(Role::DuplicateToken) => ("duplicate token", Color32::from_rgb(255, 170, 60)),
+        Some(Role::Induction) => ("induction", Color32::from_rgb(235, 110, 200)),
+        Some(Role::Sink) => ("sink", Color32::from_rgb(120, 170, 255)),
+        Some(Role::Separator) => ("separator", Color32::from_rgb(80, 210, 210)),
+        Some(Role::SelfAttention) => ("self", Color32::from_rgb(230, 220, 90)),
+        Some(Role::Mixed) => ("mixed", Color32::from_gray(170)),
+        None => ("no attention", Color32::from_gray(130)),
     }
 }
 

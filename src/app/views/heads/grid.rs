@@ -5,12 +5,13 @@
 //! lived thread (a 12×12 model at 512 tokens has 37 million values); a
 //! frame only draws L·H textured rectangles and their labels. Each
 //! thumbnail is a clickable widget named "L{layer} H{head} {category}" for
-//! screen readers and UI tests. The columns fill the width; the rows of a
+//! screen readers and UI tests ("… · role {role}" added when the captions
+//! name roles). The columns fill the width; the rows of a
 //! deep model scroll ([`thumbnail_side`]).
 
-use crate::analysis::Category;
+use crate::analysis::{Category, Role, ROLE_FLOOR, ROLE_MARGIN};
 use crate::app::jobs::{spawn_tracked_job, JobProgress};
-use crate::app::widgets::format::{category_style, figure, HIGHLIGHT};
+use crate::app::widgets::format::{category_style, figure, role_style, HIGHLIGHT};
 use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap::{self, ViewKey, THUMBNAIL_PIXELS};
 use crate::captures::HeadId;
@@ -32,6 +33,9 @@ pub struct GridMarks {
     pub separator_attention: Option<Vec<Option<f64>>>,
     /// Show only this layer's row.
     pub only_layer: Option<usize>,
+    /// The captions name each head's role (ANALYSIS.md §9) instead of its
+    /// category (§4).
+    pub captions_name_roles: bool,
 }
 
 /// The grid's textures, and the thumbnails being built for the newest key.
@@ -291,6 +295,7 @@ impl Overview {
                     let response = cell.response;
                     let figures = output.analysis.head(head);
                     let category = figures.and_then(|f| f.category);
+                    let role = figures.and_then(|f| f.role);
                     let index = l * heads + h;
                     let highlight = marks.highlights.get(index).cloned().flatten();
                     let separator = marks
@@ -298,6 +303,9 @@ impl Overview {
                         .as_ref()
                         .map(|values| values.get(index).copied().flatten());
                     let mut label = thumbnail_label(head, category);
+                    if marks.captions_name_roles {
+                        label.push_str(&format!(" · role {}", role_style(role).0));
+                    }
                     if highlight.is_some() {
                         label.push_str(" · highlighted");
                     }
@@ -356,7 +364,11 @@ impl Overview {
                             egui::StrokeKind::Outside,
                         );
                     }
-                    let (name, colour) = category_style(category);
+                    let (name, colour) = if marks.captions_name_roles {
+                        role_style(role)
+                    } else {
+                        category_style(category)
+                    };
                     let caption = if thumb >= 70.0 {
                         format!("L{l} H{h} · {name}")
                     } else {
@@ -378,7 +390,11 @@ impl Overview {
                 });
                 clicked = answer.clicked;
                 ui.add_space(4.0);
-                category_legend(ui);
+                if marks.captions_name_roles {
+                    role_legend(ui);
+                } else {
+                    category_legend(ui);
+                }
             });
         clicked
     }
@@ -416,21 +432,58 @@ fn separator_overlay(painter: &egui::Painter, image: Rect, value: Option<f64>) {
 
 /// What the category colours of the captions mean (ANALYSIS.md §4).
 fn category_legend(ui: &mut egui::Ui) {
+    let mut entries: Vec<_> = [
+        (
+            Category::Repetition,
+            "half or more pair a word with itself;",
+        ),
+        (Category::Focus, "half or more touch one token;"),
+        (Category::Local, "half or more are close, in one sentence;"),
+        (Category::Mixed, "none of these;"),
+    ]
+    .into_iter()
+    .map(|(category, rule)| (category_style(Some(category)), rule.to_string()))
+    .collect();
+    entries.push((
+        category_style(None),
+        "fewer than two content tokens.".into(),
+    ));
+    legend(ui, "Categories, from each head's selected pairs:", &entries);
+}
+
+/// What the role colours of the captions mean (ANALYSIS.md §9).
+fn role_legend(ui: &mut egui::Ui) {
+    let mut entries: Vec<_> = [
+        (Role::PreviousToken, "on the token before;"),
+        (Role::DuplicateToken, "on earlier copies of the token;"),
+        (Role::Induction, "on what followed earlier copies;"),
+        (Role::Sink, "on the first token;"),
+        (Role::Separator, "on separators;"),
+        (Role::SelfAttention, "on the token itself;"),
+    ]
+    .into_iter()
+    .map(|(role, score)| (role_style(Some(role)), score.to_string()))
+    .collect();
+    entries.push((
+        role_style(Some(Role::Mixed)),
+        format!("no score at least {ROLE_FLOOR} and {ROLE_MARGIN} above the next."),
+    ));
+    legend(
+        ui,
+        "Roles, from each head's attention on this text: the largest score",
+        &entries,
+    );
+}
+
+/// A legend's line: its heading, then each caption's name in its colour
+/// and what it means.
+fn legend(ui: &mut egui::Ui, heading: &str, entries: &[((&str, Color32), String)]) {
     ui.horizontal_wrapped(|ui| {
-        ui.weak("Categories, from each head's selected pairs:");
-        for (category, rule) in [
-            (Category::Repetition, "half or more pair a word with itself"),
-            (Category::Focus, "half or more touch one token"),
-            (Category::Local, "half or more are close, in one sentence"),
-            (Category::Mixed, "none of these"),
-        ] {
-            let (name, colour) = category_style(Some(category));
-            ui.colored_label(colour, name);
-            ui.weak(format!("{rule};"));
+        ui.weak(heading);
+        for ((name, colour), meaning) in entries {
+            ui.colored_label(*colour, *name);
+            ui.weak(meaning);
         }
-        let (name, colour) = category_style(None);
-        ui.colored_label(colour, name);
-        ui.weak("fewer than two content tokens.");
     });
 }
 
@@ -438,7 +491,12 @@ fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {
     ui.strong(format!("Layer {} head {}", head.layer, head.head));
     if let Some(f) = output.analysis.head(head) {
         let (name, colour) = category_style(f.category);
-        ui.colored_label(colour, name);
+        let (role, role_colour) = role_style(f.role);
+        ui.horizontal(|ui| {
+            ui.colored_label(colour, name);
+            ui.weak("·");
+            ui.colored_label(role_colour, format!("role: {role}"));
+        });
         ui.label(format!(
             "mean distance {} · same sentence {} · repetition {}",
             figure(f.mean_distance, 1),

@@ -8,7 +8,7 @@ pub mod detail;
 pub mod grid;
 
 use crate::analysis::Category;
-use crate::app::settings::{MatrixKind, Settings};
+use crate::app::settings::{GridCaptions, MatrixKind, Settings};
 use crate::app::views::shared::{Shared, View, ViewAction, ViewContext};
 use crate::app::widgets::format::{category_style, HIGHLIGHT};
 use crate::app::widgets::heatmap::{self, ViewKey};
@@ -132,7 +132,7 @@ impl HeadsView {
 
     /// The extra controls above the Heads grid.
     fn grid_controls(&mut self, ui: &mut egui::Ui, shared: &mut Shared, settings: &mut Settings) {
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             let label = ui.label("Highlight");
             let current = match shared.category {
                 Some(c) => format!("{c} heads"),
@@ -159,6 +159,20 @@ impl HeadsView {
             ui.checkbox(&mut settings.separator_overlay, "Separator attention")
                 .on_hover_text(
                     "Show each head's separator attention on its thumbnail (bar: 0 to 1)",
+                );
+            ui.separator();
+            ui.label("Captions");
+            ui.selectable_value(
+                &mut settings.grid_captions,
+                GridCaptions::Category,
+                "categories",
+            )
+            .on_hover_text("Each head's category, from its selected pairs (ANALYSIS.md §4)");
+            ui.selectable_value(&mut settings.grid_captions, GridCaptions::Role, "roles")
+                .on_hover_text(
+                    "Each head's role, from its attention on this text: previous token, \
+                     duplicate token, induction, sink, separator, self or mixed \
+                     (ANALYSIS.md §9)",
                 );
             if let Some(layer) = self.grid_layer {
                 ui.separator();
@@ -213,6 +227,7 @@ impl HeadsView {
             highlights,
             separator_attention,
             only_layer: self.grid_layer,
+            captions_name_roles: settings.grid_captions == GridCaptions::Role,
         }
     }
 }

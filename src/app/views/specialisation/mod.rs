@@ -1,20 +1,25 @@
 //! Head specialisation: one sortable row per head with the study's figures
-//! (ANALYSIS.md §4) and, beside them, the classic attention statistics of
-//! Clark et al. (2019), "What does BERT look at?" (entropy, attention to
-//! `[CLS]`, `[SEP]`, punctuation, the token itself, the previous and the
-//! next token).
+//! (ANALYSIS.md §4), the classic attention statistics of Clark et al.
+//! (2019), "What does BERT look at?" (entropy, attention to `[CLS]`,
+//! `[SEP]`, punctuation, the token itself, the previous and the next
+//! token), and each head's role with the scores that give it (§9): sorted
+//! by a score, the table lists the previous-token, duplicate-token or
+//! induction heads first.
 //!
 //! Clicking a column title sorts by it (again: the other way round;
 //! undefined figures always sort last); the category buttons filter the
 //! rows, and the same choice highlights those heads in the Heads grid;
 //! clicking a row opens that head. Rows of heads whose focus token is a
 //! picked token are tinted. The sorted order is kept until the result,
-//! the sort or the filter changes.
+//! the sort or the filter changes. The same heads show as a scatter of any
+//! two of the figures ([`scatter`]).
+
+pub mod scatter;
 
 use crate::analysis::{Analysis, Category, HeadFigures};
 use crate::app::views::shared::selection::TokenSelection;
 use crate::app::views::shared::{View, ViewAction, ViewContext};
-use crate::app::widgets::format::{category_style, figure};
+use crate::app::widgets::format::{category_style, figure, role_style};
 use crate::app::widgets::table::{self, Cell, Column, RowLook};
 use crate::captures::HeadId;
 use crate::pipeline::RunOutput;
@@ -23,7 +28,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// The table's columns, in order.
-pub const COLUMNS: [Column; 17] = [
+pub const COLUMNS: [Column; 21] = [
     Column {
         title: Cow::Borrowed("head"),
         width: 62.0,
@@ -127,21 +132,55 @@ pub const COLUMNS: [Column; 17] = [
         tooltip: "Mean attention to the next token, P[i, i + 1]",
         numeric: true,
     },
+    Column {
+        title: Cow::Borrowed("role"),
+        width: 104.0,
+        tooltip: "role: the largest of the previous-token, duplicate-token, induction, \
+                  sink, separator and self scores when at least 0.4 and 0.1 above the \
+                  next, else mixed",
+        numeric: false,
+    },
+    Column {
+        title: Cow::Borrowed("prev. token"),
+        width: 76.0,
+        tooltip: "previous_token_score: mean over content queries of P[i, i − 1]",
+        numeric: true,
+    },
+    Column {
+        title: Cow::Borrowed("duplicate"),
+        width: 72.0,
+        tooltip: "duplicate_token_score: mean over queries whose token occurred before \
+                  of the attention on its earlier occurrences",
+        numeric: true,
+    },
+    Column {
+        title: Cow::Borrowed("induction"),
+        width: 72.0,
+        tooltip: "induction_score: mean over queries whose token occurred before of the \
+                  attention on the tokens that followed those occurrences",
+        numeric: true,
+    },
 ];
 
 /// Where the study's figures end and the attention statistics begin.
 const FIRST_STATISTIC: usize = 10;
+/// Where the attention statistics end and the roles begin.
+const FIRST_ROLE: usize = 17;
 
 /// What the cached order depends on: generation, sort, filter.
 type OrderKey = (u64, (usize, bool), Option<Category>);
 
-/// The Specialisation tab: the table's sort and its cached order.
+/// The Specialisation tab: the table's sort and its cached order, and
+/// the scatter's choices.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SpecialisationView {
     /// The column sorted by, and whether descending (default: by head).
     pub sort: (usize, bool),
     /// The rows in display order, for the key they were sorted under.
     order: Option<(OrderKey, Vec<HeadId>)>,
+    /// The heads are shown as a scatter instead of the table.
+    pub shows_scatter: bool,
+    pub scatter: scatter::Scatter,
 }
 
 /// A sortable value of one cell.
@@ -151,38 +190,52 @@ enum SortValue {
     Text(String),
 }
 
+/// The value of column `column` of a head's row where it is a number
+/// (`None` where it is undefined or not a number).
+fn figure_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<f64> {
+    let s = f.attention_stats;
+    let value = match column {
+        0 => Some((head.layer * 100_000 + head.head) as f64),
+        2 => f.mean_distance,
+        3 => f.same_sentence_fraction,
+        4 => f.repetition_fraction,
+        6 => f.focus_share,
+        7 => f.local_fraction,
+        8 => f.separator_attention,
+        9 => f.sink_attention,
+        10 => s.map(|s| s.entropy),
+        11 => s.map(|s| s.cls),
+        12 => s.map(|s| s.sep),
+        13 => s.map(|s| s.punctuation),
+        14 => s.map(|s| s.self_attention),
+        15 => s.map(|s| s.previous),
+        16 => s.map(|s| s.next),
+        18 => f.previous_token_score,
+        19 => f.duplicate_token_score,
+        20 => f.induction_score,
+        _ => None,
+    };
+    value.filter(|v| v.is_finite())
+}
+
 fn sort_value(
     head: HeadId,
     f: &HeadFigures,
     column: usize,
     tokens: &TokenSequence,
 ) -> Option<SortValue> {
-    let number = |v: Option<f64>| v.filter(|v| v.is_finite()).map(SortValue::Number);
-    let s = f.attention_stats;
     match column {
-        0 => Some(SortValue::Number((head.layer * 100_000 + head.head) as f64)),
         1 => f.category.map(|c| SortValue::Text(c.as_str().to_string())),
-        2 => number(f.mean_distance),
-        3 => number(f.same_sentence_fraction),
-        4 => number(f.repetition_fraction),
         // As shown: `·the`, not `Ġthe`.
         5 => f
             .focus_token_id
             .and_then(|id| tokens.readable_of(id))
             .or_else(|| f.focus_token.clone())
             .map(SortValue::Text),
-        6 => number(f.focus_share),
-        7 => number(f.local_fraction),
-        8 => number(f.separator_attention),
-        9 => number(f.sink_attention),
-        10 => number(s.map(|s| s.entropy)),
-        11 => number(s.map(|s| s.cls)),
-        12 => number(s.map(|s| s.sep)),
-        13 => number(s.map(|s| s.punctuation)),
-        14 => number(s.map(|s| s.self_attention)),
-        15 => number(s.map(|s| s.previous)),
-        16 => number(s.map(|s| s.next)),
-        _ => None,
+        17 => f
+            .role
+            .map(|r| SortValue::Text(role_style(Some(r)).0.to_string())),
+        _ => figure_value(head, f, column).map(SortValue::Number),
     }
 }
 
@@ -234,6 +287,7 @@ pub fn sorted_heads(
 pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<Cell> {
     let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
+    let (role, role_colour) = role_style(f.role);
     let focus = match (
         f.focus_token_id.and_then(|id| tokens.readable_of(id)),
         &f.focus_token,
@@ -261,6 +315,10 @@ pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<
         Cell::new(stat(s.map(|s| s.self_attention))),
         Cell::new(stat(s.map(|s| s.previous))),
         Cell::new(stat(s.map(|s| s.next))),
+        Cell::coloured(role, role_colour),
+        Cell::new(figure(f.previous_token_score, 3)),
+        Cell::new(figure(f.duplicate_token_score, 3)),
+        Cell::new(figure(f.induction_score, 3)),
     ]
 }
 
@@ -397,6 +455,13 @@ fn table_ui(
         }
     });
 
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut state.shows_scatter, false, "Table")
+            .on_hover_text("One row per head, sortable by any figure");
+        ui.selectable_value(&mut state.shows_scatter, true, "Scatter")
+            .on_hover_text("One point per head: any two figures as axes, a third as colour");
+    });
+
     let key = (generation, state.sort, *category);
     if state.order.as_ref().is_none_or(|(k, _)| *k != key) {
         state.order = Some((
@@ -409,19 +474,24 @@ fn table_ui(
         .as_ref()
         .map(|(_, r)| r.clone())
         .unwrap_or_default();
-    ui.weak(format!(
-        "{} of {total} heads · click a column title to sort, a row to open the head{}",
-        rows.len(),
-        if selection.is_empty() {
-            String::new()
-        } else {
-            " · tinted: the head's focus token is a picked token".to_string()
-        }
-    ));
+    let how = if state.shows_scatter {
+        "hover a point for its figures, click it to open the head"
+    } else {
+        "click a column title to sort, a row to open the head"
+    };
+    let tint = if selection.is_empty() || state.shows_scatter {
+        ""
+    } else {
+        " · tinted: the head's focus token is a picked token"
+    };
+    ui.weak(format!("{} of {total} heads · {how}{tint}", rows.len()));
     ui.add_space(4.0);
 
     let tokens = &output.input.tokens;
     let shown = ShownColumns::of(tokens);
+    if state.shows_scatter {
+        return state.scatter.ui(ui, analysis, &rows, &shown);
+    }
     let widths = table::fit_widths(&shown.columns, ui.available_width() - 16.0);
     let mut action = None;
     egui::ScrollArea::horizontal()
@@ -478,13 +548,17 @@ fn table_ui(
     action
 }
 
-/// "The study's figures" over columns 2–8, "Attention statistics" over the rest.
+/// "The study's figures" over its columns, "Attention statistics" over
+/// Clark's, "Roles" over the rest.
 fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
-    let first_statistic = shown
-        .original
-        .iter()
-        .position(|&i| i >= FIRST_STATISTIC)
-        .unwrap_or(widths.len());
+    let shown_from = |first: usize| {
+        shown
+            .original
+            .iter()
+            .position(|&i| i >= first)
+            .unwrap_or(widths.len())
+    };
+    let (first_statistic, first_role) = (shown_from(FIRST_STATISTIC), shown_from(FIRST_ROLE));
     let total: f32 = widths.iter().sum();
     let (rect, _) = ui.allocate_exact_size(egui::vec2(total, 18.0), egui::Sense::hover());
     let painter = ui.painter_at(rect);
@@ -495,9 +569,10 @@ fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
         (2, first_statistic, "The study's figures (ANALYSIS.md §4)"),
         (
             first_statistic,
-            widths.len(),
+            first_role,
             "Attention statistics (Clark et al. 2019)",
         ),
+        (first_role, widths.len(), "Roles (ANALYSIS.md §9)"),
     ] {
         let (left, right) = (start(from) + 4.0, start(to) - 4.0);
         painter.text(
@@ -583,5 +658,14 @@ mod tests {
         };
         let cells = head_cells(HeadId::new(0, 1), &with_attention, &none);
         assert_eq!(cells[FIRST_STATISTIC].text, "0.000");
+        assert_eq!(cells[FIRST_ROLE].text, "no attention", "no P, no role");
+        let induction = HeadFigures {
+            role: Some(crate::analysis::Role::Induction),
+            induction_score: Some(0.8),
+            ..HeadFigures::default()
+        };
+        let cells = head_cells(HeadId::new(0, 1), &induction, &none);
+        assert_eq!(cells[FIRST_ROLE].text, "induction");
+        assert_eq!(cells[COLUMNS.len() - 1].text, "0.800");
     }
 }
