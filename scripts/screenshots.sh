@@ -7,8 +7,9 @@
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
-# category and by role, and its heads sorted by induction score
-# (decoder-smollm2.png, decoder-roles.png, roles-table.png).
+# category and by role, and its heads sorted by previous-token score
+# and as a scatter (decoder-smollm2.png, decoder-roles.png,
+# roles-table.png, roles-scatter.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -287,17 +288,24 @@ xdotool mousemove 1590 5
 sleep 20   # 270 thumbnails
 import -window root screenshots/decoder-smollm2.png
 
-# The same grid captioned by each head's role (ANALYSIS.md §9), then the
-# Specialisation table sorted by induction score.
+# The same grid's attention, log-scaled, captioned by each head's role
+# (ANALYSIS.md §9), then the Specialisation table sorted by the
+# previous-token score.
+click_label "Attention"
+click_label "Log scale"
 click_label "roles"
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/decoder-roles.png
 xdotool windowfocus --sync "$window"
 show_tab 5 Specialisation
-click_label "induction"
+click_label "prev. token"
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/roles-table.png
+click_label "Scatter"
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/roles-scatter.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,roles-table}.png" >&2
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,roles-table,roles-scatter}.png" >&2

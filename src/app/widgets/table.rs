@@ -123,7 +123,7 @@ pub fn header_row(
         };
         // A narrow column's title is cut, as its cells are (the whole title
         // is its name and in its tooltip): titles drawn whole ran together.
-        let text = title_within(ui, title, arrow, &font, width - 10.0);
+        let text = text_within(ui, title, arrow, &font, width - 10.0);
         painter
             .with_clip_rect(cell)
             .text(at, anchor, text, font.clone(), colour);
@@ -223,7 +223,7 @@ pub fn data_row(
                 Pos2::new(area.left() + 6.0, area.center().y),
             )
         };
-        let text = fit_text(&cell.text, width - 10.0, 13.0);
+        let text = text_within(ui, &cell.text, "", &font, width - 12.0);
         painter.with_clip_rect(area).text(
             at,
             anchor,
@@ -235,38 +235,25 @@ pub fn data_row(
     response
 }
 
-/// `title` and its sort arrow, the title cut with an ellipsis where the
-/// two, laid out in `font`, would be wider than `room`.
-fn title_within(ui: &egui::Ui, title: &str, arrow: &str, font: &FontId, room: f32) -> String {
+/// `text` and its `suffix` (a title's sort arrow), the text cut with an
+/// ellipsis where the two, laid out in `font`, would be wider than `room`.
+fn text_within(ui: &egui::Ui, text: &str, suffix: &str, font: &FontId, room: f32) -> String {
     let fits = |text: &str| {
         let galley =
             ui.painter()
-                .layout_no_wrap(format!("{text}{arrow}"), font.clone(), Color32::WHITE);
+                .layout_no_wrap(format!("{text}{suffix}"), font.clone(), Color32::WHITE);
         galley.size().x <= room
     };
-    if fits(title) {
-        return format!("{title}{arrow}");
+    if fits(text) {
+        return format!("{text}{suffix}");
     }
-    let chars: Vec<char> = title.chars().collect();
+    let chars: Vec<char> = text.chars().collect();
     let cut = (1..chars.len())
         .rev()
         .map(|n| format!("{}…", chars[..n].iter().collect::<String>().trim_end()))
         .find(|cut| fits(cut))
         .unwrap_or_else(|| "…".to_string());
-    format!("{cut}{arrow}")
-}
-
-/// `text`, cut with an ellipsis when it would not fit `width` (a rough
-/// character budget: proportional digits and letters average about half
-/// the font size).
-pub fn fit_text(text: &str, width: f32, font_size: f32) -> String {
-    let budget = ((width / (font_size * 0.55)).floor() as usize).max(2);
-    if text.chars().count() <= budget {
-        text.to_string()
-    } else {
-        let cut: String = text.chars().take(budget - 1).collect();
-        format!("{cut}…")
-    }
+    format!("{cut}{suffix}")
 }
 
 /// "name value, name value, …" for a row's accessible name.
@@ -382,8 +369,22 @@ mod tests {
     }
 
     #[test]
-    fn long_text_is_cut() {
-        assert_eq!(fit_text("short", 200.0, 13.0), "short");
-        assert!(fit_text("a very long token text indeed", 40.0, 13.0).ends_with('…'));
+    fn a_cell_is_cut_only_when_its_text_is_wider_than_the_cell() {
+        let ctx = egui::Context::default();
+        let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
+            let font = FontId::proportional(13.0);
+            let width = |text: &str| {
+                ui.painter()
+                    .layout_no_wrap(text.to_string(), font.clone(), Color32::WHITE)
+                    .size()
+                    .x
+            };
+            let whole = "previous token";
+            assert_eq!(text_within(ui, whole, "", &font, width(whole)), whole);
+            let cut = text_within(ui, "a very long token text indeed", "", &font, 60.0);
+            assert!(cut.ends_with('…') && cut.starts_with("a very"), "{cut:?}");
+            assert!(width(&cut) <= 60.0, "{cut:?}");
+        });
+        output.textures_delta.clear();
     }
 }

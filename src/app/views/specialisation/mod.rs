@@ -31,7 +31,7 @@ use std::cmp::Ordering;
 pub const COLUMNS: [Column; 21] = [
     Column {
         title: Cow::Borrowed("head"),
-        width: 62.0,
+        width: 72.0,
         tooltip: "Layer and head; click a row to open the head",
         numeric: false,
     },
@@ -134,7 +134,7 @@ pub const COLUMNS: [Column; 21] = [
     },
     Column {
         title: Cow::Borrowed("role"),
-        width: 104.0,
+        width: 128.0,
         tooltip: "role: the largest of the previous-token, duplicate-token, induction, \
                   sink, separator and self scores when at least 0.4 and 0.1 above the \
                   next, else mixed",
@@ -142,20 +142,20 @@ pub const COLUMNS: [Column; 21] = [
     },
     Column {
         title: Cow::Borrowed("prev. token"),
-        width: 76.0,
+        width: 80.0,
         tooltip: "previous_token_score: mean over content queries of P[i, i − 1]",
         numeric: true,
     },
     Column {
         title: Cow::Borrowed("duplicate"),
-        width: 72.0,
+        width: 76.0,
         tooltip: "duplicate_token_score: mean over queries whose token occurred before \
                   of the attention on its earlier occurrences",
         numeric: true,
     },
     Column {
         title: Cow::Borrowed("induction"),
-        width: 72.0,
+        width: 76.0,
         tooltip: "induction_score: mean over queries whose token occurred before of the \
                   attention on the tokens that followed those occurrences",
         numeric: true,
