@@ -7,9 +7,10 @@
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
-# category and by role, and its heads sorted by previous-token score
-# and as a scatter (decoder-smollm2.png, decoder-roles.png,
-# roles-table.png, roles-scatter.png).
+# category, by role on the text and on the induction probe, and its heads
+# sorted by previous-token score and as a scatter (decoder-smollm2.png,
+# decoder-roles.png, decoder-probe-roles.png, roles-table.png,
+# roles-scatter.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
 # settings and cache folder, so it starts fresh and leaves the user's
@@ -297,6 +298,15 @@ click_label "roles"
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/decoder-roles.png
+# Roles on the induction probe, scrolled to layers 16-21, where its
+# induction heads are.
+click_label "roles on the probe"
+xdotool mousemove 1000 600
+sleep 5
+for _ in $(seq 16); do xdotool click 5; sleep 0.05; done
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/decoder-probe-roles.png
 xdotool windowfocus --sync "$window"
 show_tab 5 Specialisation
 click_label "prev. token"
@@ -308,4 +318,4 @@ xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/roles-scatter.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,roles-table,roles-scatter}.png" >&2
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter}.png" >&2

@@ -36,7 +36,8 @@
 //! cannot be told to stop, and dropping the handle must not wait for it.
 //!
 //! A decoder's generation and logit lens run on a thread of their own too
-//! ([`AnalysisWorker::generate`], [`AnalysisWorker::logit_lens`]).
+//! ([`AnalysisWorker::generate`], [`AnalysisWorker::logit_lens`]), and so
+//! does the induction probe ([`AnalysisWorker::induction_probe`]).
 //!
 //! Either model may be a capture file instead (docs/CAPTURE.md; a
 //! [`ModelSource::Folder`] naming a `.safetensors` file): an analysis then
@@ -65,11 +66,13 @@ mod comparison;
 mod job_progress;
 mod loading;
 mod predictions;
+mod probe;
 mod test_hooks;
 pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;
 pub use predictions::{GenerationUpdate, LensResult, LensTable};
+pub use probe::ProbeResult;
 use test_hooks::Hooks;
 
 /// How often a long run says where it stands (and how long a run lasts
@@ -290,6 +293,7 @@ enum Command {
     Corpus(CorpusJob),
     Outline(OutlineJob),
     Predict(predictions::PredictionJob),
+    Probe(probe::ProbeJob),
     #[cfg(feature = "test-hooks")]
     Hook(test_hooks::Hook),
 }
@@ -474,6 +478,7 @@ impl WorkerThread {
                     Command::Corpus(job) => self.start_corpus(job),
                     Command::Outline(job) => self.start_outline(job),
                     Command::Predict(job) => self.start_prediction(job),
+                    Command::Probe(job) => self.start_probe(job),
                     #[cfg(feature = "test-hooks")]
                     Command::Hook(hook) => self.hooks.set(hook),
                 }
@@ -532,31 +537,43 @@ impl WorkerThread {
     }
 
     fn start_outline(&self, job: OutlineJob) {
+        let OutlineJob { text, input, reply } = job;
+        self.answer_on_thread("outline", "outlining the text", reply, move |model| {
+            pipeline::outline(model, &text, &input).map_err(|e| JobError::Failed(e.to_string()))
+        });
+    }
+
+    /// Runs `job` with the analysed slot's model on a thread of its own,
+    /// `headscope-{name}`, and sends its answer on `reply` (or why there is
+    /// none: no model, or a panic while `what`), then wakes the UI. A
+    /// thread that cannot start drops `reply`: the receiver sees it closed.
+    fn answer_on_thread<T: Send + 'static>(
+        &self,
+        name: &str,
+        what: &'static str,
+        reply: Sender<Result<T, JobError>>,
+        job: impl FnOnce(&Model) -> Result<T, JobError> + Send + 'static,
+    ) {
         let wake = self.wake.clone();
-        let Some(model) = self.slot(Slot::Analysed).model() else {
-            let _ = job.reply.send(Err(JobError::NoModel));
-            wake();
-            return;
-        };
+        let model = self.slot(Slot::Analysed).model();
         let spawned = std::thread::Builder::new()
-            .name("headscope-outline".into())
+            .name(format!("headscope-{name}"))
             .spawn(move || {
                 let result = catch_unwind(AssertUnwindSafe(|| {
-                    pipeline::outline(&model, &job.text, &job.input)
-                        .map_err(|e| JobError::Failed(e.to_string()))
+                    let model = model.ok_or(JobError::NoModel)?;
+                    job(&model)
                 }))
                 .unwrap_or_else(|payload| {
                     Err(JobError::Crashed {
-                        what: "outlining the text",
+                        what,
                         panic: panic_message(payload.as_ref()),
                     })
                 });
-                let _ = job.reply.send(result);
+                let _ = reply.send(result);
                 wake();
             });
         if let Err(error) = spawned {
-            // The reply went with the closure: the receiver sees it closed.
-            eprintln!("headscope: cannot start the outline thread: {error}");
+            eprintln!("headscope: cannot start the {name} thread: {error}");
         }
     }
 

@@ -151,11 +151,13 @@ fn a_long_decoder_run_shows_its_progress_and_can_be_cancelled() {
     let mut harness = start_on_family("llama");
     wait_for_result(&mut harness);
     let before = harness.state().shown_output().unwrap().clone();
-    // A slow model: each of the fixture's 2 layers waits 1.5 s first.
+    // A slow model: each of the fixture's 2 layers waits 5 s first (long
+    // enough for Cancel to land inside the wait even when a busy machine
+    // draws a frame a second; the wait ends at the cancel).
     harness
         .state()
         .worker()
-        .set_layer_delay(std::time::Duration::from_millis(1500));
+        .set_layer_delay(std::time::Duration::from_secs(5));
     harness.get_by_label(EDITOR_LABEL).focus();
     harness.step();
     harness
@@ -211,7 +213,7 @@ fn a_cancelled_jump_leaves_the_text_on_the_window_shown() {
     harness
         .state()
         .worker()
-        .set_layer_delay(std::time::Duration::from_millis(1500));
+        .set_layer_delay(std::time::Duration::from_secs(5));
     harness.get_by_label("Next window ▶").click();
     step_until(&mut harness, "the next window's run", |h| {
         shows(h, "layer 2 of 2 · ~")

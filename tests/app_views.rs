@@ -257,6 +257,48 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
 }
 
 #[test]
+fn the_grid_captions_name_each_heads_role_on_the_induction_probe() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    // What `headscope analyze --probe induction` finds, under the app's
+    // settings.
+    let settings = harness.state().settings().clone();
+    let model = common::loaded_test_model();
+    let built = pipeline::prepare_probe(model, &settings.input_options(0)).expect("the probe");
+    let probe = pipeline::run_prepared(model, built, &settings.analysis_options(), &|| false)
+        .expect("the probe's run")
+        .analysis;
+
+    open_tab(&mut harness, CentralView::Heads);
+    harness.get_by_label("roles on the probe").click();
+    step_until(&mut harness, "the probe's roles", |h| {
+        h.query_by_label_contains("Roles, from each head's attention on the induction probe")
+            .is_some()
+    });
+    let mut roles = BTreeSet::new();
+    let mut shown = 0;
+    for label in harness.query_all_by_role(Role::Button).map(|n| text_of(&n)) {
+        let Some(head) = parse_head(&label) else {
+            continue;
+        };
+        let role = probe.head(head).expect("the head's figures").role;
+        let name = role_style(role).0;
+        assert!(
+            label.ends_with(&format!(" · role {name}")),
+            "{label:?} names the role the probe gives, {name}"
+        );
+        roles.insert(role);
+        shown += 1;
+    }
+    assert_eq!(shown, 6 * 12);
+    assert!(
+        roles.contains(&Some(headscope::analysis::Role::PreviousToken)),
+        "the probe finds previous-token heads: {roles:?}"
+    );
+    harness.check_accessibility();
+}
+
+#[test]
 fn the_scatter_places_every_head_by_two_figures_and_a_click_opens_one() {
     let mut harness = start(None, None);
     wait_for_result(&mut harness);

@@ -25,12 +25,14 @@ pub enum SelectionRule {
 }
 
 /// What the Heads grid's captions name: the study's category of each head
-/// (ANALYSIS.md §4) or the classic role its attention plays (§9).
+/// (ANALYSIS.md §4) or the classic role its attention plays (§9), on the
+/// text or on the induction probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum GridCaptions {
     #[default]
     Category,
     Role,
+    ProbeRole,
 }
 
 /// Which per-head matrix the heatmaps show.

@@ -4,6 +4,7 @@
 
 use crate::app::panels::model::{LoadState, ModelAction};
 use crate::app::settings::CentralView;
+use crate::app::views::heads::probe::ProbeSlot;
 use crate::app::views::logit_lens::LogitLensView;
 use crate::app::views::shared::ViewAction;
 use crate::app::views::ViewFrame;
@@ -112,6 +113,22 @@ impl HeadscopeApp {
                     self.views
                         .logit_lens
                         .requested(shown.generation, answer, progress);
+                }
+            }
+            ViewAction::RunInductionProbe => {
+                if let Some(shown) = self.runs.shown() {
+                    let progress = ProbeSlot::progress(shown.output.captures.layers);
+                    // The roles need no residual stream.
+                    let input = crate::pipeline::InputOptions {
+                        keep_residuals: false,
+                        ..self.settings.input_options(0)
+                    };
+                    let answer = self.worker.induction_probe(
+                        input,
+                        self.settings.analysis_options(),
+                        progress.clone(),
+                    );
+                    self.views.heads.probe.requested(answer, progress);
                 }
             }
             ViewAction::OpenHead(head) => {

@@ -80,8 +80,10 @@ impl HeadscopeApp {
     fn on_model_event(&mut self, ctx: &egui::Context, event: ModelEvent) {
         match self.model.on_event(event) {
             Some(ModelChange::Ready) => {
-                // Another model's layers: no layer filter carries over.
+                // Another model's layers: no layer filter carries over, nor
+                // the last model's probe.
                 self.views.heads.grid_layer = None;
+                self.views.heads.probe.forget();
                 self.runs.schedule_now(ctx);
             }
             Some(ModelChange::LoadFailed(message)) => {

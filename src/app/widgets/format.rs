@@ -40,6 +40,20 @@ pub fn role_style(role: Option<Role>) -> (&'static str, Color32) {
     }
 }
 
+/// A role's name in a few letters, for captions under small thumbnails.
+pub fn role_short_name(role: Option<Role>) -> &'static str {
+    match role {
+        Some(Role::PreviousToken) => "prev",
+        Some(Role::DuplicateToken) => "dup",
+        Some(Role::Induction) => "ind",
+        Some(Role::Sink) => "sink",
+        Some(Role::Separator) => "sep",
+        Some(Role::SelfAttention) => "self",
+        Some(Role::Mixed) => "mix",
+        None => "—",
+    }
+}
+
 /// The colour of highlighted heads (a grid's outline, a legend's entry).
 pub const HIGHLIGHT: Color32 = Color32::from_rgb(255, 200, 40);
 

@@ -11,7 +11,7 @@
 
 use crate::analysis::{Category, Role, ROLE_FLOOR, ROLE_MARGIN};
 use crate::app::jobs::{spawn_tracked_job, JobProgress};
-use crate::app::widgets::format::{category_style, figure, role_style, HIGHLIGHT};
+use crate::app::widgets::format::{category_style, figure, role_short_name, role_style, HIGHLIGHT};
 use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap::{self, ViewKey, THUMBNAIL_PIXELS};
 use crate::captures::HeadId;
@@ -33,9 +33,16 @@ pub struct GridMarks {
     pub separator_attention: Option<Vec<Option<f64>>>,
     /// Show only this layer's row.
     pub only_layer: Option<usize>,
-    /// The captions name each head's role (ANALYSIS.md §9) instead of its
-    /// category (§4).
-    pub captions_name_roles: bool,
+    /// The roles the captions name instead of the categories (§4).
+    pub roles: Option<CaptionRoles>,
+}
+
+/// Each head's role (ANALYSIS.md §9), layer-major, and whether it is its
+/// role on the induction probe rather than on the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptionRoles {
+    pub roles: Vec<Option<Role>>,
+    pub on_probe: bool,
 }
 
 /// The grid's textures, and the thumbnails being built for the newest key.
@@ -295,7 +302,10 @@ impl Overview {
                     let response = cell.response;
                     let figures = output.analysis.head(head);
                     let category = figures.and_then(|f| f.category);
-                    let role = figures.and_then(|f| f.role);
+                    let role = marks
+                        .roles
+                        .as_ref()
+                        .map(|r| r.roles.get(l * heads + h).copied().flatten());
                     let index = l * heads + h;
                     let highlight = marks.highlights.get(index).cloned().flatten();
                     let separator = marks
@@ -303,7 +313,7 @@ impl Overview {
                         .as_ref()
                         .map(|values| values.get(index).copied().flatten());
                     let mut label = thumbnail_label(head, category);
-                    if marks.captions_name_roles {
+                    if let Some(role) = role {
                         label.push_str(&format!(" · role {}", role_style(role).0));
                     }
                     if highlight.is_some() {
@@ -364,15 +374,17 @@ impl Overview {
                             egui::StrokeKind::Outside,
                         );
                     }
-                    let (name, colour) = if marks.captions_name_roles {
-                        role_style(role)
-                    } else {
-                        category_style(category)
+                    let ((name, colour), short) = match role {
+                        Some(role) => (role_style(role), role_short_name(role)),
+                        None => {
+                            let style = category_style(category);
+                            (style, &style.0[..style.0.len().min(3)])
+                        }
                     };
                     let caption = if thumb >= 70.0 {
                         format!("L{l} H{h} · {name}")
                     } else {
-                        format!("{l}.{h} {}", &name[..name.len().min(3)])
+                        format!("{l}.{h} {short}")
                     };
                     painter.text(
                         egui::pos2(image_rect.center().x, image_rect.bottom() + 2.0),
@@ -390,10 +402,9 @@ impl Overview {
                 });
                 clicked = answer.clicked;
                 ui.add_space(4.0);
-                if marks.captions_name_roles {
-                    role_legend(ui);
-                } else {
-                    category_legend(ui);
+                match &marks.roles {
+                    Some(roles) => role_legend(ui, roles.on_probe),
+                    None => category_legend(ui),
                 }
             });
         clicked
@@ -451,8 +462,9 @@ fn category_legend(ui: &mut egui::Ui) {
     legend(ui, "Categories, from each head's selected pairs:", &entries);
 }
 
-/// What the role colours of the captions mean (ANALYSIS.md §9).
-fn role_legend(ui: &mut egui::Ui) {
+/// What the role colours of the captions mean (ANALYSIS.md §9), measured
+/// on the induction probe or on the text.
+fn role_legend(ui: &mut egui::Ui, on_probe: bool) {
     let mut entries: Vec<_> = [
         (Role::PreviousToken, "on the token before;"),
         (Role::DuplicateToken, "on earlier copies of the token;"),
@@ -468,11 +480,13 @@ fn role_legend(ui: &mut egui::Ui) {
         role_style(Some(Role::Mixed)),
         format!("no score at least {ROLE_FLOOR} and {ROLE_MARGIN} above the next."),
     ));
-    legend(
-        ui,
-        "Roles, from each head's attention on this text: the largest score",
-        &entries,
-    );
+    let heading = if on_probe {
+        "Roles, from each head's attention on the induction probe (the model's leading \
+         tokens, 50 random tokens, the same 50 again): the largest score"
+    } else {
+        "Roles, from each head's attention on this text: the largest score"
+    };
+    legend(ui, heading, &entries);
 }
 
 /// A legend's line: its heading, then each caption's name in its colour

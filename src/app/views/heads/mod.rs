@@ -2,10 +2,13 @@
 //! or one head up close ([`detail`]), with the view choices above them
 //! (similarity or attention, colour map, one scale or one per head) and
 //! what the study's views draw over the grid (the category filter, the
-//! heads whose focus token is picked, each head's separator attention).
+//! heads whose focus token is picked, each head's separator attention),
+//! and the captions: each head's category, or its role on the text or on
+//! the induction probe ([`probe`]).
 
 pub mod detail;
 pub mod grid;
+pub mod probe;
 
 use crate::analysis::Category;
 use crate::app::settings::{GridCaptions, MatrixKind, Settings};
@@ -17,7 +20,8 @@ use crate::captures::HeadId;
 use crate::colormap::{ColorMap, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use detail::{HeadAction, HeadView};
-use grid::{GridMarks, Overview};
+use grid::{CaptionRoles, GridMarks, Overview};
+use probe::{ProbeSlot, RUN_PROBE_LABEL};
 
 /// The button that draws thumbnails whose drawing was cancelled.
 pub const DRAW_THUMBNAILS_LABEL: &str = "Draw them";
@@ -33,6 +37,9 @@ pub struct HeadsView {
     pub detail: Option<HeadId>,
     /// The grid shows only this layer.
     pub grid_layer: Option<usize>,
+    /// The induction probe's analysis of the loaded model, for the
+    /// captions.
+    pub probe: ProbeSlot,
 }
 
 impl HeadsView {
@@ -95,7 +102,7 @@ impl HeadsView {
         }
     }
 
-    fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) {
+    fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
         let key = ViewKey::new(cx.generation, cx.settings);
         self.overview.update(ui.ctx(), cx.output, key, cx.wake);
         let scale = heatmap::colour_scale(cx.output, &key);
@@ -113,6 +120,10 @@ impl HeadsView {
         let caption = without_attention(cx.output, cx.settings.matrix, caption);
         view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
+        let mut action = None;
+        if cx.settings.grid_captions == GridCaptions::ProbeRole {
+            action = self.probe_row(ui);
+        }
         if let Some(job) = self.overview.building() {
             progress::job_row(ui, job, "Stop drawing them; the pictures on screen stay");
         } else if self.overview.is_cancelled(key) {
@@ -128,6 +139,31 @@ impl HeadsView {
         if let Some(head) = self.overview.ui(ui, cx.output, self.detail, &marks) {
             self.open_head(head);
         }
+        action
+    }
+
+    /// Where the induction probe stands, when the captions want its roles:
+    /// asks for it, shows its progress, or says why there is none.
+    fn probe_row(&mut self, ui: &mut egui::Ui) -> Option<ViewAction> {
+        if self.probe.wanted() {
+            ui.ctx().request_repaint();
+            return Some(ViewAction::RunInductionProbe);
+        }
+        if let Some(job) = self.probe.job() {
+            if progress::job_row(ui, job, "Stop the probe; the captions name categories") {
+                self.probe.cancel();
+            }
+        } else if self.probe.is_cancelled() {
+            ui.horizontal(|ui| {
+                ui.weak("The induction probe was cancelled.");
+                if ui.small_button(RUN_PROBE_LABEL).clicked() {
+                    self.probe.run_again();
+                }
+            });
+        } else if let Some(message) = self.probe.error() {
+            ui.colored_label(ui.visuals().error_fg_color, message);
+        }
+        None
     }
 
     /// The extra controls above the Heads grid.
@@ -174,6 +210,16 @@ impl HeadsView {
                      duplicate token, induction, sink, separator, self or mixed \
                      (ANALYSIS.md §9)",
                 );
+            ui.selectable_value(
+                &mut settings.grid_captions,
+                GridCaptions::ProbeRole,
+                "roles on the probe",
+            )
+            .on_hover_text(
+                "Each head's role on the induction probe: the model's leading tokens, 50 \
+                 random tokens and the same 50 again, where previous-token and induction \
+                 heads show whatever the text (ANALYSIS.md §9; run once per model)",
+            );
             if let Some(layer) = self.grid_layer {
                 ui.separator();
                 ui.label(format!("Showing layer {layer} only"));
@@ -227,18 +273,43 @@ impl HeadsView {
             highlights,
             separator_attention,
             only_layer: self.grid_layer,
-            captions_name_roles: settings.grid_captions == GridCaptions::Role,
+            roles: self.caption_roles(output, settings.grid_captions),
         }
+    }
+
+    /// The roles the captions name, from the text's analysis or the
+    /// probe's (once it is done, and only if it is of this model's shape).
+    fn caption_roles(&self, output: &RunOutput, captions: GridCaptions) -> Option<CaptionRoles> {
+        let (analysis, on_probe) = match captions {
+            GridCaptions::Category => return None,
+            GridCaptions::Role => (&output.analysis, false),
+            GridCaptions::ProbeRole => {
+                let probe = self.probe.output()?;
+                let same_shape = probe.captures.layers == output.captures.layers
+                    && probe.captures.heads == output.captures.heads;
+                (&same_shape.then_some(probe)?.analysis, true)
+            }
+        };
+        Some(CaptionRoles {
+            roles: output
+                .captures
+                .head_ids()
+                .map(|id| analysis.head(id).and_then(|f| f.role))
+                .collect(),
+            on_probe,
+        })
     }
 }
 
 impl View for HeadsView {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
         match self.detail {
-            Some(head) => self.head_detail(ui, cx, head),
+            Some(head) => {
+                self.head_detail(ui, cx, head);
+                None
+            }
             None => self.heads_grid(ui, cx),
         }
-        None
     }
 }
 

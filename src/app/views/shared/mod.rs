@@ -74,6 +74,9 @@ pub enum ViewAction {
     LoadComparisonModel(ModelSource),
     /// Compute the logit lens of the result on screen.
     ComputeLogitLens,
+    /// Analyse the induction probe with the loaded model (the Heads grid's
+    /// captions name its roles).
+    RunInductionProbe,
 }
 
 /// A click on a figure's save button (see
