@@ -298,12 +298,12 @@ click_label "roles"
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/decoder-roles.png
-# Roles on the induction probe, scrolled to layers 16-21, where its
+# Roles on the induction probe, scrolled to layers 17-22, where its
 # induction heads are.
 click_label "roles on the probe"
 xdotool mousemove 1000 600
 sleep 5
-for _ in $(seq 16); do xdotool click 5; sleep 0.05; done
+for _ in $(seq 31); do xdotool click 5; sleep 0.05; done
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/decoder-probe-roles.png
