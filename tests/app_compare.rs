@@ -264,11 +264,13 @@ fn a_comparison_shows_its_progress_and_can_be_cancelled() {
     let mut harness = start(None, None);
     wait_for_result(&mut harness);
     open_tab(&mut harness, CentralView::Compare);
-    // A slow model: each layer of B's run waits 1.5 s first.
+    // A slow model: each layer of B's run waits 5 s first (Cancel lands
+    // inside the wait even when a busy machine draws a frame a second;
+    // the wait ends at the cancel).
     harness
         .state()
         .worker()
-        .set_layer_delay(Duration::from_millis(1500));
+        .set_layer_delay(Duration::from_secs(5));
     let dir = tempfile::tempdir().unwrap();
     let b = dir.path().join("small-b");
     std::fs::create_dir_all(&b).unwrap();

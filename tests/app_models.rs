@@ -33,10 +33,7 @@ fn the_model_window_lists_the_models_on_this_computer_and_opens_one() {
         autosave_path: None,
         restore_text: false,
     };
-    let mut harness = egui_kittest::Harness::builder()
-        .with_size(WINDOW)
-        .allow_missing_glyphs()
-        .build_eframe(move |cc| headscope::app::HeadscopeApp::new(cc, config).expect("the app"));
+    let mut harness = start_allowing_missing_glyphs(config);
     wait_for_result(&mut harness);
     harness.get_by_label("File").click();
     harness.step();

@@ -16,6 +16,7 @@ use common::app::*;
 use egui::Role;
 use egui_kittest::kittest::{NodeT, Queryable};
 use headscope::analysis::{Analysis, Category};
+use headscope::app::views::heads::grid::thumbnail_label;
 use headscope::app::views::CentralView;
 use headscope::app::views::{separators, specialisation, token_focus};
 use headscope::app::widgets::format::{figure, role_style};
@@ -258,16 +259,24 @@ fn the_specialisation_table_shows_every_head_sorts_and_opens_a_head() {
 
 #[test]
 fn the_grid_captions_name_each_heads_role_on_the_induction_probe() {
-    let mut harness = start(None, None);
+    // The probe's random ids include pieces of scripts egui's fonts lack.
+    let mut harness = start_allowing_missing_glyphs(headscope::app::AppConfig {
+        start: headscope::app::StartOptions {
+            model: Some(model_arg()),
+            file: None,
+        },
+        autosave_path: None,
+        restore_text: false,
+    });
     wait_for_result(&mut harness);
     // What `headscope analyze --probe induction` finds, under the app's
     // settings.
     let settings = harness.state().settings().clone();
     let model = common::loaded_test_model();
     let built = pipeline::prepare_probe(model, &settings.input_options(0)).expect("the probe");
-    let probe = pipeline::run_prepared(model, built, &settings.analysis_options(), &|| false)
-        .expect("the probe's run")
-        .analysis;
+    let probe_run = pipeline::run_prepared(model, built, &settings.analysis_options(), &|| false)
+        .expect("the probe's run");
+    let probe = &probe_run.analysis;
 
     open_tab(&mut harness, CentralView::Heads);
     harness.get_by_label("roles on the probe").click();
@@ -281,12 +290,19 @@ fn the_grid_captions_name_each_heads_role_on_the_induction_probe() {
         let Some(head) = parse_head(&label) else {
             continue;
         };
-        let role = probe.head(head).expect("the head's figures").role;
-        let name = role_style(role).0;
+        let f = probe.head(head).expect("the head's figures");
+        let name = role_style(f.role).0;
         assert!(
             label.ends_with(&format!(" · role {name}")),
             "{label:?} names the role the probe gives, {name}"
         );
+        // The pictures and their categories are the probe's too.
+        assert!(
+            label.starts_with(&thumbnail_label(head, f.category)),
+            "{label:?}: the probe's category {:?}",
+            f.category
+        );
+        let role = f.role;
         roles.insert(role);
         shown += 1;
     }
@@ -295,6 +311,25 @@ fn the_grid_captions_name_each_heads_role_on_the_induction_probe() {
         roles.contains(&Some(headscope::analysis::Role::PreviousToken)),
         "the probe finds previous-token heads: {roles:?}"
     );
+    harness.get_by_label_contains("The tab shows the model's attention on the induction probe");
+
+    // A head opened from the grid shows the probe's figures.
+    let (head, focus) = (0..6)
+        .flat_map(|l| (0..12).map(move |h| HeadId::new(l, h)))
+        .find_map(|id| Some((id, probe.head(id)?.focus_token_id?)))
+        .expect("a head with a focus token on the probe");
+    harness
+        .get_by_label_contains(&format!("L{} H{} ", head.layer, head.head))
+        .click();
+    step_until(&mut harness, "the head detail", |h| {
+        h.state().detail_head() == Some(head)
+    });
+    let readable = probe_run
+        .input
+        .tokens
+        .readable_of(focus)
+        .unwrap_or_default();
+    harness.get_by_label(&format!("“{readable}” (id {focus})"));
     harness.check_accessibility();
 }
 
@@ -819,11 +854,13 @@ fn the_logit_lens_shows_its_progress_and_can_be_cancelled() {
         !output.captures.residuals.is_empty(),
         "the run kept no residual stream"
     );
-    // A slow model: each of the fixture's 2 layers waits 1.5 s first.
+    // A slow model: each of the fixture's 2 layers waits 5 s first (Cancel
+    // lands inside the wait even when a busy machine draws a frame a
+    // second; the wait ends at the cancel).
     harness
         .state()
         .worker()
-        .set_layer_delay(Duration::from_millis(1500));
+        .set_layer_delay(Duration::from_secs(5));
     open_tab(&mut harness, CentralView::LogitLens);
     let first_layer = format!("{LENS_PROGRESS_LABEL} · 1 of 2 layers · ~");
     step_until(&mut harness, "the lens' progress", |h| {

@@ -54,6 +54,17 @@ pub fn start_config(config: AppConfig) -> AppHarness {
     start_sized(config, WINDOW)
 }
 
+/// The app with `config`, drawing the characters its fonts lack as boxes
+/// instead of failing: for text no test chooses (model names from the
+/// hub's cache, the induction probe's random tokens, CJK pieces among
+/// them).
+pub fn start_allowing_missing_glyphs(config: AppConfig) -> AppHarness {
+    Harness::builder()
+        .with_size(WINDOW)
+        .allow_missing_glyphs()
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
+}
+
 /// The app with `config`, in a window of `size`.
 pub fn start_sized(config: AppConfig, size: egui::Vec2) -> AppHarness {
     Harness::builder()

@@ -4,7 +4,8 @@
 //! what the study's views draw over the grid (the category filter, the
 //! heads whose focus token is picked, each head's separator attention),
 //! and the captions: each head's category, or its role on the text or on
-//! the induction probe ([`probe`]).
+//! the induction probe ([`probe`]), whose result the tab then shows in
+//! place of the text's.
 
 pub mod detail;
 pub mod grid;
@@ -22,6 +23,7 @@ use crate::pipeline::RunOutput;
 use detail::{HeadAction, HeadView};
 use grid::{CaptionRoles, GridMarks, Overview};
 use probe::{ProbeSlot, RUN_PROBE_LABEL};
+use std::sync::Arc;
 
 /// The button that draws thumbnails whose drawing was cancelled.
 pub const DRAW_THUMBNAILS_LABEL: &str = "Draw them";
@@ -66,11 +68,30 @@ impl HeadsView {
         self.head_view.request_focus();
     }
 
+    /// The probe's analysis when the tab shows it in place of the text's:
+    /// the captions name its roles and it is done (its answer taken if it
+    /// came).
+    fn shown_probe(&mut self, settings: &Settings) -> Option<Arc<RunOutput>> {
+        if settings.grid_captions != GridCaptions::ProbeRole {
+            return None;
+        }
+        self.probe.poll();
+        self.probe.output().cloned()
+    }
+
     fn head_detail(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>, head: HeadId) {
-        let key = ViewKey::new(cx.generation, cx.settings);
-        let output = cx.output;
+        let probe = self.shown_probe(cx.settings);
+        let (output, generation) = match &probe {
+            Some(probe) => (probe, self.probe.generation()),
+            None => (cx.output, cx.generation),
+        };
+        let key = ViewKey::new(generation, cx.settings);
         self.head_view.update(ui.ctx(), output, key, head);
-        let picked: Vec<usize> = cx.shared.selection.positions().collect();
+        // Tokens picked in the text are not the probe's.
+        let picked: Vec<usize> = match probe {
+            Some(_) => Vec::new(),
+            None => cx.shared.selection.positions().collect(),
+        };
         let settings = &mut *cx.settings;
         let caption = match settings.matrix {
             MatrixKind::Similarity => format!(
@@ -103,9 +124,14 @@ impl HeadsView {
     }
 
     fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
-        let key = ViewKey::new(cx.generation, cx.settings);
-        self.overview.update(ui.ctx(), cx.output, key, cx.wake);
-        let scale = heatmap::colour_scale(cx.output, &key);
+        let probe = self.shown_probe(cx.settings);
+        let (output, generation) = match &probe {
+            Some(probe) => (probe, self.probe.generation()),
+            None => (cx.output, cx.generation),
+        };
+        let key = ViewKey::new(generation, cx.settings);
+        self.overview.update(ui.ctx(), output, key, cx.wake);
+        let scale = heatmap::colour_scale(output, &key);
         let range = self.overview.shared_range().map(|r| scale.shown_range(r));
         let matrix = match cx.settings.matrix {
             MatrixKind::Similarity => "similarity S",
@@ -117,7 +143,7 @@ impl HeadsView {
             "each head on its own scale"
         };
         let caption = format!("{matrix}, {heads}; {}", scale.caption());
-        let caption = without_attention(cx.output, cx.settings.matrix, caption);
+        let caption = without_attention(output, cx.settings.matrix, caption);
         view_controls(ui, cx.settings, cx.working, range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
         let mut action = None;
@@ -135,8 +161,8 @@ impl HeadsView {
             });
         }
         ui.separator();
-        let marks = self.grid_marks(cx.shared, cx.output, cx.settings);
-        if let Some(head) = self.overview.ui(ui, cx.output, self.detail, &marks) {
+        let marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
+        if let Some(head) = self.overview.ui(ui, output, self.detail, &marks) {
             self.open_head(head);
         }
         action
@@ -149,7 +175,13 @@ impl HeadsView {
             ui.ctx().request_repaint();
             return Some(ViewAction::RunInductionProbe);
         }
-        if let Some(job) = self.probe.job() {
+        if self.probe.output().is_some() {
+            ui.label(
+                "The tab shows the model's attention on the induction probe (its leading \
+                 tokens, 50 random tokens, the same 50 again), not on the text: \
+                 choose categories or roles to see the text's.",
+            );
+        } else if let Some(job) = self.probe.job() {
             if progress::job_row(ui, job, "Stop the probe; the captions name categories") {
                 self.probe.cancel();
             }
@@ -237,8 +269,15 @@ impl HeadsView {
         });
     }
 
-    /// What the grid draws over its thumbnails.
-    fn grid_marks(&self, shared: &Shared, output: &RunOutput, settings: &Settings) -> GridMarks {
+    /// What the grid draws over its thumbnails of `output` (the probe's
+    /// when `on_probe`).
+    fn grid_marks(
+        &self,
+        shared: &Shared,
+        output: &RunOutput,
+        settings: &Settings,
+        on_probe: bool,
+    ) -> GridMarks {
         let analysis = &output.analysis;
         let ids = output.captures.head_ids();
         let texts = &output.input.tokens;
@@ -273,32 +312,32 @@ impl HeadsView {
             highlights,
             separator_attention,
             only_layer: self.grid_layer,
-            roles: self.caption_roles(output, settings.grid_captions),
+            roles: caption_roles(output, settings.grid_captions, on_probe),
         }
     }
+}
 
-    /// The roles the captions name, from the text's analysis or the
-    /// probe's (once it is done, and only if it is of this model's shape).
-    fn caption_roles(&self, output: &RunOutput, captions: GridCaptions) -> Option<CaptionRoles> {
-        let (analysis, on_probe) = match captions {
-            GridCaptions::Category => return None,
-            GridCaptions::Role => (&output.analysis, false),
-            GridCaptions::ProbeRole => {
-                let probe = self.probe.output()?;
-                let same_shape = probe.captures.layers == output.captures.layers
-                    && probe.captures.heads == output.captures.heads;
-                (&same_shape.then_some(probe)?.analysis, true)
-            }
-        };
-        Some(CaptionRoles {
-            roles: output
-                .captures
-                .head_ids()
-                .map(|id| analysis.head(id).and_then(|f| f.role))
-                .collect(),
-            on_probe,
-        })
-    }
+/// The roles the captions name: those of `output`, the text's result or,
+/// `on_probe`, the probe's (no roles while the probe is not done: the
+/// captions name categories meanwhile).
+fn caption_roles(
+    output: &RunOutput,
+    captions: GridCaptions,
+    on_probe: bool,
+) -> Option<CaptionRoles> {
+    let named = match captions {
+        GridCaptions::Category => false,
+        GridCaptions::Role => true,
+        GridCaptions::ProbeRole => on_probe,
+    };
+    named.then(|| CaptionRoles {
+        roles: output
+            .captures
+            .head_ids()
+            .map(|id| output.analysis.head(id).and_then(|f| f.role))
+            .collect(),
+        on_probe,
+    })
 }
 
 impl View for HeadsView {

@@ -1,8 +1,9 @@
-//! The induction probe's analysis for the Heads grid (ANALYSIS.md §9):
+//! The induction probe's analysis for the Heads tab (ANALYSIS.md §9):
 //! when the captions name the roles on the probe, the worker runs it once
 //! per model on a thread of its own ([`crate::worker::AnalysisWorker::induction_probe`])
-//! with a progress row and Cancel; the answer is kept until another model
-//! loads.
+//! with a progress row and Cancel, and the tab shows it (the grid's
+//! pictures, the captions, a head's detail) in place of the text's result;
+//! the answer is kept until another model loads.
 
 use crate::app::jobs::JobProgress;
 use crate::pipeline::RunOutput;
@@ -36,7 +37,13 @@ enum ProbeState {
 #[derive(Default)]
 pub struct ProbeSlot {
     state: ProbeState,
+    /// How many probes were asked for: tells their pictures apart.
+    asked: u64,
 }
+
+/// The top bit of a probe's [`ProbeSlot::generation`]: no text result
+/// reaches it.
+const PROBE_GENERATIONS: u64 = 1 << 63;
 
 impl ProbeSlot {
     /// A progress for a probe of a model of `layers` layers.
@@ -62,6 +69,13 @@ impl ProbeSlot {
     /// The worker's answer will come on `answer`.
     pub fn requested(&mut self, answer: Receiver<ProbeResult>, progress: Arc<JobProgress>) {
         self.state = ProbeState::Running { answer, progress };
+        self.asked += 1;
+    }
+
+    /// The result generation the probe's pictures are keyed by, apart
+    /// from every text result's.
+    pub fn generation(&self) -> u64 {
+        PROBE_GENERATIONS | self.asked
     }
 
     /// The probe's analysis, once done.
@@ -108,7 +122,7 @@ impl ProbeSlot {
     }
 
     /// Takes the worker's answer, if it came.
-    fn poll(&mut self) {
+    pub fn poll(&mut self) {
         let ProbeState::Running { answer, .. } = &self.state else {
             return;
         };
