@@ -50,13 +50,22 @@ fn reference(harness: &AppHarness, text: &str) -> Analysis {
     output.analysis
 }
 
-/// The heads whose grid thumbnail says it is highlighted.
-fn highlighted_heads(harness: &AppHarness) -> BTreeSet<HeadId> {
+/// Every head button on screen (the grid's thumbnails): its head and its
+/// label.
+fn thumbnails(harness: &AppHarness) -> Vec<(HeadId, String)> {
     harness
         .query_all_by_role(Role::Button)
         .map(|n| text_of(&n))
-        .filter(|label| label.contains("· highlighted"))
-        .map(|label| parse_head(&label).expect("a thumbnail label"))
+        .filter_map(|label| Some((parse_head(&label)?, label)))
+        .collect()
+}
+
+/// The heads whose grid thumbnail says it is highlighted.
+fn highlighted_heads(harness: &AppHarness) -> BTreeSet<HeadId> {
+    thumbnails(harness)
+        .into_iter()
+        .filter(|(_, label)| label.contains("· highlighted"))
+        .map(|(head, _)| head)
         .collect()
 }
 
@@ -286,10 +295,7 @@ fn the_grid_captions_name_each_heads_role_on_the_induction_probe() {
     });
     let mut roles = BTreeSet::new();
     let mut shown = 0;
-    for label in harness.query_all_by_role(Role::Button).map(|n| text_of(&n)) {
-        let Some(head) = parse_head(&label) else {
-            continue;
-        };
+    for (head, label) in thumbnails(&harness) {
         let f = probe.head(head).expect("the head's figures");
         let name = role_style(f.role).0;
         assert!(
@@ -450,13 +456,6 @@ fn the_grid_captions_name_each_heads_role_on_request() {
     open_text(&mut harness, &dir, text);
     let analysis = reference(&harness, text);
     open_tab(&mut harness, CentralView::Heads);
-    let thumbnails = |harness: &AppHarness| -> Vec<(HeadId, String)> {
-        harness
-            .query_all_by_role(Role::Button)
-            .map(|n| text_of(&n))
-            .filter_map(|label| Some((parse_head(&label)?, label)))
-            .collect()
-    };
     let shown = thumbnails(&harness);
     assert_eq!(shown.len(), 6 * 12, "{shown:?}");
     assert!(

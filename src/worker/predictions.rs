@@ -161,56 +161,63 @@ impl AnalysisWorker {
 
 impl WorkerThread {
     pub(super) fn start_prediction(&self, job: PredictionJob) {
+        match job {
+            PredictionJob::Lens {
+                run,
+                depth,
+                progress,
+                reply,
+            } => {
+                let hooks = self.hooks;
+                self.answer_on_thread("lens", "the model", reply, move |model| {
+                    lens_table(model, &run, depth, &progress, hooks)
+                        .map_err(|e| JobError::Failed(format!("{e:#}")))
+                });
+            }
+            PredictionJob::Generate {
+                prompt,
+                options,
+                cancel,
+                updates,
+            } => self.start_generation(prompt, options, cancel, updates),
+        }
+    }
+
+    /// A generation streams its updates as tokens come, so it has a thread
+    /// of its own rather than one answer.
+    fn start_generation(
+        &self,
+        prompt: String,
+        options: GenerationOptions,
+        cancel: Arc<AtomicBool>,
+        updates: Sender<GenerationUpdate>,
+    ) {
         let wake = self.wake.clone();
         let model = self.slot(Slot::Analysed).model();
-        let hooks = self.hooks;
         let spawned = std::thread::Builder::new()
-            .name("headscope-predict".into())
+            .name("headscope-generate".into())
             .spawn(move || {
-                let crashed = |payload: Box<dyn std::any::Any + Send>| JobError::Crashed {
-                    what: "the model",
-                    panic: panic_message(payload.as_ref()),
+                let report = |update| {
+                    let _ = updates.send(update);
+                    wake();
                 };
-                match job {
-                    PredictionJob::Generate {
-                        prompt,
-                        options,
-                        cancel,
-                        updates,
-                    } => {
-                        let report = |update| {
-                            let _ = updates.send(update);
-                            wake();
-                        };
-                        let result = catch_unwind(AssertUnwindSafe(|| {
-                            let model = model.ok_or(JobError::NoModel)?;
-                            generate(&model, &prompt, &options, &cancel, &report)
-                                .map_err(|e| JobError::Failed(format!("{e:#}")))
-                        }))
-                        .unwrap_or_else(|payload| Err(crashed(payload)));
-                        if let Err(error) = result {
-                            report(GenerationUpdate::Failed(error));
-                        }
-                    }
-                    PredictionJob::Lens {
-                        run,
-                        depth,
-                        progress,
-                        reply,
-                    } => {
-                        let result = catch_unwind(AssertUnwindSafe(|| {
-                            let model = model.ok_or(JobError::NoModel)?;
-                            lens_table(&model, &run, depth, &progress, hooks)
-                                .map_err(|e| JobError::Failed(format!("{e:#}")))
-                        }))
-                        .unwrap_or_else(|payload| Err(crashed(payload)));
-                        let _ = reply.send(result);
-                        wake();
-                    }
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    let model = model.ok_or(JobError::NoModel)?;
+                    generate(&model, &prompt, &options, &cancel, &report)
+                        .map_err(|e| JobError::Failed(format!("{e:#}")))
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(JobError::Crashed {
+                        what: "the model",
+                        panic: panic_message(payload.as_ref()),
+                    })
+                });
+                if let Err(error) = result {
+                    report(GenerationUpdate::Failed(error));
                 }
             });
         if let Err(error) = spawned {
-            eprintln!("headscope: cannot start the prediction thread: {error}");
+            eprintln!("headscope: cannot start the generation thread: {error}");
         }
     }
 }
