@@ -83,3 +83,43 @@ def analyze(model: str, text: str, **settings: Any) -> Analysis:
     >>> run.figures["layers"][0]["mean_distance"], run.attentions.shape
     """
     return Analysis(_native.analyze(os.path.expanduser(str(model)), text, flags(settings)))
+
+
+def ablate(
+    model: str,
+    text: str | None = None,
+    heads: str | list[tuple[int, int]] | None = None,
+    mode: str = "zero",
+    importance: bool = False,
+    probe: str | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Does a head matter? Runs ``text`` with ``heads`` ablated (ANALYSIS.md
+    §9) with headscope's own engine, as ``headscope ablate --json`` does,
+    and returns its JSON as a dict: ``delta_loss`` (a causal decoder's mean
+    change of the next-token loss, nats), ``output_change`` (mean 1 − cos of
+    the last hidden states), and per position ``loss``, ``ablated_loss``,
+    ``token_change``. With ``importance=True``, each head ablated alone:
+    ``head_importance_delta_loss`` and ``head_importance_output_change``,
+    lists of L rows of H.
+
+    ``heads``: ``[(layer, head), ...]`` or ``"3.4,5.1"``, both from 0.
+    ``mode``: ``"zero"`` or ``"mean"`` (the head's mean output over the
+    positions). ``probe="induction"`` runs the induction probe instead of
+    a text. ``settings`` are the input settings of ``analyze``
+    (``one_sentence_per_line``, ``plain``, ``max_tokens``).
+
+    >>> effect = headscope.ablate("~/models/SmolLM2-135M-Instruct", text, heads=[(17, 3)])
+    >>> effect["delta_loss"], effect["output_change"]
+    """
+    args = flags(settings)
+    if heads is not None:
+        if not isinstance(heads, str):
+            heads = ",".join(f"{layer}.{head}" for layer, head in heads)
+        args += ["--heads", heads]
+    if importance:
+        args.append("--importance")
+    if probe is not None:
+        args += ["--probe", probe]
+    args += ["--mode", mode]
+    return json.loads(_native.ablate(os.path.expanduser(str(model)), text, args))

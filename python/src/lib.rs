@@ -11,6 +11,8 @@
 //!   as headscope builds a model's (ANALYSIS.md §1, §8) and returns the
 //!   capture header (docs/CAPTURE.md) for it, so that a PyTorch model's
 //!   capture reads the same tokens;
+//! - [`ablate`] runs `headscope ablate` on a text (ANALYSIS.md §9) with
+//!   its own option parsing and returns its JSON;
 //! - [`analyze_capture`] gives a capture file's figures;
 //! - [`view`] opens the desktop app on a capture file (blocking; the
 //!   Python side runs it in a process of its own).
@@ -149,6 +151,25 @@ fn analyze(py: Python<'_>, model: &str, text: &str, flags: Vec<String>) -> PyRes
     })
 }
 
+/// `headscope ablate`'s JSON of the model folder, GGUF file or hub id
+/// `model` on `text` (`None` with `--probe induction`), with its flags
+/// (`["--heads", "3.4,5.1", "--mode", "mean"]`, or `["--importance"]`).
+#[pyfunction]
+#[pyo3(signature = (model, text, flags))]
+fn ablate(
+    py: Python<'_>,
+    model: &str,
+    text: Option<String>,
+    flags: Vec<String>,
+) -> PyResult<String> {
+    let source = ModelSource::parse(model).map_err(error)?;
+    py.detach(move || {
+        let loaded = Model::load(&source, &mut |_| {}).map_err(|e| error(format!("{e:#}")))?;
+        headscope::cli::ablation_json_from_flags(&loaded, text.as_deref(), &flags)
+            .map_err(|e| error(format!("{e:#}")))
+    })
+}
+
 /// The capture header (JSON, docs/CAPTURE.md) of `text` as a model with
 /// this `tokenizer.json` reads it: its tokens, cut to `max_tokens`, built
 /// as headscope builds an encoder's input or, with `causal`, a decoder's;
@@ -250,6 +271,7 @@ fn version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(ablate, m)?)?;
     m.add_function(wrap_pyfunction!(input_header, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_capture, m)?)?;
     m.add_function(wrap_pyfunction!(view, m)?)?;

@@ -1,6 +1,6 @@
 //! The command line: `headscope [--model M] [FILE]` opens the app;
-//! `analyze`, `generate`, `export`, `compare`, `corpus`, `merge`, `bench`,
-//! `make-random-model` and `models` serve scripts, a file each ([`analyze`],
+//! `analyze`, `ablate`, `generate`, `export`, `compare`, `corpus`, `merge`, `bench`,
+//! `make-random-model` and `models` serve scripts, a file each ([`analyze`], [`ablate`],
 //! [`generate`], [`export`], [`compare`], [`corpus`] with `merge`, [`bench`],
 //! [`random_model`], [`models`]); the
 //! arguments they share are [`args`], and loading the model and running it
@@ -9,6 +9,7 @@
 //! Errors travel up as values and are reported once, here, as one line on
 //! stderr with a non-zero exit code.
 
+mod ablate;
 mod analyze;
 mod args;
 mod bench;
@@ -20,6 +21,7 @@ mod models;
 mod random_model;
 mod running;
 
+pub use ablate::ablation_json_from_flags;
 pub use args::options_from_flags;
 pub use running::check_writable;
 
@@ -47,6 +49,7 @@ pub struct Cli {
 enum Command {
     /// Analyse a text and print the figures of every layer and head.
     Analyze(analyze::AnalyzeArgs),
+    Ablate(ablate::AblateArgs),
     /// Continue a prompt with a decoder (greedy or sampled), and analyse prompt + continuation.
     Generate(generate::GenerateArgs),
     /// Write a head's heatmap (or every head's) as PNG, or its matrix as CSV.
@@ -96,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         None => open_app(cli.model, cli.file),
         Some(Command::View { file, model }) => open_app(model, Some(file)),
         Some(Command::Analyze(args)) => analyze::analyze(args),
+        Some(Command::Ablate(args)) => ablate::ablate(args),
         Some(Command::Generate(args)) => generate::generate(args),
         Some(Command::Export(args)) => export::export(args),
         Some(Command::Bench(args)) => bench::bench(args),

@@ -27,6 +27,7 @@
 //! encoders normalise after each residual sum, the pre-norm families (the
 //! decoders, ModernBERT) before each sub-layer.
 
+use super::ablation::heads::Ablation;
 use super::blocks::{DenseCpu, NormCpu};
 use super::stack::{Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, PassObserver};
 use super::team::{self, Barrier};
@@ -130,8 +131,9 @@ impl RotaryCpu {
     }
 }
 
-/// Runs `layers[schedule[0]]`, `layers[schedule[1]]`, … on `states` (the
-/// embeddings, T × hidden) on `threads` threads, capturing every layer's P,
+/// Runs `layers[schedule[first_layer]]`, `layers[schedule[first_layer + 1]]`,
+/// … on `states` (T × hidden: the embeddings, or the residual stream before
+/// the first layer run) on `threads` threads, capturing every layer's P,
 /// O and S as `capture` says: into the sink's buffers of every layer, or
 /// into one layer's, handed with the rotated queries and keys P is made
 /// from to the sink as soon as the layer's attention is complete (on the
@@ -143,7 +145,7 @@ impl RotaryCpu {
 /// to the sink.
 pub(super) fn run(
     shape: PassShape,
-    states: &[f32],
+    (first_layer, states): (usize, &[f32]),
     layers: &[LayerCpu],
     schedule: &[usize],
     observer: &dyn PassObserver,
@@ -208,6 +210,7 @@ pub(super) fn run(
     let pass = Pass {
         shape,
         states,
+        first_layer,
         layers,
         schedule,
         heads: head_ranges,
@@ -215,6 +218,7 @@ pub(super) fn run(
         barrier: Barrier::new(threads),
         to_the_end: !matches!(residuals, ResidualsTo::Nowhere),
         head_observer: observer.heads(),
+        ablation: observer.ablation(),
         stop_at: AtomicUsize::new(usize::MAX),
         attention_partials: mailboxes(),
         feed_forward_partials: mailboxes(),
@@ -361,6 +365,8 @@ impl StreamedLayer {
 struct Pass<'a> {
     shape: PassShape,
     states: &'a [f32],
+    /// The first layer of the schedule it runs (`states` is its input).
+    first_layer: usize,
     layers: &'a [LayerCpu<'a>],
     schedule: &'a [usize],
     /// Each thread's query heads.
@@ -373,6 +379,9 @@ struct Pass<'a> {
     to_the_end: bool,
     /// Where each head goes as soon as it is made.
     head_observer: Option<&'a dyn HeadObserver>,
+    /// The heads the pass ablates where their outputs meet the output
+    /// projection (ANALYSIS.md §9).
+    ablation: Option<&'a Ablation>,
     /// The layer at which the pass stops (`usize::MAX`: none).
     stop_at: AtomicUsize,
     /// Each thread's partial sum of the attention-output projection, T × hidden.
@@ -484,7 +493,8 @@ impl Pass<'_> {
         let mut scratch = Scratch::new(self, worker.index);
         let count = self.schedule.len();
         let mut failed = None;
-        for (l, layer) in self.schedule.iter().map(|&i| &self.layers[i]).enumerate() {
+        let layers = self.schedule.iter().map(|&i| &self.layers[i]);
+        for (l, layer) in layers.enumerate().skip(self.first_layer) {
             // The study needs only the last layer's attention.
             let ends_early = l + 1 == count && !self.to_the_end;
             let stop = |caller: &Caller| caller.observer.before_layer(l).is_break();
@@ -644,6 +654,10 @@ impl Pass<'_> {
             }
             for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
                 row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
+            }
+            if let Some(ablation) = self.ablation {
+                let columns = i * head_dim..(i + 1) * head_dim;
+                ablation.layer(l).apply(head, context, width, columns);
             }
         }
     }

@@ -29,6 +29,7 @@
 //! them. Weights stay in the precision the checkpoint stores them
 //! ([`weight`]).
 
+pub mod ablation;
 mod blocks;
 mod capture_modes;
 pub mod chat;
@@ -362,8 +363,15 @@ impl Model {
         observer: &dyn PassObserver,
         sink: &mut dyn LayerSink,
     ) -> Result<(), ForwardError> {
-        if let PassInput::Sequence(input_ids) = &input {
+        if let Some((input_ids, (layer, residual))) = input.sequence() {
             self.check_input(input_ids)?;
+            let hidden = input_ids.len() * self.config.hidden_size;
+            if layer >= self.layers() || residual.is_some_and(|r| r.len() != hidden) {
+                return Err(Refusal::Unsupported(
+                    "a resumed pass needs a layer of the model and its input's residual stream",
+                )
+                .into());
+            }
         }
         self.network.stack().run(input, observer, sink)
     }

@@ -9,6 +9,7 @@
 //! attention core ([`crate::kernels::attention`], the one place a head's P,
 //! O and S are made).
 
+use super::ablation::heads::{Ablation, LayerAblation};
 use super::team;
 use crate::kernels::attention::{attend, ScoreRule};
 use crate::kernels::Activation;
@@ -45,11 +46,22 @@ pub trait AttentionStack {
     fn score_rules(&self) -> Vec<ScoreRule>;
 }
 
-/// What a pass runs: a whole sequence, or the tokens that follow those a
-/// key/value cache holds (a generation step: each new token one row of
-/// every layer, on candle's ops).
+/// What a pass runs: a whole sequence, the layers of a sequence from one
+/// on (from the residual stream before it, as an earlier pass kept it: an
+/// ablated pass changes nothing before its first ablated layer), or the
+/// tokens that follow those a key/value cache holds (a generation step:
+/// each new token one row of every layer, on candle's ops).
 pub enum PassInput<'a> {
     Sequence(&'a [u32]),
+    Resumed {
+        input_ids: &'a [u32],
+        /// The first layer run; the layers before it are neither run nor
+        /// captured.
+        layer: usize,
+        /// The input of that layer (T × hidden): the residual stream after
+        /// the layer before.
+        residual: &'a [f32],
+    },
     Cached {
         cache: &'a mut KvCache,
         new_ids: &'a [u32],
@@ -65,6 +77,12 @@ pub trait PassObserver {
 
     /// Where each head goes as soon as it is made, if anywhere.
     fn heads(&self) -> Option<&dyn HeadObserver> {
+        None
+    }
+
+    /// The heads this pass ablates, if any (ANALYSIS.md §9): an
+    /// [`super::ablation::Ablated`] observer names them.
+    fn ablation(&self) -> Option<&Ablation> {
         None
     }
 }
@@ -165,6 +183,16 @@ impl<'s> Capture<'s> {
     }
 }
 
+/// The heads of layer `layer` that `observer`'s pass ablates, if any.
+pub(in crate::model) fn layer_ablation(
+    observer: &dyn PassObserver,
+    layer: usize,
+) -> LayerAblation<'_> {
+    observer
+        .ablation()
+        .map_or(LayerAblation::NONE, |ablation| ablation.layer(layer))
+}
+
 /// Hands each head of layer `layer` (P and S, H×T×T each) to `observer`,
 /// where there is one: on candle's ops, the heads of a layer once it is
 /// made, on the calling thread.
@@ -182,6 +210,26 @@ pub(in crate::model) fn hand_out_heads(
     let squares = attention.chunks(square).zip(similarity.chunks(square));
     for (head, (attention, similarity)) in squares.enumerate() {
         observer.head(layer, head, attention, similarity);
+    }
+}
+
+/// Where a whole sequence's pass starts: at layer `0.0`, from the states
+/// `0.1` (T × hidden) or, where `None`, from the sequence's embeddings.
+pub(in crate::model) type PassStart<'a> = (usize, Option<&'a [f32]>);
+
+impl<'a> PassInput<'a> {
+    /// A whole sequence's ids and where its pass starts; `None` for a
+    /// generation step.
+    pub(in crate::model) fn sequence(&self) -> Option<(&'a [u32], PassStart<'a>)> {
+        match *self {
+            Self::Sequence(input_ids) => Some((input_ids, (0, None))),
+            Self::Resumed {
+                input_ids,
+                layer,
+                residual,
+            } => Some((input_ids, (layer, Some(residual)))),
+            Self::Cached { .. } => None,
+        }
     }
 }
 
@@ -395,14 +443,23 @@ pub(in crate::model) fn attend_layer(
 }
 
 /// Heads' output vectors (H×T×d) side by side, T × (H·d), as a tensor on
-/// `device`: the input of the attention's output projection.
+/// `device`: the input of the attention's output projection, with the
+/// heads `ablation` names ablated there.
 pub(in crate::model) fn heads_side_by_side(
     head_outputs: &[f32],
     heads: usize,
     tokens: usize,
     device: &Device,
+    ablation: LayerAblation,
 ) -> Result<Tensor> {
     let head_dim = head_outputs.len() / (heads * tokens).max(1);
+    let ablated;
+    let head_outputs = if ablation.is_empty() {
+        head_outputs
+    } else {
+        ablated = ablation.applied_to_heads(head_outputs, head_dim, tokens);
+        &ablated
+    };
     Tensor::from_slice(head_outputs, (heads, tokens, head_dim), device)?
         .transpose(0, 1)?
         .contiguous()?

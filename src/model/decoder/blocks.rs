@@ -16,6 +16,7 @@
 //! layers it does not take run on candle's ops ([`DecoderLayer::cpu`]).
 
 use crate::kernels::attention::{attend_rows, similarity_rows, AttentionMask, ScoreRule};
+use crate::model::ablation::heads::LayerAblation;
 use crate::model::blocks::{Dense, Norm};
 use crate::model::config::pre_norm::{
     attention_names, feed_forward_names, norm_names, FeedForwardLayout, LayerLayout, NormKind,
@@ -309,6 +310,7 @@ impl Attention {
         x: &Tensor,
         rotary: Option<&RotaryTables>,
         out: &mut AttentionBuffers,
+        ablation: LayerAblation,
     ) -> Result<Tensor> {
         let tokens = x.dim(0)?;
         let (query, key, value) = self.heads_of(x, rotary)?;
@@ -334,7 +336,8 @@ impl Attention {
         out.queries.extend_from_slice(query.get());
         out.keys.clear();
         out.keys.extend_from_slice(key.get());
-        let context = stack::heads_side_by_side(&out.head_outputs, self.heads, tokens, x.device())?;
+        let context =
+            stack::heads_side_by_side(&out.head_outputs, self.heads, tokens, x.device(), ablation)?;
         self.output.forward(&context)
     }
 
@@ -409,7 +412,13 @@ impl Attention {
                 );
             }
         }
-        let context = stack::heads_side_by_side(&rows.head_outputs, self.heads, n, x.device())?;
+        let context = stack::heads_side_by_side(
+            &rows.head_outputs,
+            self.heads,
+            n,
+            x.device(),
+            LayerAblation::NONE,
+        )?;
         self.output.forward(&context)
     }
 }
@@ -559,10 +568,11 @@ impl DecoderLayer {
         rotary: Option<&RotaryTables>,
         activation: Activation,
         capture: &mut AttentionBuffers,
+        ablation: LayerAblation,
         last: bool,
     ) -> Result<Option<Tensor>> {
         let input = normed(&self.attention_input_norm, x)?;
-        let attended = self.attention.forward(&input, rotary, capture)?;
+        let attended = self.attention.forward(&input, rotary, capture, ablation)?;
         if last {
             return Ok(None);
         }

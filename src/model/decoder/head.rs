@@ -86,8 +86,18 @@ impl LmHead {
     /// Logits (T × vocab) of hidden states (T × hidden) that have not yet
     /// been through the final norm: the residual stream after any layer.
     pub fn logits(&self, residual: &Tensor) -> Result<Tensor> {
-        let normed = self.norm.forward(residual)?;
-        let logits = self.projection.forward(&normed)?;
+        self.logits_of_normed(&self.normed(residual)?)
+    }
+
+    /// Hidden states (T × hidden) through the final norm: the last hidden
+    /// states, as transformers returns them.
+    pub fn normed(&self, residual: &Tensor) -> Result<Tensor> {
+        self.norm.forward(residual)
+    }
+
+    /// Logits (T × vocab) of hidden states already through the final norm.
+    pub fn logits_of_normed(&self, normed: &Tensor) -> Result<Tensor> {
+        let logits = self.projection.forward(normed)?;
         match self.soft_cap {
             Some(cap) => (logits / f64::from(cap))?.tanh()? * f64::from(cap),
             None => Ok(logits),

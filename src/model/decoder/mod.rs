@@ -36,8 +36,8 @@ use super::config::{Activation, ModelConfig, PreNormShape};
 use super::cpu_pass::{self, PassShape, RotaryCpu};
 use super::family::Family;
 use super::stack::{
-    hand_out_heads, AttentionStack, Capture, ForwardError, KvCache, LayerSink, PassInput,
-    PassObserver, Refusal,
+    self, hand_out_heads, AttentionStack, Capture, ForwardError, KvCache, LayerSink, PassInput,
+    PassObserver, PassStart, Refusal,
 };
 use super::weight::{Weight, WeightBuilder};
 use crate::kernels::attention::ScoreRule;
@@ -130,6 +130,7 @@ impl PreNormStack {
     fn forward_tensors(
         &self,
         input_ids: &[u32],
+        (first, residual): PassStart,
         observer: &dyn PassObserver,
         mut capture: Capture,
     ) -> std::result::Result<(), ForwardError> {
@@ -140,18 +141,31 @@ impl PreNormStack {
             Capture::Kept(out) => out.residuals.is_some(),
             Capture::Layers(sink) => sink.wants_residuals(),
         };
-        let x = self.embeddings(input_ids, 0)?;
+        let x = match residual {
+            Some(residual) => {
+                Tensor::from_slice(residual, (tokens, self.config.hidden_size), &self.device)?
+            }
+            None => self.embeddings(input_ids, 0)?,
+        };
         let (rotary, local_rotary) = self.rotary_tables(0..tokens)?;
         let mut x = Some(x);
         let mut buffers = AttentionBuffers::default();
-        for (index, layer) in self.layers.iter().enumerate() {
+        for (index, layer) in self.layers.iter().enumerate().skip(first) {
             if observer.before_layer(index).is_break() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let rotary = Self::layer_rotary(layer, &rotary, &local_rotary);
             let last = index + 1 == count && !residuals;
-            let next = layer.forward(&input, rotary, self.activation, &mut buffers, last)?;
+            let ablation = stack::layer_ablation(observer, index);
+            let next = layer.forward(
+                &input,
+                rotary,
+                self.activation,
+                &mut buffers,
+                ablation,
+                last,
+            )?;
             drop(input);
             let captured = buffers.captures();
             match &mut capture {
@@ -301,15 +315,19 @@ impl PreNormStack {
     fn forward_cpu(
         &self,
         input_ids: &[u32],
+        (first, residual): PassStart,
         observer: &dyn PassObserver,
         capture: Capture,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         // Before the lease: widening a half-precision table leases threads too.
-        let states = self
-            .embeddings(input_ids, 0)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
+        let states = match residual {
+            Some(residual) => residual.to_vec(),
+            None => self
+                .embeddings(input_ids, 0)?
+                .flatten_all()?
+                .to_vec1::<f32>()?,
+        };
         let tables = |inverse: &Option<Vec<f32>>| {
             inverse
                 .as_ref()
@@ -345,7 +363,7 @@ impl PreNormStack {
         let lease = crate::threads::lease(tokens.max(1));
         cpu_pass::run(
             shape,
-            &states,
+            (first, &states),
             &layers,
             &schedule,
             observer,
@@ -368,10 +386,16 @@ impl AttentionStack for PreNormStack {
         observer: &dyn PassObserver,
         sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError> {
-        let input_ids = match input {
-            PassInput::Sequence(input_ids) => input_ids,
-            PassInput::Cached { cache, new_ids } => {
-                return self.run_cached(cache, new_ids, observer, sink)
+        let (input_ids, start) = match input.sequence() {
+            Some(sequence) => sequence,
+            None if observer.ablation().is_some() => {
+                return Err(Refusal::Unsupported("an ablated pass runs whole sequences").into())
+            }
+            None => {
+                let PassInput::Cached { cache, new_ids } = input else {
+                    unreachable!("a pass that is not a sequence's is a generation step's")
+                };
+                return self.run_cached(cache, new_ids, observer, sink);
             }
         };
         let dims = (
@@ -382,9 +406,9 @@ impl AttentionStack for PreNormStack {
         );
         let capture = Capture::of(sink, dims)?;
         if self.cpu_pass {
-            self.forward_cpu(input_ids, observer, capture)
+            self.forward_cpu(input_ids, start, observer, capture)
         } else {
-            self.forward_tensors(input_ids, observer, capture)
+            self.forward_tensors(input_ids, start, observer, capture)
         }
     }
 
@@ -452,8 +476,9 @@ mod tests {
             let ids: Vec<u32> = (0..29)
                 .map(|i| (i * 37 % model.config.vocab_size.min(500)) as u32)
                 .collect();
-            let reference =
-                captured(|sink| decoder.forward_tensors(&ids, &|| false, Capture::Layers(sink)));
+            let reference = captured(|sink| {
+                decoder.forward_tensors(&ids, (0, None), &|| false, Capture::Layers(sink))
+            });
             let streamed = captured(|sink| decoder.run(PassInput::Sequence(&ids), &|| false, sink));
             assert_eq!(reference.len(), model.layers(), "{name}");
             for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {

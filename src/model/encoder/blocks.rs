@@ -8,6 +8,7 @@
 
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::kernels::{self, MatRef};
+use crate::model::ablation::heads::LayerAblation;
 use crate::model::blocks::{Dense, DenseCpu, Norm, NormCpu};
 use crate::model::config::{Activation, ModelConfig};
 use crate::model::cpu_pass::LayerCpu;
@@ -223,7 +224,12 @@ impl SelfAttention {
     }
 
     /// T×hidden → context T×hidden, every head's P, O and S into `out`.
-    pub(super) fn forward(&self, x: &Tensor, mut out: LayerAttention) -> Result<Tensor> {
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        mut out: LayerAttention,
+        ablation: LayerAblation,
+    ) -> Result<Tensor> {
         let tokens = x.dim(0)?;
         let hidden = self.heads * self.head_dim;
         let qkv = self.qkv.forward(x)?;
@@ -248,7 +254,7 @@ impl SelfAttention {
             &rule,
             &mut out,
         );
-        stack::heads_side_by_side(out.head_outputs, self.heads, tokens, x.device())
+        stack::heads_side_by_side(out.head_outputs, self.heads, tokens, x.device(), ablation)
     }
 }
 
@@ -338,9 +344,10 @@ impl Layer {
         &self,
         x: &Tensor,
         capture: LayerAttention,
+        ablation: LayerAblation,
         last: bool,
     ) -> Result<Option<Tensor>> {
-        let context = self.self_attention.forward(x, capture)?;
+        let context = self.self_attention.forward(x, capture, ablation)?;
         if last {
             return Ok(None);
         }

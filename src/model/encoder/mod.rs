@@ -17,8 +17,9 @@
 //! buffers: about four times faster than candle's ops at BERT sizes (the
 //! profile is in [`crate::kernels`]). Both paths make P, O and S in the one
 //! attention core ([`crate::kernels::attention`]). It keeps every layer
-//! only: a sink that takes layers one at a time (to recompute P and S per
-//! head), wants the residual stream or brings a key/value cache is refused.
+//! only (with the residual stream after each where the sink asks: an
+//! ablation reads the last): a sink that takes layers one at a time (to
+//! recompute P and S per head) or brings a key/value cache is refused.
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
@@ -30,8 +31,8 @@ use blocks::*;
 use super::config::ModelConfig;
 use super::cpu_pass::{self, PassShape};
 use super::stack::{
-    hand_out_heads, AttentionStack, Capture, CaptureBuffers, ForwardError, LayerSink, PassInput,
-    PassObserver, Refusal,
+    self, hand_out_heads, AttentionStack, Capture, CaptureBuffers, ForwardError, LayerSink,
+    PassInput, PassObserver, PassStart, Refusal,
 };
 use super::weight::WeightBuilder;
 use crate::kernels::attention::{AttentionMask, ScoreRule};
@@ -75,8 +76,9 @@ impl Encoder {
     fn forward_cpu(
         &self,
         input_ids: &[u32],
+        (first, residual): PassStart,
         observer: &dyn PassObserver,
-        out: CaptureBuffers,
+        capture: Capture,
         threads: usize,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
@@ -92,8 +94,14 @@ impl Encoder {
             .iter()
             .map(Layer::cpu)
             .collect::<Result<Vec<_>>>()?;
-        let mut states = vec![0.0; tokens * self.config.hidden_size];
-        embeddings.forward(input_ids, &positions, &mut states);
+        let states = match residual {
+            Some(residual) => residual.to_vec(),
+            None => {
+                let mut states = vec![0.0; tokens * self.config.hidden_size];
+                embeddings.forward(input_ids, &positions, &mut states);
+                states
+            }
+        };
         let shape = PassShape {
             tokens,
             hidden: self.config.hidden_size,
@@ -105,11 +113,11 @@ impl Encoder {
         };
         cpu_pass::run(
             shape,
-            &states,
+            (first, &states),
             &layers,
             &self.schedule,
             observer,
-            Capture::Kept(out),
+            capture,
             threads,
         )
     }
@@ -119,6 +127,7 @@ impl Encoder {
     fn forward_tensors(
         &self,
         input_ids: &[u32],
+        (first, residual): PassStart,
         observer: &dyn PassObserver,
         mut out: CaptureBuffers,
     ) -> std::result::Result<(), ForwardError> {
@@ -127,15 +136,29 @@ impl Encoder {
         let count = self.schedule.len();
         let ids = Tensor::new(input_ids, &self.device)?;
         let positions = Tensor::new(self.config.position_ids(input_ids), &self.device)?;
-        let mut x = Some(self.embeddings.forward(&ids, &positions)?);
+        let x = match residual {
+            Some(residual) => {
+                Tensor::from_slice(residual, (tokens, self.config.hidden_size), &self.device)?
+            }
+            None => self.embeddings.forward(&ids, &positions)?,
+        };
+        let mut x = Some(x);
         let layers = self.schedule.iter().map(|&index| &self.layers[index]);
-        for (index, layer) in layers.enumerate() {
+        let size = tokens * self.config.hidden_size;
+        let to_the_end = out.residuals.is_some();
+        for (index, layer) in layers.enumerate().skip(first) {
             if observer.before_layer(index).is_break() {
                 return Err(ForwardError::Cancelled);
             }
             let input = x.take().expect("every layer but the last has an output");
             let capture = out.layer(index, heads, tokens, head_dim);
-            x = layer.forward(&input, capture, index + 1 == count)?;
+            let ablation = stack::layer_ablation(observer, index);
+            let last = index + 1 == count && !to_the_end;
+            x = layer.forward(&input, capture, ablation, last)?;
+            if let (Some(rows), Some(x)) = (out.residuals.as_deref_mut(), &x) {
+                let values = x.flatten_all()?.to_vec1::<f32>()?;
+                rows[index * size..][..size].copy_from_slice(&values);
+            }
             let made = out.layer(index, heads, tokens, head_dim);
             hand_out_heads(
                 observer.heads(),
@@ -155,15 +178,15 @@ impl AttentionStack for Encoder {
     }
 
     /// The CPU pass where the tensors are on the CPU, candle's ops
-    /// elsewhere; into a sink that keeps every layer only (it hands out
-    /// neither layers nor the residual stream, and has no key/value cache).
+    /// elsewhere, which keep every layer only (they hand out no layers);
+    /// no key/value cache.
     fn run(
         &self,
         input: PassInput,
         observer: &dyn PassObserver,
         sink: &mut dyn LayerSink,
     ) -> std::result::Result<(), ForwardError> {
-        let PassInput::Sequence(input_ids) = input else {
+        let Some((input_ids, start)) = input.sequence() else {
             return Err(unsupported(
                 "the encoder runs whole sequences: it has no key/value cache",
             ));
@@ -175,21 +198,17 @@ impl AttentionStack for Encoder {
             tokens,
             self.config.head_dim(),
         );
-        let Capture::Kept(out) = Capture::of(sink, dims)? else {
-            return Err(unsupported(
-                "the encoder keeps every layer: it hands out no layer",
-            ));
-        };
-        if out.residuals.is_some() {
-            return Err(unsupported(
-                "the encoder keeps no residual stream: it has no logit lens",
-            ));
-        }
+        let capture = Capture::of(sink, dims)?;
         if self.device.is_cpu() {
             let lease = crate::threads::lease(tokens.max(1));
-            self.forward_cpu(input_ids, observer, out, lease.threads())
+            self.forward_cpu(input_ids, start, observer, capture, lease.threads())
         } else {
-            self.forward_tensors(input_ids, observer, out)
+            let Capture::Kept(out) = capture else {
+                return Err(unsupported(
+                    "off the CPU the encoder keeps every layer: it hands out no layer",
+                ));
+            };
+            self.forward_tensors(input_ids, start, observer, out)
         }
     }
 
@@ -286,9 +305,9 @@ mod tests {
             residuals: None,
         };
         if threads == 0 {
-            encoder.forward_tensors(ids, &cancelled, out)?;
+            encoder.forward_tensors(ids, (0, None), &cancelled, out)?;
         } else {
-            encoder.forward_cpu(ids, &cancelled, out, threads)?;
+            encoder.forward_cpu(ids, (0, None), &cancelled, Capture::Kept(out), threads)?;
         }
         Ok([p, o, s])
     }
@@ -321,6 +340,73 @@ mod tests {
         for family in Family::ENCODERS.into_iter().filter(|f| !f.is_pre_norm()) {
             let encoder = encoder(&config(family, "gelu"));
             assert_paths_agree(&encoder, &ids, family.model_type());
+        }
+    }
+
+    /// Under an ablation both paths ablate alike (zero and mean, a head
+    /// of a layer ALBERT runs twice), keep the heads' own captures, and
+    /// hand out the same residual stream; the ablation moves it.
+    #[test]
+    fn both_paths_ablate_alike() {
+        use crate::model::ablation::{Ablated, Ablation, AblationMode};
+        let config = config(Family::Albert, "gelu_new");
+        let encoder = encoder(&config);
+        let ids: Vec<u32> = (0..23).map(|i| (i * 31 % 199) as u32).collect();
+        let (l, h, t) = (
+            config.attention_layers(),
+            config.num_attention_heads,
+            ids.len(),
+        );
+        let run = |ablation: &Ablation, threads: usize| {
+            let observer = Ablated {
+                inner: &|| false,
+                ablation,
+            };
+            let mut p = vec![0.0; l * h * t * t];
+            let mut o = vec![0.0; l * h * t * config.head_dim()];
+            let mut s = vec![0.0; l * h * t * t];
+            let mut residuals = vec![f32::NAN; l * t * config.hidden_size];
+            let out = CaptureBuffers {
+                attention: &mut p,
+                head_outputs: &mut o,
+                similarity: &mut s,
+                residuals: Some(&mut residuals),
+            };
+            if threads == 0 {
+                encoder
+                    .forward_tensors(&ids, (0, None), &observer, out)
+                    .unwrap();
+            } else {
+                let out = Capture::Kept(out);
+                encoder
+                    .forward_cpu(&ids, (0, None), &observer, out, threads)
+                    .unwrap();
+            }
+            (p, residuals)
+        };
+        let none = run(&Ablation::default(), 0);
+        for mode in [AblationMode::Zero, AblationMode::Mean] {
+            let ablation = Ablation::new(mode, [(0, 1), (2, 3), (2, 0)]);
+            let reference = run(&ablation, 0);
+            let layer_0 = h * t * t;
+            assert!(
+                reference.0[..layer_0] == none.0[..layer_0],
+                "{mode:?}: layer 0's P"
+            );
+            assert!(
+                reference.1 != none.1,
+                "{mode:?}: the ablation moves the output"
+            );
+            for threads in [1, 2] {
+                let ours = run(&ablation, threads);
+                let scale = reference.1.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (a, b) in ours.1.iter().zip(&reference.1) {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * scale,
+                        "{mode:?}, {threads} threads: {a} vs {b}"
+                    );
+                }
+            }
         }
     }
 
