@@ -8,8 +8,9 @@
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
 # category, by role on the text and on the induction probe, and its heads
-# sorted by previous-token score and as a scatter (decoder-smollm2.png,
-# decoder-roles.png, decoder-probe-roles.png, roles-table.png,
+# sorted by previous-token score and as a scatter, and four of its heads
+# ablated (decoder-smollm2.png, decoder-roles.png, decoder-probe-roles.png,
+# decoder-ablation.png, roles-table.png,
 # roles-scatter.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
@@ -318,4 +319,18 @@ xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/roles-scatter.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter}.png" >&2
+# Back on the probe's grid, its four induction heads ablated through their
+# menus (right click): the loss of the repeated half climbs, its tokens red.
+xdotool windowfocus --sync "$window"
+show_tab 1 Heads
+for head in "L17 H3" "L17 H4" "L17 H5" "L18 H6"; do
+  point_at_label "$head " prefix
+  xdotool click 3
+  click_label "Ablate $head"
+  sleep 0.5
+done
+xdotool mousemove 1590 5
+sleep 15   # two passes of SmolLM2 over the probe
+import -window root screenshots/decoder-ablation.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation}.png" >&2

@@ -37,7 +37,8 @@
 //!
 //! A decoder's generation and logit lens run on a thread of their own too
 //! ([`AnalysisWorker::generate`], [`AnalysisWorker::logit_lens`]), and so
-//! does the induction probe ([`AnalysisWorker::induction_probe`]).
+//! do the induction probe ([`AnalysisWorker::induction_probe`]) and an
+//! ablation ([`AnalysisWorker::ablate`]).
 //!
 //! Either model may be a capture file instead (docs/CAPTURE.md; a
 //! [`ModelSource::Folder`] naming a `.safetensors` file): an analysis then
@@ -62,12 +63,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+mod ablation;
 mod comparison;
 mod job_progress;
 mod loading;
 mod predictions;
 mod probe;
 mod test_hooks;
+pub use ablation::AblationResult;
 pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;
@@ -294,6 +297,7 @@ enum Command {
     Outline(OutlineJob),
     Predict(predictions::PredictionJob),
     Probe(probe::ProbeJob),
+    Ablate(ablation::AblationJob),
     #[cfg(feature = "test-hooks")]
     Hook(test_hooks::Hook),
 }
@@ -479,6 +483,7 @@ impl WorkerThread {
                     Command::Outline(job) => self.start_outline(job),
                     Command::Predict(job) => self.start_prediction(job),
                     Command::Probe(job) => self.start_probe(job),
+                    Command::Ablate(job) => self.start_ablation(job),
                     #[cfg(feature = "test-hooks")]
                     Command::Hook(hook) => self.hooks.set(hook),
                 }

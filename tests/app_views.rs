@@ -981,3 +981,98 @@ fn the_logit_lens_reads_as_a_table_of_separate_tokens() {
         .save(&picture)
         .expect("save the picture");
 }
+
+/// A head's menu in the grid ablates it (ANALYSIS.md §9): the grid marks
+/// it, the row above names it with the effect `Model::ablate` computes on
+/// the shown input, the tokens are coloured by it; a second head joins,
+/// the mode switches to mean, Undo gives the last change back and
+/// "Give every head back" the rest.
+#[test]
+fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
+    use headscope::app::views::heads::ablation::{toggle_label, CLEAR_LABEL, UNDO_LABEL};
+    use headscope::model::ablation::{Ablation, AblationMode};
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, CentralView::Heads);
+    let ids = shown(&harness).input.tokens.input_ids.clone();
+    let model = common::loaded_test_model();
+    let ablate = |harness: &mut AppHarness, head: HeadId| {
+        let label = thumbnails(harness)
+            .into_iter()
+            .find(|(h, _)| *h == head)
+            .expect("the head's thumbnail")
+            .1;
+        harness.get_by_label(&label).click_secondary();
+        let entry = toggle_label(head, false);
+        step_until(harness, "the head's menu", |h| {
+            h.query_by_label(&entry).is_some()
+        });
+        harness.get_by_label(&entry).click();
+        step_until(harness, "the head ablated", |h| {
+            h.state().ablation().is_ablated(head)
+        });
+        // The row above the grid names it from the next frame on.
+        harness.step();
+    };
+    let effect_shown = |harness: &mut AppHarness, heads: &[(usize, usize)], mode| {
+        let expected = model
+            .ablate(&ids, &Ablation::new(mode, heads.iter().copied()), &|| false)
+            .expect("the reference ablation");
+        step_until(harness, "the ablation's effect", |h| {
+            h.state()
+                .ablation()
+                .effect(h.state().shown_generation())
+                .is_some()
+        });
+        let generation = harness.state().shown_generation();
+        let effect = harness
+            .state()
+            .ablation()
+            .effect(generation)
+            .unwrap()
+            .clone();
+        assert_eq!(effect.ablation, expected.ablation);
+        assert!((effect.output_change - expected.output_change).abs() < 1e-9);
+        let summary = format!("output change {}", figure(Some(expected.output_change), 5));
+        assert!(
+            harness.query_by_label_contains(&summary).is_some(),
+            "{summary}"
+        );
+        assert!(harness
+            .query_by_label("tokens coloured by the ablation's effect")
+            .is_some());
+        expected.output_change
+    };
+
+    ablate(&mut harness, HeadId::new(1, 3));
+    let one = effect_shown(&mut harness, &[(1, 3)], AblationMode::Zero);
+    assert!(one > 0.0, "ablating a head moves the output");
+    assert!(harness.query_by_label("Ablated: L1 H3").is_some());
+    let marked: Vec<HeadId> = thumbnails(&harness)
+        .into_iter()
+        .filter(|(_, label)| label.contains("· ablated"))
+        .map(|(head, _)| head)
+        .collect();
+    assert_eq!(marked, [HeadId::new(1, 3)]);
+
+    ablate(&mut harness, HeadId::new(4, 0));
+    assert!(harness.query_by_label("Ablated: L1 H3, L4 H0").is_some());
+    effect_shown(&mut harness, &[(1, 3), (4, 0)], AblationMode::Zero);
+    harness.get_by_label("mean").click();
+    harness.step();
+    effect_shown(&mut harness, &[(1, 3), (4, 0)], AblationMode::Mean);
+
+    harness.get_by_label(UNDO_LABEL).click();
+    harness.step();
+    harness.step();
+    assert!(harness.query_by_label("Ablated: L1 H3").is_some());
+    effect_shown(&mut harness, &[(1, 3)], AblationMode::Mean);
+    harness.get_by_label(CLEAR_LABEL).click();
+    harness.step();
+    harness.step();
+    assert!(harness.state().ablation().heads().is_empty());
+    assert!(thumbnails(&harness)
+        .iter()
+        .all(|(_, label)| !label.contains("· ablated")));
+    harness.check_accessibility();
+}

@@ -183,6 +183,11 @@ impl HeadscopeApp {
         self.runs.shown().map(|s| &s.output)
     }
 
+    /// The generation of the result on screen (0: none).
+    pub fn shown_generation(&self) -> u64 {
+        self.runs.shown().map_or(0, |s| s.generation)
+    }
+
     /// Whether the overview's pictures show the current result with the
     /// current view settings (they are built off the UI thread).
     pub fn overview_is_current(&self) -> bool {
@@ -206,6 +211,11 @@ impl HeadscopeApp {
     /// The layer the Heads grid is limited to, if any.
     pub fn grid_layer(&self) -> Option<usize> {
         self.views.heads.grid_layer
+    }
+
+    /// The heads ablated in the Heads grid, and their effect.
+    pub fn ablation(&self) -> &crate::app::views::heads::ablation::AblationSlot {
+        &self.views.heads.ablation
     }
 
     /// Shows one layer's heads in the grid, as a click on a layer in the

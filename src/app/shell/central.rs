@@ -4,6 +4,7 @@
 
 use crate::app::panels::model::{LoadState, ModelAction};
 use crate::app::settings::CentralView;
+use crate::app::views::heads::ablation::AblationSlot;
 use crate::app::views::heads::probe::ProbeSlot;
 use crate::app::views::logit_lens::LogitLensView;
 use crate::app::views::shared::ViewAction;
@@ -130,6 +131,20 @@ impl HeadscopeApp {
                     );
                     self.views.heads.probe.requested(answer, progress);
                 }
+            }
+            ViewAction::Ablate {
+                input_ids,
+                generation,
+                ablation,
+            } => {
+                let progress = AblationSlot::progress();
+                let answer = self
+                    .worker
+                    .ablate(input_ids, ablation.clone(), progress.clone());
+                self.views
+                    .heads
+                    .ablation
+                    .requested(generation, ablation, answer, progress);
             }
             ViewAction::OpenHead(head) => {
                 self.settings.view = CentralView::Heads;

@@ -84,6 +84,7 @@ impl HeadscopeApp {
                 // the last model's probe.
                 self.views.heads.grid_layer = None;
                 self.views.heads.probe.forget();
+                self.views.heads.ablation.forget();
                 self.runs.schedule_now(ctx);
             }
             Some(ModelChange::LoadFailed(message)) => {

@@ -9,6 +9,7 @@
 //! name roles). The columns fill the width; the rows of a
 //! deep model scroll ([`thumbnail_side`]).
 
+use super::ablation::toggle_label;
 use crate::analysis::{Category, Role, ROLE_FLOOR, ROLE_MARGIN};
 use crate::app::jobs::{spawn_tracked_job, JobProgress};
 use crate::app::widgets::format::{category_style, figure, role_short_name, role_style, HIGHLIGHT};
@@ -35,6 +36,17 @@ pub struct GridMarks {
     pub only_layer: Option<usize>,
     /// The roles the captions name instead of the categories (§4).
     pub roles: Option<CaptionRoles>,
+    /// The heads ablated (ANALYSIS.md §9), marked with a cross.
+    pub ablated: Vec<HeadId>,
+}
+
+/// What the user did to the grid this frame.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct GridAnswer {
+    /// The head whose thumbnail was clicked: open it.
+    pub opened: Option<HeadId>,
+    /// The head whose menu ablated it or gave it back.
+    pub toggled_ablation: Option<HeadId>,
 }
 
 /// Each head's role (ANALYSIS.md §9), layer-major, and whether it is its
@@ -243,17 +255,18 @@ impl Overview {
         self.shared
     }
 
-    /// Draws the grid; returns the head whose thumbnail was clicked.
+    /// Draws the grid; says which head was clicked, or ablated by its
+    /// menu (right click).
     pub fn ui(
         &self,
         ui: &mut egui::Ui,
         output: &RunOutput,
         selected: Option<HeadId>,
         marks: &GridMarks,
-    ) -> Option<HeadId> {
+    ) -> GridAnswer {
         let (layers, heads) = (output.captures.layers, output.captures.heads);
         if layers == 0 || heads == 0 {
-            return None;
+            return GridAnswer::default();
         }
         // The rows drawn: every layer, or the one the Layers view asked for.
         let shown_layers: Vec<usize> = match marks.only_layer {
@@ -279,6 +292,7 @@ impl Overview {
             gap,
         );
         let mut clicked = None;
+        let mut toggled_ablation = None;
         egui::ScrollArea::both()
             .auto_shrink([false, false])
             .show(ui, |ui| {
@@ -319,6 +333,10 @@ impl Overview {
                     if highlight.is_some() {
                         label.push_str(" · highlighted");
                     }
+                    let ablated = marks.ablated.contains(&head);
+                    if ablated {
+                        label.push_str(" · ablated");
+                    }
                     if let Some(value) = separator {
                         label.push_str(&format!(" · separator attention {}", figure(value, 2)));
                     }
@@ -349,6 +367,9 @@ impl Overview {
                     }
                     if let Some(value) = separator {
                         separator_overlay(painter, image_rect, value);
+                    }
+                    if ablated {
+                        ablated_mark(painter, image_rect);
                     }
                     if highlight.is_some() {
                         // Inside the picture: outside it would cover the caption.
@@ -393,10 +414,19 @@ impl Overview {
                         FontId::proportional(11.0),
                         colour,
                     );
+                    response.context_menu(|ui| {
+                        if ui.button(toggle_label(head, ablated)).clicked() {
+                            toggled_ablation = Some(head);
+                            ui.close();
+                        }
+                    });
                     response.on_hover_ui(|ui| {
                         head_tooltip(ui, output, head);
                         if let Some(why) = &highlight {
                             ui.colored_label(HIGHLIGHT, format!("highlighted: {why}"));
+                        }
+                        if ablated {
+                            ui.colored_label(ABLATED, "ablated");
                         }
                     });
                 });
@@ -407,8 +437,23 @@ impl Overview {
                     None => category_legend(ui),
                 }
             });
-        clicked
+        GridAnswer {
+            opened: clicked,
+            toggled_ablation,
+        }
     }
+}
+
+/// The colour that marks an ablated head.
+const ABLATED: Color32 = Color32::from_rgb(230, 60, 60);
+
+/// An ablated head's cross over its thumbnail.
+fn ablated_mark(painter: &egui::Painter, image: Rect) {
+    painter.rect_filled(image, 2.0, Color32::from_black_alpha(120));
+    let stroke = Stroke::new(3.0, ABLATED);
+    let inset = image.shrink(image.width() * 0.2);
+    painter.line_segment([inset.left_top(), inset.right_bottom()], stroke);
+    painter.line_segment([inset.right_top(), inset.left_bottom()], stroke);
 }
 
 /// A head's separator attention on its thumbnail: the value in the top
@@ -525,7 +570,7 @@ fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {
             ));
         }
     }
-    ui.weak("Click to open");
+    ui.weak("Click to open; right click to ablate");
 }
 
 #[cfg(test)]

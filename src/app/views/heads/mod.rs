@@ -5,8 +5,10 @@
 //! heads whose focus token is picked, each head's separator attention),
 //! and the captions: each head's category, or its role on the text or on
 //! the induction probe ([`probe`]), whose result the tab then shows in
-//! place of the text's.
+//! place of the text's; and the heads ablated through their menus, with
+//! the effect on the shown input ([`ablation`]).
 
+pub mod ablation;
 pub mod detail;
 pub mod grid;
 pub mod probe;
@@ -20,6 +22,7 @@ use crate::app::widgets::progress;
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
+use ablation::AblationSlot;
 use detail::{HeadAction, HeadView};
 use grid::{CaptionRoles, GridMarks, Overview};
 use probe::{ProbeSlot, RUN_PROBE_LABEL};
@@ -42,6 +45,8 @@ pub struct HeadsView {
     /// The induction probe's analysis of the loaded model, for the
     /// captions.
     pub probe: ProbeSlot,
+    /// The heads ablated in the grid, and their effect.
+    pub ablation: AblationSlot,
 }
 
 impl HeadsView {
@@ -160,10 +165,23 @@ impl HeadsView {
                 }
             });
         }
+        if let Some(ablation) = self.ablation.wanted(generation) {
+            ui.ctx().request_repaint();
+            action = action.or(Some(ViewAction::Ablate {
+                input_ids: output.input.tokens.input_ids.clone(),
+                generation,
+                ablation,
+            }));
+        }
+        self.ablation.ui(ui, output, generation);
         ui.separator();
         let marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
-        if let Some(head) = self.overview.ui(ui, output, self.detail, &marks) {
+        let answer = self.overview.ui(ui, output, self.detail, &marks);
+        if let Some(head) = answer.opened {
             self.open_head(head);
+        }
+        if let Some(head) = answer.toggled_ablation {
+            self.ablation.toggle(head);
         }
         action
     }
@@ -313,6 +331,7 @@ impl HeadsView {
             separator_attention,
             only_layer: self.grid_layer,
             roles: caption_roles(output, settings.grid_captions, on_probe),
+            ablated: self.ablation.heads().to_vec(),
         }
     }
 }

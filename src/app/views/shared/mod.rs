@@ -77,6 +77,13 @@ pub enum ViewAction {
     /// Analyse the induction probe with the loaded model (the Heads grid's
     /// captions name its roles).
     RunInductionProbe,
+    /// Run `input_ids` (the input of the result `generation` the Heads tab
+    /// shows) without and with `ablation`.
+    Ablate {
+        input_ids: Vec<u32>,
+        generation: u64,
+        ablation: crate::model::ablation::Ablation,
+    },
 }
 
 /// A click on a figure's save button (see

@@ -1,0 +1,374 @@
+//! Ablation in the Heads tab (ANALYSIS.md §9): a head's context menu in
+//! the grid ablates it or gives it back; the worker runs the shown input
+//! (the text, or the induction probe where the tab shows it) without and
+//! with the ablated heads ([`crate::worker::AnalysisWorker::ablate`]), with
+//! the progress row and Cancel; above the grid a row says which heads are
+//! ablated and how the output moved, with Undo, Clear and the mode, and the
+//! input's tokens are coloured by how much each moved: a decoder's change
+//! of the loss of predicting each token, an encoder's 1 − cos of its last
+//! hidden state. Ablated heads are marked on the grid.
+
+use crate::app::jobs::JobProgress;
+use crate::app::widgets::format::figure;
+use crate::app::widgets::progress;
+use crate::app::widgets::token_text::{ChipStyle, TokenFlow};
+use crate::captures::HeadId;
+use crate::colormap::{ColorMap, ValueRange};
+use crate::model::ablation::{Ablation, AblationEffect, AblationMode};
+use crate::pipeline::RunOutput;
+use crate::worker::AblationResult;
+use crossbeam_channel::{Receiver, TryRecvError};
+use std::sync::Arc;
+
+/// What the ablation's progress row says it does.
+pub const ABLATION_PROGRESS_LABEL: &str = "Ablating heads";
+/// The buttons of the ablation row.
+pub const UNDO_LABEL: &str = "Undo";
+pub const CLEAR_LABEL: &str = "Give every head back";
+
+/// The context-menu entry that ablates `head` (or gives it back).
+pub fn toggle_label(head: HeadId, ablated: bool) -> String {
+    if ablated {
+        format!("Give L{} H{} back", head.layer, head.head)
+    } else {
+        format!("Ablate L{} H{}", head.layer, head.head)
+    }
+}
+
+/// What an answer is for: the shown result, the heads and the mode.
+#[derive(Clone, Debug, PartialEq)]
+struct Asked {
+    generation: u64,
+    ablation: Ablation,
+}
+
+#[derive(Default)]
+enum AblationState {
+    #[default]
+    Idle,
+    Running {
+        asked: Asked,
+        answer: Receiver<AblationResult>,
+        progress: Arc<JobProgress>,
+    },
+    Done {
+        asked: Asked,
+        effect: Arc<AblationEffect>,
+    },
+    Failed {
+        asked: Asked,
+        message: String,
+    },
+    /// The user stopped it: not asked for again until the heads or the
+    /// mode change.
+    Cancelled {
+        asked: Asked,
+    },
+}
+
+/// The heads the user ablated, their history for Undo, and the effect.
+#[derive(Default)]
+pub struct AblationSlot {
+    pub mode: AblationMode,
+    heads: Vec<HeadId>,
+    undo: Vec<Vec<HeadId>>,
+    state: AblationState,
+}
+
+impl AblationSlot {
+    /// A progress for an ablation's two passes.
+    pub fn progress() -> Arc<JobProgress> {
+        JobProgress::counting(ABLATION_PROGRESS_LABEL, "passes", 2)
+    }
+
+    pub fn heads(&self) -> &[HeadId] {
+        &self.heads
+    }
+
+    pub fn is_ablated(&self, head: HeadId) -> bool {
+        self.heads.contains(&head)
+    }
+
+    /// Ablates `head`, or gives it back.
+    pub fn toggle(&mut self, head: HeadId) {
+        self.undo.push(self.heads.clone());
+        match self.heads.iter().position(|&h| h == head) {
+            Some(i) => {
+                self.heads.remove(i);
+            }
+            None => self.heads.push(head),
+        }
+    }
+
+    /// Back to the heads before the last change.
+    pub fn undo(&mut self) {
+        if let Some(heads) = self.undo.pop() {
+            self.heads = heads;
+        }
+    }
+
+    /// Every head back (undoable).
+    pub fn clear(&mut self) {
+        if !self.heads.is_empty() {
+            self.undo.push(std::mem::take(&mut self.heads));
+        }
+    }
+
+    /// Another model is loaded: its heads are others.
+    pub fn forget(&mut self) {
+        self.cancel();
+        *self = Self {
+            mode: self.mode,
+            ..Self::default()
+        };
+    }
+
+    fn ablation(&self) -> Ablation {
+        Ablation::new(self.mode, self.heads.iter().map(|h| (h.layer, h.head)))
+    }
+
+    /// The ablation to ask the worker for, for the result `generation`
+    /// shown: `None` when none is ablated, or its answer is there or on its
+    /// way (a running job for other heads is stopped).
+    pub fn wanted(&mut self, generation: u64) -> Option<Ablation> {
+        self.poll();
+        if self.heads.is_empty() {
+            self.cancel();
+            return None;
+        }
+        let wanted = Asked {
+            generation,
+            ablation: self.ablation(),
+        };
+        match &self.state {
+            AblationState::Running { asked, .. }
+            | AblationState::Done { asked, .. }
+            | AblationState::Failed { asked, .. }
+            | AblationState::Cancelled { asked }
+                if *asked == wanted =>
+            {
+                None
+            }
+            _ => {
+                self.cancel();
+                Some(wanted.ablation)
+            }
+        }
+    }
+
+    /// The worker's answer to `ablation` on result `generation` will come
+    /// on `answer`.
+    pub fn requested(
+        &mut self,
+        generation: u64,
+        ablation: Ablation,
+        answer: Receiver<AblationResult>,
+        progress: Arc<JobProgress>,
+    ) {
+        self.state = AblationState::Running {
+            asked: Asked {
+                generation,
+                ablation,
+            },
+            answer,
+            progress,
+        };
+    }
+
+    /// Takes the worker's answer, if it came.
+    pub fn poll(&mut self) {
+        let AblationState::Running { asked, answer, .. } = &self.state else {
+            return;
+        };
+        let result = match answer.try_recv() {
+            Ok(result) => result,
+            Err(TryRecvError::Empty) => return,
+            Err(TryRecvError::Disconnected) => Err(crate::worker::JobError::Failed(
+                "the ablation's thread stopped without an answer".into(),
+            )),
+        };
+        let asked = asked.clone();
+        self.state = match result {
+            Ok(effect) => AblationState::Done { asked, effect },
+            Err(error) => AblationState::Failed {
+                asked,
+                message: error.to_string(),
+            },
+        };
+    }
+
+    /// Stops a running ablation.
+    pub fn cancel(&mut self) {
+        if let AblationState::Running { progress, .. } = &self.state {
+            progress.cancel();
+            self.state = AblationState::Idle;
+        }
+    }
+
+    /// The effect of the current heads on result `generation`, once done.
+    pub fn effect(&self, generation: u64) -> Option<&Arc<AblationEffect>> {
+        match &self.state {
+            AblationState::Done { asked, effect }
+                if asked.generation == generation && asked.ablation == self.ablation() =>
+            {
+                Some(effect)
+            }
+            _ => None,
+        }
+    }
+
+    /// The row above the grid while any head is ablated: which, how, the
+    /// effect (or its progress), Undo and Clear; then the tokens coloured
+    /// by how much each moved. `output` is the result the grid shows.
+    pub fn ui(&mut self, ui: &mut egui::Ui, output: &RunOutput, generation: u64) {
+        if self.heads.is_empty() && self.undo.is_empty() {
+            return;
+        }
+        ui.horizontal_wrapped(|ui| {
+            if self.heads.is_empty() {
+                ui.weak("No head is ablated (a head's menu, right click, ablates it).");
+            } else {
+                let mut names: Vec<String> = self
+                    .heads
+                    .iter()
+                    .map(|h| format!("L{} H{}", h.layer, h.head))
+                    .collect();
+                names.sort();
+                ui.strong(format!("Ablated: {}", names.join(", ")));
+                ui.label("output");
+                ui.selectable_value(&mut self.mode, AblationMode::Zero, "zero")
+                    .on_hover_text("The heads' outputs are zero before the output projection");
+                ui.selectable_value(&mut self.mode, AblationMode::Mean, "mean")
+                    .on_hover_text("Each head's output is its mean over the input's positions");
+            }
+            if ui
+                .add_enabled(!self.undo.is_empty(), egui::Button::new(UNDO_LABEL))
+                .clicked()
+            {
+                self.undo();
+            }
+            if ui
+                .add_enabled(!self.heads.is_empty(), egui::Button::new(CLEAR_LABEL))
+                .clicked()
+            {
+                self.clear();
+            }
+        });
+        if self.heads.is_empty() {
+            return;
+        }
+        let stopped = match &self.state {
+            AblationState::Running { progress, .. } => {
+                progress::job_row(ui, progress, "Stop the ablation")
+            }
+            AblationState::Failed { message, .. } => {
+                ui.colored_label(ui.visuals().error_fg_color, message);
+                false
+            }
+            AblationState::Cancelled { .. } => {
+                ui.weak(
+                    "The ablation was stopped; ablating another head, or the mode, runs it again.",
+                );
+                false
+            }
+            _ => false,
+        };
+        if stopped {
+            if let AblationState::Running { asked, .. } = &self.state {
+                let asked = asked.clone();
+                self.cancel();
+                self.state = AblationState::Cancelled { asked };
+            }
+        }
+        if let Some(effect) = self.effect(generation).cloned() {
+            effect_summary(ui, &effect);
+            effect_tokens(ui, output, &effect);
+        }
+    }
+}
+
+/// The effect in words: the loss before and after, and the output change.
+fn effect_summary(ui: &mut egui::Ui, effect: &AblationEffect) {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mut text = String::new();
+    if let Some(delta) = effect.delta_loss {
+        text.push_str(&format!(
+            "next-token loss {} → {} nats ({delta:+.4}) · ",
+            figure(Some(mean(&effect.loss)), 4),
+            figure(Some(mean(&effect.ablated_loss)), 4),
+        ));
+    }
+    text.push_str(&format!(
+        "output change {} (mean 1 − cos of the last hidden states)",
+        figure(Some(effect.output_change), 5)
+    ));
+    ui.label(text);
+}
+
+/// The input's tokens, each coloured by how much it moved: the change of
+/// the loss of predicting it (a decoder; red: harder, blue: easier), or the
+/// change of its last hidden state (an encoder).
+fn effect_tokens(ui: &mut egui::Ui, output: &RunOutput, effect: &AblationEffect) {
+    let tokens = &output.input.tokens;
+    let labels = tokens.readable_tokens();
+    // Token i + 1's loss change is predicted at position i.
+    let values: Vec<Option<f64>> = if effect.delta_loss.is_some() {
+        std::iter::once(None)
+            .chain(
+                effect
+                    .ablated_loss
+                    .iter()
+                    .zip(&effect.loss)
+                    .map(|(a, b)| Some(a - b)),
+            )
+            .collect()
+    } else {
+        effect.token_change.iter().map(|&v| Some(v)).collect()
+    };
+    let decoder = effect.delta_loss.is_some();
+    let largest = values
+        .iter()
+        .flatten()
+        .fold(0f64, |m, v| m.max(v.abs()))
+        .max(1e-12);
+    // Red for harder (RdBu runs red → white → blue): the scale turned over.
+    let colour = |v: f64| {
+        let [r, g, b] = if decoder {
+            let range = ValueRange::new(-largest as f32, largest as f32);
+            ColorMap::RdBu.rgb(1.0 - range.normalise(v as f32))
+        } else {
+            let range = ValueRange::new(0.0, largest as f32);
+            ColorMap::Viridis.rgb(range.normalise(v as f32))
+        };
+        egui::Color32::from_rgb(r, g, b)
+    };
+    ui.weak(if decoder {
+        "Each token by how much harder (red) or easier (blue) it got to predict"
+    } else {
+        "Each token by how far its last hidden state turned (1 − cos)"
+    });
+    let text = ui.visuals().text_color();
+    let style = |i: usize| match values.get(i).copied().flatten() {
+        Some(v) => ChipStyle::filled(colour(v)),
+        None => ChipStyle::plain(text),
+    };
+    let tooltip = |i: usize| match values.get(i).copied().flatten() {
+        Some(v) if decoder => format!("loss of predicting it {v:+.4} nats"),
+        Some(v) => format!("1 − cos {v:.6}"),
+        None => "nothing predicts the first token".into(),
+    };
+    egui::ScrollArea::vertical()
+        .id_salt("ablation tokens")
+        .max_height(90.0)
+        .show(ui, |ui| {
+            TokenFlow {
+                id_salt: "ablation tokens",
+                tokens: &labels,
+                font_size: 13.0,
+                chip_prefix: None,
+                name: "tokens coloured by the ablation's effect",
+                wrap: true,
+            }
+            .show(ui, &style, &tooltip);
+        });
+}
