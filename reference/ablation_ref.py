@@ -12,7 +12,8 @@ ablated heads' slice of its input (zero, or the slice's mean over the
 positions), against the same input without hooks: `loss` and
 `ablated_loss` per position (the next token's cross-entropy, nats; causal
 decoders only), `delta_loss`, `token_change` (1 − cos of each token's last
-hidden state: `hidden_states[-1]`, after the final norm) and
+hidden state, after the final norm: a base model's `last_hidden_state`, a
+causal LM's `hidden_states[-1]`) and
 `output_change`, their mean. Cases with `importance` ablate each head
 alone: `head_importance_delta_loss` and `head_importance_output_change`,
 L rows of H.
@@ -39,12 +40,17 @@ CASES = [
     ("llama", f"{FIXTURES}/families/llama", "families/llama.json", "families/llama.txt", None, "zero", True),
     ("gpt2", f"{FIXTURES}/families/gpt2", "families/gpt2.json", "families/gpt2.txt", None, "mean", True),
     ("bert", f"{FIXTURES}/families/bert", "families/bert.json", "families/bert.txt", None, "zero", True),
+    # Encoders on the pre-norm stack: their last hidden states are through the final norm.
+    ("modernbert", f"{FIXTURES}/families/modernbert", "families/modernbert.json", "families/modernbert.txt", None,
+     "mean", True),
+    ("embeddinggemma", f"{FIXTURES}/families/embeddinggemma", "families/embeddinggemma.json",
+     "families/embeddinggemma.txt", [[1, 2]], "zero", False),
 ]
 
 
 def load(folder):
     config = json.load(open(os.path.join(folder, "config.json")))
-    causal = config["model_type"] in DECODERS
+    causal = config["model_type"] in DECODERS and not config.get("use_bidirectional_attention")
     cls = AutoModelForCausalLM if causal else AutoModel
     model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
     model.eval()
@@ -86,7 +92,10 @@ def outcome(model, causal, ids, heads, mode):
         out = model(input_ids=ids_t, attention_mask=torch.ones_like(ids_t), output_hidden_states=True, **extra)
     for h in hooks:
         h.remove()
-    hidden = out.hidden_states[-1][0].double()
+    # A base model's last_hidden_state is through its final norm (ModernBERT's
+    # hidden_states[-1] is not); a causal LM's hidden_states[-1] is.
+    last = out.hidden_states[-1] if causal else out.last_hidden_state
+    hidden = last[0].double()
     losses = None
     if causal:
         logp = torch.log_softmax(out.logits[0].double(), dim=-1)

@@ -4,8 +4,10 @@
 //! projection replaces the ablated heads' slice) gives the same input ids
 //! and, within 1e-4, the same `delta_loss`, `output_change`, loss and
 //! change per position, and `head_importance` grids: the real encoder
-//! MiniLM and the real decoder SmolLM2 (zero and mean), and each head of
-//! the Llama, GPT-2 and BERT fixtures alone. SmolLM2's GGUF file, on
+//! MiniLM and the real decoder SmolLM2 (zero and mean), each head of the
+//! Llama, GPT-2, BERT and ModernBERT fixtures alone, and EmbeddingGemma
+//! (an encoder on the pre-norm stack: its last hidden states through the
+//! final norm). SmolLM2's GGUF file, on
 //! candle's ops, gives what its converted folder gives on the tuned CPU
 //! pass; bad head lists are refused by name.
 

@@ -205,8 +205,9 @@ fn a_cancelled_jump_leaves_the_text_on_the_window_shown() {
     let mut harness = start_on_family("llama");
     wait_for_result(&mut harness);
     harness.state_mut().open_file(&file);
+    // Its thumbnails drawn too: their progress row has a Cancel of its own.
     step_until(&mut harness, "the first window", |h| {
-        !h.state().is_working() && shows(h, "sentences 1–")
+        !h.state().is_working() && shows(h, "sentences 1–") && h.state().overview_is_current()
     });
     let first = label_containing(&harness, "sentences 1–");
     let before = harness.state().shown_output().unwrap().clone();

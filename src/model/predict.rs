@@ -133,7 +133,20 @@ impl Model {
     /// The final norm and LM head, read from the model's files the first
     /// time they are asked for (the study's loads skip the head's matrix).
     pub fn lm_head(&self) -> anyhow::Result<Arc<LmHead>> {
-        let decoder = self.causal_decoder("a language-model head")?;
+        self.causal_decoder("a language-model head")?;
+        self.final_head()
+    }
+
+    /// [`Model::lm_head`] of any model on the pre-norm stack: an encoder's
+    /// (ModernBERT, EmbeddingGemma) is its final norm alone.
+    pub fn final_head(&self) -> anyhow::Result<Arc<LmHead>> {
+        let Network::PreNorm(decoder) = &self.network else {
+            bail!(
+                "{} ({}) has no final norm: its layers end in their own",
+                self.name,
+                self.config.family
+            );
+        };
         let mut slot = self.lm_head.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(head) = slot.as_ref() {
             return Ok(head.clone());

@@ -214,13 +214,8 @@ impl Model {
             outcome.hidden = last;
             return Ok(outcome);
         }
-        if !self.config.is_causal() {
-            bail!(
-                "ablation reads the last hidden states through the final norm, which headscope does not yet read for {} (an encoder on the pre-norm stack)",
-                self.config.family
-            );
-        }
-        let head = self.lm_head()?;
+        let causal = self.config.is_causal();
+        let head = self.final_head()?;
         let device = stack.device().clone();
         // A few rows at a time: every position's logits at once would take
         // T × vocab floats.
@@ -233,6 +228,9 @@ impl Model {
             outcome
                 .hidden
                 .extend(normed.flatten_all()?.to_vec1::<f32>()?);
+            if !causal {
+                continue;
+            }
             let logits = head.logits_of_normed(&normed)?.to_vec2::<f32>()?;
             for (i, logits) in logits.iter().enumerate() {
                 if let Some(&next) = input_ids.get(start + i + 1) {

@@ -104,7 +104,13 @@ pub fn feed_forward_names(family: Family) -> [&'static str; 3] {
 /// model in a checkpoint with the head: `lm_head.weight`, GPT-NeoX's
 /// `embed_out.weight`); `None` for ModernBERT, which predicts no next token.
 pub fn head_names(family: Family) -> Option<(&'static str, &'static str)> {
-    names(family).head
+    let names = names(family);
+    names.lm_head.map(|head| (names.final_norm, head))
+}
+
+/// The family's name of its final norm (ModernBERT's too).
+pub fn final_norm_name(family: Family) -> &'static str {
+    names(family).final_norm
 }
 
 /// The family's names of layer `index`'s norms before and after its

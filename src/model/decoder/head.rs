@@ -3,7 +3,9 @@
 //! vocabulary entry. The head's matrix is the checkpoint's `lm_head.weight`
 //! (GPT-NeoX's `embed_out.weight`) where it has one, else the token
 //! embeddings (tied, as GPT-2, Gemma and SmolLM2 are); Gemma 2 soft-caps
-//! the logits (`final_logit_softcapping`).
+//! the logits (`final_logit_softcapping`). An encoder on the pre-norm
+//! stack (ModernBERT, EmbeddingGemma) has the final norm alone, through
+//! which an ablation reads its last hidden states.
 //!
 //! The study never reads it, so a model loads it only when asked
 //! ([`crate::model::Model::lm_head`]): its matrix is the largest of many
@@ -11,18 +13,21 @@
 
 use super::blocks;
 use crate::model::blocks::{Dense, Norm};
-use crate::model::config::pre_norm::head_names;
-use crate::model::config::{ModelConfig, PreNormShape};
+use crate::model::config::pre_norm::{final_norm_name, head_names};
+use crate::model::config::ModelConfig;
 use crate::model::weight::{Weight, WeightBuilder};
 use crate::model::Family;
 use candle_core::{Result, Tensor};
 
-/// The final norm and the projection to the vocabulary.
+/// The final norm and, for a causal decoder, the projection to the
+/// vocabulary (an encoder on the pre-norm stack has the norm alone: its
+/// last hidden states are through it).
 pub struct LmHead {
     norm: Norm,
-    projection: Dense,
+    projection: Option<Dense>,
     soft_cap: Option<f32>,
     vocab: usize,
+    family: Family,
 }
 
 impl LmHead {
@@ -34,44 +39,38 @@ impl LmHead {
         config: &ModelConfig,
         embeddings: &Weight,
     ) -> Result<Self> {
-        let (shape, (norm_name, head_name)) = Self::names(config)?;
-        let norm = blocks::norm(vb.pp(norm_name), config, shape)?;
-        let shape_of_head = (config.vocab_size, config.hidden_size);
-        let matrix = if vb.contains_tensor(&format!("{head_name}.weight")) {
-            vb.pp(head_name).weight(shape_of_head, "weight")?
-        } else {
-            embeddings.clone()
+        let shape = config.pre_norm.as_ref().ok_or_else(|| {
+            candle_core::Error::Msg(format!("{} has no final norm", config.family))
+        })?;
+        let norm = blocks::norm(vb.pp(final_norm_name(config.family)), config, shape)?;
+        let projection = match head_names(config.family).filter(|_| config.is_causal()) {
+            Some((_, head_name)) => {
+                let shape_of_head = (config.vocab_size, config.hidden_size);
+                let matrix = if vb.contains_tensor(&format!("{head_name}.weight")) {
+                    vb.pp(head_name).weight(shape_of_head, "weight")?
+                } else {
+                    embeddings.clone()
+                };
+                Some(Dense::new(&matrix, None)?)
+            }
+            None => None,
         };
         Ok(Self {
             norm,
-            projection: Dense::new(&matrix, None)?,
+            projection,
             soft_cap: shape.variant.final_logit_softcapping.map(|cap| cap as f32),
             vocab: config.vocab_size,
+            family: config.family,
         })
-    }
-
-    /// The family's shape and its head's tensor names, or why it has no
-    /// head to load.
-    fn names(config: &ModelConfig) -> Result<(&PreNormShape, (&'static str, &'static str))> {
-        let shape = config.pre_norm.as_ref().filter(|_| config.is_causal());
-        match (shape, head_names(config.family)) {
-            (Some(shape), Some(names)) => Ok((shape, names)),
-            _ => Err(candle_core::Error::Msg(format!(
-                "{} is not a causal decoder: it has no language-model head",
-                config.family
-            ))),
-        }
     }
 
     /// Whether `name` (as the loader normalises it) is one of the head's
     /// tensors: its matrix or its final norm.
     pub fn holds_tensor(family: Family, name: &str) -> bool {
-        head_names(family).is_some_and(|(norm, head)| {
-            name.strip_prefix(head) == Some(".weight")
-                || name
-                    .strip_prefix(norm)
-                    .is_some_and(|rest| rest.starts_with('.'))
-        })
+        Self::is_head_matrix(family, name)
+            || name
+                .strip_prefix(final_norm_name(family))
+                .is_some_and(|rest| rest.starts_with('.'))
     }
 
     /// Whether `name` is the head's own matrix, which the study's loads skip.
@@ -97,7 +96,13 @@ impl LmHead {
 
     /// Logits (T × vocab) of hidden states already through the final norm.
     pub fn logits_of_normed(&self, normed: &Tensor) -> Result<Tensor> {
-        let logits = self.projection.forward(normed)?;
+        let projection = self.projection.as_ref().ok_or_else(|| {
+            candle_core::Error::Msg(format!(
+                "{} is not a causal decoder: it has no language-model head",
+                self.family
+            ))
+        })?;
+        let logits = projection.forward(normed)?;
         match self.soft_cap {
             Some(cap) => (logits / f64::from(cap))?.tanh()? * f64::from(cap),
             None => Ok(logits),

@@ -31,7 +31,8 @@ pub const SPEC: FamilySpec = FamilySpec {
         names: PreNormNames {
             attention: ("attention", "query_key_value", "dense"),
             feed_forward: ["dense_h_to_4h", "dense_4h_to_h", ""],
-            head: Some(("final_layer_norm", "embed_out")),
+            final_norm: "final_layer_norm",
+            lm_head: Some("embed_out"),
             ..LLAMA_NAMES
         },
         gguf_tensors: GgufTensors {

@@ -320,10 +320,12 @@ pub struct PreNormNames {
     /// Whether the first layer has its norm before the attention
     /// (ModernBERT's reads the normalised embeddings as they are).
     pub first_attention_norm: bool,
-    /// The final norm and the language-model head's matrix (beside the
-    /// base model in a checkpoint with the head); `None` for ModernBERT,
-    /// which predicts no next token.
-    pub head: Option<(&'static str, &'static str)>,
+    /// The final norm, after the last layer.
+    pub final_norm: &'static str,
+    /// The language-model head's matrix (beside the base model in a
+    /// checkpoint with the head); `None` for ModernBERT, which predicts no
+    /// next token.
+    pub lm_head: Option<&'static str>,
 }
 
 /// Llama's tensor names, which most decoders keep.
@@ -337,7 +339,8 @@ pub const LLAMA_NAMES: PreNormNames = PreNormNames {
         None,
     ],
     first_attention_norm: true,
-    head: Some(("norm", "lm_head")),
+    final_norm: "norm",
+    lm_head: Some("lm_head"),
 };
 
 /// Gemma 2's and 3's names: four norms, a sandwich around the attention

@@ -30,7 +30,8 @@ pub const SPEC: FamilySpec = FamilySpec {
             norms: [Some("attn_norm"), None, Some("mlp_norm"), None],
             // The first layer reads the normalised embeddings as they are.
             first_attention_norm: false,
-            head: None,
+            final_norm: "final_norm",
+            lm_head: None,
         },
         gguf_tensors: GgufTensors::LLAMA,
     }),

@@ -14,7 +14,7 @@
 //! as a real checkpoint has them.
 
 use crate::model::config::pre_norm::{
-    attention_names, feed_forward_names, head_names, norm_names, FeedForwardLayout, QkNorm,
+    attention_names, feed_forward_names, final_norm_name, norm_names, FeedForwardLayout, QkNorm,
     QkvLayout,
 };
 use crate::model::config::{ModelConfig, PreNormShape};
@@ -215,8 +215,7 @@ fn pre_norm_tensor_shapes(config: &ModelConfig, shape: &PreNormShape) -> Vec<(St
             }
         }
     }
-    let (final_norm, _) = head_names(config.family).expect("a decoder's head");
-    norm(final_norm.into(), h, &mut add);
+    norm(final_norm_name(config.family).into(), h, &mut add);
     shapes
 }
 
