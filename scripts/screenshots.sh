@@ -8,9 +8,10 @@
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
 # category, by role on the text and on the induction probe, and its heads
-# sorted by previous-token score and as a scatter, and four of its heads
-# ablated (decoder-smollm2.png, decoder-roles.png, decoder-probe-roles.png,
-# decoder-ablation.png, roles-table.png,
+# sorted by previous-token score and as a scatter, four of its heads
+# ablated and each head's importance (decoder-smollm2.png, decoder-roles.png,
+# decoder-probe-roles.png, decoder-ablation.png, decoder-importance.png,
+# roles-table.png,
 # roles-scatter.png).
 #
 # Needs: Xvfb, xdotool, ImageMagick (import). The app runs with a scratch
@@ -327,10 +328,20 @@ for head in "L17 H3" "L17 H4" "L17 H5" "L18 H6"; do
   point_at_label "$head " prefix
   xdotool click 3
   click_label "Ablate $head"
-  sleep 0.5
+  sleep 3   # the effect's row above the grid moves the grid down
 done
 xdotool mousemove 1590 5
 sleep 15   # two passes of SmolLM2 over the probe
 import -window root screenshots/decoder-ablation.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation}.png" >&2
+# Every head back, then each head's importance on the probe: each ablated
+# alone, the rise of the loss on its thumbnail (layers 14-19: L16 H0).
+click_label "Give every head back"
+click_label "Each head's importance"
+xdotool mousemove 1000 600
+for _ in $(seq 9); do xdotool click 4; sleep 0.05; done
+xdotool mousemove 1590 5
+sleep 150  # 270 ablated passes (a debug build takes longer: set HEADSCOPE_BIN to a release one)
+import -window root screenshots/decoder-importance.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2

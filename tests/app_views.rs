@@ -1076,3 +1076,41 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
         .all(|(_, label)| !label.contains("· ablated")));
     harness.check_accessibility();
 }
+
+/// "Each head's importance" ablates every head alone and draws the effect
+/// on its thumbnail: the grid's numbers are `Model::head_importance`'s.
+#[test]
+fn each_heads_importance_is_drawn_on_the_grid() {
+    use headscope::app::views::heads::ablation::{HIDE_IMPORTANCE_LABEL, IMPORTANCE_LABEL};
+    use headscope::model::ablation::AblationMode;
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, CentralView::Heads);
+    let ids = shown(&harness).input.tokens.input_ids.clone();
+    let expected = common::loaded_test_model()
+        .head_importance(&ids, AblationMode::Zero, &|| false, &|_, _| {})
+        .expect("the reference importance");
+    assert!(
+        expected.delta_loss.is_none(),
+        "an encoder has no next-token loss"
+    );
+    harness.get_by_label(IMPORTANCE_LABEL).click();
+    step_until(&mut harness, "every head's importance", |h| {
+        thumbnails(h)
+            .iter()
+            .all(|(_, label)| label.contains("· importance "))
+    });
+    let heads = expected.heads;
+    for (head, label) in thumbnails(&harness) {
+        let value = expected.output_change[head.layer * heads + head.head];
+        let shown = format!("· importance {value:+.4}");
+        assert!(label.contains(&shown), "{label} lacks {shown}");
+    }
+    harness.get_by_label(HIDE_IMPORTANCE_LABEL).click();
+    harness.step();
+    harness.step();
+    assert!(thumbnails(&harness)
+        .iter()
+        .all(|(_, label)| !label.contains("· importance")));
+    harness.check_accessibility();
+}

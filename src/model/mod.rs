@@ -366,7 +366,7 @@ impl Model {
         if let Some((input_ids, (layer, residual))) = input.sequence() {
             self.check_input(input_ids)?;
             let hidden = input_ids.len() * self.config.hidden_size;
-            if layer >= self.layers() || residual.is_some_and(|r| r.len() != hidden) {
+            if residual.is_some_and(|r| layer >= self.layers() || r.len() != hidden) {
                 return Err(Refusal::Unsupported(
                     "a resumed pass needs a layer of the model and its input's residual stream",
                 )

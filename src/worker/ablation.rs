@@ -1,17 +1,30 @@
 //! Ablation for the app (ANALYSIS.md §9, [`crate::model::ablation`]): the
 //! loaded model runs the shown input without and with a set of heads
-//! ablated, on a thread of its own that borrows the model (as the probe
-//! and the predictions do), so the analyses keep answering. Its two passes
-//! are counted in a [`JobProgress`] whose cancel stops it at the next layer.
+//! ablated ([`AnalysisWorker::ablate`]), or with each head ablated alone
+//! ([`AnalysisWorker::head_importance`]), on a thread of its own that
+//! borrows the model (as the probe and the predictions do), so the
+//! analyses keep answering. Its passes are counted in a [`JobProgress`]
+//! whose cancel stops it at the next layer.
 
 use super::{AnalysisWorker, Command, JobError, JobProgress, WorkerThread};
-use crate::model::ablation::{Ablation, AblationEffect};
+use crate::model::ablation::{Ablation, AblationEffect, AblationMode, HeadImportance};
 use crate::model::Model;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::Arc;
 
 /// The effect of an ablation, or why there is none.
 pub type AblationResult = Result<Arc<AblationEffect>, JobError>;
+
+/// The effect of ablating each head alone, or why there is none.
+pub type ImportanceResult = Result<Arc<HeadImportance>, JobError>;
+
+pub(super) struct ImportanceJob {
+    input_ids: Vec<u32>,
+    mode: AblationMode,
+    /// Counts the heads ablated; cancelled, stops the job.
+    progress: Arc<JobProgress>,
+    reply: Sender<ImportanceResult>,
+}
 
 pub(super) struct AblationJob {
     input_ids: Vec<u32>,
@@ -40,9 +53,46 @@ impl AnalysisWorker {
         }));
         receiver
     }
+
+    /// `head_importance` of `input_ids` with the loaded model: each head
+    /// ablated alone (`mode`), L × H passes on a thread of its own;
+    /// `progress` counts the heads, and its cancel stops it.
+    pub fn head_importance(
+        &self,
+        input_ids: Vec<u32>,
+        mode: AblationMode,
+        progress: Arc<JobProgress>,
+    ) -> Receiver<ImportanceResult> {
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        self.send(Command::Importance(ImportanceJob {
+            input_ids,
+            mode,
+            progress,
+            reply,
+        }));
+        receiver
+    }
 }
 
 impl WorkerThread {
+    pub(super) fn start_importance(&self, job: ImportanceJob) {
+        let ImportanceJob {
+            input_ids,
+            mode,
+            progress,
+            reply,
+        } = job;
+        self.answer_on_thread("importance", "the heads' importance", reply, move |model| {
+            let cancelled = || progress.is_cancelled();
+            model
+                .head_importance(&input_ids, mode, &cancelled, &|done, _| {
+                    progress.reach(done)
+                })
+                .map(Arc::new)
+                .map_err(|e| failed(&progress, e))
+        });
+    }
+
     pub(super) fn start_ablation(&self, job: AblationJob) {
         let AblationJob {
             input_ids,
@@ -65,20 +115,22 @@ fn run_ablation(
     progress: &JobProgress,
 ) -> AblationResult {
     let cancelled = || progress.is_cancelled();
-    let failed = |e: anyhow::Error| {
-        JobError::Failed(if progress.is_cancelled() {
-            "cancelled".into()
-        } else {
-            format!("{e:#}")
-        })
-    };
     let base = model
         .pass_outcome(input_ids, None, &cancelled, true)
-        .map_err(failed)?;
+        .map_err(|e| failed(progress, e))?;
     progress.step();
     let effect = model
         .ablate_against(input_ids, &base, ablation, &cancelled)
-        .map_err(failed)?;
+        .map_err(|e| failed(progress, e))?;
     progress.step();
     Ok(Arc::new(effect))
+}
+
+/// Why a job of `progress` gave no answer.
+fn failed(progress: &JobProgress, error: anyhow::Error) -> JobError {
+    JobError::Failed(if progress.is_cancelled() {
+        "cancelled".into()
+    } else {
+        format!("{error:#}")
+    })
 }

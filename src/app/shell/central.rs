@@ -4,7 +4,7 @@
 
 use crate::app::panels::model::{LoadState, ModelAction};
 use crate::app::settings::CentralView;
-use crate::app::views::heads::ablation::AblationSlot;
+use crate::app::views::heads::ablation::{AblationSlot, ImportanceSlot};
 use crate::app::views::heads::probe::ProbeSlot;
 use crate::app::views::logit_lens::LogitLensView;
 use crate::app::views::shared::ViewAction;
@@ -145,6 +145,26 @@ impl HeadscopeApp {
                     .heads
                     .ablation
                     .requested(generation, ablation, answer, progress);
+            }
+            ViewAction::HeadImportance {
+                input_ids,
+                generation,
+                mode,
+            } => {
+                // The probe, when shown, has the text's layers and heads.
+                let heads = self
+                    .runs
+                    .shown()
+                    .map_or(0, |s| s.output.captures.layers * s.output.captures.heads);
+                let progress = ImportanceSlot::progress(heads);
+                let answer = self
+                    .worker
+                    .head_importance(input_ids, mode, progress.clone());
+                self.views
+                    .heads
+                    .ablation
+                    .importance
+                    .requested(generation, mode, answer, progress);
             }
             ViewAction::OpenHead(head) => {
                 self.settings.view = CentralView::Heads;

@@ -6,7 +6,8 @@
 //! ablated and how the output moved, with Undo, Clear and the mode, and the
 //! input's tokens are coloured by how much each moved: a decoder's change
 //! of the loss of predicting each token, an encoder's 1 − cos of its last
-//! hidden state. Ablated heads are marked on the grid.
+//! hidden state. Ablated heads are marked on the grid. [`IMPORTANCE_LABEL`]
+//! ablates each head alone and draws the effect on its thumbnail.
 
 use crate::app::jobs::JobProgress;
 use crate::app::widgets::format::figure;
@@ -14,9 +15,9 @@ use crate::app::widgets::progress;
 use crate::app::widgets::token_text::{ChipStyle, TokenFlow};
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
-use crate::model::ablation::{Ablation, AblationEffect, AblationMode};
+use crate::model::ablation::{Ablation, AblationEffect, AblationMode, HeadImportance};
 use crate::pipeline::RunOutput;
-use crate::worker::AblationResult;
+use crate::worker::{AblationResult, ImportanceResult};
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::sync::Arc;
 
@@ -66,13 +67,15 @@ enum AblationState {
     },
 }
 
-/// The heads the user ablated, their history for Undo, and the effect.
+/// The heads the user ablated, their history for Undo, and the effect;
+/// and each head's importance.
 #[derive(Default)]
 pub struct AblationSlot {
     pub mode: AblationMode,
     heads: Vec<HeadId>,
     undo: Vec<Vec<HeadId>>,
     state: AblationState,
+    pub importance: ImportanceSlot,
 }
 
 impl AblationSlot {
@@ -117,6 +120,7 @@ impl AblationSlot {
     /// Another model is loaded: its heads are others.
     pub fn forget(&mut self) {
         self.cancel();
+        self.importance.hide();
         *self = Self {
             mode: self.mode,
             ..Self::default()
@@ -371,4 +375,188 @@ fn effect_tokens(ui: &mut egui::Ui, output: &RunOutput, effect: &AblationEffect)
             }
             .show(ui, &style, &tooltip);
         });
+}
+
+/// The button that asks for every head's importance.
+pub const IMPORTANCE_LABEL: &str = "Each head's importance";
+/// What the importance's progress row says it does.
+pub const IMPORTANCE_PROGRESS_LABEL: &str = "Ablating each head alone";
+/// The button that takes the importance off the grid.
+pub const HIDE_IMPORTANCE_LABEL: &str = "Hide the importance";
+
+/// What an importance answer is for: the shown result and the mode.
+type ImportanceKey = (u64, AblationMode);
+
+#[derive(Default)]
+enum ImportanceState {
+    #[default]
+    Idle,
+    Running {
+        key: ImportanceKey,
+        answer: Receiver<ImportanceResult>,
+        progress: Arc<JobProgress>,
+    },
+    Done {
+        key: ImportanceKey,
+        importance: Arc<HeadImportance>,
+    },
+    Failed {
+        key: ImportanceKey,
+        message: String,
+    },
+    /// Stopped by the user: not asked for again until shown again.
+    Cancelled,
+}
+
+/// `head_importance` on the grid (ANALYSIS.md §9): each head ablated alone
+/// on the shown input, asked for by [`IMPORTANCE_LABEL`], drawn on each
+/// thumbnail until hidden.
+#[derive(Default)]
+pub struct ImportanceSlot {
+    shown: bool,
+    state: ImportanceState,
+}
+
+impl ImportanceSlot {
+    /// A progress for ablating each of `heads` heads.
+    pub fn progress(heads: usize) -> Arc<JobProgress> {
+        JobProgress::counting(IMPORTANCE_PROGRESS_LABEL, "heads", heads)
+    }
+
+    /// Puts the importance on the grid (computing it where needed).
+    pub fn show(&mut self) {
+        self.shown = true;
+        if matches!(self.state, ImportanceState::Cancelled) {
+            self.state = ImportanceState::Idle;
+        }
+    }
+
+    /// Takes it off (and stops its computation).
+    pub fn hide(&mut self) {
+        self.shown = false;
+        self.cancel();
+        if matches!(self.state, ImportanceState::Cancelled) {
+            self.state = ImportanceState::Idle;
+        }
+    }
+
+    fn cancel(&mut self) {
+        if let ImportanceState::Running { progress, .. } = &self.state {
+            progress.cancel();
+            self.state = ImportanceState::Cancelled;
+        }
+    }
+
+    /// Whether the worker must be asked for the importance of result
+    /// `generation` in `mode`.
+    pub fn wanted(&mut self, generation: u64, mode: AblationMode) -> bool {
+        self.poll();
+        if !self.shown {
+            return false;
+        }
+        let wanted = (generation, mode);
+        match &self.state {
+            ImportanceState::Running { key, .. }
+            | ImportanceState::Done { key, .. }
+            | ImportanceState::Failed { key, .. }
+                if *key == wanted =>
+            {
+                false
+            }
+            ImportanceState::Cancelled => false,
+            _ => {
+                self.cancel();
+                true
+            }
+        }
+    }
+
+    /// The worker's answer for result `generation` in `mode` will come on
+    /// `answer`.
+    pub fn requested(
+        &mut self,
+        generation: u64,
+        mode: AblationMode,
+        answer: Receiver<ImportanceResult>,
+        progress: Arc<JobProgress>,
+    ) {
+        self.state = ImportanceState::Running {
+            key: (generation, mode),
+            answer,
+            progress,
+        };
+    }
+
+    fn poll(&mut self) {
+        let ImportanceState::Running { key, answer, .. } = &self.state else {
+            return;
+        };
+        let result = match answer.try_recv() {
+            Ok(result) => result,
+            Err(TryRecvError::Empty) => return,
+            Err(TryRecvError::Disconnected) => Err(crate::worker::JobError::Failed(
+                "the importance's thread stopped without an answer".into(),
+            )),
+        };
+        let key = *key;
+        self.state = match result {
+            Ok(importance) => ImportanceState::Done { key, importance },
+            Err(error) => ImportanceState::Failed {
+                key,
+                message: error.to_string(),
+            },
+        };
+    }
+
+    /// Each head's importance (layer-major) on result `generation` in
+    /// `mode`, while shown: a decoder's `delta_loss`, an encoder's
+    /// `output_change`.
+    pub fn values(&self, generation: u64, mode: AblationMode) -> Option<&[f64]> {
+        match &self.state {
+            ImportanceState::Done { key, importance }
+                if self.shown && *key == (generation, mode) =>
+            {
+                Some(
+                    importance
+                        .delta_loss
+                        .as_deref()
+                        .unwrap_or(&importance.output_change),
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// What the importance on the grid is, while shown: its progress, why
+    /// it failed, or what its numbers mean, with a button to hide it.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        if !self.shown {
+            return;
+        }
+        let mut stopped = false;
+        ui.horizontal_wrapped(|ui| match &self.state {
+            ImportanceState::Running { progress, .. } => {
+                stopped = progress::job_row(ui, progress, "Stop; the grid shows no importance");
+            }
+            ImportanceState::Failed { message, .. } => {
+                ui.colored_label(ui.visuals().error_fg_color, message);
+            }
+            ImportanceState::Done { importance, .. } => {
+                ui.weak(if importance.delta_loss.is_some() {
+                    "Importance: how much the next-token loss rises (nats) with the head \
+                     ablated alone; bar: its share of the largest"
+                } else {
+                    "Importance: how far the last hidden states turn (mean 1 − cos) with \
+                     the head ablated alone; bar: its share of the largest"
+                });
+            }
+            _ => {}
+        });
+        if stopped {
+            self.cancel();
+        }
+        if ui.small_button(HIDE_IMPORTANCE_LABEL).clicked() {
+            self.hide();
+        }
+    }
 }

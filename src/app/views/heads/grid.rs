@@ -38,6 +38,9 @@ pub struct GridMarks {
     pub roles: Option<CaptionRoles>,
     /// The heads ablated (ANALYSIS.md §9), marked with a cross.
     pub ablated: Vec<HeadId>,
+    /// Per head, layer-major: its importance (the effect of ablating it
+    /// alone), drawn on the thumbnail.
+    pub importance: Option<Vec<f64>>,
 }
 
 /// What the user did to the grid this frame.
@@ -293,6 +296,11 @@ impl Overview {
         );
         let mut clicked = None;
         let mut toggled_ablation = None;
+        let largest_importance = marks
+            .importance
+            .iter()
+            .flatten()
+            .fold(0f64, |m, v| m.max(v.abs()));
         egui::ScrollArea::both()
             .auto_shrink([false, false])
             .show(ui, |ui| {
@@ -337,6 +345,13 @@ impl Overview {
                     if ablated {
                         label.push_str(" · ablated");
                     }
+                    let importance = marks
+                        .importance
+                        .as_ref()
+                        .and_then(|values| values.get(index).copied());
+                    if let Some(value) = importance {
+                        label.push_str(&format!(" · importance {value:+.4}"));
+                    }
                     if let Some(value) = separator {
                         label.push_str(&format!(" · separator attention {}", figure(value, 2)));
                     }
@@ -370,6 +385,9 @@ impl Overview {
                     }
                     if ablated {
                         ablated_mark(painter, image_rect);
+                    }
+                    if let Some(value) = importance {
+                        importance_overlay(painter, image_rect, value, largest_importance);
                     }
                     if highlight.is_some() {
                         // Inside the picture: outside it would cover the caption.
@@ -446,6 +464,35 @@ impl Overview {
 
 /// The colour that marks an ablated head.
 const ABLATED: Color32 = Color32::from_rgb(230, 60, 60);
+
+/// A head's importance on its thumbnail: the value in the top left corner
+/// and a bar along the bottom (full width: the largest of the grid).
+fn importance_overlay(painter: &egui::Painter, image: Rect, value: f64, largest: f64) {
+    let bar_height = (image.height() * 0.09).clamp(4.0, 10.0);
+    let track = Rect::from_min_max(
+        egui::pos2(image.left(), image.bottom() - bar_height),
+        image.right_bottom(),
+    );
+    painter.rect_filled(track, 0.0, Color32::from_black_alpha(170));
+    let share = if largest > 0.0 {
+        (value.abs() / largest).min(1.0)
+    } else {
+        0.0
+    };
+    let fill = Rect::from_min_max(
+        track.min,
+        egui::pos2(track.left() + track.width() * share as f32, track.bottom()),
+    );
+    painter.rect_filled(fill, 0.0, ABLATED);
+    let font = FontId::proportional((image.height() * 0.16).clamp(10.0, 14.0));
+    let galley = painter.layout_no_wrap(format!("{value:+.3}"), font, Color32::WHITE);
+    let badge = Rect::from_min_size(
+        image.min + egui::vec2(2.0, 2.0),
+        galley.size() + egui::vec2(6.0, 2.0),
+    );
+    painter.rect_filled(badge, 2.0, Color32::from_black_alpha(190));
+    painter.galley(badge.min + egui::vec2(3.0, 1.0), galley, Color32::WHITE);
+}
 
 /// An ablated head's cross over its thumbnail.
 fn ablated_mark(painter: &egui::Painter, image: Rect) {

@@ -173,9 +173,24 @@ impl HeadsView {
                 ablation,
             }));
         }
+        let mode = self.ablation.mode;
+        if self.ablation.importance.wanted(generation, mode) {
+            ui.ctx().request_repaint();
+            action = action.or(Some(ViewAction::HeadImportance {
+                input_ids: output.input.tokens.input_ids.clone(),
+                generation,
+                mode,
+            }));
+        }
         self.ablation.ui(ui, output, generation);
+        self.ablation.importance.ui(ui);
         ui.separator();
-        let marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
+        let mut marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
+        marks.importance = self
+            .ablation
+            .importance
+            .values(generation, mode)
+            .map(<[f64]>::to_vec);
         let answer = self.overview.ui(ui, output, self.detail, &marks);
         if let Some(head) = answer.opened {
             self.open_head(head);
@@ -270,6 +285,18 @@ impl HeadsView {
                  random tokens and the same 50 again, where previous-token and induction \
                  heads show whatever the text (ANALYSIS.md §9; run once per model)",
             );
+            ui.separator();
+            if ui
+                .button(ablation::IMPORTANCE_LABEL)
+                .on_hover_text(
+                    "Ablate each head alone (its output zero, or its mean as the ablation \
+                     row says) and draw on its thumbnail how much the next-token loss rises \
+                     (an encoder: how far the last hidden states turn); L × H passes",
+                )
+                .clicked()
+            {
+                self.ablation.importance.show();
+            }
             if let Some(layer) = self.grid_layer {
                 ui.separator();
                 ui.label(format!("Showing layer {layer} only"));
@@ -332,6 +359,7 @@ impl HeadsView {
             only_layer: self.grid_layer,
             roles: caption_roles(output, settings.grid_captions, on_probe),
             ablated: self.ablation.heads().to_vec(),
+            importance: None,
         }
     }
 }

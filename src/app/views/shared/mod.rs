@@ -84,6 +84,12 @@ pub enum ViewAction {
         generation: u64,
         ablation: crate::model::ablation::Ablation,
     },
+    /// Ablate each head alone on `input_ids` (as above): `head_importance`.
+    HeadImportance {
+        input_ids: Vec<u32>,
+        generation: u64,
+        mode: crate::model::ablation::AblationMode,
+    },
 }
 
 /// A click on a figure's save button (see
