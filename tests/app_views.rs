@@ -1074,6 +1074,28 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
     assert!(thumbnails(&harness)
         .iter()
         .all(|(_, label)| !label.contains("· ablated")));
+
+    // A head's detail has the same switch, and the same row.
+    let head = HeadId::new(2, 5);
+    let label = thumbnails(&harness)
+        .into_iter()
+        .find(|(h, _)| *h == head)
+        .expect("the head's thumbnail")
+        .1;
+    harness.get_by_label(&label).click();
+    step_until(&mut harness, "the head's detail", |h| {
+        h.state().detail_head() == Some(head)
+    });
+    harness.get_by_label(&toggle_label(head, false)).click();
+    step_until(&mut harness, "the head ablated", |h| {
+        h.state().ablation().is_ablated(head)
+    });
+    effect_shown(&mut harness, &[(2, 5)], AblationMode::Mean);
+    assert!(harness.query_by_label("Ablated: L2 H5").is_some());
+    harness.get_by_label(&toggle_label(head, true)).click();
+    harness.step();
+    harness.step();
+    assert!(harness.state().ablation().heads().is_empty());
     harness.check_accessibility();
 }
 

@@ -6,6 +6,7 @@
 //! The heatmap is one texture (rebuilt when the head or a view choice
 //! changes); labels and outlines are drawn only for the visible cells.
 
+use super::ablation::toggle_label;
 use crate::app::settings::{MatrixKind, Settings};
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap::{self, ViewKey};
@@ -20,11 +21,22 @@ const LABEL_MIN_CELL: f32 = 7.0;
 /// Room for the token labels left of and above the heatmap.
 const LABEL_MARGIN: f32 = 72.0;
 
+/// What the detail marks on the head shown.
+#[derive(Clone, Copy)]
+pub struct HeadMarks<'a> {
+    /// The tokens picked in the text: their rows and columns outlined.
+    pub picked: &'a [usize],
+    /// The head is ablated (its switch says so).
+    pub ablated: bool,
+}
+
 /// What the user asked for in the detail view this frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadAction {
     Show(HeadId),
     Back,
+    /// Ablate the head shown, or give it back (ANALYSIS.md §9).
+    ToggleAblation,
 }
 
 /// The detail view's texture, values and zoom state.
@@ -98,8 +110,9 @@ impl HeadView {
         head: HeadId,
         settings: &Settings,
         working: bool,
-        picked: &[usize],
+        marks: HeadMarks<'_>,
     ) -> Option<HeadAction> {
+        let HeadMarks { picked, ablated } = marks;
         let mut action = None;
         let (layers, heads) = (output.captures.layers, output.captures.heads);
         // Wrapped: beside the outline at 1280 px the row is wider than the
@@ -136,6 +149,16 @@ impl HeadView {
             ui.label(egui::RichText::new(name).color(colour).strong());
             if working {
                 ui.add(egui::Spinner::new());
+            }
+            if ui
+                .button(toggle_label(head, ablated))
+                .on_hover_text(
+                    "Run the input with this head's output zero (or its mean), and see how \
+                     the model's output moves",
+                )
+                .clicked()
+            {
+                action = Some(HeadAction::ToggleAblation);
             }
             ui.separator();
             if ui

@@ -23,7 +23,7 @@ use crate::captures::HeadId;
 use crate::colormap::{ColorMap, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use ablation::AblationSlot;
-use detail::{HeadAction, HeadView};
+use detail::{HeadAction, HeadMarks, HeadView};
 use grid::{CaptionRoles, GridMarks, Overview};
 use probe::{ProbeSlot, RUN_PROBE_LABEL};
 use std::sync::Arc;
@@ -84,7 +84,12 @@ impl HeadsView {
         self.probe.output().cloned()
     }
 
-    fn head_detail(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>, head: HeadId) {
+    fn head_detail(
+        &mut self,
+        ui: &mut egui::Ui,
+        cx: &mut ViewContext<'_>,
+        head: HeadId,
+    ) -> Option<ViewAction> {
         let probe = self.shown_probe(cx.settings);
         let (output, generation) = match &probe {
             Some(probe) => (probe, self.probe.generation()),
@@ -117,15 +122,54 @@ impl HeadsView {
             heatmap::colour_scale(output, &key).caption()
         );
         view_controls(ui, settings, cx.working, Some(range), &caption);
+        let action = self.ablation_rows(ui, output, generation);
         ui.separator();
+        let marks = HeadMarks {
+            picked: &picked,
+            ablated: self.ablation.is_ablated(head),
+        };
         match self
             .head_view
-            .ui(ui, output, head, settings, cx.working, &picked)
+            .ui(ui, output, head, settings, cx.working, marks)
         {
             Some(HeadAction::Back) => self.detail = None,
             Some(HeadAction::Show(next)) => self.detail = Some(next),
+            Some(HeadAction::ToggleAblation) => self.ablation.toggle(head),
             None => {}
         }
+        action
+    }
+
+    /// The ablation's rows (which heads, their effect, each head's
+    /// importance) for the result `generation` shown, `output`; asks the
+    /// worker for what they need.
+    fn ablation_rows(
+        &mut self,
+        ui: &mut egui::Ui,
+        output: &RunOutput,
+        generation: u64,
+    ) -> Option<ViewAction> {
+        let mut action = None;
+        if let Some(ablation) = self.ablation.wanted(generation) {
+            ui.ctx().request_repaint();
+            action = Some(ViewAction::Ablate {
+                input_ids: output.input.tokens.input_ids.clone(),
+                generation,
+                ablation,
+            });
+        }
+        let mode = self.ablation.mode;
+        if self.ablation.importance.wanted(generation, mode) {
+            ui.ctx().request_repaint();
+            action = action.or(Some(ViewAction::HeadImportance {
+                input_ids: output.input.tokens.input_ids.clone(),
+                generation,
+                mode,
+            }));
+        }
+        self.ablation.ui(ui, output, generation);
+        self.ablation.importance.ui(ui);
+        action
     }
 
     fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
@@ -165,25 +209,8 @@ impl HeadsView {
                 }
             });
         }
-        if let Some(ablation) = self.ablation.wanted(generation) {
-            ui.ctx().request_repaint();
-            action = action.or(Some(ViewAction::Ablate {
-                input_ids: output.input.tokens.input_ids.clone(),
-                generation,
-                ablation,
-            }));
-        }
+        action = action.or(self.ablation_rows(ui, output, generation));
         let mode = self.ablation.mode;
-        if self.ablation.importance.wanted(generation, mode) {
-            ui.ctx().request_repaint();
-            action = action.or(Some(ViewAction::HeadImportance {
-                input_ids: output.input.tokens.input_ids.clone(),
-                generation,
-                mode,
-            }));
-        }
-        self.ablation.ui(ui, output, generation);
-        self.ablation.importance.ui(ui);
         ui.separator();
         let mut marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
         marks.importance = self
@@ -390,10 +417,7 @@ fn caption_roles(
 impl View for HeadsView {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
         match self.detail {
-            Some(head) => {
-                self.head_detail(ui, cx, head);
-                None
-            }
+            Some(head) => self.head_detail(ui, cx, head),
             None => self.heads_grid(ui, cx),
         }
     }
