@@ -60,6 +60,15 @@ fn thumbnails(harness: &AppHarness) -> Vec<(HeadId, String)> {
         .collect()
 }
 
+/// The label of `head`'s thumbnail in the grid on screen.
+fn thumbnail_of(harness: &AppHarness, head: HeadId) -> String {
+    thumbnails(harness)
+        .into_iter()
+        .find(|(h, _)| *h == head)
+        .expect("the head's thumbnail")
+        .1
+}
+
 /// The heads whose grid thumbnail says it is highlighted.
 fn highlighted_heads(harness: &AppHarness) -> BTreeSet<HeadId> {
     thumbnails(harness)
@@ -997,11 +1006,7 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
     let ids = shown(&harness).input.tokens.input_ids.clone();
     let model = common::loaded_test_model();
     let ablate = |harness: &mut AppHarness, head: HeadId| {
-        let label = thumbnails(harness)
-            .into_iter()
-            .find(|(h, _)| *h == head)
-            .expect("the head's thumbnail")
-            .1;
+        let label = thumbnail_of(harness, head);
         harness.get_by_label(&label).click_secondary();
         let entry = toggle_label(head, false);
         step_until(harness, "the head's menu", |h| {
@@ -1077,11 +1082,7 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
 
     // A head's detail has the same switch, and the same row.
     let head = HeadId::new(2, 5);
-    let label = thumbnails(&harness)
-        .into_iter()
-        .find(|(h, _)| *h == head)
-        .expect("the head's thumbnail")
-        .1;
+    let label = thumbnail_of(&harness, head);
     harness.get_by_label(&label).click();
     step_until(&mut harness, "the head's detail", |h| {
         h.state().detail_head() == Some(head)
