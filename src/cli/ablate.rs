@@ -235,13 +235,8 @@ fn print_effect(effect: &AblationEffect) {
         effect.ablation.mode.name(),
         heads.join(", ")
     );
-    if let Some(delta) = effect.delta_loss {
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        println!(
-            "next-token loss: {:.4} → {:.4} nats (delta_loss {delta:+.4})",
-            mean(&effect.loss),
-            mean(&effect.ablated_loss)
-        );
+    if let (Some(delta), Some((before, after))) = (effect.delta_loss, effect.mean_losses()) {
+        println!("next-token loss: {before:.4} → {after:.4} nats (delta_loss {delta:+.4})");
     }
     println!(
         "output_change (mean 1 − cos of the last hidden states): {:.6}",
@@ -251,15 +246,7 @@ fn print_effect(effect: &AblationEffect) {
 
 /// The ten heads whose ablation moves the output most.
 fn print_importance(importance: &HeadImportance) {
-    let grid = importance
-        .delta_loss
-        .as_ref()
-        .unwrap_or(&importance.output_change);
-    let what = if importance.delta_loss.is_some() {
-        "delta_loss"
-    } else {
-        "output_change"
-    };
+    let (grid, what) = importance.ranking();
     let mut order: Vec<usize> = (0..grid.len()).collect();
     order.sort_by(|&a, &b| grid[b].total_cmp(&grid[a]).then(a.cmp(&b)));
     println!(

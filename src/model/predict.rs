@@ -53,12 +53,13 @@ pub struct LayerRows<'a> {
     pub similarity: &'a [f32],
 }
 
-/// The logit lens' sink: the residual stream after each layer `wanted`
-/// picks, kept on the host (T × hidden each) for the LM head to read after
-/// the pass, on every thread, rather than between the pass's layers on one.
-struct ResidualRows<'a> {
-    wanted: &'a dyn Fn(usize) -> bool,
-    layers: Vec<(usize, Vec<f32>)>,
+/// The logit lens' sink (and an ablation's): the residual stream after
+/// each layer `wanted` picks, kept on the host (T × hidden each) for the LM
+/// head to read after the pass, on every thread, rather than between the
+/// pass's layers on one.
+pub(super) struct ResidualRows<'a> {
+    pub(super) wanted: &'a dyn Fn(usize) -> bool,
+    pub(super) layers: Vec<(usize, Vec<f32>)>,
 }
 
 impl LayerSink for ResidualRows<'_> {

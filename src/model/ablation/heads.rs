@@ -41,6 +41,15 @@ impl Ablation {
         &self.heads
     }
 
+    /// The first layer it changes, where an ablated pass may resume; `None`
+    /// where that is the first layer of all (or it ablates nothing).
+    pub fn resumes_at(&self) -> Option<usize> {
+        self.heads
+            .first()
+            .map(|&(layer, _)| layer)
+            .filter(|&l| l > 0)
+    }
+
     /// The heads of layer `layer` it ablates, and how.
     pub(in crate::model) fn layer(&self, layer: usize) -> LayerAblation<'_> {
         let start = self.heads.partition_point(|&(l, _)| l < layer);

@@ -15,7 +15,8 @@ pub(in crate::model) mod heads;
 
 pub use heads::{Ablation, AblationMode};
 
-use super::stack::{ForwardError, LayerSink, PassInput, PassObserver};
+use super::predict::ResidualRows;
+use super::stack::{ForwardError, PassInput, PassObserver};
 use super::{Model, Network};
 use anyhow::{anyhow, bail};
 use candle_core::Tensor;
@@ -75,6 +76,13 @@ pub struct AblationEffect {
 }
 
 impl AblationEffect {
+    /// The mean next-token loss without and with the ablation; `None`
+    /// without a head.
+    pub fn mean_losses(&self) -> Option<(f64, f64)> {
+        self.delta_loss
+            .map(|_| (mean(&self.loss), mean(&self.ablated_loss)))
+    }
+
     fn between(
         ablation: Ablation,
         base: &PassOutcome,
@@ -112,6 +120,17 @@ pub struct HeadImportance {
     pub output_change: Vec<f64>,
 }
 
+impl HeadImportance {
+    /// The figure heads are ranked by, and its name: `delta_loss` where the
+    /// model has a language-model head, else `output_change`.
+    pub fn ranking(&self) -> (&[f64], &'static str) {
+        match &self.delta_loss {
+            Some(delta) => (delta, "delta_loss"),
+            None => (&self.output_change, "output_change"),
+        }
+    }
+}
+
 fn mean(values: &[f64]) -> f64 {
     if values.is_empty() {
         0.0
@@ -133,27 +152,6 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
         ab / norms
     } else {
         1.0
-    }
-}
-
-/// Keeps the residual stream after the last layer of a pass and nothing
-/// else, or after every layer where `every_layer`.
-struct Residuals {
-    last: usize,
-    every_layer: bool,
-    rows: Vec<f32>,
-}
-
-impl LayerSink for Residuals {
-    fn wants_residuals(&self) -> bool {
-        true
-    }
-
-    fn residual(&mut self, layer: usize, residual: &Tensor) -> Result<(), ForwardError> {
-        if self.every_layer || layer == self.last {
-            self.rows.extend(residual.flatten_all()?.to_vec1::<f32>()?);
-        }
-        Ok(())
     }
 }
 
@@ -180,13 +178,14 @@ impl Model {
         };
         let stack = self.network.stack();
         let mut rows = if stack.hands_out_layers() || stack.device().is_cpu() {
-            let mut sink = Residuals {
-                last: self.layers().saturating_sub(1),
-                every_layer: keep_residuals,
-                rows: Vec::new(),
+            let last = self.layers().saturating_sub(1);
+            let wanted = |layer| keep_residuals || layer == last;
+            let mut sink = ResidualRows {
+                wanted: &wanted,
+                layers: Vec::new(),
             };
             self.run(input, observer, &mut sink)?;
-            sink.rows
+            sink.layers.into_iter().flat_map(|(_, rows)| rows).collect()
         } else {
             // Off the CPU the encoder keeps every layer.
             let mut captures = crate::captures::Captures::default();
@@ -268,10 +267,8 @@ impl Model {
         // where the base kept the residual stream.
         let size = input_ids.len() * self.config.hidden_size;
         let start = ablation
-            .heads()
-            .first()
-            .map(|&(layer, _)| layer)
-            .filter(|&layer| layer > 0 && base.residuals.len() >= layer * size)
+            .resumes_at()
+            .filter(|&layer| base.residuals.len() >= layer * size)
             .map(|layer| (layer, &base.residuals[(layer - 1) * size..layer * size]));
         let ablated = self.pass_outcome(input_ids, start, &observer, false)?;
         Ok(AblationEffect::between(
@@ -290,10 +287,7 @@ impl Model {
         cancelled: &dyn Fn() -> bool,
     ) -> anyhow::Result<AblationEffect> {
         // Kept where the ablated pass can resume from it.
-        let resumes = ablation
-            .heads()
-            .first()
-            .is_some_and(|&(layer, _)| layer > 0);
+        let resumes = ablation.resumes_at().is_some();
         let base = self.pass_outcome(input_ids, None, &cancelled, resumes)?;
         self.ablate_against(input_ids, &base, ablation, cancelled)
     }

@@ -293,13 +293,12 @@ impl AblationSlot {
 
 /// The effect in words: the loss before and after, and the output change.
 fn effect_summary(ui: &mut egui::Ui, effect: &AblationEffect) {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let mut text = String::new();
-    if let Some(delta) = effect.delta_loss {
+    if let (Some(delta), Some((before, after))) = (effect.delta_loss, effect.mean_losses()) {
         text.push_str(&format!(
             "next-token loss {} → {} nats ({delta:+.4}) · ",
-            figure(Some(mean(&effect.loss)), 4),
-            figure(Some(mean(&effect.ablated_loss)), 4),
+            figure(Some(before), 4),
+            figure(Some(after), 4),
         ));
     }
     text.push_str(&format!(
@@ -516,12 +515,7 @@ impl ImportanceSlot {
             ImportanceState::Done { key, importance }
                 if self.shown && *key == (generation, mode) =>
             {
-                Some(
-                    importance
-                        .delta_loss
-                        .as_deref()
-                        .unwrap_or(&importance.output_change),
-                )
+                Some(importance.ranking().0)
             }
             _ => None,
         }
