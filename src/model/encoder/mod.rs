@@ -16,10 +16,12 @@
 //! ([`super::team`]) that write P, O and S straight into the sink's
 //! buffers: about four times faster than candle's ops at BERT sizes (the
 //! profile is in [`crate::kernels`]). Both paths make P, O and S in the one
-//! attention core ([`crate::kernels::attention`]). It keeps every layer
-//! only (with the residual stream after each where the sink asks: an
-//! ablation reads the last): a sink that takes layers one at a time (to
-//! recompute P and S per head) or brings a key/value cache is refused.
+//! attention core ([`crate::kernels::attention`]). Candle's ops keep every
+//! layer (with the residual stream after each where the sink asks); the
+//! CPU pass also hands a sink each layer in turn and the residual stream
+//! (an ablation keeps only that). The study never recomputes an encoder's
+//! P and S ([`AttentionStack::hands_out_layers`] is false), and a
+//! key/value cache is refused.
 //!
 //! One sequence at a time with an all-ones attention mask, as the study's
 //! document mode prescribes, so no mask is built or applied.
