@@ -197,7 +197,7 @@ pub(crate) fn ablation_report(
     })
 }
 
-/// [`ablation_report`] with `headscope ablate`'s flags as written
+/// The ablation `ablation_report` runs, with `headscope ablate`'s flags as written
 /// (`["--heads", "3.4", "--mode", "mean"]`), as JSON: for callers outside
 /// the command line (the Python package), which must ablate exactly as
 /// it does.

@@ -7,7 +7,7 @@
 //! An ablated pass is the one pass ([`Model::run`]) with an observer that
 //! names the heads ([`PassObserver::ablation`]); each path puts the
 //! ablation where the heads' outputs meet the output projection, in
-//! [`LayerAblation::apply`], and leaves the heads' own captures as they
+//! `heads::LayerAblation::apply`, and leaves the heads' own captures as they
 //! were made. The effects are read from the residual stream after the last
 //! layer, through the final norm where the model has one.
 
