@@ -20,7 +20,7 @@ fi
 # The parity tests must hold at any thread count (ANALYSIS.md §7): the whole
 # suite runs on two compute threads, the parity tests again on one.
 HEADSCOPE_THREADS=2 cargo test
-HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2 --test gguf --test generate --test ablation
+HEADSCOPE_THREADS=1 cargo test --test parity --test parity_bge --test families --test decoders --test smollm2 --test gguf --test generate --test ablation --test value_weighting
 # The Python package: `pip install .` into a cached virtual environment,
 # then pytest against the binary built above (scripts/test-python.sh).
 scripts/test-python.sh

@@ -29,6 +29,10 @@ pub struct Captures {
     pub attentions: Vec<f32>,
     pub head_outputs: Vec<f32>,
     pub similarity: Vec<f32>,
+    /// L×H×T: per head, the size of what each token's value writes
+    /// through it, ‖v_j W_O^h‖ (ANALYSIS.md §9's value weighting). Empty
+    /// where the input came without them (a capture file of P and O).
+    pub value_norms: Vec<f32>,
     pub recompute: Option<Box<AttentionInputs>>,
     /// Per layer, what the Separators view reads of P, computed during the
     /// pass when P is not kept (empty otherwise).

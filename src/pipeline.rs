@@ -22,7 +22,7 @@ use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
     WindowBounds, WindowStart,
 };
-use crate::model::{ForwardError, HeadObserver, Model, PassObserver};
+use crate::model::{ForwardError, HeadObserver, MadeHead, Model, PassObserver};
 use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
@@ -450,8 +450,9 @@ pub fn capture_and_analyze(
     let analyser = LayerAnalyser::new(tokens, options, layers);
     // Each head is analysed on the thread of the pass that made it, while
     // it is in that core's cache; the stage times count that as the model's.
-    let on_head = |layer: usize, head: usize, attention: &[f32], similarity: &[f32]| {
-        analyser.add_head(layer, head, attention, similarity)
+    let on_head = |layer: usize, head: usize, made: MadeHead| {
+        let (attention, similarity) = (made.attention, made.similarity);
+        analyser.add_head((layer, head), attention, similarity, made.value_norms)
     };
     let mut columns = Vec::with_capacity(layers);
     let mut analysis_ms = 0.0;
@@ -464,6 +465,7 @@ pub fn capture_and_analyze(
             let squares = LayerSquares {
                 attention: layer.attention,
                 similarity: layer.similarity,
+                value_norms: layer.value_norms,
                 heads,
             };
             analyser.add_layer(index, squares);

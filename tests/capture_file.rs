@@ -46,6 +46,8 @@ fn a_capture_reads_back_as_the_run_and_gives_its_figures() {
     assert_eq!(capture.tokens, output.input.tokens);
     assert_eq!(capture.captures.head_outputs, output.captures.head_outputs);
     assert_eq!(capture.captures.attentions, output.captures.attentions);
+    assert!(capture.header.value_norms);
+    assert_eq!(capture.captures.value_norms, output.captures.value_norms);
     common::assert_close(
         "similarity",
         &capture.captures.similarity,
@@ -68,6 +70,7 @@ fn without_attention_the_figures_made_from_it_are_null() {
     let (output, capture) = harbour_read_back(false);
     assert!(!capture.has_attention());
     assert!(capture.captures.attentions.is_empty());
+    assert!(!capture.header.value_norms && capture.captures.value_norms.is_empty());
     let without = capture.analyze(&AnalysisOptions::default());
     for (layer, full) in without.layers.iter().zip(&output.analysis.layers) {
         assert_eq!(layer.separator_attention, None);

@@ -8,9 +8,11 @@
 //! The role scores read each content row where the entropy has just read
 //! it: the previous key, the diagonal and the keys of the earlier
 //! occurrences of the query's token (and the keys after them), O(T·k) per
-//! head for k repeats, with no pass over P of their own.
+//! head for k repeats, with no pass over P of their own. The same row-wise
+//! sums run over the value-weighted attention N′ (§9), a row at a time,
+//! for the `_vw` twins.
 
-use super::{finite, AttentionStats, Document, NO_OCCURRENCE};
+use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -20,6 +22,21 @@ pub(super) struct AttentionPass {
     /// Mean attention of the content rows on position 0.
     pub(super) sink_attention: Option<f64>,
     pub(super) roles: RoleScores,
+}
+
+impl AttentionPass {
+    /// The head's role by these scores (ANALYSIS.md §9).
+    pub(super) fn role(&self) -> Option<Role> {
+        let roles = self.roles;
+        Role::of_scores([
+            (Role::PreviousToken, roles.previous_token),
+            (Role::DuplicateToken, roles.duplicate_token),
+            (Role::Induction, roles.induction),
+            (Role::Sink, self.sink_attention),
+            (Role::Separator, self.separator_attention),
+            (Role::SelfAttention, roles.self_attention),
+        ])
+    }
 }
 
 /// The role scores of ANALYSIS.md §9, each `None` where no content query
@@ -62,45 +79,99 @@ impl QueryMean {
 // One logarithm per attention entry (L·H·T² of them): the pass is inlined
 // into the head's analysis, which runs in the CPU's widest vectors.
 #[inline(always)]
-pub(super) fn attention_pass<'d>(
-    doc: &'d Document,
+pub(super) fn attention_pass(
+    doc: &Document,
     attention: &[f32],
     separator_columns: &mut [f32],
 ) -> AttentionPass {
     let t = doc.t;
-    if t == 0 {
-        return AttentionPass {
-            stats: AttentionStats::default(),
-            separator_attention: None,
-            sink_attention: None,
-            roles: RoleScores::default(),
-        };
-    }
-    let separators = doc.separators.len();
-    let mut s = AttentionStats::default();
-    let (mut content_separator, mut content_sink) = (0.0, 0.0);
-    let [mut previous_token, mut duplicate_token, mut induction, mut self_score] =
-        [QueryMean::default(); 4];
-    let special = &doc.tokens.special;
-    let mut columns = separator_columns.chunks_exact_mut(separators.max(1));
-    let sum_at = |row: &[f32], at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
-    // Row by row, so that every lookup hits the row the entropy just read.
-    for (i, row) in attention.chunks_exact(t).enumerate() {
+    let mut sums = PassSums::default();
+    let mut columns = separator_columns.chunks_exact_mut(doc.separators.len().max(1));
+    for (i, row) in attention.chunks_exact(t.max(1)).enumerate() {
         // The last key the query sees: a causal query's keys after itself
         // hold 0 (half of a decoder's P).
         let last_seen = if doc.tokens.causal { i } else { t - 1 };
         // Those zeros are not read: whole blocks of 64 are left out, as
         // `row_entropy` sums them, so the sum is the same to the bit.
-        s.entropy += row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
+        sums.stats.entropy +=
+            row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
+        sums.add_row(doc, i, row, &mut columns);
+    }
+    sums.finish(doc, true)
+}
+
+/// The same pass over the head's value-weighted attention N′ (ANALYSIS.md
+/// §9): each row of P weighted by the size of what each key writes,
+/// `value_norms` (T), and divided by its sum, one row at a time in `row`
+/// (T values, reused). No classic statistics: the separator, sink and role
+/// figures are the ones with `_vw` twins.
+#[inline(always)]
+pub(super) fn value_weighted_pass(
+    doc: &Document,
+    attention: &[f32],
+    value_norms: &[f32],
+    row: &mut Vec<f32>,
+    separator_columns: &mut [f32],
+) -> AttentionPass {
+    let t = doc.t;
+    row.clear();
+    row.resize(t, 0.0);
+    let mut sums = PassSums::default();
+    let mut columns = separator_columns.chunks_exact_mut(doc.separators.len().max(1));
+    for (i, p) in attention.chunks_exact(t.max(1)).enumerate() {
+        // A causal row's keys after the query hold 0 in P and stay 0 here.
+        let seen = if doc.tokens.causal { i + 1 } else { t };
+        let mut sum = 0.0f32;
+        for ((n, &p), &w) in row[..seen].iter_mut().zip(&p[..seen]).zip(value_norms) {
+            *n = p * w;
+            sum += *n;
+        }
+        // A row whose keys all write nothing has no N′: it stays 0.
+        let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+        row[..seen].iter_mut().for_each(|n| *n *= scale);
+        sums.add_row(doc, i, row, &mut columns);
+    }
+    sums.finish(doc, false)
+}
+
+/// What a pass adds up row by row.
+#[derive(Default)]
+struct PassSums {
+    /// Sums over the rows of the classic statistics.
+    stats: AttentionStats,
+    content_separator: f64,
+    content_sink: f64,
+    previous_token: QueryMean,
+    duplicate_token: QueryMean,
+    induction: QueryMean,
+    self_score: QueryMean,
+}
+
+impl PassSums {
+    /// Adds query `i`'s row of attention (T), and writes its attention on
+    /// the separators into the next of `columns` if it is a content row.
+    #[inline(always)]
+    fn add_row<'c, 'd>(
+        &mut self,
+        doc: &'d Document,
+        i: usize,
+        row: &[f32],
+        columns: &mut impl Iterator<Item = &'c mut [f32]>,
+    ) {
+        let t = doc.t;
+        let special = &doc.tokens.special;
+        let sum_at = |at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
+        let last_seen = if doc.tokens.causal { i } else { t - 1 };
         // The positions it sees, at or before `last_seen`: the others hold
         // 0, and reading them would fetch the cache lines the entropy left
         // out.
         let visible = |at: &'d [usize]| &at[..at.partition_point(|&k| k <= last_seen)];
         let seen_separators = visible(&doc.separators);
-        s.cls += sum_at(row, visible(&doc.cls));
-        let separator = sum_at(row, seen_separators);
+        let s = &mut self.stats;
+        s.cls += sum_at(visible(&doc.cls));
+        let separator = sum_at(seen_separators);
         s.sep += separator;
-        s.punctuation += sum_at(row, visible(&doc.punctuation));
+        s.punctuation += sum_at(visible(&doc.punctuation));
         s.self_attention += f64::from(row[i]);
         if i >= 1 {
             s.previous += f64::from(row[i - 1]);
@@ -108,71 +179,78 @@ pub(super) fn attention_pass<'d>(
         if i + 1 < t {
             s.next += f64::from(row[i + 1]);
         }
-        if !special[i] {
-            content_separator += separator;
-            content_sink += f64::from(row[0]);
-            self_score.add(f64::from(row[i]));
-            if i >= 1 && !special[i - 1] {
-                previous_token.add(f64::from(row[i - 1]));
+        if special[i] {
+            return;
+        }
+        self.content_separator += separator;
+        self.content_sink += f64::from(row[0]);
+        self.self_score.add(f64::from(row[i]));
+        if i >= 1 && !special[i - 1] {
+            self.previous_token.add(f64::from(row[i - 1]));
+        }
+        // Every earlier occurrence p of the query's token (duplicate), and
+        // the token after it, p + 1, while that is before the query
+        // (induction: J_i of §9).
+        let mut earlier = doc.earlier_occurrence[i];
+        if earlier != NO_OCCURRENCE {
+            let (mut on_duplicates, mut on_successors) = (0.0, 0.0);
+            let mut has_successor = false;
+            while earlier != NO_OCCURRENCE {
+                let p = earlier as usize;
+                on_duplicates += f64::from(row[p]);
+                if p + 1 < i {
+                    on_successors += f64::from(row[p + 1]);
+                    has_successor = true;
+                }
+                earlier = doc.earlier_occurrence[p];
             }
-            // Every earlier occurrence p of the query's token (duplicate),
-            // and the token after it, p + 1, while that is before the
-            // query (induction: J_i of §9).
-            let mut earlier = doc.earlier_occurrence[i];
-            if earlier != NO_OCCURRENCE {
-                let (mut on_duplicates, mut on_successors) = (0.0, 0.0);
-                let mut has_successor = false;
-                while earlier != NO_OCCURRENCE {
-                    let p = earlier as usize;
-                    on_duplicates += f64::from(row[p]);
-                    if p + 1 < i {
-                        on_successors += f64::from(row[p + 1]);
-                        has_successor = true;
-                    }
-                    earlier = doc.earlier_occurrence[p];
-                }
-                duplicate_token.add(on_duplicates);
-                if has_successor {
-                    induction.add(on_successors);
-                }
+            self.duplicate_token.add(on_duplicates);
+            if has_successor {
+                self.induction.add(on_successors);
             }
-            if let Some(columns) = columns.next() {
-                // The columns of the separators it does not see stay 0.
-                for (column, &k) in columns.iter_mut().zip(seen_separators) {
-                    *column = row[k];
-                }
+        }
+        if let Some(columns) = columns.next() {
+            // The columns of the separators it does not see stay 0.
+            for (column, &k) in columns.iter_mut().zip(seen_separators) {
+                *column = row[k];
             }
         }
     }
-    let rows = t as f64;
-    let shifted = (t - 1).max(1) as f64;
-    let clean = |x: f64| if x.is_finite() { x } else { 0.0 };
-    let stats = AttentionStats {
-        entropy: clean(s.entropy / rows),
-        cls: clean(s.cls / rows),
-        sep: clean(s.sep / rows),
-        punctuation: clean(s.punctuation / rows),
-        self_attention: clean(s.self_attention / rows),
-        previous: clean(s.previous / shifted),
-        next: clean(s.next / shifted),
-    };
-    let content_mean = |sum: f64| {
-        if doc.content.is_empty() {
-            None
-        } else {
-            finite(sum / doc.content.len() as f64)
+
+    /// The pass' figures; the classic statistics only `with_stats`.
+    fn finish(self, doc: &Document, with_stats: bool) -> AttentionPass {
+        let t = doc.t;
+        let s = self.stats;
+        let rows = t as f64;
+        let shifted = (t.max(1) - 1).max(1) as f64;
+        let clean = |x: f64| if x.is_finite() { x } else { 0.0 };
+        let stats = (with_stats && t > 0).then(|| AttentionStats {
+            entropy: clean(s.entropy / rows),
+            cls: clean(s.cls / rows),
+            sep: clean(s.sep / rows),
+            punctuation: clean(s.punctuation / rows),
+            self_attention: clean(s.self_attention / rows),
+            previous: clean(s.previous / shifted),
+            next: clean(s.next / shifted),
+        });
+        let content_mean = |sum: f64| {
+            if doc.content.is_empty() {
+                None
+            } else {
+                finite(sum / doc.content.len() as f64)
+            }
+        };
+        AttentionPass {
+            stats: stats.unwrap_or_default(),
+            separator_attention: content_mean(self.content_separator),
+            sink_attention: content_mean(self.content_sink),
+            roles: RoleScores {
+                previous_token: self.previous_token.mean(),
+                duplicate_token: self.duplicate_token.mean(),
+                induction: self.induction.mean(),
+                self_attention: self.self_score.mean(),
+            },
         }
-    };
-    AttentionPass {
-        stats,
-        separator_attention: content_mean(content_separator),
-        sink_attention: content_mean(content_sink),
-        roles: RoleScores {
-            previous_token: previous_token.mean(),
-            duplicate_token: duplicate_token.mean(),
-            induction: induction.mean(),
-            self_attention: self_score.mean(),
-        },
     }
 }
 

@@ -171,6 +171,16 @@ pub struct HeadFigures {
     /// The largest of the role scores, sink and separator attention
     /// included, or `mixed` (ANALYSIS.md §9); `None` without P.
     pub role: Option<Role>,
+    /// The value-weighted twins (ANALYSIS.md §9) of the figures above made
+    /// from P, made from N′; `None` where the input came without the
+    /// heads' value norms.
+    pub separator_attention_vw: Option<f64>,
+    pub sink_attention_vw: Option<f64>,
+    pub previous_token_score_vw: Option<f64>,
+    pub duplicate_token_score_vw: Option<f64>,
+    pub induction_score_vw: Option<f64>,
+    pub self_score_vw: Option<f64>,
+    pub role_vw: Option<Role>,
     /// `None` when the input came without its attention P (a capture file
     /// may hold the head outputs O alone).
     pub attention_stats: Option<AttentionStats>,
@@ -218,6 +228,12 @@ pub struct LayerFigures {
     pub segmentation_share_chance: Option<f64>,
     /// Mean over heads of each head's `sink_attention`.
     pub sink_attention: Option<f64>,
+    /// The value-weighted twins (ANALYSIS.md §9), from N′.
+    pub separator_attention_vw: Option<f64>,
+    pub segmentation_accuracy_vw: Option<f64>,
+    pub segmentation_undecided_vw: Option<f64>,
+    pub segmentation_share_vw: Option<f64>,
+    pub sink_attention_vw: Option<f64>,
     /// Counts of j − i over the pooled selected pairs, each pair counted
     /// with its weight (§3); index = distance, length T (index 0 is always 0).
     pub distance_histogram: Vec<f64>,

@@ -44,7 +44,7 @@ use std::sync::Mutex;
 use crate::captures::Captures;
 use crate::tokens::TokenSequence;
 
-use attention::attention_pass;
+use attention::{attention_pass, value_weighted_pass};
 use correlation::{correlation_matrix, unit_profile};
 use segmentation::segmentation;
 use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
@@ -73,6 +73,7 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     let t = captures.tokens;
     let (layers, heads) = (captures.layers, captures.heads);
     let has_attention = captures.attentions.len() == layers * heads * t * t;
+    let has_norms = has_attention && captures.value_norms.len() == layers * heads * t;
     assert!(
         has_attention || captures.attentions.is_empty(),
         "attentions must be L×H×T×T or absent"
@@ -93,6 +94,11 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
             &[]
         },
         similarity: &captures.similarity[l * square..(l + 1) * square],
+        value_norms: if has_norms {
+            &captures.value_norms[l * heads * t..(l + 1) * heads * t]
+        } else {
+            &[]
+        },
         heads,
     };
 
@@ -105,12 +111,14 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     analyser.finish()
 }
 
-/// One layer's P and S, each H×T×T row-major; `attention` is empty when
-/// the input has no P.
+/// One layer's P and S, each H×T×T row-major, and its heads' value norms
+/// (H×T, ANALYSIS.md §9); `attention` is empty when the input has no P,
+/// `value_norms` when it has none.
 #[derive(Clone, Copy)]
 pub struct LayerSquares<'a> {
     pub attention: &'a [f32],
     pub similarity: &'a [f32],
+    pub value_norms: &'a [f32],
     pub heads: usize,
 }
 
@@ -128,6 +136,15 @@ impl<'a> LayerSquares<'a> {
     /// Whether the layer came with its attention P.
     pub fn has_attention(&self) -> bool {
         self.attention.len() == self.similarity.len()
+    }
+
+    /// Head `h`'s value norms (T), empty without them.
+    pub fn head_value_norms(&self, h: usize) -> &'a [f32] {
+        if self.value_norms.is_empty() {
+            &[]
+        } else {
+            Self::head(self.value_norms, self.heads, h)
+        }
     }
 
     /// Head `h`'s T×T similarity.
@@ -196,17 +213,29 @@ impl<'a> LayerAnalyser<'a> {
         }
     }
 
-    /// Analyses head `head` of layer `layer` from its P and S (T×T each),
-    /// before [`LayerAnalyser::add_layer`] is called for that layer.
-    pub fn add_head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]) {
+    /// Analyses head `head` of layer `layer` from its P and S (T×T each)
+    /// and value norms (T, or empty: no `_vw` figures), before
+    /// [`LayerAnalyser::add_layer`] is called for that layer.
+    pub fn add_head(
+        &self,
+        (layer, head): (usize, usize),
+        attention: &[f32],
+        similarity: &[f32],
+        value_norms: &[f32],
+    ) {
         let t = self.doc.t;
         assert_eq!(attention.len(), t * t, "attention must be T×T");
         assert_eq!(similarity.len(), t * t, "similarity must be T×T");
+        assert!(
+            value_norms.is_empty() || value_norms.len() == t,
+            "value norms must be T"
+        );
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
         if scratch.spare_values.is_empty() {
             scratch.spare_values.extend(lock(&self.spare_values).pop());
         }
-        let part = analyse_head(&self.doc, Some(attention), similarity, &mut scratch);
+        let attention = Some((attention, value_norms));
+        let part = analyse_head(&self.doc, attention, similarity, &mut scratch);
         lock(&self.scratch).push(scratch);
         let mut given = lock(&self.given);
         let heads = &mut given[layer];
@@ -379,6 +408,8 @@ struct Scratch {
     /// whose two tokens have its id (counted at the first) (T each).
     endpoint_weight: Vec<f64>,
     repeat_weight: Vec<f64>,
+    /// One row of the value-weighted attention N′ (T).
+    weighted_row: Vec<f32>,
 }
 
 /// One head's figures and what it adds to its layer's sums, kept apart
@@ -392,8 +423,10 @@ struct HeadPart {
     /// The selected pairs' weight by distance (T).
     histogram: Vec<f64>,
     pooled: PooledPairs,
-    /// P[i, s] for content rows i and separator columns s (empty without P).
+    /// P[i, s] for content rows i and separator columns s (empty without P),
+    /// and N′[i, s] (empty without value norms).
     separator_columns: Vec<f32>,
+    separator_columns_vw: Vec<f32>,
 }
 
 /// A layer's sums over its heads, added to in head order: the same sums
@@ -406,8 +439,10 @@ struct LayerSums {
     profile: Vec<f64>,
     histogram: Vec<f64>,
     pooled: PooledPairs,
-    /// Σ over heads of P[i, s] for content rows i and separator columns s.
+    /// Σ over heads of P[i, s] for content rows i and separator columns s,
+    /// and of N′[i, s].
     separator_sums: Vec<f32>,
+    separator_sums_vw: Vec<f32>,
 }
 
 impl LayerSums {
@@ -419,6 +454,7 @@ impl LayerSums {
             histogram: vec![0.0; doc.t],
             pooled: PooledPairs::default(),
             separator_sums: Vec::new(),
+            separator_sums_vw: Vec::new(),
         }
     }
 
@@ -450,11 +486,16 @@ impl LayerSums {
         self.pooled.weight += part.pooled.weight;
         self.pooled.distance += part.pooled.distance;
         self.pooled.same += part.pooled.same;
-        if self.heads.is_empty() {
-            self.separator_sums = part.separator_columns;
-        } else {
-            for (sum, p) in self.separator_sums.iter_mut().zip(&part.separator_columns) {
-                *sum += p;
+        for (sums, columns) in [
+            (&mut self.separator_sums, part.separator_columns),
+            (&mut self.separator_sums_vw, part.separator_columns_vw),
+        ] {
+            if self.heads.is_empty() {
+                *sums = columns;
+            } else {
+                for (sum, p) in sums.iter_mut().zip(&columns) {
+                    *sum += p;
+                }
             }
         }
         self.heads.push(part.figures);
@@ -489,7 +530,7 @@ fn analyse_layer_body(
             Some(part) => part,
             None => {
                 let attention = if squares.has_attention() {
-                    Some(squares.head_attention(h))
+                    Some((squares.head_attention(h), squares.head_value_norms(h)))
                 } else {
                     None
                 };
@@ -504,6 +545,7 @@ fn analyse_layer_body(
         histogram,
         pooled,
         separator_sums,
+        separator_sums_vw,
         ..
     } = sums;
     profile.resize(n, 0.0);
@@ -518,14 +560,27 @@ fn analyse_layer_body(
     };
     let separator_attention = head_mean(|h| h.separator_attention);
     let sink_attention = head_mean(|h| h.sink_attention);
+    // The value-weighted twins, where every head has its value norms.
+    let weighted = squares.has_attention()
+        && squares.value_norms.len() == squares.heads * doc.t
+        && separator_sums_vw.len() == separator_sums.len();
+    let head_mean_vw = |figure: fn(&HeadFigures) -> Option<f64>| {
+        if weighted {
+            head_mean(figure)
+        } else {
+            None
+        }
+    };
     // Among the heads that have a focus token (all of them whenever the rule
     // selects at least one pair per head, as the default always does).
     let (distinct_focus, with_focus) = focus_counts(&heads);
 
-    let segmentation = squares
-        .has_attention()
-        .then(|| segmentation(doc, &separator_sums, squares.heads))
-        .flatten();
+    let segmentation_of = |has: bool, sums: &[f32]| {
+        has.then(|| segmentation(doc, sums, squares.heads))
+            .flatten()
+    };
+    let segmentation_vw = segmentation_of(weighted, &separator_sums_vw);
+    let segmentation = segmentation_of(squares.has_attention(), &separator_sums);
 
     let figures = LayerFigures {
         mean_distance: ratio(pooled.distance, pooled.weight),
@@ -537,6 +592,11 @@ fn analyse_layer_body(
         segmentation_share: segmentation.and_then(|s| s.share),
         segmentation_share_chance: segmentation.map(|s| s.share_chance),
         sink_attention,
+        separator_attention_vw: head_mean_vw(|h| h.separator_attention_vw),
+        segmentation_accuracy_vw: segmentation_vw.map(|s| s.accuracy),
+        segmentation_undecided_vw: segmentation_vw.map(|s| s.undecided),
+        segmentation_share_vw: segmentation_vw.and_then(|s| s.share),
+        sink_attention_vw: head_mean_vw(|h| h.sink_attention_vw),
         distance_histogram: histogram,
         heads,
     };
@@ -558,16 +618,18 @@ widest! {
     /// One head's figures and its part of its layer's sums.
     fn analyse_head(
         doc: &Document,
-        attention: Option<&[f32]>,
+        attention: Option<(&[f32], &[f32])>,
         similarity: &[f32],
         scratch: &mut Scratch,
     ) -> HeadPart = analyse_head_body;
 }
 
+/// One head's figures from its S and, where given, its P with its value
+/// norms (empty: no `_vw` figures).
 #[inline(always)]
 fn analyse_head_body(
     doc: &Document,
-    attention: Option<&[f32]>,
+    attention: Option<(&[f32], &[f32])>,
     similarity: &[f32],
     scratch: &mut Scratch,
 ) -> HeadPart {
@@ -641,9 +703,10 @@ fn analyse_head_body(
     let mut pooled = PooledPairs::default();
     let mut figures = pairs.finish(&mut pooled);
     figures.ties = ties;
-    let mut separator_columns = Vec::new();
-    if let Some(attention) = attention {
-        separator_columns = vec![0.0; doc.content.len() * doc.separators.len()];
+    let (mut separator_columns, mut separator_columns_vw) = (Vec::new(), Vec::new());
+    let columns = doc.content.len() * doc.separators.len();
+    if let Some((attention, value_norms)) = attention {
+        separator_columns = vec![0.0; columns];
         let pass = attention_pass(doc, attention, &mut separator_columns);
         figures.attention_stats = Some(pass.stats);
         figures.separator_attention = pass.separator_attention;
@@ -653,14 +716,21 @@ fn analyse_head_body(
         figures.duplicate_token_score = roles.duplicate_token;
         figures.induction_score = roles.induction;
         figures.self_score = roles.self_attention;
-        figures.role = Role::of_scores([
-            (Role::PreviousToken, roles.previous_token),
-            (Role::DuplicateToken, roles.duplicate_token),
-            (Role::Induction, roles.induction),
-            (Role::Sink, pass.sink_attention),
-            (Role::Separator, pass.separator_attention),
-            (Role::SelfAttention, roles.self_attention),
-        ]);
+        figures.role = pass.role();
+        if value_norms.len() == t {
+            separator_columns_vw = vec![0.0; columns];
+            let row = &mut scratch.weighted_row;
+            let pass =
+                value_weighted_pass(doc, attention, value_norms, row, &mut separator_columns_vw);
+            figures.separator_attention_vw = pass.separator_attention;
+            figures.sink_attention_vw = pass.sink_attention;
+            let roles = pass.roles;
+            figures.previous_token_score_vw = roles.previous_token;
+            figures.duplicate_token_score_vw = roles.duplicate_token;
+            figures.induction_score_vw = roles.induction;
+            figures.self_score_vw = roles.self_attention;
+            figures.role_vw = pass.role();
+        }
     }
     figures.selected_pairs = selected
         .into_iter()
@@ -673,6 +743,7 @@ fn analyse_head_body(
         histogram,
         pooled,
         separator_columns,
+        separator_columns_vw,
     }
 }
 
@@ -889,9 +960,11 @@ mod tests {
         for causal in [false, true] {
             let tokens = tokens(t, causal);
             let (attention, similarity) = squares(t, heads, causal);
+            let value_norms: Vec<f32> = (0..heads * t).map(|k| (k % 17) as f32 * 0.3).collect();
             let squares = LayerSquares {
                 attention: &attention,
                 similarity: &similarity,
+                value_norms: &value_norms,
                 heads,
             };
             for (selection, similarity) in [
@@ -914,6 +987,7 @@ mod tests {
                     |layer: &AnalysedLayer| format!("{:?} {:?}", layer.figures, layer.profile);
                 assert_eq!(text(&widest), text(&plain), "{options:?}, causal {causal}");
                 assert!(widest.figures.heads[0].mean_distance.is_some());
+                assert!(widest.figures.heads[0].sink_attention_vw.is_some());
             }
         }
     }
@@ -975,6 +1049,7 @@ mod tests {
         let squares = LayerSquares {
             attention: &attention,
             similarity: &similarity,
+            value_norms: &[],
             heads: heads.len(),
         };
         let layer = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
@@ -1038,6 +1113,68 @@ mod tests {
         let layer = analyse_layer(&doc, without_p, &mut Scratch::default(), &mut []);
         let f = &layer.figures.heads[0];
         assert_eq!((f.self_score, f.role), (None, None));
+    }
+
+    /// Value weighting (ANALYSIS.md §9): a head that puts 0.6 of each row
+    /// on the first position and 0.4 on the previous token is a sink by P;
+    /// when the first position's value writes a tenth of what the others
+    /// write, N′ gives the previous token 0.4 / 0.46 of each row, and the
+    /// head is a previous-token head. Equal norms change nothing; without
+    /// norms there are no `_vw` figures.
+    #[test]
+    fn value_weighting_moves_a_quiet_sink() {
+        let tokens = repeated_tokens(true);
+        let t = tokens.len();
+        let head = attention_of(t, |i| match i {
+            0 => vec![(0, 1.0)],
+            1 => vec![(0, 1.0)],
+            _ => vec![(0, 0.6), (i - 1, 0.4)],
+        });
+        let similarity = vec![0.5f32; t * t];
+        let options = AnalysisOptions::default();
+        let doc = Document::new(&tokens, &options);
+        let figures = |norms: &[f32]| {
+            let squares = LayerSquares {
+                attention: &head,
+                similarity: &similarity,
+                value_norms: norms,
+                heads: 1,
+            };
+            analyse_layer(&doc, squares, &mut Scratch::default(), &mut []).figures
+        };
+        let mut quiet_sink = vec![1.0f32; t];
+        quiet_sink[0] = 0.1;
+        let layer = figures(&quiet_sink);
+        let f = &layer.heads[0];
+        // Content rows 1..=5: row 1 sees only the sink (1 in N′ too).
+        let previous_vw = 0.4 / (0.06 + 0.4);
+        let (sink, sink_vw) = (
+            (1.0 + 4.0 * 0.6) / 5.0,
+            (1.0 + 4.0 * (1.0 - previous_vw)) / 5.0,
+        );
+        assert!((f.sink_attention.unwrap() - sink).abs() < 1e-6);
+        assert!((f.sink_attention_vw.unwrap() - sink_vw).abs() < 1e-6);
+        assert!((f.previous_token_score_vw.unwrap() - previous_vw).abs() < 1e-6);
+        assert_eq!(
+            (f.role, f.role_vw),
+            (Some(Role::Sink), Some(Role::PreviousToken))
+        );
+        assert_eq!(layer.sink_attention_vw, f.sink_attention_vw);
+
+        let even = figures(&vec![2.5; t]);
+        let f = &even.heads[0];
+        assert!((f.sink_attention_vw.unwrap() - f.sink_attention.unwrap()).abs() < 1e-6);
+        assert_eq!(f.role_vw, f.role);
+        assert!(
+            (even.separator_attention_vw.unwrap() - even.separator_attention.unwrap()).abs() < 1e-6
+        );
+
+        let plain = figures(&[]);
+        assert_eq!(
+            (plain.heads[0].sink_attention_vw, plain.heads[0].role_vw),
+            (None, None)
+        );
+        assert_eq!(plain.sink_attention_vw, None);
     }
 
     /// The role rule: at least 0.4, and 0.1 above the second.

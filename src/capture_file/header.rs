@@ -30,6 +30,10 @@ pub struct Header {
     pub head_dim: usize,
     /// Whether every layer's attention P is in the file.
     pub attentions: bool,
+    /// Whether every layer's value norms ‖v_j W_O^h‖ are in the file
+    /// (ANALYSIS.md §9; absent in files written before them).
+    #[serde(default)]
+    pub value_norms: bool,
     pub tokens: TokenTable,
     /// What the cut of a long text left out (ANALYSIS.md §1).
     #[serde(default)]

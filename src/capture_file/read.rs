@@ -207,7 +207,8 @@ fn captures(header: &Header, file: &SafeTensors) -> Result<Captures, String> {
             "the header says {l} layers, {h} heads of dimension {d}: nothing to analyse"
         ));
     }
-    let expected: usize = l * if header.attentions { 2 } else { 1 };
+    let expected: usize =
+        l * (1 + usize::from(header.attentions) + usize::from(header.value_norms));
     let layer_tensors = file
         .names()
         .into_iter()
@@ -216,15 +217,17 @@ fn captures(header: &Header, file: &SafeTensors) -> Result<Captures, String> {
     if layer_tensors != expected {
         return Err(format!(
             "{layer_tensors} layer tensors for {l} layers{}: expected {expected}",
-            if header.attentions {
-                " with attentions"
-            } else {
-                ""
+            match (header.attentions, header.value_norms) {
+                (true, true) => " with attentions and value norms",
+                (true, false) => " with attentions",
+                (false, true) => " with value norms",
+                (false, false) => "",
             }
         ));
     }
     let mut head_outputs = Vec::with_capacity(l * h * t * d);
     let mut attentions = Vec::with_capacity(if header.attentions { l * h * t * t } else { 0 });
+    let mut value_norms = Vec::new();
     for layer in 0..l {
         read_tensor(
             file,
@@ -238,6 +241,14 @@ fn captures(header: &Header, file: &SafeTensors) -> Result<Captures, String> {
                 &format!("layers.{layer}.attentions"),
                 &[h, t, t],
                 &mut attentions,
+            )?;
+        }
+        if header.value_norms {
+            read_tensor(
+                file,
+                &format!("layers.{layer}.value_norms"),
+                &[h, t],
+                &mut value_norms,
             )?;
         }
     }
@@ -257,6 +268,7 @@ fn captures(header: &Header, file: &SafeTensors) -> Result<Captures, String> {
         attentions,
         head_outputs,
         similarity,
+        value_norms,
         ..Default::default()
     })
 }

@@ -45,6 +45,7 @@ pub fn header_of(source: &CaptureSource) -> Header {
         heads: source.captures.heads,
         head_dim: source.captures.head_dim,
         attentions: source.with_attention,
+        value_norms: writes_value_norms(source),
         tokens: TokenTable {
             ids: tokens.input_ids.clone(),
             texts: tokens.token_texts.clone(),
@@ -68,6 +69,14 @@ pub fn header_of(source: &CaptureSource) -> Header {
 /// A byte offset of `text` → its character offset.
 fn char_indices(text: &str) -> impl Fn(usize) -> usize + '_ {
     move |byte| text[..byte.min(text.len())].chars().count()
+}
+
+/// Whether the file of `source` holds the value norms: with P, where the
+/// run made them.
+fn writes_value_norms(source: &CaptureSource) -> bool {
+    let captures = source.captures;
+    source.with_attention
+        && captures.value_norms.len() == captures.layers * captures.heads * captures.tokens
 }
 
 /// Writes `source` to `path` as a capture file (atomically).
@@ -101,6 +110,14 @@ pub fn write_capture(path: &Path, source: &CaptureSource) -> Result<(), WriteErr
                 format!("layers.{layer}.attentions"),
                 attentions,
                 vec![h, t, t],
+            ));
+        }
+        if header.value_norms {
+            let norms = &captures.value_norms[layer * h * t..(layer + 1) * h * t];
+            layers.push((
+                format!("layers.{layer}.value_norms"),
+                norms.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                vec![h, t],
             ));
         }
     }

@@ -204,6 +204,45 @@ pub fn attend_rows(
     }
 }
 
+/// The size of what each key writes through the head (ANALYSIS.md §9,
+/// value weighting): ‖v_j W_O^h‖₂ for every token j, from the head's
+/// values (`T × d`) and the Gram matrix of its rows of the output
+/// projection, G = W_O^h·W_O^hᵀ (`d × d`, [`value_gram`]): v G vᵀ costs d²
+/// a token, not the d × hidden of the product itself. Into `norms` (T).
+pub fn value_norms(value: &[f32], gram: &[f32], head_dim: usize, norms: &mut [f32]) {
+    let tokens = value.len().checked_div(head_dim).unwrap_or(0);
+    let mut weighted = vec![0.0f32; value.len()];
+    matmul(
+        MatMut::new(&mut weighted, tokens, head_dim),
+        MatRef::new(value, tokens, head_dim),
+        MatRef::new(gram, head_dim, head_dim),
+        false,
+        1.0,
+    );
+    for ((norm, v), vg) in norms
+        .iter_mut()
+        .zip(value.chunks_exact(head_dim))
+        .zip(weighted.chunks_exact(head_dim))
+    {
+        let square: f32 = v.iter().zip(vg).map(|(a, b)| a * b).sum();
+        // G is positive semi-definite: a negative square is rounding.
+        *norm = square.max(0.0).sqrt();
+    }
+}
+
+/// G = W·Wᵀ (`d × d`) of a head's rows W (`d × hidden`) of its output
+/// projection, in the x·W form (the rows its d dimensions multiply).
+pub fn value_gram(rows: &[f32], head_dim: usize, gram: &mut [f32]) {
+    let width = rows.len().checked_div(head_dim).unwrap_or(0);
+    matmul(
+        MatMut::new(gram, head_dim, head_dim),
+        MatRef::new(rows, head_dim, width),
+        MatRef::new(rows, head_dim, width).t(),
+        false,
+        1.0,
+    );
+}
+
 /// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`).
 ///
 /// In full, though S is symmetric: multiplying only the blocks on and

@@ -148,6 +148,54 @@ impl Dense {
         Tensor::from_vec(product, dims, x.device())
     }
 
+    /// Per head of `heads` heads of `head_dim` inputs each, the Gram
+    /// matrix of its rows of this projection (the rows its inputs
+    /// multiply, x·W form): H × d × d, for value weighting
+    /// ([`kernels::attention::value_norms`]). Read from the weight as kept:
+    /// a packed one through the kernels' product with an identity block,
+    /// any other widened once.
+    pub(in crate::model) fn head_grams(&self, heads: usize, head_dim: usize) -> Result<Vec<f32>> {
+        let (d, outputs) = (head_dim, self.outputs);
+        let mut rows = vec![0.0f32; d * outputs];
+        let mut grams = vec![0.0f32; heads * d * d];
+        let widened = match self.layout {
+            DenseLayout::Packed => None,
+            // Inputs × outputs, row-major.
+            DenseLayout::Transposed => Some(self.weight.widen()?),
+            DenseLayout::AsStored => Some(self.weight.widen()?.t()?.contiguous()?),
+        };
+        let widened = widened
+            .map(|w| w.flatten_all()?.to_vec1::<f32>())
+            .transpose()?;
+        let dense = match self.layout {
+            DenseLayout::Packed => Some(self.cpu()?),
+            _ => None,
+        };
+        let mut identity = vec![0.0f32; d * d];
+        identity
+            .iter_mut()
+            .step_by(d + 1)
+            .for_each(|one| *one = 1.0);
+        for (head, gram) in grams.chunks_exact_mut(d * d).enumerate() {
+            let inputs = head * d..(head + 1) * d;
+            match (&dense, &widened) {
+                (Some(dense), _) => dense.weight().product(
+                    kernels::MatRef::new(&identity, d, d),
+                    inputs,
+                    0..outputs,
+                    &mut rows,
+                    false,
+                ),
+                (None, Some(values)) => {
+                    rows.copy_from_slice(&values[inputs.start * outputs..inputs.end * outputs])
+                }
+                (None, None) => unreachable!("a weight not packed is widened"),
+            }
+            kernels::attention::value_gram(&rows, d, gram);
+        }
+        Ok(grams)
+    }
+
     pub(in crate::model) fn cpu(&self) -> Result<DenseCpu<'_>> {
         if self.layout != DenseLayout::Packed {
             return Err(candle_core::Error::Msg(
@@ -159,6 +207,27 @@ impl Dense {
             bias: self.bias.as_ref().map(HostValues::of).transpose()?,
             outputs: self.outputs,
         })
+    }
+}
+
+/// The Gram matrices of an attention's heads in its output projection
+/// ([`Dense::head_grams`], H × d × d), made at the first pass that needs
+/// them and kept: a few milliseconds a layer, once per model.
+#[derive(Default)]
+pub(in crate::model) struct HeadGrams(std::sync::OnceLock<Vec<f32>>);
+
+impl HeadGrams {
+    pub(in crate::model) fn of(
+        &self,
+        output: &Dense,
+        heads: usize,
+        head_dim: usize,
+    ) -> Result<&[f32]> {
+        if let Some(grams) = self.0.get() {
+            return Ok(grams);
+        }
+        let grams = output.head_grams(heads, head_dim)?;
+        Ok(self.0.get_or_init(|| grams))
     }
 }
 

@@ -42,6 +42,7 @@ impl<'a> KeepAll<'a> {
                 layers * heads * tokens * head_dim,
             ),
             (&mut captures.similarity, square),
+            (&mut captures.value_norms, layers * heads * tokens),
             (&mut captures.residuals, residuals),
         ] {
             if buffer.len() != len {
@@ -58,6 +59,7 @@ impl LayerSink for KeepAll<'_> {
             attention: &mut self.captures.attentions,
             head_outputs: &mut self.captures.head_outputs,
             similarity: &mut self.captures.similarity,
+            value_norms: &mut self.captures.value_norms,
             residuals: Some(&mut self.captures.residuals[..]).filter(|rows| !rows.is_empty()),
         })
     }
@@ -93,6 +95,7 @@ impl<'a> Recomputable<'a> {
                 tokens,
                 head_dim,
                 head_outputs: vec![0.0; layers * vectors],
+                value_norms: vec![0.0; layers * heads * tokens],
                 residuals: Vec::with_capacity(residuals),
                 ..Captures::default()
             },
@@ -124,7 +127,9 @@ impl LayerSink for Recomputable<'_> {
         let vectors = captures.heads * captures.tokens * captures.head_dim;
         let kv_vectors = self.kv_heads * captures.tokens * captures.head_dim;
         let at = |size: usize| index * size..(index + 1) * size;
+        let norms = captures.heads * captures.tokens;
         self.captures.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
+        self.captures.value_norms[at(norms)].copy_from_slice(layer.value_norms);
         self.queries[at(vectors)].copy_from_slice(layer.queries);
         self.keys[at(kv_vectors)].copy_from_slice(layer.keys);
         Ok(())

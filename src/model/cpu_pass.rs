@@ -29,9 +29,11 @@
 
 use super::ablation::heads::Ablation;
 use super::blocks::{DenseCpu, NormCpu};
-use super::stack::{Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, PassObserver};
+use super::stack::{
+    Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, MadeHead, PassObserver,
+};
 use super::team::{self, Barrier};
-use crate::kernels::attention::{attend, ScoreRule};
+use crate::kernels::attention::{attend, value_norms, ScoreRule};
 use crate::kernels::{self, Activation, MatRef};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +48,9 @@ pub(super) struct LayerCpu<'a> {
     /// Queries, keys and values side by side: H·d, H_kv·d and H_kv·d columns.
     pub(super) qkv: DenseCpu<'a>,
     pub(super) attention_output: DenseCpu<'a>,
+    /// Its heads' Gram matrices in `attention_output` (H × d × d), for
+    /// their value norms.
+    pub(super) value_grams: &'a [f32],
     /// Pre-norm: the norm of the feed-forward's input; post-norm: the norm
     /// after its residual sum.
     pub(super) feed_forward_norm: NormCpu<'a>,
@@ -181,6 +186,7 @@ pub(super) fn run(
         shape.heads * square,
         shape.heads * vectors,
         shape.heads * square,
+        shape.heads * shape.tokens,
         shape.heads * vectors,
         shape.kv_heads * vectors,
     ]
@@ -191,12 +197,13 @@ pub(super) fn run(
             Vec::new()
         }
     });
-    let [attention_buffer, outputs_buffer, similarity_buffer, queries_buffer, keys_buffer] =
+    let [attention_buffer, outputs_buffer, similarity_buffer, norms_buffer, queries_buffer, keys_buffer] =
         &mut layer_buffers;
     let streamed = StreamedLayer {
         attention: SharedBuffer::new(attention_buffer),
         head_outputs: SharedBuffer::new(outputs_buffer),
         similarity: SharedBuffer::new(similarity_buffer),
+        value_norms: SharedBuffer::new(norms_buffer),
         queries: SharedBuffer::new(queries_buffer),
         keys: SharedBuffer::new(keys_buffer),
     };
@@ -204,7 +211,12 @@ pub(super) fn run(
         let attention = team::pieces(out.attention, shape.heads, square, &head_ranges);
         let outputs = team::pieces(out.head_outputs, shape.heads, vectors, &head_ranges);
         let similarity = team::pieces(out.similarity, shape.heads, square, &head_ranges);
-        attention.into_iter().zip(outputs).zip(similarity)
+        let norms = team::pieces(out.value_norms, shape.heads, shape.tokens, &head_ranges);
+        attention
+            .into_iter()
+            .zip(outputs)
+            .zip(similarity)
+            .zip(norms)
     });
     let mailboxes = || (0..threads).map(|_| RwLock::new(Vec::new())).collect();
     let pass = Pass {
@@ -225,11 +237,14 @@ pub(super) fn run(
     };
     let targets: Vec<Targets> = match kept {
         Some(kept) => kept
-            .map(|((attention, head_outputs), similarity)| Targets::Kept {
-                attention,
-                head_outputs,
-                similarity,
-            })
+            .map(
+                |(((attention, head_outputs), similarity), value_norms)| Targets::Kept {
+                    attention,
+                    head_outputs,
+                    similarity,
+                    value_norms,
+                },
+            )
             .collect(),
         None => (0..threads).map(|_| Targets::Streamed(&streamed)).collect(),
     };
@@ -334,12 +349,13 @@ impl SharedBuffer {
     }
 }
 
-/// One layer's captures, streamed: P, O and S of every head, its rotated
-/// queries and its key/value heads' rotated keys.
+/// One layer's captures, streamed: P, O, S and the value norms of every
+/// head, its rotated queries and its key/value heads' rotated keys.
 struct StreamedLayer {
     attention: SharedBuffer,
     head_outputs: SharedBuffer,
     similarity: SharedBuffer,
+    value_norms: SharedBuffer,
     queries: SharedBuffer,
     keys: SharedBuffer,
 }
@@ -354,6 +370,7 @@ impl StreamedLayer {
                 attention: self.attention.whole(),
                 head_outputs: self.head_outputs.whole(),
                 similarity: self.similarity.whole(),
+                value_norms: self.value_norms.whole(),
                 queries: self.queries.whole(),
                 keys: self.keys.whole(),
             }
@@ -402,6 +419,7 @@ enum Targets<'a> {
         attention: Vec<&'a mut [f32]>,
         head_outputs: Vec<&'a mut [f32]>,
         similarity: Vec<&'a mut [f32]>,
+        value_norms: Vec<&'a mut [f32]>,
     },
     /// The layer being streamed.
     Streamed(&'a StreamedLayer),
@@ -613,15 +631,17 @@ impl Pass<'_> {
                 rotary.apply(query);
             }
             let kv = (head / group - kv_heads.start) * vectors;
-            let (p, o, s) = match &mut *targets {
+            let (p, o, s, n) = match &mut *targets {
                 Targets::Kept {
                     attention,
                     head_outputs,
                     similarity,
+                    value_norms,
                 } => (
                     &mut attention[l][i * square..(i + 1) * square],
                     &mut head_outputs[l][i * vectors..(i + 1) * vectors],
                     &mut similarity[l][i * square..(i + 1) * square],
+                    &mut value_norms[l][i * tokens..(i + 1) * tokens],
                 ),
                 // SAFETY: the head is this thread's alone, and the
                 // whole is read only after the next barrier.
@@ -636,21 +656,37 @@ impl Pass<'_> {
                             .head_outputs
                             .part(head * vectors..(head + 1) * vectors),
                         streamed.similarity.part(head * square..(head + 1) * square),
+                        streamed
+                            .value_norms
+                            .part(head * tokens..(head + 1) * tokens),
                     )
                 },
             };
+            let values = &head_values[kv..kv + vectors];
             attend(
                 query,
                 &head_keys[kv..kv + vectors],
-                &head_values[kv..kv + vectors],
+                values,
                 head_dim,
                 &layer.rule,
                 p,
                 o,
                 s,
             );
+            let gram = head_dim * head_dim;
+            value_norms(
+                values,
+                &layer.value_grams[head * gram..][..gram],
+                head_dim,
+                n,
+            );
             if let Some(observer) = self.head_observer {
-                observer.head(l, head, p, s);
+                let made = MadeHead {
+                    attention: p,
+                    similarity: s,
+                    value_norms: n,
+                };
+                observer.head(l, head, made);
             }
             for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
                 row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);

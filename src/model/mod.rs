@@ -60,7 +60,7 @@ pub use encoder::Encoder;
 pub use family::Family;
 pub use stack::{
     AttentionStack, CaptureBuffers, ForwardError, HeadObserver, KvCache, LayerCaptures, LayerSink,
-    PassInput, PassObserver, Refusal,
+    MadeHead, PassInput, PassObserver, Refusal,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

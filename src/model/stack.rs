@@ -11,7 +11,7 @@
 
 use super::ablation::heads::{Ablation, LayerAblation};
 use super::team;
-use crate::kernels::attention::{attend, ScoreRule};
+use crate::kernels::attention::{attend, value_norms as value_norms_of, ScoreRule};
 use crate::kernels::Activation;
 use candle_core::{CpuStorage, Device, Result, Storage, StorageRef, Tensor};
 use std::ops::{ControlFlow, Range};
@@ -106,13 +106,22 @@ impl<F: Fn() -> bool> PassObserver for F {
 /// own thread: a run's watch need not be shareable (the app's and the
 /// tests' keep their progress in a `Cell`).
 pub trait HeadObserver: Sync {
-    fn head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]);
+    fn head(&self, layer: usize, head: usize, made: MadeHead);
 }
 
-impl<F: Fn(usize, usize, &[f32], &[f32]) + Sync> HeadObserver for F {
-    fn head(&self, layer: usize, head: usize, attention: &[f32], similarity: &[f32]) {
-        self(layer, head, attention, similarity)
+impl<F: Fn(usize, usize, MadeHead) + Sync> HeadObserver for F {
+    fn head(&self, layer: usize, head: usize, made: MadeHead) {
+        self(layer, head, made)
     }
+}
+
+/// One head as the pass made it: P and S (T×T each) and the size of what
+/// each key writes through it (T; ANALYSIS.md §9's value weighting).
+#[derive(Clone, Copy)]
+pub struct MadeHead<'a> {
+    pub attention: &'a [f32],
+    pub similarity: &'a [f32],
+    pub value_norms: &'a [f32],
 }
 
 /// Where a pass puts what it captures: the capture mode. A sink either
@@ -193,23 +202,33 @@ pub(in crate::model) fn layer_ablation(
         .map_or(LayerAblation::NONE, |ablation| ablation.layer(layer))
 }
 
-/// Hands each head of layer `layer` (P and S, H×T×T each) to `observer`,
-/// where there is one: on candle's ops, the heads of a layer once it is
-/// made, on the calling thread.
+/// Hands each head of layer `layer` (its P, S and value norms: H×T×T,
+/// H×T×T, H×T) to
+/// `observer`, where there is one: on candle's ops, the heads of a layer
+/// once it is made, on the calling thread.
 pub(in crate::model) fn hand_out_heads(
     observer: Option<&dyn HeadObserver>,
     layer: usize,
     tokens: usize,
-    attention: &[f32],
-    similarity: &[f32],
+    [attention, similarity, value_norms]: [&[f32]; 3],
 ) {
     let Some(observer) = observer else {
         return;
     };
-    let square = (tokens * tokens).max(1);
-    let squares = attention.chunks(square).zip(similarity.chunks(square));
-    for (head, (attention, similarity)) in squares.enumerate() {
-        observer.head(layer, head, attention, similarity);
+    let (square, row) = ((tokens * tokens).max(1), tokens.max(1));
+    // A layer without value norms hands each head an empty slice.
+    let norms = value_norms.chunks(row).chain(std::iter::repeat(&[][..]));
+    let heads = attention
+        .chunks(square)
+        .zip(similarity.chunks(square))
+        .zip(norms);
+    for (head, ((attention, similarity), value_norms)) in heads.enumerate() {
+        let made = MadeHead {
+            attention,
+            similarity,
+            value_norms,
+        };
+        observer.head(layer, head, made);
     }
 }
 
@@ -288,13 +307,14 @@ impl LayerCache {
 }
 
 /// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
-/// each row-major; and, where asked, the residual stream after each layer
-/// (L×T×hidden: a decoder's, which its logit lens reads; the BERT-like
-/// encoder keeps none).
+/// the value norms (‖v_j W_O^h‖, ANALYSIS.md §9) L×H×T, each row-major;
+/// and, where asked, the residual stream after each layer (L×T×hidden: a
+/// decoder's, which its logit lens reads; the BERT-like encoder keeps none).
 pub struct CaptureBuffers<'a> {
     pub attention: &'a mut [f32],
     pub head_outputs: &'a mut [f32],
     pub similarity: &'a mut [f32],
+    pub value_norms: &'a mut [f32],
     pub residuals: Option<&'a mut [f32]>,
 }
 
@@ -306,6 +326,7 @@ impl CaptureBuffers<'_> {
         if self.attention.len() != square
             || self.similarity.len() != square
             || self.head_outputs.len() != layers * heads * tokens * head_dim
+            || self.value_norms.len() != layers * heads * tokens
         {
             return Err(candle_core::Error::Msg(
                 "capture buffers of the wrong size".into(),
@@ -328,6 +349,7 @@ impl CaptureBuffers<'_> {
             attention: &mut self.attention[at(square)],
             head_outputs: &mut self.head_outputs[at(vectors)],
             similarity: &mut self.similarity[at(square)],
+            value_norms: &mut self.value_norms[at(heads * tokens)],
         }
     }
 }
@@ -362,36 +384,42 @@ pub enum Refusal {
 }
 
 /// One layer's captures on the host, row-major: P and S (H×T×T), O
-/// (H×T×d), and the queries (H×T×d) and keys (H_kv×T×d) as the scores read
-/// them (rotated, unscaled), from which P can be made again. On a
-/// generation step, the new tokens' rows: P and S H×n×T, O H×n×d, and no
-/// queries or keys (nothing recomputes rows).
+/// (H×T×d), the value norms (H×T), and the queries (H×T×d) and keys
+/// (H_kv×T×d) as the scores read them (rotated, unscaled), from which P
+/// can be made again. On a generation step, the new tokens' rows: P and S
+/// H×n×T, O H×n×d, and no value norms, queries or keys (nothing
+/// recomputes rows).
 pub struct LayerCaptures<'a> {
     pub attention: &'a [f32],
     pub head_outputs: &'a [f32],
     pub similarity: &'a [f32],
+    pub value_norms: &'a [f32],
     pub queries: &'a [f32],
     pub keys: &'a [f32],
 }
 
-/// Where one layer's heads write P and S (H×T×T) and O (H×T×d).
+/// Where one layer's heads write P and S (H×T×T), O (H×T×d) and their
+/// value norms (H×T; empty: none made).
 pub struct LayerAttention<'a> {
     pub attention: &'a mut [f32],
     pub head_outputs: &'a mut [f32],
     pub similarity: &'a mut [f32],
+    pub value_norms: &'a mut [f32],
 }
 
 /// A layer's heads through the attention core, from their queries (H×T×d)
 /// and the keys and values (H_kv×T×d) of their key/value heads: query head
 /// h reads key/value head h / (H / H_kv), as transformers' `repeat_kv`
-/// lays them out. The heads are shared out among threads leased from the
-/// process's budget.
+/// lays them out. Each head's value norms too where `value_grams` (the
+/// heads' Gram matrices of the output projection, H×d×d) are given and
+/// `out` has room for them. The heads are shared out among threads leased
+/// from the process's budget.
 pub(in crate::model) fn attend_layer(
     queries: &[f32],
     keys: &[f32],
     values: &[f32],
     (tokens, head_dim): (usize, usize),
-    rule: &ScoreRule,
+    (rule, value_grams): (&ScoreRule, &[f32]),
     out: &mut LayerAttention,
 ) {
     let vectors = tokens * head_dim;
@@ -406,19 +434,34 @@ pub(in crate::model) fn attend_layer(
     let mut attention = team::pieces(out.attention, heads, square, &ranges);
     let mut head_outputs = team::pieces(out.head_outputs, heads, vectors, &ranges);
     let mut similarity = team::pieces(out.similarity, heads, square, &ranges);
-    let run = |range: Range<usize>, p: &mut [f32], o: &mut [f32], s: &mut [f32]| {
+    let norms = !value_grams.is_empty() && out.value_norms.len() == heads * tokens;
+    let mut value_norms = if norms {
+        team::pieces(out.value_norms, heads, tokens, &ranges)
+    } else {
+        ranges
+            .iter()
+            .map(|_| vec![<&mut [f32]>::default()])
+            .collect()
+    };
+    let gram = head_dim * head_dim;
+    let run = |range: Range<usize>, p: &mut [f32], o: &mut [f32], s: &mut [f32], n: &mut [f32]| {
         for (i, head) in range.enumerate() {
             let kv = head / group.max(1);
+            let value = &values[kv * vectors..][..vectors];
             attend(
                 &queries[head * vectors..][..vectors],
                 &keys[kv * vectors..][..vectors],
-                &values[kv * vectors..][..vectors],
+                value,
                 head_dim,
                 rule,
                 &mut p[i * square..][..square],
                 &mut o[i * vectors..][..vectors],
                 &mut s[i * square..][..square],
             );
+            if norms {
+                let gram = &value_grams[head * gram..][..gram];
+                value_norms_of(value, gram, head_dim, &mut n[i * tokens..][..tokens]);
+            }
         }
     };
     std::thread::scope(|scope| {
@@ -428,16 +471,17 @@ pub(in crate::model) fn attend_layer(
                 attention
                     .iter_mut()
                     .zip(&mut head_outputs)
-                    .zip(&mut similarity),
+                    .zip(&mut similarity)
+                    .zip(&mut value_norms),
             )
             .filter(|(range, _)| !range.is_empty());
         let first = shares.next();
-        for (range, ((p, o), s)) in shares {
+        for (range, (((p, o), s), n)) in shares {
             let run = &run;
-            scope.spawn(move || run(range, p[0], o[0], s[0]));
+            scope.spawn(move || run(range, p[0], o[0], s[0], n[0]));
         }
-        if let Some((range, ((p, o), s))) = first {
-            run(range, p[0], o[0], s[0]);
+        if let Some((range, (((p, o), s), n))) = first {
+            run(range, p[0], o[0], s[0], n[0]);
         }
     });
 }

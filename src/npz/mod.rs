@@ -230,10 +230,11 @@ pub fn write_npz(path: &Path, arrays: &[(&str, NpyView<'_>)]) -> Result<(), NpzE
     Ok(())
 }
 
-/// Writes the captures with exactly the keys of ANALYSIS.md §6:
-/// `input_ids` (int64, T), `attentions` (float32, L×H×T×T), `heads`
-/// (float32, L×H×T×d) and `similarity` (float32, L×H×T×T); without P
-/// (a capture file of head outputs alone) no `attentions`.
+/// Writes the captures with the keys of ANALYSIS.md §6: `input_ids`
+/// (int64, T), `attentions` (float32, L×H×T×T), `heads` (float32,
+/// L×H×T×d), `similarity` (float32, L×H×T×T) and `value_norms` (float32,
+/// L×H×T, §9); without P (a capture file of head outputs alone) no
+/// `attentions`, without value norms no `value_norms`.
 pub fn write_captures_npz(
     path: &Path,
     input_ids: &[u32],
@@ -274,6 +275,13 @@ pub fn write_captures_npz(
         ),
         ("similarity", squares(&captures.similarity, &similarity)),
     ];
+    if captures.value_norms.len() == l * h * t {
+        let norms = NpyView::F32 {
+            shape: vec![l, h, t],
+            data: &captures.value_norms,
+        };
+        arrays.push(("value_norms", norms));
+    }
     // Captures read from a file of head outputs alone have no P to write.
     if captures.stores_squares() && captures.attentions.len() != l * h * t * t {
         arrays.remove(1);
@@ -364,6 +372,9 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
     let attentions = take("attentions")?;
     let heads = take("heads")?;
     let similarity = take("similarity")?;
+    // Optional: a file written before value weighting, or by numpy
+    // without it, has none.
+    let value_norms = arrays.remove("value_norms");
     let wrong = |key: &str, array: &NpyArray, wanted: &str| {
         unreadable(
             path,
@@ -387,6 +398,9 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
             &similarity,
             &format!("{l}×{h}×{t}×{t}"),
         ));
+    }
+    if let Some(norms) = value_norms.as_ref().filter(|n| n.shape() != [l, h, t]) {
+        return Err(wrong("value_norms", norms, &format!("{l}×{h}×{t}")));
     }
     if ids.shape() != [t] {
         return Err(wrong("input_ids", &ids, &t.to_string()));
@@ -421,6 +435,10 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
         attentions: floats("attentions", attentions)?,
         head_outputs: floats("heads", heads)?,
         similarity: floats("similarity", similarity)?,
+        value_norms: value_norms
+            .map(|norms| floats("value_norms", norms))
+            .transpose()?
+            .unwrap_or_default(),
         residuals: Vec::new(),
     };
     Ok((input_ids, captures))

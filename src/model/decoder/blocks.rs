@@ -17,7 +17,7 @@
 
 use crate::kernels::attention::{attend_rows, similarity_rows, AttentionMask, ScoreRule};
 use crate::model::ablation::heads::LayerAblation;
-use crate::model::blocks::{Dense, Norm};
+use crate::model::blocks::{Dense, HeadGrams, Norm};
 use crate::model::config::pre_norm::{
     attention_names, feed_forward_names, norm_names, FeedForwardLayout, LayerLayout, NormKind,
     QkNorm, QkvLayout,
@@ -182,6 +182,8 @@ pub(super) struct Attention {
     /// Queries, keys and values side by side: H·d, H_kv·d, H_kv·d outputs.
     qkv: Dense,
     output: Dense,
+    /// Its heads' Gram matrices in `output`, for value weighting.
+    output_grams: HeadGrams,
     /// Qwen3's, Gemma 3's and OLMo 2's norms of queries and keys, before
     /// rotary: over each head (`QkNorm::PerHead`) or all heads together.
     query_norm: Option<Norm>,
@@ -249,6 +251,7 @@ impl Attention {
         Ok(Self {
             qkv,
             output,
+            output_grams: HeadGrams::default(),
             query_norm,
             key_norm,
             qk_norm,
@@ -263,6 +266,13 @@ impl Attention {
     /// which keys each query sees.
     pub(super) fn score_rule(&self) -> ScoreRule {
         self.rule
+    }
+
+    /// Its heads' Gram matrices in the output projection (H×d×d), for
+    /// value weighting ([`crate::kernels::attention::value_norms`]).
+    pub(super) fn value_grams(&self) -> Result<&[f32]> {
+        self.output_grams
+            .of(&self.output, self.heads, self.head_dim)
     }
 
     /// The queries (H×T×d), keys and values (H_kv×T×d) of the rows `x`
@@ -325,11 +335,12 @@ impl Attention {
             key.get(),
             value.get(),
             (tokens, self.head_dim),
-            &self.score_rule(),
+            (&self.score_rule(), self.value_grams()?),
             &mut LayerAttention {
                 attention: &mut out.attention,
                 head_outputs: &mut out.head_outputs,
                 similarity: &mut out.similarity,
+                value_norms: &mut out.value_norms,
             },
         );
         out.queries.clear();
@@ -378,11 +389,12 @@ impl Attention {
                 key.get(),
                 value.get(),
                 (n, d),
-                &rule,
+                (&rule, &[]),
                 &mut LayerAttention {
                     attention: &mut rows.attention,
                     head_outputs: &mut rows.head_outputs,
                     similarity: &mut rows.similarity,
+                    value_norms: &mut [],
                 },
             );
             for (head, outputs) in cache.outputs.iter_mut().enumerate() {
@@ -424,13 +436,15 @@ impl Attention {
 }
 
 /// One layer's attention as the decoder captures it, kept for the whole
-/// pass: P and S (H×T×T), O (H×T×d), and the rotated queries (H×T×d) and
-/// keys (H_kv×T×d) P is made from.
+/// pass: P and S (H×T×T), O (H×T×d), the value norms (H×T; none on a
+/// generation step), and the rotated queries (H×T×d) and keys (H_kv×T×d)
+/// P is made from.
 #[derive(Default)]
 pub(super) struct AttentionBuffers {
     attention: Vec<f32>,
     head_outputs: Vec<f32>,
     similarity: Vec<f32>,
+    value_norms: Vec<f32>,
     queries: Vec<f32>,
     keys: Vec<f32>,
 }
@@ -440,6 +454,7 @@ impl AttentionBuffers {
         self.attention.resize(heads * tokens * tokens, 0.0);
         self.similarity.resize(heads * tokens * tokens, 0.0);
         self.head_outputs.resize(heads * tokens * head_dim, 0.0);
+        self.value_norms.resize(heads * tokens, 0.0);
     }
 
     pub(super) fn captures(&self) -> LayerCaptures<'_> {
@@ -447,6 +462,7 @@ impl AttentionBuffers {
             attention: &self.attention,
             head_outputs: &self.head_outputs,
             similarity: &self.similarity,
+            value_norms: &self.value_norms,
             queries: &self.queries,
             keys: &self.keys,
         }
@@ -644,6 +660,7 @@ impl DecoderLayer {
                 .transpose()?,
             qkv: self.attention.qkv.cpu()?,
             attention_output: self.attention.output.cpu()?,
+            value_grams: self.attention.value_grams()?,
             feed_forward_norm: feed_forward_norm.cpu()?,
             up: self.feed_forward.up.cpu()?,
             gated: self.feed_forward.gated,

@@ -174,6 +174,7 @@ impl PreNormStack {
                     target.attention.copy_from_slice(captured.attention);
                     target.head_outputs.copy_from_slice(captured.head_outputs);
                     target.similarity.copy_from_slice(captured.similarity);
+                    target.value_norms.copy_from_slice(captured.value_norms);
                     if let (Some(rows), Some(next)) = (out.residuals.as_deref_mut(), &next) {
                         let size = tokens * self.config.hidden_size;
                         let values = next.flatten_all()?.to_vec1::<f32>()?;
@@ -181,13 +182,12 @@ impl PreNormStack {
                     }
                 }
                 Capture::Layers(sink) => {
-                    hand_out_heads(
-                        observer.heads(),
-                        index,
-                        tokens,
+                    let made = [
                         captured.attention,
                         captured.similarity,
-                    );
+                        captured.value_norms,
+                    ];
+                    hand_out_heads(observer.heads(), index, tokens, made);
                     sink.layer(index, captured)?;
                     if let (true, Some(next)) = (residuals, &next) {
                         sink.residual(index, next)?;
@@ -444,6 +444,7 @@ mod tests {
                 layer.attention,
                 layer.head_outputs,
                 layer.similarity,
+                layer.value_norms,
                 layer.queries,
                 layer.keys,
             ];

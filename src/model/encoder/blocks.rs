@@ -9,7 +9,7 @@
 use crate::kernels::attention::{AttentionMask, ScoreRule};
 use crate::kernels::{self, MatRef};
 use crate::model::ablation::heads::LayerAblation;
-use crate::model::blocks::{Dense, DenseCpu, Norm, NormCpu};
+use crate::model::blocks::{Dense, DenseCpu, HeadGrams, Norm, NormCpu};
 use crate::model::config::{Activation, ModelConfig};
 use crate::model::cpu_pass::LayerCpu;
 use crate::model::family::LayerNames;
@@ -227,7 +227,7 @@ impl SelfAttention {
     pub(super) fn forward(
         &self,
         x: &Tensor,
-        mut out: LayerAttention,
+        (mut out, value_grams): (LayerAttention, &[f32]),
         ablation: LayerAblation,
     ) -> Result<Tensor> {
         let tokens = x.dim(0)?;
@@ -251,7 +251,7 @@ impl SelfAttention {
             key.get(),
             value.get(),
             (tokens, self.head_dim),
-            &rule,
+            (&rule, value_grams),
             &mut out,
         );
         stack::heads_side_by_side(out.head_outputs, self.heads, tokens, x.device(), ablation)
@@ -312,6 +312,9 @@ pub(super) struct Layer {
     pub(super) attention_output: SubLayerOutput,
     pub(super) intermediate: Intermediate,
     pub(super) output: SubLayerOutput,
+    /// Its heads' Gram matrices in the attention's output projection, for
+    /// value weighting.
+    output_grams: HeadGrams,
 }
 
 impl Layer {
@@ -333,6 +336,7 @@ impl Layer {
                 config.intermediate_size,
                 config,
             )?,
+            output_grams: HeadGrams::default(),
         })
     }
 
@@ -347,7 +351,9 @@ impl Layer {
         ablation: LayerAblation,
         last: bool,
     ) -> Result<Option<Tensor>> {
-        let context = self.self_attention.forward(x, capture, ablation)?;
+        let context = self
+            .self_attention
+            .forward(x, (capture, self.value_grams()?), ablation)?;
         if last {
             return Ok(None);
         }
@@ -358,12 +364,24 @@ impl Layer {
         Ok(Some(x))
     }
 
+    /// Its heads' Gram matrices in the attention's output projection
+    /// (H×d×d).
+    pub(super) fn value_grams(&self) -> Result<&[f32]> {
+        let attention = &self.self_attention;
+        self.output_grams.of(
+            &self.attention_output.dense,
+            attention.heads,
+            attention.head_dim,
+        )
+    }
+
     pub(super) fn cpu(&self) -> Result<LayerCpu<'_>> {
         let head_dim = self.self_attention.head_dim;
         Ok(LayerCpu {
             attention_norm: Some(self.attention_output.layer_norm.cpu()?),
             qkv: self.self_attention.qkv.cpu()?,
             attention_output: self.attention_output.dense.cpu()?,
+            value_grams: self.value_grams()?,
             feed_forward_norm: self.output.layer_norm.cpu()?,
             up: self.intermediate.dense.cpu()?,
             gated: false,

@@ -162,13 +162,8 @@ impl Encoder {
                 rows[index * size..][..size].copy_from_slice(&values);
             }
             let made = out.layer(index, heads, tokens, head_dim);
-            hand_out_heads(
-                observer.heads(),
-                index,
-                tokens,
-                made.attention,
-                made.similarity,
-            );
+            let made = [&*made.attention, made.similarity, made.value_norms];
+            hand_out_heads(observer.heads(), index, tokens, made);
         }
         Ok(())
     }
@@ -283,14 +278,14 @@ mod tests {
         Encoder::load(vb, config).unwrap()
     }
 
-    /// Runs one path into fresh buffers: (P, O, S); `threads` 0 means the
-    /// tensor path.
+    /// Runs one path into fresh buffers: (P, O, S, value norms); `threads`
+    /// 0 means the tensor path.
     fn run(
         encoder: &Encoder,
         ids: &[u32],
         threads: usize,
         cancelled: &dyn Fn() -> bool,
-    ) -> std::result::Result<[Vec<f32>; 3], ForwardError> {
+    ) -> std::result::Result<[Vec<f32>; 4], ForwardError> {
         let config = &encoder.config;
         let (l, h, t) = (
             config.attention_layers(),
@@ -300,10 +295,12 @@ mod tests {
         let mut p = vec![f32::NAN; l * h * t * t];
         let mut o = vec![f32::NAN; l * h * t * config.head_dim()];
         let mut s = vec![f32::NAN; l * h * t * t];
+        let mut n = vec![f32::NAN; l * h * t];
         let out = CaptureBuffers {
             attention: &mut p,
             head_outputs: &mut o,
             similarity: &mut s,
+            value_norms: &mut n,
             residuals: None,
         };
         if threads == 0 {
@@ -311,14 +308,15 @@ mod tests {
         } else {
             encoder.forward_cpu(ids, (0, None), &cancelled, Capture::Kept(out), threads)?;
         }
-        Ok([p, o, s])
+        Ok([p, o, s, n])
     }
 
     fn assert_paths_agree(encoder: &Encoder, ids: &[u32], what: &str) {
         let reference = run(encoder, ids, 0, &|| false).unwrap();
         for threads in [1, 2, 3] {
             let fast = run(encoder, ids, threads, &|| false).unwrap();
-            for (name, (ours, theirs)) in ["P", "O", "S"].iter().zip(fast.iter().zip(&reference)) {
+            let names = ["P", "O", "S", "value norms"];
+            for (name, (ours, theirs)) in names.iter().zip(fast.iter().zip(&reference)) {
                 let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
                 for (a, b) in ours.iter().zip(theirs) {
                     assert!(
@@ -368,10 +366,12 @@ mod tests {
             let mut o = vec![0.0; l * h * t * config.head_dim()];
             let mut s = vec![0.0; l * h * t * t];
             let mut residuals = vec![f32::NAN; l * t * config.hidden_size];
+            let mut n = vec![0.0; l * h * t];
             let out = CaptureBuffers {
                 attention: &mut p,
                 head_outputs: &mut o,
                 similarity: &mut s,
+                value_norms: &mut n,
                 residuals: Some(&mut residuals),
             };
             if threads == 0 {
