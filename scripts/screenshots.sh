@@ -9,7 +9,8 @@
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
 # category, by role on the text and on the induction probe, and its heads
 # sorted by previous-token score and as a scatter, four of its heads
-# ablated and each head's importance (decoder-smollm2.png, decoder-roles.png,
+# ablated and each head's importance, and its value-weighted grid
+# (decoder-smollm2.png, decoder-roles.png, decoder-value-weighted.png,
 # decoder-probe-roles.png, decoder-ablation.png, decoder-importance.png,
 # roles-table.png,
 # roles-scatter.png).
@@ -300,6 +301,13 @@ click_label "roles"
 xdotool mousemove 1590 5
 sleep 1
 import -window root screenshots/decoder-roles.png
+# The same grid value-weighted (N′, ANALYSIS.md §9): the sink's columns fade
+# where the first token writes little, and the captions give N′'s roles.
+click_label "Value-weighted"
+xdotool mousemove 1590 5
+sleep 20   # 270 thumbnails again
+import -window root screenshots/decoder-value-weighted.png
+click_label "Attention"
 # Roles on the induction probe, scrolled to layers 17-22, where its
 # induction heads are.
 click_label "roles on the probe"
@@ -344,4 +352,4 @@ xdotool mousemove 1590 5
 sleep 150  # 270 ablated passes (a debug build takes longer: set HEADSCOPE_BIN to a release one)
 import -window root screenshots/decoder-importance.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2

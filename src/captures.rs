@@ -102,6 +102,21 @@ impl SeparatorColumns {
         Self { per_token, sums }
     }
 }
+/// Turns a row of a head's attention P into its row of N′ (ANALYSIS.md
+/// §9), in place: each entry times the size of what its key writes
+/// (`value_norms`, at least the row's length), the row divided by its sum.
+/// A row whose keys write nothing stays 0.
+#[inline(always)]
+pub fn value_weight_row(row: &mut [f32], value_norms: &[f32]) {
+    let mut sum = 0.0f32;
+    for (p, &w) in row.iter_mut().zip(value_norms) {
+        *p *= w;
+        sum += *p;
+    }
+    let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+    row.iter_mut().for_each(|n| *n *= scale);
+}
+
 /// One head of one layer, both 0-based.
 #[derive(
     Debug,
@@ -153,6 +168,35 @@ impl Captures {
             None => Cow::Borrowed(&self.attentions[self.square(&self.attentions, id)]),
             Some(inputs) => Cow::Owned(self.recomputed_attention(inputs, id, 0..self.tokens)),
         }
+    }
+
+    /// Whether the pass gave every head's value norms (ANALYSIS.md §9).
+    pub fn has_value_norms(&self) -> bool {
+        !self.value_norms.is_empty()
+            && self.value_norms.len() == self.layers * self.heads * self.tokens
+    }
+
+    /// The head's value norms ‖v_j W_O^h‖ (T); empty without them.
+    pub fn head_value_norms(&self, id: HeadId) -> &[f32] {
+        if !self.has_value_norms() {
+            return &[];
+        }
+        let start = (id.layer * self.heads + id.head) * self.tokens;
+        &self.value_norms[start..start + self.tokens]
+    }
+
+    /// The head's T×T value-weighted attention N′ (ANALYSIS.md §9), row
+    /// i = query i; `None` without value norms.
+    pub fn value_weighted_attention(&self, id: HeadId) -> Option<Vec<f32>> {
+        let norms = self.head_value_norms(id);
+        if norms.is_empty() {
+            return None;
+        }
+        let mut weighted = self.attention(id).into_owned();
+        for row in weighted.chunks_exact_mut(self.tokens.max(1)) {
+            value_weight_row(row, norms);
+        }
+        Some(weighted)
     }
 
     /// The head's T×T raw similarity O·Oᵀ.

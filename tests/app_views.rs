@@ -500,6 +500,59 @@ fn the_grid_captions_name_each_heads_role_on_request() {
     harness.check_accessibility();
 }
 
+/// "Value-weighted" shows N′ (ANALYSIS.md §9): the caption says so, the
+/// role captions become the roles N′ gives (some differ from P's on
+/// MiniLM, whose separators take attention and write little), and a
+/// head's detail gives each P-figure beside its twin.
+#[test]
+fn the_value_weighted_view_names_the_roles_of_n_prime() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let text = harness.state().text().to_string();
+    let analysis = reference(&harness, &text);
+    open_tab(&mut harness, CentralView::Heads);
+    harness.get_by_label("roles").click();
+    harness.get_by_label("Value-weighted").click();
+    step_until(&mut harness, "the value-weighted captions", |h| {
+        h.query_by_label_contains("Roles, from each head's value-weighted attention N′")
+            .is_some()
+    });
+    harness.get_by_label_contains("value-weighted attention N′, ");
+    let shown = thumbnails(&harness);
+    assert_eq!(shown.len(), 6 * 12, "{shown:?}");
+    let mut changed = 0;
+    for (head, label) in &shown {
+        let figures = analysis.head(*head).expect("the head's figures");
+        assert!(figures.role_vw.is_some(), "{head:?} has a role by N′");
+        let name = role_style(figures.role_vw).0;
+        assert!(
+            label.ends_with(&format!(" · role {name}")),
+            "{label:?} names N′'s role, {name}"
+        );
+        changed += usize::from(figures.role_vw != figures.role);
+    }
+    assert!(changed > 0, "value weighting changes no head's role");
+
+    let head = HeadId::new(2, 0);
+    harness.get_by_label(&thumbnail_of(&harness, head)).click();
+    step_until(&mut harness, "the head's detail", |h| {
+        h.query_by_label("Layer 2 · Head 0").is_some()
+    });
+    let f = analysis.head(head).unwrap();
+    let sink = format!(
+        "{} · N′ {}",
+        figure(f.sink_attention, 3),
+        figure(f.sink_attention_vw, 3)
+    );
+    let rows: Vec<String> = harness
+        .query_all_by_role(Role::Label)
+        .map(|n| text_of(&n))
+        .filter(|label| label.contains("N′"))
+        .collect();
+    assert!(rows.contains(&sink), "{sink} among {rows:?}");
+    harness.check_accessibility();
+}
+
 #[test]
 fn clicking_tokens_picks_them_and_the_views_follow() {
     let mut harness = start(None, None);

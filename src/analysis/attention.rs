@@ -13,6 +13,7 @@
 //! for the `_vw` twins.
 
 use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
+use crate::captures::value_weight_row;
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -121,14 +122,8 @@ pub(super) fn value_weighted_pass(
     for (i, p) in attention.chunks_exact(t.max(1)).enumerate() {
         // A causal row's keys after the query hold 0 in P and stay 0 here.
         let seen = if doc.tokens.causal { i + 1 } else { t };
-        let mut sum = 0.0f32;
-        for ((n, &p), &w) in row[..seen].iter_mut().zip(&p[..seen]).zip(value_norms) {
-            *n = p * w;
-            sum += *n;
-        }
-        // A row whose keys all write nothing has no N′: it stays 0.
-        let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        row[..seen].iter_mut().for_each(|n| *n *= scale);
+        row[..seen].copy_from_slice(&p[..seen]);
+        value_weight_row(&mut row[..seen], value_norms);
         sums.add_row(doc, i, row, &mut columns);
     }
     sums.finish(doc, false)

@@ -43,6 +43,9 @@ pub enum MatrixKind {
     Similarity,
     /// The attention probabilities P.
     Attention,
+    /// P weighted by the size of what each key writes through the head,
+    /// rows summing to 1: N′ of ANALYSIS.md §9.
+    ValueWeighted,
 }
 
 impl MatrixKind {
@@ -50,6 +53,31 @@ impl MatrixKind {
         match self {
             MatrixKind::Similarity => "Similarity",
             MatrixKind::Attention => "Attention",
+            MatrixKind::ValueWeighted => "Value-weighted",
+        }
+    }
+
+    /// Whether it is a head's attention, plain or value-weighted: rows are
+    /// queries, columns keys.
+    pub fn is_attention(self) -> bool {
+        self != MatrixKind::Similarity
+    }
+
+    /// What it is, in a caption or a file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatrixKind::Similarity => "similarity",
+            MatrixKind::Attention => "attention",
+            MatrixKind::ValueWeighted => "value-weighted attention",
+        }
+    }
+
+    /// The matrix's symbol (ANALYSIS.md §2, §9).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            MatrixKind::Similarity => "S",
+            MatrixKind::Attention => "P",
+            MatrixKind::ValueWeighted => "N′",
         }
     }
 }

@@ -78,8 +78,8 @@ impl ExportKind {
     /// A file name to offer in the save dialog, ending in `extension`.
     pub fn suggested_name(self, head: HeadId, settings: &Settings, extension: &str) -> String {
         let what = match settings.matrix {
-            MatrixKind::Similarity => "similarity",
-            MatrixKind::Attention => "attention",
+            MatrixKind::ValueWeighted => "value-weighted",
+            kind => kind.name(),
         };
         let stem = match self {
             ExportKind::HeadImage | ExportKind::HeadCsv => {
@@ -100,6 +100,7 @@ fn shown_matrix(output: &RunOutput, head: HeadId, settings: &Settings) -> Vec<f3
     let captures = &output.captures;
     match settings.matrix {
         MatrixKind::Attention => captures.attention(head).into_owned(),
+        MatrixKind::ValueWeighted => captures.value_weighted_attention(head).unwrap_or_default(),
         MatrixKind::Similarity => transformed_similarity(
             &captures.similarity(head),
             captures.tokens,
@@ -119,7 +120,7 @@ pub fn write_export(
     path: &Path,
 ) -> Result<(), String> {
     let captures = &output.captures;
-    let attention_asked = settings.matrix == MatrixKind::Attention
+    let attention_asked = settings.matrix.is_attention()
         && matches!(
             kind,
             ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage
@@ -130,15 +131,15 @@ pub fn write_export(
             crate::capture_file::NO_ATTENTION
         ));
     }
+    if settings.matrix == MatrixKind::ValueWeighted && !captures.has_value_norms() {
+        return Err("No value-weighted attention to export: the result has no value norms".into());
+    }
     let tokens = captures.tokens;
     // Figures are read: their labels are readable (`·the`); the CSV is
     // data and keeps the tokenizer's texts (`Ġthe`), as the JSON does.
     let raw_labels = &output.input.tokens.token_texts;
     let map = settings.colormap;
-    let what = match settings.matrix {
-        MatrixKind::Similarity => "similarity",
-        MatrixKind::Attention => "attention",
-    };
+    let what = settings.matrix.name();
     // Coloured as on screen (the scale's rule, its log₁₀ of attention).
     let scale = heatmap::colour_scale(output, &ViewKey::new(0, settings));
     let what = if scale.log {

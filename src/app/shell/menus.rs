@@ -24,6 +24,11 @@ impl HeadscopeApp {
                     MatrixKind::Attention,
                     "Attention P",
                 );
+                ui.radio_value(
+                    &mut self.settings.matrix,
+                    MatrixKind::ValueWeighted,
+                    "Value-weighted attention N′",
+                );
                 ui.separator();
                 ui.checkbox(&mut self.settings.show_text_panel, "Text panel");
                 if ui

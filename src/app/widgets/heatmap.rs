@@ -93,11 +93,19 @@ fn unmasked_matrix(
 ) -> Cow<'_, [f32]> {
     let captures = &output.captures;
     match kind {
-        // A capture without P: every cell blank (drawn as no value).
-        MatrixKind::Attention if !crate::capture_file::has_attention(captures) => {
+        // A capture without P (or without value norms): every cell blank
+        // (drawn as no value).
+        MatrixKind::Attention | MatrixKind::ValueWeighted
+            if !crate::capture_file::has_attention(captures) =>
+        {
             Cow::Owned(vec![f32::NAN; captures.tokens * captures.tokens])
         }
         MatrixKind::Attention => captures.attention(head),
+        MatrixKind::ValueWeighted => Cow::Owned(
+            captures
+                .value_weighted_attention(head)
+                .unwrap_or_else(|| vec![f32::NAN; captures.tokens * captures.tokens]),
+        ),
         MatrixKind::Similarity => match variant {
             SimilarityVariant::Raw => captures.similarity(head),
             other => Cow::Owned(transformed_similarity(
@@ -122,7 +130,7 @@ pub fn colour_scale(output: &RunOutput, key: &ViewKey) -> ColourScale {
     ColourScale {
         rule: key.range_rule,
         without_first_token: key.without_first_token && output.input.tokens.causal,
-        log: key.log_attention && key.kind == MatrixKind::Attention,
+        log: key.log_attention && key.kind.is_attention(),
     }
 }
 

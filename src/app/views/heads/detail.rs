@@ -384,9 +384,10 @@ impl HeadView {
                 painter.rect_stroke(row_rect, 0.0, guide, egui::StrokeKind::Inside);
                 painter.rect_stroke(column_rect, 0.0, guide, egui::StrokeKind::Inside);
                 let value = self.values.get(i * tokens + j).copied().unwrap_or(f32::NAN);
-                let (row_name, column_name) = match settings.matrix {
-                    MatrixKind::Attention => ("query", "key"),
-                    MatrixKind::Similarity => ("token", "token"),
+                let (row_name, column_name) = if settings.matrix.is_attention() {
+                    ("query", "key")
+                } else {
+                    ("token", "token")
                 };
                 let readout = format!(
                     "{row_name} {i} “{}” · {column_name} {j} “{}” · value {}",
@@ -534,22 +535,37 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 &format!("local fraction (w = {})", settings.local_window),
                 figure(f.local_fraction, 3),
             );
-            row(ui, "separator attention", figure(f.separator_attention, 3));
-            row(ui, "sink attention", figure(f.sink_attention, 3));
+            // The P-figures beside their value-weighted twins (N′,
+            // ANALYSIS.md §9), where the result has them.
+            let twin = |plain: Option<f64>, weighted: Option<f64>| match weighted {
+                Some(_) => format!("{} · N′ {}", figure(plain, 3), figure(weighted, 3)),
+                None => figure(plain, 3),
+            };
+            let separator = twin(f.separator_attention, f.separator_attention_vw);
+            row(ui, "separator attention", separator);
+            row(
+                ui,
+                "sink attention",
+                twin(f.sink_attention, f.sink_attention_vw),
+            );
             // The role scores of ANALYSIS.md §9 and the role they give.
-            row(ui, "role", f.role.map_or("—".into(), |r| r.to_string()));
+            let role =
+                |role: Option<crate::analysis::Role>| role.map_or("—".into(), |r| r.to_string());
+            let roles = match f.role_vw {
+                Some(weighted) => format!("{} · N′ {weighted}", role(f.role)),
+                None => role(f.role),
+            };
+            row(ui, "role", roles);
+            let previous = twin(f.previous_token_score, f.previous_token_score_vw);
+            row(ui, "previous-token score", previous);
+            let duplicate = twin(f.duplicate_token_score, f.duplicate_token_score_vw);
+            row(ui, "duplicate-token score", duplicate);
             row(
                 ui,
-                "previous-token score",
-                figure(f.previous_token_score, 3),
+                "induction score",
+                twin(f.induction_score, f.induction_score_vw),
             );
-            row(
-                ui,
-                "duplicate-token score",
-                figure(f.duplicate_token_score, 3),
-            );
-            row(ui, "induction score", figure(f.induction_score, 3));
-            row(ui, "self score", figure(f.self_score, 3));
+            row(ui, "self score", twin(f.self_score, f.self_score_vw));
         });
 
     ui.add_space(8.0);
@@ -706,10 +722,12 @@ fn hover_tip(
     (i, row): (usize, &str),
     (j, column): (usize, &str),
 ) -> String {
-    let (name, row_name, column_name) = match matrix {
-        MatrixKind::Attention => ("attention", "query", "key"),
-        MatrixKind::Similarity => ("similarity", "token", "token"),
+    let (row_name, column_name) = if matrix.is_attention() {
+        ("query", "key")
+    } else {
+        ("token", "token")
     };
+    let name = matrix.name();
     format!("{name} {value}\n{row_name} {i}: {row}\n{column_name} {j}: {column}")
 }
 

@@ -58,6 +58,8 @@ pub struct GridAnswer {
 pub struct CaptionRoles {
     pub roles: Vec<Option<Role>>,
     pub on_probe: bool,
+    /// The roles are those of the value-weighted attention N′ (§9).
+    pub weighted: bool,
 }
 
 /// The grid's textures, and the thumbnails being built for the newest key.
@@ -451,7 +453,7 @@ impl Overview {
                 clicked = answer.clicked;
                 ui.add_space(4.0);
                 match &marks.roles {
-                    Some(roles) => role_legend(ui, roles.on_probe),
+                    Some(roles) => role_legend(ui, roles),
                     None => category_legend(ui),
                 }
             });
@@ -556,7 +558,7 @@ fn category_legend(ui: &mut egui::Ui) {
 
 /// What the role colours of the captions mean (ANALYSIS.md §9), measured
 /// on the induction probe or on the text.
-fn role_legend(ui: &mut egui::Ui, on_probe: bool) {
+fn role_legend(ui: &mut egui::Ui, roles: &CaptionRoles) {
     let mut entries: Vec<_> = [
         (Role::PreviousToken, "on the token before;"),
         (Role::DuplicateToken, "on earlier copies of the token;"),
@@ -572,13 +574,20 @@ fn role_legend(ui: &mut egui::Ui, on_probe: bool) {
         role_style(Some(Role::Mixed)),
         format!("no score at least {ROLE_FLOOR} and {ROLE_MARGIN} above the next."),
     ));
-    let heading = if on_probe {
-        "Roles, from each head's attention on the induction probe (the model's leading \
-         tokens, 50 random tokens, the same 50 again): the largest score"
+    let attention = if roles.weighted {
+        "value-weighted attention N′"
     } else {
-        "Roles, from each head's attention on this text: the largest score"
+        "attention"
     };
-    legend(ui, heading, &entries);
+    let heading = if roles.on_probe {
+        format!(
+            "Roles, from each head's {attention} on the induction probe (the model's \
+             leading tokens, 50 random tokens, the same 50 again): the largest score"
+        )
+    } else {
+        format!("Roles, from each head's {attention} on this text: the largest score")
+    };
+    legend(ui, &heading, &entries);
 }
 
 /// A legend's line: its heading, then each caption's name in its colour

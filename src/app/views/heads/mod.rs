@@ -110,9 +110,12 @@ impl HeadsView {
                 head.head,
                 settings.similarity.label()
             ),
-            MatrixKind::Attention => format!(
-                "L{} H{}: attention P (rows: query, columns: key)",
-                head.layer, head.head
+            kind => format!(
+                "L{} H{}: {} {} (rows: query, columns: key)",
+                head.layer,
+                head.head,
+                kind.name(),
+                kind.symbol()
             ),
         };
         let caption = without_attention(output, settings.matrix, caption);
@@ -121,7 +124,8 @@ impl HeadsView {
             "{caption}; {}",
             heatmap::colour_scale(output, &key).caption()
         );
-        view_controls(ui, settings, cx.working, Some(range), &caption);
+        let weighted = output.captures.has_value_norms();
+        view_controls(ui, settings, (cx.working, weighted), Some(range), &caption);
         let action = self.ablation_rows(ui, output, generation);
         ui.separator();
         let marks = HeadMarks {
@@ -182,10 +186,8 @@ impl HeadsView {
         self.overview.update(ui.ctx(), output, key, cx.wake);
         let scale = heatmap::colour_scale(output, &key);
         let range = self.overview.shared_range().map(|r| scale.shown_range(r));
-        let matrix = match cx.settings.matrix {
-            MatrixKind::Similarity => "similarity S",
-            MatrixKind::Attention => "attention P",
-        };
+        let kind = cx.settings.matrix;
+        let matrix = format!("{} {}", kind.name(), kind.symbol());
         let heads = if range.is_some() {
             "one scale for all heads"
         } else {
@@ -193,7 +195,8 @@ impl HeadsView {
         };
         let caption = format!("{matrix}, {heads}; {}", scale.caption());
         let caption = without_attention(output, cx.settings.matrix, caption);
-        view_controls(ui, cx.settings, cx.working, range, &caption);
+        let weighted = cx.output.captures.has_value_norms();
+        view_controls(ui, cx.settings, (cx.working, weighted), range, &caption);
         self.grid_controls(ui, cx.shared, cx.settings);
         let mut action = None;
         if cx.settings.grid_captions == GridCaptions::ProbeRole {
@@ -384,7 +387,7 @@ impl HeadsView {
             highlights,
             separator_attention,
             only_layer: self.grid_layer,
-            roles: caption_roles(output, settings.grid_captions, on_probe),
+            roles: caption_roles(output, settings, on_probe),
             ablated: self.ablation.heads().to_vec(),
             importance: None,
         }
@@ -393,13 +396,10 @@ impl HeadsView {
 
 /// The roles the captions name: those of `output`, the text's result or,
 /// `on_probe`, the probe's (no roles while the probe is not done: the
-/// captions name categories meanwhile).
-fn caption_roles(
-    output: &RunOutput,
-    captions: GridCaptions,
-    on_probe: bool,
-) -> Option<CaptionRoles> {
-    let named = match captions {
+/// captions name categories meanwhile); by N′ while the grid shows it.
+fn caption_roles(output: &RunOutput, settings: &Settings, on_probe: bool) -> Option<CaptionRoles> {
+    let weighted = settings.matrix == MatrixKind::ValueWeighted;
+    let named = match settings.grid_captions {
         GridCaptions::Category => false,
         GridCaptions::Role => true,
         GridCaptions::ProbeRole => on_probe,
@@ -408,9 +408,17 @@ fn caption_roles(
         roles: output
             .captures
             .head_ids()
-            .map(|id| output.analysis.head(id).and_then(|f| f.role))
+            .map(|id| {
+                let figures = output.analysis.head(id)?;
+                if weighted {
+                    figures.role_vw
+                } else {
+                    figures.role
+                }
+            })
             .collect(),
         on_probe,
+        weighted,
     })
 }
 
@@ -423,12 +431,13 @@ impl View for HeadsView {
     }
 }
 
-/// Similarity or attention, the colour map and its scale, above the grid
-/// and the detail.
+/// Similarity or attention (plain, or value-weighted where the result has
+/// value norms), the colour map and its scale, above the grid and the
+/// detail.
 fn view_controls(
     ui: &mut egui::Ui,
     settings: &mut Settings,
-    working: bool,
+    (working, value_norms): (bool, bool),
     range: Option<ValueRange>,
     caption: &str,
 ) {
@@ -437,6 +446,21 @@ fn view_controls(
             .on_hover_text("The context similarity S of each head's output vectors");
         ui.selectable_value(&mut settings.matrix, MatrixKind::Attention, "Attention")
             .on_hover_text("The attention probabilities P (rows: query, columns: key)");
+        ui.add_enabled(
+            value_norms,
+            egui::Button::selectable(
+                settings.matrix == MatrixKind::ValueWeighted,
+                MatrixKind::ValueWeighted.label(),
+            ),
+        )
+        .on_hover_text(
+            "N′: attention weighted by the size of what each key writes through the head \
+             (‖v W_O‖, Kobayashi et al. 2020), each row summing to 1. A sink that takes \
+             attention but writes little fades",
+        )
+        .on_disabled_hover_text("This result has no value norms (a capture file without them)")
+        .clicked()
+        .then(|| settings.matrix = MatrixKind::ValueWeighted);
         ui.separator();
         let label = ui.label("Colour map");
         egui::ComboBox::from_id_salt("colour map")
@@ -473,7 +497,7 @@ fn view_controls(
                  range, so the other cells are not all dark",
         );
         ui.add_enabled(
-            settings.matrix == MatrixKind::Attention,
+            settings.matrix.is_attention(),
             egui::Checkbox::new(&mut settings.log_attention, "Log scale"),
         )
         .on_hover_text("Colour attention by log₁₀ P, to see what lies past the sink");
@@ -489,8 +513,11 @@ fn view_controls(
 }
 /// A caption of P that says when the result has none (a capture of O alone).
 fn without_attention(output: &RunOutput, kind: MatrixKind, caption: String) -> String {
-    if kind == MatrixKind::Attention && !crate::capture_file::has_attention(&output.captures) {
+    let captures = &output.captures;
+    if kind.is_attention() && !crate::capture_file::has_attention(captures) {
         format!("{caption}: empty, {}", crate::capture_file::NO_ATTENTION)
+    } else if kind == MatrixKind::ValueWeighted && !captures.has_value_norms() {
+        format!("{caption}: empty, the result has no value norms")
     } else {
         caption
     }
