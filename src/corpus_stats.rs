@@ -276,9 +276,9 @@ pub struct FocusToken {
     pub fraction: f64,
 }
 
-/// The per-head figures of ANALYSIS.md §4, then the role scores of §9, in
-/// table order.
-pub const HEAD_FIGURES: [&str; 11] = [
+/// The per-head figures of ANALYSIS.md §4, then the role scores of §9,
+/// then the value-weighted twins of those made from P (§9), in table order.
+pub const HEAD_FIGURES: [&str; 17] = [
     "mean_distance",
     "same_sentence_fraction",
     "repetition_fraction",
@@ -290,6 +290,12 @@ pub const HEAD_FIGURES: [&str; 11] = [
     "duplicate_token_score",
     "induction_score",
     "self_score",
+    "separator_attention_vw",
+    "sink_attention_vw",
+    "previous_token_score_vw",
+    "duplicate_token_score_vw",
+    "induction_score_vw",
+    "self_score_vw",
 ];
 
 /// The values each of [`HEAD_FIGURES`] can take: a distance, then shares.
@@ -299,8 +305,9 @@ const HEAD_BOUNDS: [Bounds; HEAD_FIGURES.len()] = {
     bounds
 };
 
-/// The per-layer figures of ANALYSIS.md §5, in table order.
-pub const LAYER_FIGURES: [&str; 9] = [
+/// The per-layer figures of ANALYSIS.md §5, then the value-weighted twins
+/// of those made from P (§9), in table order.
+pub const LAYER_FIGURES: [&str; 14] = [
     "mean_distance",
     "same_sentence_fraction",
     "separator_attention",
@@ -310,6 +317,11 @@ pub const LAYER_FIGURES: [&str; 9] = [
     "segmentation_share",
     "segmentation_share_chance",
     "sink_attention",
+    "separator_attention_vw",
+    "segmentation_accuracy_vw",
+    "segmentation_undecided_vw",
+    "segmentation_share_vw",
+    "sink_attention_vw",
 ];
 
 /// The values each of [`LAYER_FIGURES`] can take: a distance, then shares.
@@ -334,9 +346,17 @@ pub struct HeadSummary {
     pub duplicate_token_score: Summary,
     pub induction_score: Summary,
     pub self_score: Summary,
+    pub separator_attention_vw: Summary,
+    pub sink_attention_vw: Summary,
+    pub previous_token_score_vw: Summary,
+    pub duplicate_token_score_vw: Summary,
+    pub induction_score_vw: Summary,
+    pub self_score_vw: Summary,
     pub categories: CategoryShares,
-    /// How often the head took each role of §9 over the windows.
+    /// How often the head took each role of §9 over the windows, by P and
+    /// by the value-weighted N′.
     pub roles: RoleShares,
+    pub roles_vw: RoleShares,
     pub focus_token: Option<FocusToken>,
 }
 
@@ -355,6 +375,12 @@ impl HeadSummary {
             (HEAD_FIGURES[8], self.duplicate_token_score),
             (HEAD_FIGURES[9], self.induction_score),
             (HEAD_FIGURES[10], self.self_score),
+            (HEAD_FIGURES[11], self.separator_attention_vw),
+            (HEAD_FIGURES[12], self.sink_attention_vw),
+            (HEAD_FIGURES[13], self.previous_token_score_vw),
+            (HEAD_FIGURES[14], self.duplicate_token_score_vw),
+            (HEAD_FIGURES[15], self.induction_score_vw),
+            (HEAD_FIGURES[16], self.self_score_vw),
         ]
     }
 }
@@ -445,6 +471,11 @@ pub struct LayerSummary {
     pub segmentation_share: Summary,
     pub segmentation_share_chance: Summary,
     pub sink_attention: Summary,
+    pub separator_attention_vw: Summary,
+    pub segmentation_accuracy_vw: Summary,
+    pub segmentation_undecided_vw: Summary,
+    pub segmentation_share_vw: Summary,
+    pub sink_attention_vw: Summary,
     pub heads: Vec<HeadSummary>,
 }
 
@@ -461,6 +492,11 @@ impl LayerSummary {
             (LAYER_FIGURES[6], self.segmentation_share),
             (LAYER_FIGURES[7], self.segmentation_share_chance),
             (LAYER_FIGURES[8], self.sink_attention),
+            (LAYER_FIGURES[9], self.separator_attention_vw),
+            (LAYER_FIGURES[10], self.segmentation_accuracy_vw),
+            (LAYER_FIGURES[11], self.segmentation_undecided_vw),
+            (LAYER_FIGURES[12], self.segmentation_share_vw),
+            (LAYER_FIGURES[13], self.sink_attention_vw),
         ]
     }
 }
@@ -470,6 +506,7 @@ struct HeadAggregate {
     figures: [Aggregate; HEAD_FIGURES.len()],
     categories: CategoryCounts,
     roles: RoleCounts,
+    roles_vw: RoleCounts,
     /// Focus token id → (windows, text).
     focus: BTreeMap<u32, (usize, Option<String>)>,
 }
@@ -484,6 +521,10 @@ impl HeadAggregate {
                 ..Default::default()
             },
             roles: RoleCounts {
+                none: windows,
+                ..Default::default()
+            },
+            roles_vw: RoleCounts {
                 none: windows,
                 ..Default::default()
             },
@@ -538,6 +579,11 @@ impl CorpusStats {
                     l.segmentation_share,
                     l.segmentation_share_chance,
                     l.sink_attention,
+                    l.separator_attention_vw,
+                    l.segmentation_accuracy_vw,
+                    l.segmentation_undecided_vw,
+                    l.segmentation_share_vw,
+                    l.sink_attention_vw,
                 ]
             });
             for (figure, value) in aggregate.figures.iter_mut().zip(values) {
@@ -564,6 +610,12 @@ impl CorpusStats {
                         f.duplicate_token_score,
                         f.induction_score,
                         f.self_score,
+                        f.separator_attention_vw,
+                        f.sink_attention_vw,
+                        f.previous_token_score_vw,
+                        f.duplicate_token_score_vw,
+                        f.induction_score_vw,
+                        f.self_score_vw,
                     ]
                 });
                 for (figure, value) in head_aggregate.figures.iter_mut().zip(values) {
@@ -573,6 +625,7 @@ impl CorpusStats {
                     .categories
                     .push(head.and_then(|f| f.category));
                 head_aggregate.roles.push(head.and_then(|f| f.role));
+                head_aggregate.roles_vw.push(head.and_then(|f| f.role_vw));
                 if let Some(id) = head.and_then(|f| f.focus_token_id) {
                     let entry = head_aggregate.focus.entry(id).or_default();
                     entry.0 += 1;
@@ -615,6 +668,7 @@ impl CorpusStats {
                         }
                         head.categories.merge(&other_head.categories);
                         head.roles.merge(&other_head.roles);
+                        head.roles_vw.merge(&other_head.roles_vw);
                         for (&id, (count, token)) in &other_head.focus {
                             let entry = head.focus.entry(id).or_default();
                             entry.0 += count;
@@ -626,6 +680,7 @@ impl CorpusStats {
                     None => {
                         head.categories.none += theirs;
                         head.roles.none += theirs;
+                        head.roles_vw.none += theirs;
                     }
                 }
             }
@@ -653,7 +708,7 @@ impl CorpusStats {
             .iter()
             .enumerate()
             .map(|(index, layer)| {
-                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, segmentation_share, segmentation_share_chance, sink_attention] =
+                let [mean_distance, same_sentence_fraction, separator_attention, focus_uniqueness, segmentation_accuracy, segmentation_undecided, segmentation_share, segmentation_share_chance, sink_attention, separator_attention_vw, segmentation_accuracy_vw, segmentation_undecided_vw, segmentation_share_vw, sink_attention_vw] =
                     within(&layer.figures, LAYER_BOUNDS);
                 LayerSummary {
                     layer: index,
@@ -666,6 +721,11 @@ impl CorpusStats {
                     segmentation_share,
                     segmentation_share_chance,
                     sink_attention,
+                    separator_attention_vw,
+                    segmentation_accuracy_vw,
+                    segmentation_undecided_vw,
+                    segmentation_share_vw,
+                    sink_attention_vw,
                     heads: layer
                         .heads
                         .iter()
@@ -684,7 +744,7 @@ fn within<const N: usize>(aggregates: &[Aggregate; N], bounds: [Bounds; N]) -> [
 }
 
 fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
-    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention, previous_token_score, duplicate_token_score, induction_score, self_score] =
+    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention, previous_token_score, duplicate_token_score, induction_score, self_score, separator_attention_vw, sink_attention_vw, previous_token_score_vw, duplicate_token_score_vw, induction_score_vw, self_score_vw] =
         within(&head.figures, HEAD_BOUNDS);
     let windows = head.categories.total();
     // BTreeMap order makes the smallest id win ties.
@@ -721,12 +781,19 @@ fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
         duplicate_token_score,
         induction_score,
         self_score,
+        separator_attention_vw,
+        sink_attention_vw,
+        previous_token_score_vw,
+        duplicate_token_score_vw,
+        induction_score_vw,
+        self_score_vw,
         categories: CategoryShares {
             counts: head.categories,
             fractions: head.categories.fractions(),
             most_common: head.categories.most_common(),
         },
         roles: RoleShares::of(&head.roles),
+        roles_vw: RoleShares::of(&head.roles_vw),
         focus_token,
     }
 }

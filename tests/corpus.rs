@@ -339,9 +339,9 @@ fn csv_has_one_row_per_figure() {
     let csv = report.to_csv();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "layer,head,figure,mean,std,ci95_lo,ci95_hi,n");
-    // 2 document rows + 1 layer × (9 layer figures + 2 heads × (11 head
-    // figures + a share for each of the 7 roles)).
-    assert_eq!(lines.len(), 1 + 2 + 9 + 2 * (11 + 7));
+    // 2 document rows + 1 layer × (14 layer figures + 2 heads × (17 head
+    // figures + a share for each of the 7 roles by P and by N′)).
+    assert_eq!(lines.len(), 1 + 2 + 14 + 2 * (17 + 7 + 7));
     let distance = lines
         .iter()
         .find(|l| l.starts_with("0,,mean_distance,"))
@@ -514,7 +514,7 @@ type HeadValue = fn(&HeadFigures) -> Option<f64>;
 
 /// Each per-layer figure of the report by name, and how one window's
 /// analysis holds it (in the report's own order).
-const LAYER_VALUES: [(&str, LayerValue); 9] = [
+const LAYER_VALUES: [(&str, LayerValue); 14] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("separator_attention", |x| x.separator_attention),
@@ -524,11 +524,16 @@ const LAYER_VALUES: [(&str, LayerValue); 9] = [
     ("segmentation_share", |x| x.segmentation_share),
     ("segmentation_share_chance", |x| x.segmentation_share_chance),
     ("sink_attention", |x| x.sink_attention),
+    ("separator_attention_vw", |x| x.separator_attention_vw),
+    ("segmentation_accuracy_vw", |x| x.segmentation_accuracy_vw),
+    ("segmentation_undecided_vw", |x| x.segmentation_undecided_vw),
+    ("segmentation_share_vw", |x| x.segmentation_share_vw),
+    ("sink_attention_vw", |x| x.sink_attention_vw),
 ];
 
 /// Each per-head figure of the report by name, and how one window's
 /// analysis holds it.
-const HEAD_VALUES: [(&str, HeadValue); 11] = [
+const HEAD_VALUES: [(&str, HeadValue); 17] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("repetition_fraction", |x| x.repetition_fraction),
@@ -540,6 +545,12 @@ const HEAD_VALUES: [(&str, HeadValue); 11] = [
     ("duplicate_token_score", |x| x.duplicate_token_score),
     ("induction_score", |x| x.induction_score),
     ("self_score", |x| x.self_score),
+    ("separator_attention_vw", |x| x.separator_attention_vw),
+    ("sink_attention_vw", |x| x.sink_attention_vw),
+    ("previous_token_score_vw", |x| x.previous_token_score_vw),
+    ("duplicate_token_score_vw", |x| x.duplicate_token_score_vw),
+    ("induction_score_vw", |x| x.induction_score_vw),
+    ("self_score_vw", |x| x.self_score_vw),
 ];
 
 fn check_summary(summary: &Summary, values: Vec<Option<f64>>, what: &str) {
@@ -922,14 +933,18 @@ fn binary_analyses_fifty_texts_with_progress() {
                 .sum();
             assert_eq!(total, 50);
             // Every window's role (§9) is counted, by the role's name.
-            let roles = &head["roles"]["counts"];
-            let with_role: u64 = roles["windows"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|count| count.as_u64().unwrap())
-                .sum();
-            assert_eq!(with_role + roles["none"].as_u64().unwrap(), 50);
+            // Every window has a role by P and one by N′ (or none).
+            for roles in ["roles", "roles_vw"] {
+                let roles = &head[roles]["counts"];
+                let with_role: u64 = roles["windows"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|count| count.as_u64().unwrap())
+                    .sum();
+                assert_eq!(with_role + roles["none"].as_u64().unwrap(), 50);
+            }
+            assert!(head["induction_score_vw"]["mean"].is_number());
             assert!(head["induction_score"]["mean"].is_number());
         }
         let seg = &layer["segmentation_accuracy"];
@@ -942,9 +957,9 @@ fn binary_analyses_fifty_texts_with_progress() {
     }
 
     let table = std::fs::read_to_string(&csv).unwrap();
-    // 6 layers × (9 layer figures + 12 heads × (11 head figures and the
-    // share of each of the 7 roles)).
-    assert_eq!(table.lines().count(), 1 + 2 + 6 * (9 + 12 * (11 + 7)));
+    // 6 layers × (14 layer figures + 12 heads × (17 head figures and the
+    // share of each of the 7 roles by P and by N′)).
+    assert_eq!(table.lines().count(), 1 + 2 + 6 * (14 + 12 * (17 + 7 + 7)));
     assert!(table
         .lines()
         .any(|l| l.starts_with("5,11,separator_attention,") && l.ends_with(",50")));

@@ -38,6 +38,7 @@
 //!       "separator_attention": SUMMARY, "focus_uniqueness": SUMMARY,
 //!       "segmentation_accuracy": SUMMARY, "segmentation_undecided": SUMMARY,
 //!       "sink_attention": SUMMARY,
+//!       "separator_attention_vw": SUMMARY, ..., "sink_attention_vw": SUMMARY, // N′ (§9)
 //!       "heads": [                       // H objects
 //!         { "head": 0,
 //!           "mean_distance": SUMMARY, "same_sentence_fraction": SUMMARY,
@@ -46,6 +47,7 @@
 //!           "sink_attention": SUMMARY,
 //!           "previous_token_score": SUMMARY, "duplicate_token_score": SUMMARY,
 //!           "induction_score": SUMMARY, "self_score": SUMMARY,   // ANALYSIS.md §9
+//!           "separator_attention_vw": SUMMARY, ..., "self_score_vw": SUMMARY, // N′ (§9)
 //!           "categories": {
 //!             "counts":    {"repetition": 3, "focus": 50, "local": 8, "mixed": 0, "none": 0},
 //!             "fractions": {"repetition": 0.05, "focus": 0.82, "local": 0.13, "mixed": 0.0, "none": 0.0},
@@ -54,6 +56,7 @@
 //!             "counts":    {"windows": {"previous_token": 40, "sink": 21}, "none": 0},
 //!             "fractions": {"previous_token": SUMMARY, "duplicate_token": SUMMARY, ...},
 //!             "most_common": "previous_token" },
+//!           "roles_vw": { ... },         // the same by the value-weighted N′
 //!           "focus_token": {"id": 1012, "token": ".", "windows": 48, "fraction": 0.79} } ] } ]
 //! }
 //! ```
@@ -195,10 +198,13 @@ impl CorpusReport {
                 for (name, summary) in head.figures() {
                     row(Some(layer.layer), Some(head.head), name, &summary);
                 }
-                // Each role's share of the windows (§9), as `role_<name>`.
-                for (role, summary) in &head.roles.fractions {
-                    let name = format!("role_{}", role.as_str());
-                    row(Some(layer.layer), Some(head.head), &name, summary);
+                // Each role's share of the windows (§9), as `role_<name>`,
+                // and by N′ as `role_vw_<name>`.
+                for (prefix, roles) in [("role", &head.roles), ("role_vw", &head.roles_vw)] {
+                    for (role, summary) in &roles.fractions {
+                        let name = format!("{prefix}_{}", role.as_str());
+                        row(Some(layer.layer), Some(head.head), &name, summary);
+                    }
                 }
             }
         }

@@ -36,6 +36,15 @@ pub fn figure_title(name: &str) -> &'static str {
         "duplicate_token_score" => "duplicate-token score",
         "induction_score" => "induction score",
         "self_score" => "self score",
+        "separator_attention_vw" => "separator attention (N′)",
+        "sink_attention_vw" => "sink attention (N′)",
+        "segmentation_accuracy_vw" => "segmentation accuracy (N′)",
+        "segmentation_undecided_vw" => "segmentation undecided (N′)",
+        "segmentation_share_vw" => "own-separator share (N′)",
+        "previous_token_score_vw" => "previous-token score (N′)",
+        "duplicate_token_score_vw" => "duplicate-token score (N′)",
+        "induction_score_vw" => "induction score (N′)",
+        "self_score_vw" => "self score (N′)",
         _ => "figure",
     }
 }
