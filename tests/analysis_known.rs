@@ -895,6 +895,11 @@ fn json_names_match_the_contract() {
             "segmentation_share",
             "segmentation_share_chance",
             "sink_attention",
+            "separator_attention_vw",
+            "segmentation_accuracy_vw",
+            "segmentation_undecided_vw",
+            "segmentation_share_vw",
+            "sink_attention_vw",
             "distance_histogram",
             "heads",
         ])
@@ -917,6 +922,13 @@ fn json_names_match_the_contract() {
             "induction_score",
             "self_score",
             "role",
+            "separator_attention_vw",
+            "sink_attention_vw",
+            "previous_token_score_vw",
+            "duplicate_token_score_vw",
+            "induction_score_vw",
+            "self_score_vw",
+            "role_vw",
             "attention_stats",
         ])
     );
