@@ -167,27 +167,32 @@ fn clicking_a_head_opens_its_detail_and_arrow_keys_step() {
         .shown_output()
         .and_then(|output| output.analysis.head(HeadId::new(2, 5)).cloned())
         .expect("the head's figures");
+    // Each beside its value-weighted twin (ANALYSIS.md §9).
+    let score = |x: Option<f64>| x.map_or("—".into(), |x| format!("{x:.3}"));
+    let twin = |plain: Option<f64>, weighted: Option<f64>| {
+        format!("{} · N′ {}", score(plain), score(weighted))
+    };
+    let role = |r: Option<headscope::analysis::Role>| r.map_or("—".into(), |r| r.to_string());
     for (name, value) in [
-        ("role", f.role.map(|r| r.to_string())),
+        ("role", format!("{} · N′ {}", role(f.role), role(f.role_vw))),
         (
             "previous-token score",
-            f.previous_token_score.map(|x| format!("{x:.3}")),
+            twin(f.previous_token_score, f.previous_token_score_vw),
         ),
         (
             "duplicate-token score",
-            f.duplicate_token_score.map(|x| format!("{x:.3}")),
+            twin(f.duplicate_token_score, f.duplicate_token_score_vw),
         ),
         (
             "induction score",
-            f.induction_score.map(|x| format!("{x:.3}")),
+            twin(f.induction_score, f.induction_score_vw),
         ),
-        ("self score", f.self_score.map(|x| format!("{x:.3}"))),
+        ("self score", twin(f.self_score, f.self_score_vw)),
     ] {
         assert!(
             harness.query_all_by_label(name).next().is_some(),
             "{name} is shown"
         );
-        let value = value.unwrap_or_else(|| "—".into());
         assert!(
             harness.query_all_by_label(&value).next().is_some(),
             "{name} shows {value}"

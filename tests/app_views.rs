@@ -724,6 +724,55 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
     }
 }
 
+/// **Value-weighted (N′)** turns the Separators view to the value-weighted
+/// attention (ANALYSIS.md §9): every layer's accuracy is its `_vw` twin,
+/// and the chosen layer's tokens, assigned from N′, are exactly those the
+/// twin counts.
+#[test]
+fn the_separators_view_reads_n_prime_on_request() {
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    let analysis = reference(&harness, SAMPLE_TEXT);
+    open_tab(&mut harness, CentralView::Separators);
+    harness.get_by_label("Value-weighted (N′)").click();
+    harness.step();
+    harness.step();
+    for (l, layer) in analysis.layers.iter().enumerate() {
+        let label = separators::accuracy_label(l, layer.segmentation_accuracy_vw);
+        assert!(harness.query_by_label(&label).is_some(), "{label}");
+    }
+    let layer3 = &analysis.layers[3];
+    assert_ne!(
+        layer3.segmentation_accuracy_vw, layer3.segmentation_accuracy,
+        "N′ segments otherwise than P in L3"
+    );
+    harness
+        .get_by_label(&separators::accuracy_label(
+            3,
+            layer3.segmentation_accuracy_vw,
+        ))
+        .click();
+    harness.step();
+    harness.step();
+    let accuracy = format!(
+        "segmentation accuracy of L3: {}, undecided: {}",
+        figure(layer3.segmentation_accuracy_vw, 3),
+        figure(layer3.segmentation_undecided_vw, 3)
+    );
+    assert!(harness.query_by_label(&accuracy).is_some(), "{accuracy}");
+    let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
+    let numbers: Vec<f64> = counts
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(';').parse().ok())
+        .collect();
+    let (correct, content) = (numbers[0], numbers[1]);
+    assert!(
+        (correct / content - layer3.segmentation_accuracy_vw.expect("defined")).abs() < 1e-12,
+        "{counts}"
+    );
+    harness.check_accessibility();
+}
+
 #[test]
 fn every_view_copes_with_a_one_word_text() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -184,8 +184,8 @@ pub(crate) fn print_table(name: &str, output: &RunOutput) {
     );
     let _ = writeln!(
         out,
-        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  categories (repetition/focus/local/mixed)  roles (previous/duplicate/induction/sink/separator/self/mixed)",
-        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "own-sep (chance)", "sink-attn"
+        "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9} {:>9}  categories (repetition/focus/local/mixed)  roles (previous/duplicate/induction/sink/separator/self/mixed)",
+        "layer", "distance", "same-sentence", "sep-attn", "focus-uniq", "segmentation", "undecided", "own-sep (chance)", "sink-attn", "sink N′"
     );
     for (index, layer) in a.layers.iter().enumerate() {
         let mut counts = [0usize; 4];
@@ -201,7 +201,7 @@ pub(crate) fn print_table(name: &str, output: &RunOutput) {
         let roles = roles.map(|n| n.to_string()).join("/");
         let _ = writeln!(
             out,
-            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9}  {}/{}/{}/{}  {}",
+            "{:>5} {:>9} {:>13} {:>9} {:>11} {:>12} {:>9} {:>16} {:>9} {:>9}  {}/{}/{}/{}  {}",
             index,
             fmt(layer.mean_distance, 2),
             fmt(layer.same_sentence_fraction, 3),
@@ -215,6 +215,7 @@ pub(crate) fn print_table(name: &str, output: &RunOutput) {
                 fmt(layer.segmentation_share_chance, 3)
             ),
             fmt(layer.sink_attention, 3),
+            fmt(layer.sink_attention_vw, 3),
             counts[0],
             counts[1],
             counts[2],

@@ -11,13 +11,18 @@
 //! placed in the wrong sentence outlined in red, and every layer's
 //! segmentation_accuracy, from the analysis, to choose the layer by.
 //!
+//! **Value-weighted (N′)** shows all three from the value-weighted
+//! attention N′ of ANALYSIS.md §9 (the `_vw` figures, and the chosen
+//! layer's tokens from N′), where the result has value norms.
+//!
 //! A causal decoder's separators are each sentence's last token, and it has
 //! no segmentation (a token cannot attend to the end of its own sentence,
 //! which comes after it: ANALYSIS.md §8); the view says so where the
 //! segmentation would be, and shows the sentences with their separators.
 
-use crate::analysis::SeparatorChoice;
+use crate::analysis::{HeadFigures, LayerFigures, SeparatorChoice};
 use crate::app::settings::Settings;
+use crate::app::views::shared::derived::{Derived, LayerTokens};
 use crate::app::views::shared::{
     layer_picker, picked_colour, save_plot, token_tooltip, with_pick, Shared, View, ViewAction,
     ViewContext,
@@ -59,6 +64,64 @@ pub const NO_CAUSAL_SEGMENTATION: &str = "No segmentation for a causal model: a 
      sentence (ANALYSIS.md §8). Its separators are each sentence's last token, and its \
      separator attention counts only those at or before the query.";
 
+/// Whether the view reads P or the value-weighted N′ (ANALYSIS.md §9):
+/// which figures, and which per-token arrays.
+#[derive(Clone, Copy)]
+struct Weighting {
+    weighted: bool,
+}
+
+impl Weighting {
+    fn head(self, f: &HeadFigures) -> Option<f64> {
+        if self.weighted {
+            f.separator_attention_vw
+        } else {
+            f.separator_attention
+        }
+    }
+
+    fn layer(self, l: &LayerFigures) -> Option<f64> {
+        if self.weighted {
+            l.separator_attention_vw
+        } else {
+            l.separator_attention
+        }
+    }
+
+    fn accuracy(self, l: &LayerFigures) -> Option<f64> {
+        if self.weighted {
+            l.segmentation_accuracy_vw
+        } else {
+            l.segmentation_accuracy
+        }
+    }
+
+    fn undecided(self, l: &LayerFigures) -> Option<f64> {
+        if self.weighted {
+            l.segmentation_undecided_vw
+        } else {
+            l.segmentation_undecided
+        }
+    }
+
+    fn tokens(self, derived: &Derived, layer: usize) -> Option<&LayerTokens> {
+        if self.weighted {
+            derived.weighted_layer(layer)
+        } else {
+            derived.layer(layer)
+        }
+    }
+
+    /// The matrix read, as the captions write it.
+    fn symbol(self) -> &'static str {
+        if self.weighted {
+            "N′"
+        } else {
+            "P"
+        }
+    }
+}
+
 /// The Separators tab (no state of its own: the layer is shared).
 #[derive(Default)]
 pub struct SeparatorsView;
@@ -90,6 +153,8 @@ fn separators_ui(
         return None;
     }
     let mut action = None;
+    let has_norms = output.captures.has_value_norms();
+    views.value_weighted &= has_norms;
     egui::ScrollArea::vertical()
         .auto_shrink([false, false])
         .show(ui, |ui| {
@@ -102,6 +167,19 @@ fn separators_ui(
                     ui.weak("how much each head attends to [SEP], and the sentences that attention recovers");
                 }
             });
+            ui.add_enabled(
+                has_norms,
+                egui::Checkbox::new(&mut views.value_weighted, "Value-weighted (N′)"),
+            )
+            .on_hover_text(
+                "Read the value-weighted attention N′ instead of P: each key's attention \
+                 weighted by the size of what it writes through the head, rows summing to 1 \
+                 (ANALYSIS.md §9). A [SEP] that takes attention but writes little fades",
+            )
+            .on_disabled_hover_text("This result has no value norms (a capture file without them)");
+            let weighting = Weighting {
+                weighted: views.value_weighted,
+            };
             ui.add_space(4.0);
             ui.horizontal_wrapped(|ui| {
                 ui.strong("Separator attention per head");
@@ -119,14 +197,18 @@ fn separators_ui(
                     action = Some(ViewAction::ShowSeparatorOverlay);
                 }
             });
-            let head_range = head_range(output);
+            let head_range = head_range(output, weighting);
             heatmap::colour_bar(
                 ui,
                 settings.colormap,
                 Some(head_range),
-                "separator attention, 0 to the largest head's",
+                &format!(
+                    "separator attention from {}, 0 to the largest head's",
+                    weighting.symbol()
+                ),
             );
-            if let Some(a) = head_grid(ui, output, views.layer, settings.colormap, head_range) {
+            let grid = (views.layer, settings.colormap, head_range);
+            if let Some(a) = head_grid(ui, output, grid, weighting) {
                 action = Some(a);
             }
             ui.add_space(8.0);
@@ -139,7 +221,7 @@ fn separators_ui(
                     "share of content tokens whose most attended [SEP] (head-averaged) closes \
                      their own sentence; click a layer to show it below",
                 );
-                accuracy_strip(ui, output, &mut views.layer);
+                accuracy_strip(ui, output, &mut views.layer, weighting);
             }
             ui.add_space(8.0);
 
@@ -151,6 +233,9 @@ fn separators_ui(
             );
             ui.add_space(4.0);
             let layer = views.layer;
+            if let (true, Some(derived)) = (weighting.weighted, views.derived.as_mut()) {
+                derived.prepare_weighted(output, layer);
+            }
             let clicked = ui
                 .columns(2, |columns| {
                     let mut a = None;
@@ -158,13 +243,13 @@ fn separators_ui(
                         &mut columns[0],
                         &format!("separator-attention-text-L{layer}"),
                         &format!("Attention to {}, L{layer}", separators_name(output)),
-                        |ui| a = separator_text(ui, output, views, settings, layer),
+                        |ui| a = separator_text(ui, output, (views, settings), layer, weighting),
                     );
                     save_plot(&mut action, save);
                     let b = if causal {
                         sentences_text(&mut columns[1], output, views)
                     } else {
-                        segmentation_text(&mut columns[1], output, views, layer)
+                        segmentation_text(&mut columns[1], output, views, layer, weighting)
                     };
                     a.or(b)
                 });
@@ -175,13 +260,13 @@ fn separators_ui(
 
 /// The colour range of the head grid: 0 to the largest head's value, so
 /// the small values most heads have still differ in colour.
-fn head_range(output: &RunOutput) -> ValueRange {
+fn head_range(output: &RunOutput, weighting: Weighting) -> ValueRange {
     let largest = output
         .analysis
         .layers
         .iter()
         .flat_map(|l| &l.heads)
-        .filter_map(|f| f.separator_attention)
+        .filter_map(|f| weighting.head(f))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     ValueRange::new(0.0, largest.max(0.01) as f32)
@@ -192,9 +277,8 @@ fn head_range(output: &RunOutput) -> ValueRange {
 fn head_grid(
     ui: &mut egui::Ui,
     output: &RunOutput,
-    chosen: usize,
-    map: ColorMap,
-    range: ValueRange,
+    (chosen, map, range): (usize, ColorMap, ValueRange),
+    weighting: Weighting,
 ) -> Option<ViewAction> {
     let analysis = &output.analysis;
     let heads = analysis
@@ -224,8 +308,8 @@ fn head_grid(
         .show(ui, |ui, painter, cell| {
             let layer = &analysis.layers[cell.layer];
             let value = match cell.head {
-                None => layer.separator_attention,
-                Some(h) => layer.heads.get(h).and_then(|f| f.separator_attention),
+                None => weighting.layer(layer),
+                Some(h) => layer.heads.get(h).and_then(|f| weighting.head(f)),
             };
             let visuals = ui.visuals();
             let fill = match value.filter(|v| v.is_finite()) {
@@ -283,11 +367,11 @@ pub fn accuracy_label(layer: usize, accuracy: Option<f64>) -> String {
 }
 
 /// Every layer's segmentation_accuracy as a small bar; a click picks the layer.
-fn accuracy_strip(ui: &mut egui::Ui, output: &RunOutput, chosen: &mut usize) {
+fn accuracy_strip(ui: &mut egui::Ui, output: &RunOutput, chosen: &mut usize, weighting: Weighting) {
     ui.horizontal_wrapped(|ui| {
         ui.spacing_mut().item_spacing.x = 6.0;
         for (l, layer) in output.analysis.layers.iter().enumerate() {
-            let accuracy = layer.segmentation_accuracy;
+            let accuracy = weighting.accuracy(layer);
             let (rect, response) = ui.allocate_exact_size(Vec2::new(78.0, 40.0), Sense::click());
             let name = accuracy_label(l, accuracy);
             let selected = *chosen == l;
@@ -350,12 +434,16 @@ fn separators_name(output: &RunOutput) -> &'static str {
 fn separator_text(
     ui: &mut egui::Ui,
     output: &RunOutput,
-    views: &Shared,
-    settings: &Settings,
+    (views, settings): (&Shared, &Settings),
     layer: usize,
+    weighting: Weighting,
 ) -> Option<(usize, bool)> {
     ui.weak("each token's attention to the separators, mean over the layer's heads");
-    let Some(tokens) = views.derived.as_ref().and_then(|d| d.layer(layer)) else {
+    let tokens = views
+        .derived
+        .as_ref()
+        .and_then(|d| weighting.tokens(d, layer));
+    let Some(tokens) = tokens else {
         ui.weak("—");
         return None;
     };
@@ -373,7 +461,10 @@ fn separator_text(
         ui,
         settings.colormap,
         Some(range),
-        "Σ over [SEP] of P[i, ·], 0 to the largest content token's",
+        &format!(
+            "Σ over [SEP] of {}[i, ·], 0 to the largest content token's",
+            weighting.symbol()
+        ),
     );
     let labels = views.labels(output);
     let map = settings.colormap;
@@ -466,12 +557,13 @@ fn segmentation_text(
     output: &RunOutput,
     views: &Shared,
     layer: usize,
+    weighting: Weighting,
 ) -> Option<(usize, bool)> {
     let analysis = &output.analysis;
     let figures = analysis.layers.get(layer);
-    let accuracy = figures.and_then(|l| l.segmentation_accuracy);
-    let undecided = figures.and_then(|l| l.segmentation_undecided);
-    ui.strong(format!("Segmentation by L{layer}"));
+    let accuracy = figures.and_then(|l| weighting.accuracy(l));
+    let undecided = figures.and_then(|l| weighting.undecided(l));
+    ui.strong(format!("Segmentation by L{layer}'s {}", weighting.symbol()));
     let summary = ui.label(
         egui::RichText::new(format!(
             "segmentation accuracy of L{layer}: {}, undecided: {}",
@@ -481,7 +573,7 @@ fn segmentation_text(
         .strong(),
     );
     let derived = views.derived.as_ref()?;
-    let Some(tokens) = derived.layer(layer) else {
+    let Some(tokens) = weighting.tokens(derived, layer) else {
         ui.weak("—");
         return None;
     };

@@ -376,11 +376,21 @@ impl HeadsView {
                 })
                 .collect();
         }
+        // The overlay reads the matrix shown: N′'s twin while the grid
+        // shows the value-weighted attention.
+        let weighted = settings.matrix == MatrixKind::ValueWeighted;
         let separator_attention = settings.separator_overlay.then(|| {
             output
                 .captures
                 .head_ids()
-                .map(|id| analysis.head(id).and_then(|f| f.separator_attention))
+                .map(|id| {
+                    let figures = analysis.head(id)?;
+                    if weighted {
+                        figures.separator_attention_vw
+                    } else {
+                        figures.separator_attention
+                    }
+                })
                 .collect()
         });
         GridMarks {

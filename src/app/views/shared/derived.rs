@@ -16,7 +16,10 @@
 //! (a long input), the chosen layer's heads are computed once (with the
 //! analysis' own transform) and kept until the layer, the variant or the
 //! result changes. A pass that kept no P computed the separator columns
-//! while P existed ([`Captures::separator_columns`]).
+//! while P existed ([`Captures::separator_columns`]). The same arrays of
+//! the value-weighted attention N′ (ANALYSIS.md §9), for the Separators
+//! view's N′, are made for the chosen layer when asked and kept until the
+//! layer or the result changes.
 
 use crate::analysis::{
     choose_separator, transformed_similarity, SeparatorChoice, SimilarityVariant,
@@ -81,6 +84,8 @@ pub struct Derived {
     /// One entry per layer; empty when the captures are inconsistent.
     pub layers: Vec<LayerTokens>,
     similarity: Option<SimilarityLayer>,
+    /// One layer's arrays from N′: (layer, arrays).
+    weighted: Option<(usize, LayerTokens)>,
 }
 
 impl Derived {
@@ -102,6 +107,7 @@ impl Derived {
             separators,
             layers: Vec::new(),
             similarity: None,
+            weighted: None,
         };
         if !consistent || captures.heads == 0 {
             return derived;
@@ -113,11 +119,9 @@ impl Derived {
     }
 
     fn layer_tokens(&self, output: &RunOutput, layer: usize) -> LayerTokens {
-        let tokens = &output.input.tokens;
         let captures = &output.captures;
         let (t, heads) = (captures.tokens, captures.heads);
         let seps = &self.separators;
-        let n = seps.len();
         let computed;
         let columns = match captures.separator_columns.get(layer) {
             Some(columns) => columns,
@@ -131,6 +135,15 @@ impl Derived {
                 &computed
             }
         };
+        self.tokens_of_columns(output, columns)
+    }
+
+    /// A layer's per-token arrays from its separator columns.
+    fn tokens_of_columns(&self, output: &RunOutput, columns: &SeparatorColumns) -> LayerTokens {
+        let tokens = &output.input.tokens;
+        let (t, heads) = (output.captures.tokens, output.captures.heads);
+        let seps = &self.separators;
+        let n = seps.len();
         let (separator_attention, sums) = (columns.per_token.clone(), &columns.sums);
 
         let (mut correct, mut undecided) = (0, 0);
@@ -161,6 +174,35 @@ impl Derived {
     /// The arrays of `layer`, if the result has it.
     pub fn layer(&self, layer: usize) -> Option<&LayerTokens> {
         self.layers.get(layer)
+    }
+
+    /// Makes [`Derived::weighted_layer`] ready for `layer`: its arrays
+    /// from N′ (H heads' N′ once), where the result has value norms.
+    pub fn prepare_weighted(&mut self, output: &RunOutput, layer: usize) {
+        let captures = &output.captures;
+        let current = self.weighted.as_ref().is_some_and(|(l, _)| *l == layer);
+        if current || layer >= self.layers.len() || !captures.has_value_norms() {
+            return;
+        }
+        let columns = SeparatorColumns::of_layer(
+            |head| {
+                let weighted = captures.value_weighted_attention(HeadId::new(layer, head));
+                std::borrow::Cow::Owned(weighted.unwrap_or_default())
+            },
+            captures.heads,
+            captures.tokens,
+            &self.separators,
+        );
+        self.weighted = Some((layer, self.tokens_of_columns(output, &columns)));
+    }
+
+    /// The arrays of `layer` from N′, once prepared
+    /// ([`Derived::prepare_weighted`]).
+    pub fn weighted_layer(&self, layer: usize) -> Option<&LayerTokens> {
+        self.weighted
+            .as_ref()
+            .filter(|(l, _)| *l == layer)
+            .map(|(_, tokens)| tokens)
     }
 
     /// Makes [`Derived::similarity_row`] ready for `layer` under `variant`

@@ -111,6 +111,9 @@ pub struct Shared {
     pub category: Option<Category>,
     /// The per-token arrays of the result on screen.
     pub derived: Option<Derived>,
+    /// The Separators view reads the value-weighted attention N′
+    /// (ANALYSIS.md §9) instead of P.
+    pub value_weighted: bool,
     /// Where the text the model generated starts (a byte offset of the
     /// text), while the text ends with it.
     pub generated_from: Option<usize>,
