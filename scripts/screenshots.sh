@@ -4,6 +4,7 @@
 # overview grid and saves screenshots/overview.png, then clicks a head and
 # saves screenshots/head.png, then saves one screenshot of each of the
 # study's views (layers.png, token-focus.png, separators.png,
+# separators-value-weighted.png,
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
@@ -160,6 +161,12 @@ import -window root screenshots/token-focus.png
 # Separators, with the tokens picked above still outlined.
 show_tab 3 Separators
 import -window root screenshots/separators.png
+# The same from the value-weighted attention N′ (ANALYSIS.md §9), then back.
+click_label "Value-weighted (N′)"
+xdotool mousemove 1590 5
+sleep 1
+import -window root screenshots/separators-value-weighted.png
+click_label "Value-weighted (N′)"
 
 # "Show on the Heads grid" (top of the Separators view): the grid with each
 # head's separator attention, the heads focused on a picked token outlined.
@@ -352,4 +359,4 @@ xdotool mousemove 1590 5
 sleep 150  # 270 ablated passes (a debug build takes longer: set HEADSCOPE_BIN to a release one)
 import -window root screenshots/decoder-importance.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,separators-value-weighted,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
