@@ -665,6 +665,35 @@ fn clicking_tokens_picks_them_and_the_views_follow() {
     assert_eq!(picked, vec![2, position]);
 }
 
+/// Clicks `layer`'s accuracy chip in the Separators view (named by
+/// `accuracy`), checks the summary the segmentation then shows, and reads
+/// its counts: (their text, [correct, content, misplaced, undecided]).
+fn shown_segmentation(
+    harness: &mut AppHarness,
+    layer: usize,
+    accuracy: Option<f64>,
+    undecided: Option<f64>,
+) -> (String, [f64; 4]) {
+    harness
+        .get_by_label(&separators::accuracy_label(layer, accuracy))
+        .click();
+    harness.step();
+    harness.step();
+    let summary = format!(
+        "segmentation accuracy of L{layer}: {}, undecided: {}",
+        figure(accuracy, 3),
+        figure(undecided, 3)
+    );
+    assert!(harness.query_by_label(&summary).is_some(), "{summary}");
+    let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
+    let numbers: Vec<f64> = counts
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(';').parse().ok())
+        .collect();
+    let numbers = [numbers[0], numbers[1], numbers[2], numbers[3]];
+    (counts, numbers)
+}
+
 #[test]
 fn the_separators_view_shows_segmentation_and_separator_attention() {
     let mut harness = start(None, None);
@@ -680,23 +709,10 @@ fn the_separators_view_shows_segmentation_and_separator_attention() {
     // Choosing layer 2 shows its segmentation; the tokens it marks as
     // misplaced are exactly the ones its accuracy counts.
     let layer2 = &analysis.layers[2];
-    harness
-        .get_by_label(&separators::accuracy_label(2, layer2.segmentation_accuracy))
-        .click();
-    harness.step();
-    harness.step();
-    let accuracy = format!(
-        "segmentation accuracy of L2: {}, undecided: {}",
-        figure(layer2.segmentation_accuracy, 3),
-        figure(layer2.segmentation_undecided, 3)
-    );
-    assert!(harness.query_by_label(&accuracy).is_some(), "{accuracy}");
-    let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
-    let numbers: Vec<f64> = counts
-        .split_whitespace()
-        .filter_map(|w| w.trim_end_matches(';').parse().ok())
-        .collect();
-    let (correct, content, misplaced, undecided) = (numbers[0], numbers[1], numbers[2], numbers[3]);
+    let (layer2_accuracy, layer2_undecided) =
+        (layer2.segmentation_accuracy, layer2.segmentation_undecided);
+    let (counts, [correct, content, misplaced, undecided]) =
+        shown_segmentation(&mut harness, 2, layer2_accuracy, layer2_undecided);
     assert_eq!(content as usize, analysis.content_tokens);
     assert_eq!(correct + misplaced + undecided, content, "{counts}");
     assert!(
@@ -746,26 +762,11 @@ fn the_separators_view_reads_n_prime_on_request() {
         layer3.segmentation_accuracy_vw, layer3.segmentation_accuracy,
         "N′ segments otherwise than P in L3"
     );
-    harness
-        .get_by_label(&separators::accuracy_label(
-            3,
-            layer3.segmentation_accuracy_vw,
-        ))
-        .click();
-    harness.step();
-    harness.step();
-    let accuracy = format!(
-        "segmentation accuracy of L3: {}, undecided: {}",
-        figure(layer3.segmentation_accuracy_vw, 3),
-        figure(layer3.segmentation_undecided_vw, 3)
+    let (accuracy, undecided) = (
+        layer3.segmentation_accuracy_vw,
+        layer3.segmentation_undecided_vw,
     );
-    assert!(harness.query_by_label(&accuracy).is_some(), "{accuracy}");
-    let counts = text_of(&harness.get_by_label_contains("content tokens attend most"));
-    let numbers: Vec<f64> = counts
-        .split_whitespace()
-        .filter_map(|w| w.trim_end_matches(';').parse().ok())
-        .collect();
-    let (correct, content) = (numbers[0], numbers[1]);
+    let (counts, [correct, content, ..]) = shown_segmentation(&mut harness, 3, accuracy, undecided);
     assert!(
         (correct / content - layer3.segmentation_accuracy_vw.expect("defined")).abs() < 1e-12,
         "{counts}"

@@ -7,7 +7,11 @@ is built by headscope's own Rust code from the model's tokenizer
 ``headscope analyze --model`` would build; a forward pre-hook on each
 attention's output projection takes that projection's input — the heads'
 outputs O = P·V side by side, before the projection, the residual and the
-norm (ANALYSIS.md §2) — and ``output_attentions=True`` gives P.
+norm (ANALYSIS.md §2) — and ``output_attentions=True`` gives P. Where each
+attention has its own value projection (BERT's ``value``, Llama's
+``v_proj``, …), a hook on it reads v, and each head's value norms
+‖v_j W_O^h‖ (ANALYSIS.md §9's value weighting) come from it and the output
+projection's weight.
 ``capture_transformer_lens`` reads the same from a TransformerLens run
 (``hook_z``, ``hook_pattern``).
 """
@@ -60,6 +64,7 @@ class Capture:
         header: dict[str, Any],
         head_outputs: Sequence[np.ndarray],
         attentions: Sequence[np.ndarray] | None = None,
+        value_norms: Sequence[np.ndarray] | None = None,
     ) -> None:
         self.header = header
         self.head_outputs = [np.ascontiguousarray(o, dtype=np.float32) for o in head_outputs]
@@ -68,6 +73,13 @@ class Capture:
             if attentions is None
             else [np.ascontiguousarray(p, dtype=np.float32) for p in attentions]
         )
+        # Per layer H×T, kept with P only (docs/CAPTURE.md).
+        self.value_norms = (
+            None
+            if value_norms is None or self.attentions is None
+            else [np.ascontiguousarray(n, dtype=np.float32) for n in value_norms]
+        )
+        header["value_norms"] = self.value_norms is not None
         header["layers"] = len(self.head_outputs)
         heads, _, dim = self.head_outputs[0].shape if self.head_outputs else (0, 0, 0)
         header["heads"], header["head_dim"] = heads, dim
@@ -89,6 +101,8 @@ class Capture:
         tensors = {f"layers.{l}.head_outputs": o for l, o in enumerate(self.head_outputs)}
         for l, p in enumerate(self.attentions or []):
             tensors[f"layers.{l}.attentions"] = p
+        for l, n in enumerate(self.value_norms or []):
+            tensors[f"layers.{l}.value_norms"] = n
         save_file(tensors, str(path), metadata={"headscope": json.dumps(self.header)})
         return str(path)
 
@@ -106,7 +120,12 @@ class Capture:
                 if header["attentions"]
                 else None
             )
-        return cls(header, outputs, attentions)
+            norms = (
+                [f.get_tensor(f"layers.{l}.value_norms") for l in layers]
+                if header.get("value_norms")
+                else None
+            )
+        return cls(header, outputs, attentions, norms)
 
     def figures(self, **settings: Any) -> dict[str, Any]:
         """Every figure, as ``headscope analyze --capture FILE --json`` writes
@@ -122,6 +141,17 @@ class Capture:
             f"<headscope.Capture of {h['model']['name']} ({h['model']['type']}): "
             f"{h['layers']} layers × {h['heads']} heads, {len(self.tokens['ids'])} tokens, {what}>"
         )
+
+# Each attention's own value projection, by module name suffix (a family
+# whose values come out of a fused projection has none: its captures hold
+# no value norms).
+VALUE_PROJECTIONS = (
+    "attention.self.value",  # BERT, RoBERTa, ELECTRA, XLM-R, CamemBERT
+    "attention.v_lin",  # DistilBERT
+    "attention.value",  # ALBERT
+    "self_attn.v_proj",  # Llama, Mistral, Qwen2, Gemma, Phi-3, OLMo
+    "attn.v_proj",  # GPT-J
+)
 
 
 def _producer() -> str:
@@ -270,15 +300,25 @@ def capture(
         arguments["output_attentions"] = True
 
     outputs: list[Any] = []
+    values: list[Any] = []
 
     def keep_input(_module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         first = args[0] if args else next(iter(kwargs.values()))
         outputs.append(first.detach())
 
-    hooks = [
-        module.register_forward_pre_hook(keep_input, with_kwargs=True)
-        for _, module in _projections(model, output_projections)
+    def keep_value(_module: Any, _args: Any, output: Any) -> None:
+        values.append(output.detach())
+
+    projections = [module for _, module in _projections(model, output_projections)]
+    value_projections = [
+        module
+        for name, module in model.named_modules()
+        if any(name == s or name.endswith("." + s) for s in VALUE_PROJECTIONS)
     ]
+    if len(value_projections) != len(projections):
+        value_projections = []  # not one per attention: no value norms
+    hooks = [module.register_forward_pre_hook(keep_input, with_kwargs=True) for module in projections]
+    hooks += [module.register_forward_hook(keep_value) for module in value_projections]
     restore = _eager_attention(model) if attentions else None
     was_training = model.training
     try:
@@ -310,12 +350,29 @@ def capture(
             f"{len(patterns)} attention layers; pass output_projections="
         )
     layers = [_split_heads(o[0], heads) for o in outputs]
+    norms = None
+    if patterns is not None and values and len(values) == len(outputs):
+        norms = [_value_norms(v[0], p, heads) for v, p in zip(values, projections)]
     header["model"] = {
         "name": name or _model_name(model),
         "type": model_type or getattr(config, "model_type", None) or type(model).__name__,
     }
     header["producer"] = _producer()
-    return Capture(header, layers, patterns)
+    return Capture(header, layers, patterns, norms)
+
+
+def _value_norms(value: Any, projection: Any, heads: int) -> np.ndarray:
+    """‖v_j W_O^h‖ (H × T) from a layer's values (T × H_kv·d) and its output
+    projection: query head h reads key/value head h // (H / H_kv), and W_O^h
+    is the projection's rows h·d … (h+1)·d in x·W form (no bias)."""
+    weight = projection.weight.detach().float()
+    # A Linear keeps W as out × in; GPT-2's Conv1D as in × out.
+    rows = weight if type(projection).__name__ == "Conv1D" else weight.T
+    dim = rows.shape[0] // heads
+    value = value.float().reshape(value.shape[0], -1, dim)  # T × H_kv × d
+    group = heads // value.shape[1]
+    norms = [(value[:, h // group] @ rows[h * dim : (h + 1) * dim]).norm(dim=-1) for h in range(heads)]
+    return np.stack([n.cpu().numpy() for n in norms])
 
 
 def _heads(config: Any) -> int:

@@ -107,6 +107,15 @@ def edges(npz: Path, header: dict[str, Any]) -> tuple[list[list[bool]], list[int
     )
 
 
+def _without_weighted(figures: Any) -> Any:
+    """The figures without their value-weighted twins (``_vw`` keys)."""
+    if isinstance(figures, dict):
+        return {k: _without_weighted(v) for k, v in figures.items() if not k.endswith("_vw")}
+    if isinstance(figures, list):
+        return [_without_weighted(v) for v in figures]
+    return figures
+
+
 def close(ours: Any, theirs: Any, tolerance: float, where: str) -> None:
     if isinstance(theirs, dict):
         for key in theirs:
@@ -122,10 +131,18 @@ def close(ours: Any, theirs: Any, tolerance: float, where: str) -> None:
 
 
 def assert_figures_close(
-    ours: dict[str, Any], theirs: dict[str, Any], selection_edge: list[list[bool]], segmentation_edge: list[int]
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    selection_edge: list[list[bool]],
+    segmentation_edge: list[int],
+    weighted: bool = True,
 ) -> None:
     """As tests/common/parity.rs: every figure within 1e-3, categories and
-    focus tokens equal, except exactly what lies on a rule's edge."""
+    focus tokens equal, except exactly what lies on a rule's edge. Without
+    ``weighted`` (ours came without value norms) the value-weighted twins
+    (``_vw``) are not compared: ours are null."""
+    if not weighted:
+        ours, theirs = _without_weighted(ours), _without_weighted(theirs)
     for key, value in theirs.items():
         if key != "layers":
             close(ours[key], value, FIGURE_TOLERANCE, key)
@@ -163,7 +180,9 @@ def assert_tensors_close(ours: Path, theirs: Path, tolerance: float = 1e-4) -> N
     """input ids equal; each tensor within `tolerance` of its largest magnitude."""
     a, b = np.load(ours), np.load(theirs)
     assert list(a["input_ids"]) == list(b["input_ids"])
-    for name in ("attentions", "heads", "similarity"):
+    # The value norms where both have them (a capture may come without).
+    both = [n for n in ("value_norms",) if n in a.files and n in b.files]
+    for name in ("attentions", "heads", "similarity", *both):
         x, y = a[name].astype(np.float64), b[name].astype(np.float64)
         assert x.shape == y.shape, name
         relative = np.abs(x - y).max() / max(np.abs(y).max(), 1e-30)

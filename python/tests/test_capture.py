@@ -31,7 +31,8 @@ torch.manual_seed(0)
 
 def capture_against_model(model_dir: Path, capture: headscope.Capture, text_file: str, tmp: Path) -> None:
     """`analyze --capture` of the saved capture equals `analyze --model` on
-    the same text: tensors within 1e-4, figures per ANALYSIS.md §7."""
+    the same text: tensors within 1e-4, figures per ANALYSIS.md §7 (the
+    value-weighted ones where the capture has value norms)."""
     path = capture.save(tmp / "capture.safetensors")
     run_headscope("analyze", "--capture", path, "--json", tmp / "capture.json", "--npz", tmp / "capture.npz")
     run_headscope(
@@ -41,8 +42,14 @@ def capture_against_model(model_dir: Path, capture: headscope.Capture, text_file
     )
     assert_tensors_close(tmp / "capture.npz", tmp / "model.npz")
     selection_edge, segmentation_edge = edges(tmp / "capture.npz", capture.header)
+    weighted = capture.header["value_norms"]
+    assert weighted == ("value_norms" in np.load(tmp / "capture.npz").files)
     assert_figures_close(
-        read_json(tmp / "capture.json"), read_json(tmp / "model.json"), selection_edge, segmentation_edge
+        read_json(tmp / "capture.json"),
+        read_json(tmp / "model.json"),
+        selection_edge,
+        segmentation_edge,
+        weighted,
     )
 
 
@@ -55,7 +62,11 @@ def test_capture_of_minilm_through_transformers_equals_the_model_run(minilm: Pat
     assert not capture.causal
     assert capture.header["model"] == {"name": "all-MiniLM-L6-v2", "type": "bert"}
     assert (capture.header["layers"], capture.header["heads"], capture.header["head_dim"]) == (6, 12, 32)
+    # BERT's value projection read: the value norms of ANALYSIS.md §9.
+    assert capture.header["value_norms"] and capture.value_norms[0].shape == (12, 65)
     capture_against_model(minilm, capture, "harbour.txt", tmp_path)
+    reloaded = headscope.Capture.load(tmp_path / "capture.safetensors")
+    np.testing.assert_array_equal(reloaded.value_norms[5], capture.value_norms[5])
 
 
 def test_capture_of_smollm2_through_transformers_equals_the_model_run(smollm2: Path, tmp_path: Path) -> None:
@@ -67,6 +78,7 @@ def test_capture_of_smollm2_through_transformers_equals_the_model_run(smollm2: P
     assert capture.causal
     assert capture.header["model"]["type"] == "llama"
     assert (capture.header["layers"], capture.header["heads"]) == (30, 9)
+    assert capture.header["value_norms"]  # v_proj of 3 key/value heads for 9 query heads
     capture_against_model(smollm2, capture, "smollm2.txt", tmp_path)
     figures = read_json(tmp_path / "capture.json")
     assert all(layer["segmentation_accuracy"] is None for layer in figures["layers"])
