@@ -28,7 +28,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// The table's columns, in order.
-pub const COLUMNS: [Column; 21] = [
+pub const COLUMNS: [Column; 24] = [
     Column {
         title: Cow::Borrowed("head"),
         width: 72.0,
@@ -160,12 +160,34 @@ pub const COLUMNS: [Column; 21] = [
                   attention on the tokens that followed those occurrences",
         numeric: true,
     },
+    Column {
+        title: Cow::Borrowed("sep. N′"),
+        width: 64.0,
+        tooltip: "separator_attention_vw: the separator attention of the value-weighted \
+                  attention N′ (each key's attention weighted by the size of what it writes)",
+        numeric: true,
+    },
+    Column {
+        title: Cow::Borrowed("sink N′"),
+        width: 64.0,
+        tooltip: "sink_attention_vw: the attention on the first position in N′: how much \
+                  of a sink survives weighting by what the first token writes",
+        numeric: true,
+    },
+    Column {
+        title: Cow::Borrowed("role N′"),
+        width: 128.0,
+        tooltip: "role_vw: the role the scores of N′ give",
+        numeric: false,
+    },
 ];
 
 /// Where the study's figures end and the attention statistics begin.
 const FIRST_STATISTIC: usize = 10;
 /// Where the attention statistics end and the roles begin.
 const FIRST_ROLE: usize = 17;
+/// Where the roles end and the value-weighted twins begin.
+const FIRST_WEIGHTED: usize = 21;
 
 /// What the cached order depends on: generation, sort, filter.
 type OrderKey = (u64, (usize, bool), Option<Category>);
@@ -213,6 +235,8 @@ fn figure_value(head: HeadId, f: &HeadFigures, column: usize) -> Option<f64> {
         18 => f.previous_token_score,
         19 => f.duplicate_token_score,
         20 => f.induction_score,
+        21 => f.separator_attention_vw,
+        22 => f.sink_attention_vw,
         _ => None,
     };
     value.filter(|v| v.is_finite())
@@ -234,6 +258,9 @@ fn sort_value(
             .map(SortValue::Text),
         17 => f
             .role
+            .map(|r| SortValue::Text(role_style(Some(r)).0.to_string())),
+        23 => f
+            .role_vw
             .map(|r| SortValue::Text(role_style(Some(r)).0.to_string())),
         _ => figure_value(head, f, column).map(SortValue::Number),
     }
@@ -288,6 +315,11 @@ pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<
     let s = f.attention_stats;
     let (name, colour) = category_style(f.category);
     let (role, role_colour) = role_style(f.role);
+    // No value norms (a capture without them): no role by N′.
+    let (role_vw, role_vw_colour) = match f.role_vw {
+        Some(_) => role_style(f.role_vw),
+        None => ("—", egui::Color32::from_gray(130)),
+    };
     let focus = match (
         f.focus_token_id.and_then(|id| tokens.readable_of(id)),
         &f.focus_token,
@@ -319,6 +351,9 @@ pub fn head_cells(head: HeadId, f: &HeadFigures, tokens: &TokenSequence) -> Vec<
         Cell::new(figure(f.previous_token_score, 3)),
         Cell::new(figure(f.duplicate_token_score, 3)),
         Cell::new(figure(f.induction_score, 3)),
+        Cell::new(figure(f.separator_attention_vw, 3)),
+        Cell::new(figure(f.sink_attention_vw, 3)),
+        Cell::coloured(role_vw, role_vw_colour),
     ]
 }
 
@@ -549,7 +584,7 @@ fn table_ui(
 }
 
 /// "The study's figures" over its columns, "Attention statistics" over
-/// Clark's, "Roles" over the rest.
+/// Clark's, "Roles" over the roles, "Value-weighted" over the N′ twins.
 fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
     let shown_from = |first: usize| {
         shown
@@ -559,6 +594,7 @@ fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
             .unwrap_or(widths.len())
     };
     let (first_statistic, first_role) = (shown_from(FIRST_STATISTIC), shown_from(FIRST_ROLE));
+    let first_weighted = shown_from(FIRST_WEIGHTED);
     let total: f32 = widths.iter().sum();
     let (rect, _) = ui.allocate_exact_size(egui::vec2(total, 18.0), egui::Sense::hover());
     let painter = ui.painter_at(rect);
@@ -572,7 +608,8 @@ fn group_titles(ui: &mut egui::Ui, widths: &[f32], shown: &ShownColumns) {
             first_role,
             "Attention statistics (Clark et al. 2019)",
         ),
-        (first_role, widths.len(), "Roles (ANALYSIS.md §9)"),
+        (first_role, first_weighted, "Roles (ANALYSIS.md §9)"),
+        (first_weighted, widths.len(), "Value-weighted N′ (§9)"),
     ] {
         let (left, right) = (start(from) + 4.0, start(to) - 4.0);
         painter.text(
@@ -666,6 +703,21 @@ mod tests {
         };
         let cells = head_cells(HeadId::new(0, 1), &induction, &none);
         assert_eq!(cells[FIRST_ROLE].text, "induction");
-        assert_eq!(cells[COLUMNS.len() - 1].text, "0.800");
+        assert_eq!(cells[FIRST_WEIGHTED - 1].text, "0.800");
+        let weighted = HeadFigures {
+            sink_attention: Some(0.9),
+            sink_attention_vw: Some(0.25),
+            role_vw: Some(crate::analysis::Role::PreviousToken),
+            ..HeadFigures::default()
+        };
+        let cells = head_cells(HeadId::new(0, 1), &weighted, &none);
+        assert_eq!(
+            (
+                cells[9].text.as_str(),
+                cells[FIRST_WEIGHTED + 1].text.as_str()
+            ),
+            ("0.900", "0.250")
+        );
+        assert_eq!(cells[FIRST_WEIGHTED + 2].text, "previous token");
     }
 }
