@@ -22,6 +22,7 @@ use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
     WindowBounds, WindowStart,
 };
+use crate::model::ablation::Ablation;
 use crate::model::{ForwardError, HeadObserver, MadeHead, Model, PassObserver};
 use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
@@ -192,6 +193,29 @@ pub trait RunWatch {
     fn cancelled(&self) -> bool;
     /// Where the run stands.
     fn progress(&self, _progress: RunProgress) {}
+    /// The heads the run ablates (ANALYSIS.md §9), if any: its figures are
+    /// then those of the ablated model ([`AblatedWatch`]).
+    fn ablation(&self) -> Option<&Ablation> {
+        None
+    }
+}
+
+/// A watch whose run ablates `ablation`'s heads.
+pub struct AblatedWatch<'a> {
+    pub inner: &'a dyn RunWatch,
+    pub ablation: &'a Ablation,
+}
+
+impl RunWatch for AblatedWatch<'_> {
+    fn cancelled(&self) -> bool {
+        self.inner.cancelled()
+    }
+    fn progress(&self, progress: RunProgress) {
+        self.inner.progress(progress)
+    }
+    fn ablation(&self) -> Option<&Ablation> {
+        Some(self.ablation)
+    }
 }
 
 impl<F: Fn() -> bool + ?Sized> RunWatch for F {
@@ -519,6 +543,10 @@ impl PassObserver for PassWatch<'_> {
 
     fn heads(&self) -> Option<&dyn HeadObserver> {
         self.heads
+    }
+
+    fn ablation(&self) -> Option<&Ablation> {
+        self.watch.ablation()
     }
 }
 

@@ -70,7 +70,7 @@ mod loading;
 mod predictions;
 mod probe;
 mod test_hooks;
-pub use ablation::{AblationResult, ImportanceResult};
+pub use ablation::{AblationAnswer, AblationResult, ImportanceResult, ABLATION_PASSES};
 pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;

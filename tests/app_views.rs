@@ -1203,6 +1203,91 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
     harness.check_accessibility();
 }
 
+/// "Show the ablated run" (ANALYSIS.md §9: "the figures of later layers
+/// update"): once a head's ablation is done, the grid shows the run of the
+/// ablated model, analysed: its captions name the ablated run's categories; the
+/// layers before the ablated head keep their figures, later ones move, as
+/// the same run outside the app gives them.
+#[test]
+fn the_ablated_runs_figures_replace_the_grids_on_request() {
+    use headscope::app::views::heads::ablation::{toggle_label, SHOW_ABLATED_LABEL};
+    use headscope::model::ablation::{Ablation, AblationMode};
+    use headscope::pipeline::AblatedWatch;
+    let mut harness = start(None, None);
+    wait_for_result(&mut harness);
+    open_tab(&mut harness, CentralView::Heads);
+    let base = shown(&harness);
+    let head = HeadId::new(2, 7);
+    harness
+        .get_by_label(&thumbnail_of(&harness, head))
+        .click_secondary();
+    step_until(&mut harness, "the head's menu", |h| {
+        h.query_by_label(&toggle_label(head, false)).is_some()
+    });
+    harness.get_by_label(&toggle_label(head, false)).click();
+    step_until(&mut harness, "the ablation's answer", |h| {
+        h.query_by_label(SHOW_ABLATED_LABEL).is_some()
+    });
+    harness.get_by_label(SHOW_ABLATED_LABEL).click();
+    harness.step();
+    let generation = harness.state().shown_generation();
+    let run = harness
+        .state()
+        .ablation()
+        .shown_run(generation)
+        .expect("the ablated run is shown")
+        .0
+        .clone();
+    assert_eq!(run.input.tokens, base.input.tokens);
+    let (before, after) = (&base.analysis.layers, &run.analysis.layers);
+    assert_eq!(after[..2], before[..2], "nothing changes before layer 2");
+    assert!(
+        (3..6).any(|l| after[l].mean_distance != before[l].mean_distance),
+        "the later layers move"
+    );
+    // The same ablated run outside the app.
+    let ablation = Ablation::new(AblationMode::Zero, [(2, 7)]);
+    let watch = AblatedWatch {
+        inner: &|| false,
+        ablation: &ablation,
+    };
+    let settings = harness.state().settings().analysis_options();
+    let reference = pipeline::run_prepared(
+        common::loaded_test_model(),
+        base.input.clone(),
+        &settings,
+        &watch,
+    )
+    .expect("the reference run");
+    for (l, (ours, theirs)) in after.iter().zip(&reference.analysis.layers).enumerate() {
+        for (figure, a, b) in [
+            ("sink", ours.sink_attention, theirs.sink_attention),
+            ("share", ours.segmentation_share, theirs.segmentation_share),
+        ] {
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert!((a - b).abs() < 1e-6, "L{l} {figure}: {a} vs {b}");
+        }
+    }
+    let moved = |f: fn(&headscope::analysis::HeadFigures) -> Option<Category>| {
+        base.captures
+            .head_ids()
+            .filter(|&id| base.analysis.head(id).and_then(f) != run.analysis.head(id).and_then(f))
+            .count()
+    };
+    assert!(moved(|f| f.category) > 0, "some head's category moves");
+    // The grid's captions are the ablated run's.
+    step_until(&mut harness, "the ablated run's captions", |h| {
+        let shown = thumbnails(h);
+        shown.len() == 6 * 12
+            && shown.iter().all(|(head, label)| {
+                let category = run.analysis.head(*head).and_then(|f| f.category);
+                let caption = thumbnail_label(*head, category);
+                *label == caption || label.starts_with(&format!("{caption} "))
+            })
+    });
+    harness.check_accessibility();
+}
+
 /// "Each head's importance" ablates every head alone and draws the effect
 /// on its thumbnail: the grid's numbers are `Model::head_importance`'s.
 #[test]

@@ -133,14 +133,15 @@ impl HeadscopeApp {
                 }
             }
             ViewAction::Ablate {
-                input_ids,
+                input,
                 generation,
                 ablation,
             } => {
                 let progress = AblationSlot::progress();
+                let asked = (*input, self.settings.analysis_options());
                 let answer = self
                     .worker
-                    .ablate(input_ids, ablation.clone(), progress.clone());
+                    .ablate(asked, ablation.clone(), progress.clone());
                 self.views
                     .heads
                     .ablation

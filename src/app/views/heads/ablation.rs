@@ -6,8 +6,11 @@
 //! ablated and how the output moved, with Undo, Clear and the mode, and the
 //! input's tokens are coloured by how much each moved: a decoder's change
 //! of the loss of predicting each token, an encoder's 1 − cos of its last
-//! hidden state. Ablated heads are marked on the grid. [`IMPORTANCE_LABEL`]
-//! ablates each head alone and draws the effect on its thumbnail.
+//! hidden state. Ablated heads are marked on the grid, and
+//! [`SHOW_ABLATED_LABEL`] shows the ablated run's pictures and figures in
+//! place of the unablated ones (the layers after the ablated heads move).
+//! [`IMPORTANCE_LABEL`] ablates each head alone and draws the effect on
+//! its thumbnail.
 
 use crate::app::jobs::JobProgress;
 use crate::app::widgets::format::figure;
@@ -17,7 +20,7 @@ use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::model::ablation::{Ablation, AblationEffect, AblationMode, HeadImportance};
 use crate::pipeline::RunOutput;
-use crate::worker::{AblationResult, ImportanceResult};
+use crate::worker::{AblationAnswer, AblationResult, ImportanceResult, ABLATION_PASSES};
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::sync::Arc;
 
@@ -26,6 +29,12 @@ pub const ABLATION_PROGRESS_LABEL: &str = "Ablating heads";
 /// The buttons of the ablation row.
 pub const UNDO_LABEL: &str = "Undo";
 pub const CLEAR_LABEL: &str = "Give every head back";
+/// The switch that shows the ablated run in place of the unablated one.
+pub const SHOW_ABLATED_LABEL: &str = "Show the ablated run";
+
+/// The bit of an ablated run's generation ([`AblationSlot::shown_run`]):
+/// no text result, and no probe, reaches it.
+const ABLATED_GENERATIONS: u64 = 1 << 62;
 
 /// The context-menu entry that ablates `head` (or gives it back).
 pub fn toggle_label(head: HeadId, ablated: bool) -> String {
@@ -54,7 +63,9 @@ enum AblationState {
     },
     Done {
         asked: Asked,
-        effect: Arc<AblationEffect>,
+        answer: Arc<AblationAnswer>,
+        /// Counts the answers: the ablated run's pictures are keyed by it.
+        number: u64,
     },
     Failed {
         asked: Asked,
@@ -75,13 +86,17 @@ pub struct AblationSlot {
     heads: Vec<HeadId>,
     undo: Vec<Vec<HeadId>>,
     state: AblationState,
+    /// Answers taken so far.
+    answers: u64,
+    /// The grid shows the ablated run (once there is one).
+    pub show_ablated: bool,
     pub importance: ImportanceSlot,
 }
 
 impl AblationSlot {
-    /// A progress for an ablation's two passes.
+    /// A progress for an ablation's passes.
     pub fn progress() -> Arc<JobProgress> {
-        JobProgress::counting(ABLATION_PROGRESS_LABEL, "passes", 2)
+        JobProgress::counting(ABLATION_PROGRESS_LABEL, "passes", ABLATION_PASSES)
     }
 
     pub fn heads(&self) -> &[HeadId] {
@@ -123,6 +138,7 @@ impl AblationSlot {
         self.importance.hide();
         *self = Self {
             mode: self.mode,
+            answers: self.answers,
             ..Self::default()
         };
     }
@@ -193,7 +209,14 @@ impl AblationSlot {
         };
         let asked = asked.clone();
         self.state = match result {
-            Ok(effect) => AblationState::Done { asked, effect },
+            Ok(answer) => {
+                self.answers += 1;
+                AblationState::Done {
+                    asked,
+                    answer,
+                    number: self.answers,
+                }
+            }
             Err(error) => AblationState::Failed {
                 asked,
                 message: error.to_string(),
@@ -209,16 +232,34 @@ impl AblationSlot {
         }
     }
 
-    /// The effect of the current heads on result `generation`, once done.
-    pub fn effect(&self, generation: u64) -> Option<&Arc<AblationEffect>> {
+    /// The answer for the current heads on result `generation`, once done.
+    fn answer(&self, generation: u64) -> Option<(&Arc<AblationAnswer>, u64)> {
         match &self.state {
-            AblationState::Done { asked, effect }
-                if asked.generation == generation && asked.ablation == self.ablation() =>
-            {
-                Some(effect)
+            AblationState::Done {
+                asked,
+                answer,
+                number,
+            } if asked.generation == generation && asked.ablation == self.ablation() => {
+                Some((answer, *number))
             }
             _ => None,
         }
+    }
+
+    /// The effect of the current heads on result `generation`, once done.
+    pub fn effect(&self, generation: u64) -> Option<&AblationEffect> {
+        self.answer(generation).map(|(answer, _)| &answer.effect)
+    }
+
+    /// The ablated run of result `generation`, and the generation its
+    /// pictures are keyed by, while the grid is to show it
+    /// ([`SHOW_ABLATED_LABEL`]) and it is done.
+    pub fn shown_run(&self, generation: u64) -> Option<(&Arc<RunOutput>, u64)> {
+        if !self.show_ablated || self.heads.is_empty() {
+            return None;
+        }
+        let (answer, number) = self.answer(generation)?;
+        Some((&answer.run, ABLATED_GENERATIONS | number))
     }
 
     /// The row above the grid while any head is ablated: which, how, the
@@ -284,9 +325,18 @@ impl AblationSlot {
                 self.state = AblationState::Cancelled { asked };
             }
         }
-        if let Some(effect) = self.effect(generation).cloned() {
-            effect_summary(ui, &effect);
-            effect_tokens(ui, output, &effect);
+        if let Some((answer, _)) = self.answer(generation) {
+            let answer = answer.clone();
+            ui.horizontal_wrapped(|ui| {
+                ui.checkbox(&mut self.show_ablated, SHOW_ABLATED_LABEL)
+                    .on_hover_text(
+                        "The grid, its captions and a head's detail show the ablated model's \
+                         run: the pictures and figures of the layers after the ablated heads \
+                         change",
+                    );
+                effect_summary(ui, &answer.effect);
+            });
+            effect_tokens(ui, output, &answer.effect);
         }
     }
 }

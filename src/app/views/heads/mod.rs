@@ -84,23 +84,44 @@ impl HeadsView {
         self.probe.output().cloned()
     }
 
+    /// What the tab shows: the text's result or the probe's (the input
+    /// ablated), and in its place the ablated run where the user asked to
+    /// see it.
+    fn shown(&mut self, cx: &mut ViewContext<'_>) -> Shown {
+        let probe = self.shown_probe(cx.settings);
+        let on_probe = probe.is_some();
+        let (base, base_generation) = match probe {
+            Some(probe) => (probe, self.probe.generation()),
+            None => (cx.output.clone(), cx.generation),
+        };
+        let (output, generation) = match self.ablation.shown_run(base_generation) {
+            Some((run, generation)) => (run.clone(), generation),
+            None => (base.clone(), base_generation),
+        };
+        Shown {
+            base,
+            base_generation,
+            output,
+            generation,
+            on_probe,
+        }
+    }
+
     fn head_detail(
         &mut self,
         ui: &mut egui::Ui,
         cx: &mut ViewContext<'_>,
         head: HeadId,
     ) -> Option<ViewAction> {
-        let probe = self.shown_probe(cx.settings);
-        let (output, generation) = match &probe {
-            Some(probe) => (probe, self.probe.generation()),
-            None => (cx.output, cx.generation),
-        };
+        let shown = self.shown(cx);
+        let (output, generation) = (&shown.output, shown.generation);
         let key = ViewKey::new(generation, cx.settings);
         self.head_view.update(ui.ctx(), output, key, head);
         // Tokens picked in the text are not the probe's.
-        let picked: Vec<usize> = match probe {
-            Some(_) => Vec::new(),
-            None => cx.shared.selection.positions().collect(),
+        let picked: Vec<usize> = if shown.on_probe {
+            Vec::new()
+        } else {
+            cx.shared.selection.positions().collect()
         };
         let settings = &mut *cx.settings;
         let caption = match settings.matrix {
@@ -126,7 +147,7 @@ impl HeadsView {
         );
         let weighted = output.captures.has_value_norms();
         view_controls(ui, settings, (cx.working, weighted), Some(range), &caption);
-        let action = self.ablation_rows(ui, output, generation);
+        let action = self.ablation_rows(ui, &shown.base, shown.base_generation);
         ui.separator();
         let marks = HeadMarks {
             picked: &picked,
@@ -157,7 +178,7 @@ impl HeadsView {
         if let Some(ablation) = self.ablation.wanted(generation) {
             ui.ctx().request_repaint();
             action = Some(ViewAction::Ablate {
-                input_ids: output.input.tokens.input_ids.clone(),
+                input: Box::new(output.input.clone()),
                 generation,
                 ablation,
             });
@@ -177,11 +198,8 @@ impl HeadsView {
     }
 
     fn heads_grid(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
-        let probe = self.shown_probe(cx.settings);
-        let (output, generation) = match &probe {
-            Some(probe) => (probe, self.probe.generation()),
-            None => (cx.output, cx.generation),
-        };
+        let shown = self.shown(cx);
+        let (output, generation) = (&shown.output, shown.generation);
         let key = ViewKey::new(generation, cx.settings);
         self.overview.update(ui.ctx(), output, key, cx.wake);
         let scale = heatmap::colour_scale(output, &key);
@@ -212,14 +230,14 @@ impl HeadsView {
                 }
             });
         }
-        action = action.or(self.ablation_rows(ui, output, generation));
+        action = action.or(self.ablation_rows(ui, &shown.base, shown.base_generation));
         let mode = self.ablation.mode;
         ui.separator();
-        let mut marks = self.grid_marks(cx.shared, output, cx.settings, probe.is_some());
+        let mut marks = self.grid_marks(cx.shared, output, cx.settings, shown.on_probe);
         marks.importance = self
             .ablation
             .importance
-            .values(generation, mode)
+            .values(shown.base_generation, mode)
             .map(<[f64]>::to_vec);
         let answer = self.overview.ui(ui, output, self.detail, &marks);
         if let Some(head) = answer.opened {
@@ -430,6 +448,17 @@ fn caption_roles(output: &RunOutput, settings: &Settings, on_probe: bool) -> Opt
         on_probe,
         weighted,
     })
+}
+
+/// What the Heads tab shows ([`HeadsView::shown`]).
+struct Shown {
+    /// The result ablated: the text's, or the probe's.
+    base: Arc<RunOutput>,
+    base_generation: u64,
+    /// What the pictures and figures show: `base`, or its ablated run.
+    output: Arc<RunOutput>,
+    generation: u64,
+    on_probe: bool,
 }
 
 impl View for HeadsView {

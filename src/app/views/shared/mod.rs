@@ -56,7 +56,7 @@ pub struct ViewContext<'a> {
 }
 
 /// What a view asks the app to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ViewAction {
     /// Open the head's detail (Heads tab).
     OpenHead(HeadId),
@@ -77,10 +77,10 @@ pub enum ViewAction {
     /// Analyse the induction probe with the loaded model (the Heads grid's
     /// captions name its roles).
     RunInductionProbe,
-    /// Run `input_ids` (the input of the result `generation` the Heads tab
-    /// shows) without and with `ablation`.
+    /// Run `input` (the input of the result `generation` the Heads tab
+    /// shows) without and with `ablation`, and analyse the ablated run.
     Ablate {
-        input_ids: Vec<u32>,
+        input: Box<crate::input::BuiltInput>,
         generation: u64,
         ablation: crate::model::ablation::Ablation,
     },
