@@ -211,7 +211,10 @@ impl HeadsView {
         } else {
             "each head on its own scale"
         };
-        let caption = format!("{matrix}, {heads}; {}", scale.caption());
+        let mut caption = format!("{matrix}, {heads}; {}", scale.caption());
+        if shown.generation != shown.base_generation {
+            caption.push_str("; the ablated model's run");
+        }
         let caption = without_attention(output, cx.settings.matrix, caption);
         let weighted = cx.output.captures.has_value_norms();
         view_controls(ui, cx.settings, (cx.working, weighted), range, &caption);
