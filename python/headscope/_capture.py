@@ -370,8 +370,14 @@ def _value_norms(value: Any, projection: Any, heads: int) -> np.ndarray:
     rows = weight if type(projection).__name__ == "Conv1D" else weight.T
     dim = rows.shape[0] // heads
     value = value.float().reshape(value.shape[0], -1, dim)  # T × H_kv × d
+    return _head_value_norms(value, lambda h: rows[h * dim : (h + 1) * dim], heads)
+
+
+def _head_value_norms(value: Any, rows: Any, heads: int) -> np.ndarray:
+    """‖v_j W_O^h‖ (H × T) from the values (T × H_kv × d) and each head's
+    rows of the output projection (``rows(h)``: d × hidden)."""
     group = heads // value.shape[1]
-    norms = [(value[:, h // group] @ rows[h * dim : (h + 1) * dim]).norm(dim=-1) for h in range(heads)]
+    norms = [(value[:, h // group] @ rows(h)).norm(dim=-1) for h in range(heads)]
     return np.stack([n.cpu().numpy() for n in norms])
 
 
@@ -418,7 +424,8 @@ def capture_transformer_lens(
     name: str | None = None,
 ) -> Capture:
     """Captures a TransformerLens run on ``text``: O from each block's
-    ``attn.hook_z`` and P from ``attn.hook_pattern``.
+    ``attn.hook_z`` and P from ``attn.hook_pattern``, and with P each
+    head's value norms from ``attn.hook_v`` and the block's ``W_O``.
 
     ``model``: a ``HookedTransformer`` (TransformerLens 2–3) or a
     ``TransformerBridge`` (TransformerLens 4, e.g.
@@ -447,7 +454,7 @@ def capture_transformer_lens(
     )
     device = next(iter(model.parameters())).device
     ids = torch.tensor([header["tokens"]["ids"]], dtype=torch.long, device=device)
-    wanted = ("attn.hook_z", "attn.hook_pattern") if attentions else ("attn.hook_z",)
+    wanted = ("attn.hook_z", "attn.hook_pattern", "attn.hook_v") if attentions else ("attn.hook_z",)
     with torch.no_grad():
         _, cache = model.run_with_cache(ids, names_filter=lambda n: n.endswith(wanted))
     layers = range(cfg.n_layers)
@@ -461,7 +468,15 @@ def capture_transformer_lens(
         if attentions
         else None
     )
+    norms = None
+    if attentions:
+        heads = outputs[0].shape[0]
+        norms = []
+        for l in layers:
+            value = cache[f"blocks.{l}.attn.hook_v"][0].float()  # T × H_kv × d
+            w_o = model.blocks[l].attn.W_O.detach().float()  # H × d × hidden
+            norms.append(_head_value_norms(value, lambda h: w_o[h], heads))
     model_name = name or os.path.basename(str(getattr(cfg, "model_name", "")).rstrip("/"))
     header["model"] = {"name": model_name or type(model).__name__, "type": "transformer_lens"}
     header["producer"] = _producer()
-    return Capture(header, outputs, patterns)
+    return Capture(header, outputs, patterns, norms)

@@ -1,7 +1,8 @@
 """capture_transformer_lens against TransformerLens itself: SmolLM2 booted
 as a TransformerLens 4 TransformerBridge (raw Hugging Face weights, no hub:
-the local folder), captured from hook_z and hook_pattern; the capture
-analyses to what `headscope analyze --model` gives on the same text."""
+the local folder), captured from hook_z and hook_pattern (and the value
+norms from hook_v and W_O); the capture analyses to what `headscope
+analyze --model` gives on the same text, value-weighted figures included."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_capture_transformer_lens_equals_the_model_run(smollm2: Path, tmp_path: 
     capture = headscope.capture_transformer_lens(bridge, text, one_sentence_per_line=True, tokenizer=tokenizer)
     assert capture.tokens["ids"] == with_bos.tokens["ids"][1:]
     assert capture.causal
+    assert capture.header["value_norms"]  # hook_v of 3 key/value heads, W_O of 9
     assert capture.header["model"] == {"name": "SmolLM2-135M-Instruct", "type": "transformer_lens"}
     _, cache = bridge.run_with_cache(torch.tensor([capture.tokens["ids"]]))
     for layer in (0, 29):
