@@ -4,7 +4,7 @@
 # overview grid and saves screenshots/overview.png, then clicks a head and
 # saves screenshots/head.png, then saves one screenshot of each of the
 # study's views (layers.png, token-focus.png, separators.png,
-# separators-value-weighted.png,
+# separators-value-weighted.png, ablated-run.png,
 # heads-marked.png, specialisation.png) and of the corpus window; last, the
 # grid and Layers view of a 12-layer model (twelve-layers*.png), and the
 # Compare tab with both models (compare*.png), and SmolLM2's grid, by
@@ -184,6 +184,21 @@ import -window root screenshots/heads-marked.png
 show_tab 5 Specialisation
 import -window root screenshots/specialisation.png
 
+# Back on the grid, the overlay off: L2 H7 ablated through its menu, and
+# the ablated model's run shown in place of the unablated one (ANALYSIS.md
+# §9): the layers after L2 change their pictures and categories.
+show_tab 1 Heads
+click_label "Separator attention"
+point_at_label "L2 H7 " prefix
+xdotool click 3
+click_label "Ablate L2 H7"
+sleep 6   # three passes of MiniLM
+click_label "Show the ablated run"
+xdotool mousemove 1590 5
+sleep 6
+import -window root screenshots/ablated-run.png
+click_label "Give every head back"
+
 # The corpus statistics window (File → Corpus statistics…) on a folder of
 # 16 small texts made from the sample texts, plus one binary file the run
 # lists as skipped; the app logs "corpus finished" when the result is on
@@ -359,4 +374,4 @@ xdotool mousemove 1590 5
 sleep 150  # 270 ablated passes (a debug build takes longer: set HEADSCOPE_BIN to a release one)
 import -window root screenshots/decoder-importance.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,separators-value-weighted,specialisation,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,separators-value-weighted,specialisation,ablated-run,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
