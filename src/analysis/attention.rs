@@ -25,9 +25,37 @@ pub(super) struct AttentionPass {
     pub(super) roles: RoleScores,
 }
 
+/// A head's figures from one pass, in [`HeadFigures`](super::HeadFigures)
+/// order: separator and sink attention, the previous-token,
+/// duplicate-token, induction and self scores, and the role.
+pub(super) type PassFigures = (
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<Role>,
+);
+
 impl AttentionPass {
+    /// The head's figures this pass gives (of P, or of N′ for the `_vw`
+    /// twins).
+    pub(super) fn head_figures(&self) -> PassFigures {
+        let roles = self.roles;
+        (
+            self.separator_attention,
+            self.sink_attention,
+            roles.previous_token,
+            roles.duplicate_token,
+            roles.induction,
+            roles.self_attention,
+            self.role(),
+        )
+    }
+
     /// The head's role by these scores (ANALYSIS.md §9).
-    pub(super) fn role(&self) -> Option<Role> {
+    fn role(&self) -> Option<Role> {
         let roles = self.roles;
         Role::of_scores([
             (Role::PreviousToken, roles.previous_token),

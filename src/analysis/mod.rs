@@ -709,27 +709,30 @@ fn analyse_head_body(
         separator_columns = vec![0.0; columns];
         let pass = attention_pass(doc, attention, &mut separator_columns);
         figures.attention_stats = Some(pass.stats);
-        figures.separator_attention = pass.separator_attention;
-        figures.sink_attention = pass.sink_attention;
-        let roles = pass.roles;
-        figures.previous_token_score = roles.previous_token;
-        figures.duplicate_token_score = roles.duplicate_token;
-        figures.induction_score = roles.induction;
-        figures.self_score = roles.self_attention;
-        figures.role = pass.role();
+        let f = &mut figures;
+        (
+            f.separator_attention,
+            f.sink_attention,
+            f.previous_token_score,
+            f.duplicate_token_score,
+            f.induction_score,
+            f.self_score,
+            f.role,
+        ) = pass.head_figures();
         if value_norms.len() == t {
             separator_columns_vw = vec![0.0; columns];
             let row = &mut scratch.weighted_row;
             let pass =
                 value_weighted_pass(doc, attention, value_norms, row, &mut separator_columns_vw);
-            figures.separator_attention_vw = pass.separator_attention;
-            figures.sink_attention_vw = pass.sink_attention;
-            let roles = pass.roles;
-            figures.previous_token_score_vw = roles.previous_token;
-            figures.duplicate_token_score_vw = roles.duplicate_token;
-            figures.induction_score_vw = roles.induction;
-            figures.self_score_vw = roles.self_attention;
-            figures.role_vw = pass.role();
+            (
+                f.separator_attention_vw,
+                f.sink_attention_vw,
+                f.previous_token_score_vw,
+                f.duplicate_token_score_vw,
+                f.induction_score_vw,
+                f.self_score_vw,
+                f.role_vw,
+            ) = pass.head_figures();
         }
     }
     figures.selected_pairs = selected
