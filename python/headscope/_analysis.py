@@ -16,9 +16,10 @@ from ._settings import flags
 class Analysis:
     """One run of headscope's engine on a text.
 
-    ``figures`` is the dict ``headscope analyze --json`` writes;
-    ``attentions`` and ``similarity`` (L×H×T×T) and ``head_outputs``
-    (L×H×T×d) are float32 numpy arrays, made when first read.
+    ``figures`` is the dict ``headscope analyze --json`` writes (the
+    value-weighted twins ``_vw`` included); ``attentions`` and
+    ``similarity`` (L×H×T×T), ``head_outputs`` (L×H×T×d) and
+    ``value_norms`` (L×H×T) are float32 numpy arrays, made when first read.
     """
 
     def __init__(self, run: Any) -> None:
@@ -50,6 +51,13 @@ class Analysis:
     def head_outputs(self) -> np.ndarray:
         """Head output vectors O = P·V, L×H×T×d."""
         return _array(self._run.head_outputs(), self.shape)
+
+    @cached_property
+    def value_norms(self) -> np.ndarray:
+        """Each head's ‖v_j W_O^h‖ per token (ANALYSIS.md §9), L×H×T: the
+        size of what each key writes through the head."""
+        layers, heads, tokens, _ = self.shape
+        return _array(self._run.value_norms(), (layers, heads, tokens))
 
     @cached_property
     def similarity(self) -> np.ndarray:

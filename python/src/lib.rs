@@ -79,6 +79,12 @@ impl Run {
         float_bytes(py, &self.output.captures.head_outputs)
     }
 
+    /// L×H×T value norms ‖v_j W_O^h‖ (ANALYSIS.md §9), float32
+    /// little-endian.
+    fn value_norms<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        float_bytes(py, &self.output.captures.value_norms)
+    }
+
     /// Stores the run as a capture file (with P).
     fn save_capture(&self, path: PathBuf) -> PyResult<()> {
         write_capture(&path, &self.source()).map_err(error)

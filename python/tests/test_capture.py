@@ -123,6 +123,8 @@ def test_analyze_returns_exactly_the_cli_json_and_numpy_arrays(minilm: Path, tmp
     assert np.array_equal(run.attentions, cli["attentions"])
     assert np.array_equal(run.head_outputs, cli["heads"])
     assert np.array_equal(run.similarity, cli["similarity"])
+    assert np.array_equal(run.value_norms, cli["value_norms"])
+    assert run.value_norms.shape == (layers, heads, tokens) and (run.value_norms > 0).all()
     np.testing.assert_allclose(run.attentions.sum(axis=-1), 1.0, atol=1e-5)
     assert run.tokens["ids"] == list(cli["input_ids"])
     with pytest.raises(TypeError, match="unknown setting"):
