@@ -102,6 +102,7 @@ impl SeparatorColumns {
         Self { per_token, sums }
     }
 }
+
 /// Turns a row of a head's attention P into its row of N′ (ANALYSIS.md
 /// §9), in place: each entry times the size of what its key writes
 /// (`value_norms`, at least the row's length), the row divided by its sum.

@@ -203,9 +203,8 @@ pub(in crate::model) fn layer_ablation(
 }
 
 /// Hands each head of layer `layer` (its P, S and value norms: H×T×T,
-/// H×T×T, H×T) to
-/// `observer`, where there is one: on candle's ops, the heads of a layer
-/// once it is made, on the calling thread.
+/// H×T×T, H×T) to `observer`, where there is one: on candle's ops, the
+/// heads of a layer once it is made, on the calling thread.
 pub(in crate::model) fn hand_out_heads(
     observer: Option<&dyn HeadObserver>,
     layer: usize,
