@@ -17,7 +17,7 @@ super-blocks, Q6_K embeddings and output; the K-quant blocks random bytes
 with sane scales, as in make_gguf_fixtures.py), norms and biases F32, and
 the metadata as the converter writes it (sliding windows, Gemma 3's local
 rope base and pattern, soft-caps, key lengths, rope dimension counts,
-linear rope scaling for Gemma 3's global layers). The Hugging Face model's
+linear rope scaling for Gemma 3's global layers, YaRN for qwen3's). The Hugging Face model's
 weights are then set to what the file holds (the blocks dequantized by
 gguf-py, the converter's rearrangements undone, Gemma's norms minus one in
 float32, as transformers' GGUF loader does), so the folder and the file
@@ -158,8 +158,12 @@ def families():
             rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
                              "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}},
             final_logit_softcapping=None, attn_logit_softcapping=None), gemma_fields, True),
+        # YaRN as Qwen3's model card sets it for long inputs (factor 4),
+        # over an original context short enough that the ramp moves.
         "qwen3": ("qwen3", transformers.Qwen3Config, dict(
-            common, head_dim=HEAD_DIM, rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=False),
+            common, head_dim=HEAD_DIM, rms_norm_eps=1e-6, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                             "original_max_position_embeddings": 128}),
             # transformers' loader does not read qwen3's key_length (it
             # keeps Qwen3Config's head_dim 128): the folder is the reference.
             lambda: byte_level("qwen2"), False),
@@ -180,7 +184,7 @@ def families():
         "llama31": ("llama", transformers.LlamaConfig, dict(
             common, head_dim=HEAD_DIM, rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False,
             rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                          "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 128}),
             lambda: byte_level("llama-bpe"), False),
     }
 
@@ -316,6 +320,11 @@ def write_metadata(w, arch, config, name):
                     [t == "sliding_attention" for t in config.layer_types])
     else:
         w.add_rope_freq_base(theta["rope_theta"])
+    if theta.get("rope_type") == "yarn":
+        # As llama.cpp's converter writes a yarn rope_scaling.
+        w.add_rope_scaling_type(RopeScalingType.YARN)
+        w.add_rope_scaling_factor(theta["factor"])
+        w.add_rope_scaling_orig_ctx_len(theta["original_max_position_embeddings"])
     if arch.startswith("gemma") or arch in ("qwen3", "llama"):
         w.add_key_length(config.head_dim)
         w.add_value_length(config.head_dim)

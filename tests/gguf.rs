@@ -472,8 +472,23 @@ fn a_gemma3_file_matches_transformers() {
 #[test]
 fn a_qwen3_file_matches_the_folder() {
     // q/k norms; the head size from `attention.key_length` (64, where
-    // transformers' loader keeps Qwen3Config's 128).
-    assert_eq!(family_config("qwen3").pre_norm.unwrap().head_dim, 64);
+    // transformers' loader keeps Qwen3Config's 128); YaRN from
+    // `rope.scaling.type` yarn, its factor and original context, as
+    // llama.cpp applies it (transformers' loader ignores it: the folder,
+    // with its `rope_scaling`, is the reference).
+    let shape = family_config("qwen3").pre_norm.unwrap();
+    assert_eq!(shape.head_dim, 64);
+    let RopeScaling::Yarn {
+        factor,
+        original_max_position_embeddings,
+        attention_factor,
+        ..
+    } = shape.rope.unwrap().scaling
+    else {
+        panic!("qwen3's fixture has YaRN");
+    };
+    assert_eq!((factor, original_max_position_embeddings), (4.0, 128.0));
+    assert!((attention_factor - (1.0 + 0.1 * 4f64.ln())).abs() < 1e-12);
     check_tiny_fixture("qwen3");
 }
 

@@ -71,16 +71,27 @@ pub fn normalise_rows(x: &mut [f32], norm: RowNorm) {
     }
 }
 
-/// `out = residual + bias + Σ partials`, row by row, then `norm` where
-/// given: the end of a sub-layer whose projection was split into partial
-/// sums by input (a post-norm encoder normalises there, a pre-norm stack
-/// does not). `bias` may be empty (none).
+/// Where the end of a sub-layer normalises ([`sum_rows`]).
+#[derive(Clone, Copy)]
+pub enum SumNorm<'a> {
+    /// No norm: a pre-norm layer normalises before its sub-layers.
+    None,
+    /// `norm(residual + sublayer)`: the BERT-like encoders.
+    AfterResidual(RowNorm<'a>),
+    /// `residual + norm(sublayer)`: Gemma 2 and 3's norms after each
+    /// sub-layer, OLMo 2's.
+    OnSublayer(RowNorm<'a>),
+}
+
+/// `out = residual + bias + Σ partials`, row by row, normalised where
+/// `norm` says: the end of a sub-layer whose projection was split into
+/// partial sums by input. `bias` may be empty (none).
 pub fn sum_rows(
     out: &mut [f32],
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    norm: Option<RowNorm>,
+    norm: SumNorm,
 ) {
     assert_eq!(residual.len(), out.len());
     assert!(partials.iter().all(|p| p.len() == out.len()));
@@ -107,9 +118,12 @@ fn sum_rows_body(
     partials: &[&[f32]],
     bias: &[f32],
     residual: &[f32],
-    norm: Option<RowNorm>,
+    norm: SumNorm,
 ) {
-    let width = norm.map_or(bias.len(), |norm| norm.width());
+    let width = match norm {
+        SumNorm::None => bias.len(),
+        SumNorm::AfterResidual(norm) | SumNorm::OnSublayer(norm) => norm.width(),
+    };
     let width = if width == 0 { out.len() } else { width };
     assert!(bias.is_empty() || bias.len() == width);
     for (index, (row, res)) in out
@@ -117,7 +131,12 @@ fn sum_rows_body(
         .zip(residual.chunks(width.max(1)))
         .enumerate()
     {
-        row.copy_from_slice(res);
+        let on_sublayer = matches!(norm, SumNorm::OnSublayer(_));
+        if on_sublayer {
+            row.fill(0.0);
+        } else {
+            row.copy_from_slice(res);
+        }
         if !bias.is_empty() {
             for (o, b) in row.iter_mut().zip(bias) {
                 *o += b;
@@ -128,8 +147,15 @@ fn sum_rows_body(
                 *o += p;
             }
         }
-        if let Some(norm) = norm {
-            norm.apply(row);
+        match norm {
+            SumNorm::None => {}
+            SumNorm::AfterResidual(norm) => norm.apply(row),
+            SumNorm::OnSublayer(norm) => {
+                norm.apply(row);
+                for (o, r) in row.iter_mut().zip(res) {
+                    *o += r;
+                }
+            }
         }
     }
 }
@@ -404,7 +430,7 @@ macro_rules! vector_kernels {
             partials: &[&[f32]],
             bias: &[f32],
             residual: &[f32],
-            norm: Option<super::RowNorm>,
+            norm: super::SumNorm,
         ) {
             super::sum_rows_body(out, partials, bias, residual, norm);
         }

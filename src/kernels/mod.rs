@@ -4,7 +4,9 @@
 //! pass shares the work out between its threads, see
 //! `model/cpu_pass.rs`): products through the `gemm`
 //! crate (weights packed once at load, in the checkpoint's precision:
-//! half-precision panels are widened a tile at a time), and the element-wise steps
+//! half-precision panels are widened a tile at a time; weights kept in
+//! blocks along their rows, llama.cpp's quantized ones, a panel's rows
+//! widened as it is reached), and the element-wise steps
 //! (softmax, GELU, LayerNorm) with AVX-512 versions picked at run time over
 //! portable scalar fallbacks; and on them [`attention`], the one place a
 //! head's P, O and S are made.
@@ -247,16 +249,36 @@ impl StoredValues<'_> {
     }
 }
 
+/// A weight W kept as a checkpoint stores it (outputs × inputs), in
+/// blocks along each row that are widened a row's segment at a time:
+/// llama.cpp's quantized blocks. Widening must give the values of the
+/// model the products compute (ggml's dequantization).
+pub trait RowBlocks: Sync {
+    /// Row `row`'s values `inputs`, in float32, into `out`.
+    fn widen_row(&self, row: usize, inputs: Range<usize>, out: &mut [f32]);
+}
+
+/// Where a [`Packed`] weight's values lie.
+#[derive(Clone, Copy)]
+enum PanelSource<'a> {
+    /// Packed by [`pack_weight`].
+    Panels(StoredValues<'a>),
+    /// In row blocks: a panel's 64 rows of W widened when it is reached.
+    Rows(&'a dyn RowBlocks),
+}
+
 thread_local! {
-    /// A half-precision panel's rows widened for one product (at most
-    /// inputs × 64 values: 0.8 MB for BERT-base's down projection).
+    /// A half-precision panel's rows, or a row-blocked panel's rows of W,
+    /// widened for one product (at most inputs × 64 values: 0.8 MB for
+    /// BERT-base's down projection).
     static TILE: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A weight packed by [`pack_weight`], `inputs × outputs`.
+/// A dense weight the kernels multiply panel by panel, `inputs × outputs`:
+/// packed by [`pack_weight`], or kept in row blocks ([`RowBlocks`]).
 #[derive(Clone, Copy)]
 pub struct Packed<'a> {
-    data: StoredValues<'a>,
+    data: PanelSource<'a>,
     inputs: usize,
     outputs: usize,
 }
@@ -269,7 +291,16 @@ impl<'a> Packed<'a> {
             "packed weight of the wrong size"
         );
         Self {
-            data,
+            data: PanelSource::Panels(data),
+            inputs,
+            outputs,
+        }
+    }
+
+    /// W (outputs × inputs) in row blocks, multiplied as its transpose.
+    pub fn rows(blocks: &'a dyn RowBlocks, inputs: usize, outputs: usize) -> Self {
+        Self {
+            data: PanelSource::Rows(blocks),
             inputs,
             outputs,
         }
@@ -280,7 +311,8 @@ impl<'a> Packed<'a> {
     /// thread can take some output columns, or some inputs for a partial sum.
     /// `x` has `inputs.len()` columns; `out` is contiguous `x.rows ×
     /// columns.len()`. A half-precision weight is widened panel by panel,
-    /// only the rows `inputs` of it, into a tile the thread keeps.
+    /// only the rows `inputs` of it, into a tile the thread keeps; a
+    /// row-blocked one a panel's columns (rows of W) at a time, the same way.
     pub fn product(
         &self,
         x: MatRef,
@@ -305,21 +337,35 @@ impl<'a> Packed<'a> {
             let start = panel * self.inputs * PANEL + inputs.start * PANEL;
             let span = start..start + inputs.len() * PANEL;
             let dst = MatMut::strided(&mut out[column - columns.start..], rows, count, width);
-            let multiply = |values: &[f32]| {
-                let block = MatRef::strided(&values[offset..], inputs.len(), count, PANEL, 1);
-                matmul(dst, x, block, accumulate, 1.0);
-            };
+            let multiply = |block: MatRef| matmul(dst, x, block, accumulate, 1.0);
             match self.data {
-                StoredValues::F32(values) => multiply(&values[span]),
-                half => TILE.with_borrow_mut(|tile| {
+                PanelSource::Panels(StoredValues::F32(values)) => {
+                    multiply(panel_block(&values[span], offset, inputs.len(), count))
+                }
+                PanelSource::Panels(half) => TILE.with_borrow_mut(|tile| {
                     tile.resize(span.len(), 0.0);
                     half.widen_into(span, tile);
-                    multiply(tile);
+                    multiply(panel_block(tile, offset, inputs.len(), count));
+                }),
+                PanelSource::Rows(blocks) => TILE.with_borrow_mut(|tile| {
+                    // The panel's rows of W side by side (count × inputs):
+                    // the block is their transpose, which gemm packs.
+                    let length = inputs.len();
+                    tile.resize(count * length, 0.0);
+                    for (row, out) in tile.chunks_exact_mut(length.max(1)).enumerate() {
+                        blocks.widen_row(column + row, inputs.clone(), out);
+                    }
+                    multiply(MatRef::strided(tile, length, count, 1, length));
                 }),
             }
             column += count;
         }
     }
+}
+
+/// `count` columns from `offset` of a packed panel's `rows` rows.
+fn panel_block(values: &[f32], offset: usize, rows: usize, count: usize) -> MatRef<'_> {
+    MatRef::strided(&values[offset..], rows, count, PANEL, 1)
 }
 
 #[cfg(test)]
@@ -472,6 +518,32 @@ mod tests {
             ] {
                 check_packed_product(Packed::new(stored, inputs, outputs), &x, &w, rows);
             }
+        }
+    }
+
+    /// W kept as its rows, widened a segment at a time.
+    struct Rows<'a> {
+        w_t: &'a [f32],
+        outputs: usize,
+    }
+
+    impl RowBlocks for Rows<'_> {
+        fn widen_row(&self, row: usize, inputs: Range<usize>, out: &mut [f32]) {
+            for (value, input) in out.iter_mut().zip(inputs) {
+                *value = self.w_t[input * self.outputs + row];
+            }
+        }
+    }
+
+    #[test]
+    fn row_blocked_products_match_the_definition() {
+        for (rows, inputs, outputs) in [(3, 5, 7), (2, 4, 64), (5, 70, 130), (0, 3, 3)] {
+            let x: Vec<f32> = (0..rows * inputs).map(|v| (v % 7) as f32 - 3.0).collect();
+            let w: Vec<f32> = (0..inputs * outputs)
+                .map(|v| (v % 5) as f32 * 0.5)
+                .collect();
+            let blocks = Rows { w_t: &w, outputs };
+            check_packed_product(Packed::rows(&blocks, inputs, outputs), &x, &w, rows);
         }
     }
 

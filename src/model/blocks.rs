@@ -4,6 +4,7 @@
 //! precision; the norms (LayerNorm with or without a bias, RMSNorm) in
 //! float32.
 
+use super::gguf::quantized::QuantizedWeight;
 use super::stack::HostValues;
 use super::weight::{HostWeight, Weight, WeightBuilder};
 use crate::kernels::{self, RowNorm};
@@ -17,11 +18,13 @@ use candle_nn::{LayerNorm, RmsNorm};
 /// the CPU pass or, outside it, by [`Dense::forward`]; elsewhere it is kept
 /// transposed (inputs × outputs, contiguous), which candle's matmul takes
 /// without a per-call transpose, and widened for each product. Quantized
-/// blocks are kept as the file has them (outputs × inputs) and dequantized
-/// for each product: they go through candle's ops, not the packed kernels.
+/// blocks are kept as the file has them (outputs × inputs): the CPU pass
+/// widens a panel's rows of them as it reaches them
+/// ([`kernels::RowBlocks`]), candle's ops dequantize them for each product.
 pub(in crate::model) struct Dense {
     weight: Weight,
     bias: Option<Tensor>,
+    inputs: usize,
     outputs: usize,
     layout: DenseLayout,
 }
@@ -70,6 +73,7 @@ impl Dense {
             return Ok(Self {
                 weight: weight.clone(),
                 bias: bias.cloned(),
+                inputs,
                 outputs,
                 layout: DenseLayout::AsStored,
             });
@@ -79,6 +83,7 @@ impl Dense {
             return Ok(Self {
                 weight: weight_t,
                 bias: bias.cloned(),
+                inputs,
                 outputs,
                 layout: DenseLayout::Transposed,
             });
@@ -91,6 +96,7 @@ impl Dense {
         Ok(Self {
             weight: packed,
             bias: bias.cloned(),
+            inputs,
             outputs,
             layout: DenseLayout::Packed,
         })
@@ -197,14 +203,21 @@ impl Dense {
     }
 
     pub(in crate::model) fn cpu(&self) -> Result<DenseCpu<'_>> {
-        if self.layout != DenseLayout::Packed {
-            return Err(candle_core::Error::Msg(
-                "dense weight not packed for the CPU".into(),
-            ));
-        }
+        let values = match (self.layout, &self.weight) {
+            (DenseLayout::Packed, weight) => DenseValues::Packed(HostWeight::of(weight)?),
+            (DenseLayout::AsStored, Weight::Quantized(blocks)) if blocks.device().is_cpu() => {
+                DenseValues::Rows(blocks)
+            }
+            _ => {
+                return Err(candle_core::Error::Msg(
+                    "dense weight not on the CPU for its kernels".into(),
+                ))
+            }
+        };
         Ok(DenseCpu {
-            packed: HostWeight::of(&self.weight)?,
+            values,
             bias: self.bias.as_ref().map(HostValues::of).transpose()?,
+            inputs: self.inputs,
             outputs: self.outputs,
         })
     }
@@ -232,16 +245,28 @@ impl HeadGrams {
 }
 
 pub(in crate::model) struct DenseCpu<'a> {
-    packed: HostWeight<'a>,
+    values: DenseValues<'a>,
     bias: Option<HostValues<'a>>,
+    inputs: usize,
     outputs: usize,
+}
+
+/// Where a [`DenseCpu`]'s weight lies.
+enum DenseValues<'a> {
+    /// Packed panels.
+    Packed(HostWeight<'a>),
+    /// Quantized blocks, W as stored.
+    Rows(&'a QuantizedWeight),
 }
 
 impl DenseCpu<'_> {
     pub(in crate::model) fn weight(&self) -> kernels::Packed<'_> {
-        let panels = self.outputs.div_ceil(kernels::PANEL);
-        let inputs = self.packed.get().len() / (panels * kernels::PANEL).max(1);
-        kernels::Packed::new(self.packed.get(), inputs, self.outputs)
+        match &self.values {
+            DenseValues::Packed(packed) => {
+                kernels::Packed::new(packed.get(), self.inputs, self.outputs)
+            }
+            DenseValues::Rows(blocks) => kernels::Packed::rows(*blocks, self.inputs, self.outputs),
+        }
     }
 
     /// The bias, empty where the projection has none.
@@ -262,6 +287,10 @@ pub(in crate::model) enum Norm {
 }
 
 impl Norm {
+    pub(in crate::model) fn is_rms(&self) -> bool {
+        matches!(self, Self::Rms(_))
+    }
+
     /// A LayerNorm of `size`, with `bias` or without.
     pub(in crate::model) fn layer(
         vb: WeightBuilder,
@@ -341,5 +370,13 @@ impl NormCpu<'_> {
 
     pub(in crate::model) fn forward(&self, x: &mut [f32]) {
         kernels::normalise_rows(x, self.row_norm());
+    }
+
+    /// An RMSNorm's γ and ε (`None` for a LayerNorm).
+    pub(in crate::model) fn rms(&self) -> Option<(&[f32], f32)> {
+        match self {
+            Self::Rms { gamma, eps } => Some((gamma.get(), *eps)),
+            Self::Layer { .. } => None,
+        }
     }
 }

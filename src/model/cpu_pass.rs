@@ -25,16 +25,23 @@
 //!
 //! The stacks differ in where the norms sit ([`LayerCpu`]): the BERT-like
 //! encoders normalise after each residual sum, the pre-norm families (the
-//! decoders, ModernBERT) before each sub-layer.
+//! decoders, ModernBERT) before each sub-layer, and some of them after each
+//! sub-layer's output too (Gemma 2 and 3) or only there (OLMo 2). Queries
+//! and keys may be normalised before rotary, per head (Qwen3, Gemma 3) or
+//! across all heads (OLMo 2: a third barrier, where the threads' sums of
+//! squares meet); rotary may turn only each head's first dimensions
+//! (GPT-NeoX); the feed-forward may read the layer's input beside the
+//! attention (GPT-NeoX's parallel residual).
 
 use super::ablation::heads::Ablation;
 use super::blocks::{DenseCpu, NormCpu};
+use super::config::RotaryFrequencies;
 use super::stack::{
     Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, MadeHead, PassObserver,
 };
 use super::team::{self, Barrier};
 use crate::kernels::attention::{attend, value_norms, ScoreRule};
-use crate::kernels::{self, Activation, MatRef};
+use crate::kernels::{self, Activation, MatRef, SumNorm};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
@@ -47,13 +54,24 @@ pub(super) struct LayerCpu<'a> {
     pub(super) attention_norm: Option<NormCpu<'a>>,
     /// Queries, keys and values side by side: H·d, H_kv·d and H_kv·d columns.
     pub(super) qkv: DenseCpu<'a>,
+    /// The norms of the queries and keys, before rotary.
+    pub(super) qk_norms: Option<QkNormsCpu<'a>>,
     pub(super) attention_output: DenseCpu<'a>,
+    /// Pre-norm only: the norm of the attention's output, before the
+    /// residual sum (Gemma 2 and 3, OLMo 2).
+    pub(super) attention_output_norm: Option<NormCpu<'a>>,
     /// Its heads' Gram matrices in `attention_output` (H × d × d), for
     /// their value norms.
     pub(super) value_grams: &'a [f32],
-    /// Pre-norm: the norm of the feed-forward's input; post-norm: the norm
-    /// after its residual sum.
-    pub(super) feed_forward_norm: NormCpu<'a>,
+    /// Pre-norm: the norm of the feed-forward's input (none in OLMo 2);
+    /// post-norm: the norm after its residual sum.
+    pub(super) feed_forward_norm: Option<NormCpu<'a>>,
+    /// Pre-norm only: the norm of the feed-forward's output, before the
+    /// residual sum (Gemma 2 and 3, OLMo 2).
+    pub(super) feed_forward_output_norm: Option<NormCpu<'a>>,
+    /// GPT-NeoX's parallel residual: the feed-forward reads the layer's
+    /// input, not the attended state, and both outputs join the residual.
+    pub(super) parallel_residual: bool,
     /// The feed-forward's first projection: I columns, or for a gated one
     /// 2·I, the activated half and then the half it is multiplied by.
     pub(super) up: DenseCpu<'a>,
@@ -64,6 +82,25 @@ pub(super) struct LayerCpu<'a> {
     /// Rotary positions of this layer's queries and keys, if the family
     /// rotates them.
     pub(super) rotary: Option<&'a RotaryCpu>,
+}
+
+/// A layer's norms of its queries and keys (with the model's RMSNorm), before rotary.
+pub(super) struct QkNormsCpu<'a> {
+    /// Over each head's d values (Qwen3, Gemma 3), or over all heads
+    /// together (OLMo 2: H·d and H_kv·d values).
+    pub(super) query: NormCpu<'a>,
+    pub(super) key: NormCpu<'a>,
+    pub(super) across_heads: bool,
+}
+
+impl QkNormsCpu<'_> {
+    /// The barriers a layer's attention phase waits at for them: one where
+    /// the norms span the heads, which the threads share out.
+    fn barriers(norms: &Option<Self>) -> usize {
+        norms
+            .as_ref()
+            .map_or(0, |norms| usize::from(norms.across_heads))
+    }
 }
 
 /// The shape of a pass.
@@ -81,32 +118,44 @@ pub(super) struct PassShape {
 }
 
 /// Rotary positions as transformers' `rotate_half` convention applies
-/// them, pairing dimension i with i + d/2: cos and sin of every position's
-/// angles (T × d, the frequencies repeated for the two halves), computed in
-/// float32 as transformers computes them.
+/// them, pairing dimension i with i + r/2 of the r dimensions that turn
+/// (each head's first r: all d, or GPT-NeoX's share): cos and sin of every
+/// position's angles (T × r, the frequencies repeated for the two halves),
+/// times the embedding's scaling (YaRN's), computed in float32 as
+/// transformers computes them.
 pub(super) struct RotaryCpu {
     cos: Vec<f32>,
     sin: Vec<f32>,
-    head_dim: usize,
+    /// r.
+    width: usize,
 }
 
 impl RotaryCpu {
-    pub(super) fn new(inverse_frequencies: &[f32], tokens: usize) -> Self {
-        let head_dim = 2 * inverse_frequencies.len();
+    pub(super) fn new(frequencies: &RotaryFrequencies, tokens: usize) -> Self {
+        let RotaryFrequencies {
+            inverse: inverse_frequencies,
+            scaling,
+        } = frequencies;
+        let width = 2 * inverse_frequencies.len();
         let (mut cos, mut sin) = (
-            Vec::with_capacity(tokens * head_dim),
-            Vec::with_capacity(tokens * head_dim),
+            Vec::with_capacity(tokens * width),
+            Vec::with_capacity(tokens * width),
         );
         for position in 0..tokens {
             for _ in 0..2 {
                 for &inverse in inverse_frequencies {
                     let angle = position as f32 * inverse;
-                    cos.push(angle.cos());
-                    sin.push(angle.sin());
+                    if *scaling == 1.0 {
+                        cos.push(angle.cos());
+                        sin.push(angle.sin());
+                    } else {
+                        cos.push(angle.cos() * scaling);
+                        sin.push(angle.sin() * scaling);
+                    }
                 }
             }
         }
-        Self { cos, sin, head_dim }
+        Self { cos, sin, width }
     }
 
     /// cos of every position's angles, T × d.
@@ -119,13 +168,14 @@ impl RotaryCpu {
         &self.sin
     }
 
-    /// `x·cos + rotate_half(x)·sin` of one head's contiguous T × d vectors.
-    fn apply(&self, x: &mut [f32]) {
-        let (d, half) = (self.head_dim, self.head_dim / 2);
+    /// `x·cos + rotate_half(x)·sin` of the first r dimensions of one
+    /// head's contiguous T × d vectors; the others pass unchanged.
+    fn apply(&self, x: &mut [f32], head_dim: usize) {
+        let (r, half) = (self.width, self.width / 2);
         for ((row, cos), sin) in x
-            .chunks_exact_mut(d)
-            .zip(self.cos.chunks_exact(d))
-            .zip(self.sin.chunks_exact(d))
+            .chunks_exact_mut(head_dim)
+            .zip(self.cos.chunks_exact(r))
+            .zip(self.sin.chunks_exact(r))
         {
             for i in 0..half {
                 let (first, second) = (row[i], row[i + half]);
@@ -234,6 +284,7 @@ pub(super) fn run(
         stop_at: AtomicUsize::new(usize::MAX),
         attention_partials: mailboxes(),
         feed_forward_partials: mailboxes(),
+        square_sums: mailboxes(),
     };
     let targets: Vec<Targets> = match kept {
         Some(kept) => kept
@@ -405,6 +456,9 @@ struct Pass<'a> {
     attention_partials: Vec<RwLock<Vec<f32>>>,
     /// Each thread's partial sum of the feed-forward's down projection.
     feed_forward_partials: Vec<RwLock<Vec<f32>>>,
+    /// Each thread's sums of squares of its heads' queries and keys per
+    /// token (2 × T), where the q/k norms span the heads.
+    square_sums: Vec<RwLock<Vec<f32>>>,
 }
 
 /// One thread of the pass and where it writes its heads' captures.
@@ -518,6 +572,12 @@ impl Pass<'_> {
             let stop = |caller: &Caller| caller.observer.before_layer(l).is_break();
             if failed.is_some() || caller.as_ref().is_some_and(stop) {
                 self.stop_at.store(l, Ordering::Relaxed);
+                // Meet the others at the barriers inside their attention
+                // (what this thread posts there is stale: no one uses
+                // the stopped layer's results).
+                for _ in 0..QkNormsCpu::barriers(&layer.qk_norms) {
+                    self.barrier.wait();
+                }
                 if ends_early {
                     return Err(failed.unwrap_or(ForwardError::Cancelled));
                 }
@@ -560,6 +620,7 @@ impl Pass<'_> {
     fn attention(&self, scratch: &mut Scratch, targets: &mut Targets, l: usize, layer: &LayerCpu) {
         let shape = self.shape;
         let Scratch {
+            me,
             heads,
             kv_heads,
             x,
@@ -604,6 +665,14 @@ impl Pass<'_> {
         ] {
             project(&layer.qkv, states, hidden, columns, out);
         }
+        let per_head_norms = match &layer.qk_norms {
+            Some(norms) if norms.across_heads => {
+                let own = (heads.clone(), kv_heads.clone());
+                self.norm_across_heads(*me, own, queries, keys, norms);
+                None
+            }
+            norms => norms.as_ref(),
+        };
         // Contiguous copies: gemm reads a head's keys and values
         // faster this way than through the block's row stride.
         for (i, (keys_of_head, values_of_head)) in head_keys
@@ -613,8 +682,11 @@ impl Pass<'_> {
         {
             gather_head(keys, kv_width, i, head_dim, keys_of_head);
             gather_head(values, kv_width, i, head_dim, values_of_head);
+            if let Some(norms) = per_head_norms {
+                norms.key.forward(keys_of_head);
+            }
             if let Some(rotary) = layer.rotary {
-                rotary.apply(keys_of_head);
+                rotary.apply(keys_of_head, head_dim);
             }
             let kv = kv_heads.start + i;
             if let (Targets::Streamed(streamed), true) = (&*targets, heads.contains(&(kv * group)))
@@ -627,8 +699,11 @@ impl Pass<'_> {
         }
         for (i, head) in heads.clone().enumerate() {
             gather_head(queries, width, i, head_dim, query);
+            if let Some(norms) = per_head_norms {
+                norms.query.forward(query);
+            }
             if let Some(rotary) = layer.rotary {
-                rotary.apply(query);
+                rotary.apply(query, head_dim);
             }
             let kv = (head / group - kv_heads.start) * vectors;
             let (p, o, s, n) = match &mut *targets {
@@ -698,6 +773,70 @@ impl Pass<'_> {
         }
     }
 
+    /// OLMo 2's RMSNorm of all heads' queries (and of all key/value heads'
+    /// keys) of each token: this thread posts the sums of squares of its
+    /// heads' (and of the key/value heads whose first query head is its,
+    /// so each is counted once), and after a barrier normalises its own
+    /// columns by the totals.
+    fn norm_across_heads(
+        &self,
+        me: usize,
+        (heads, kv_heads): (Range<usize>, Range<usize>),
+        queries: &mut [f32],
+        keys: &mut [f32],
+        norms: &QkNormsCpu,
+    ) {
+        let (tokens, head_dim) = (self.shape.tokens, self.shape.head_dim);
+        let group = self.shape.heads / self.shape.kv_heads.max(1);
+        let (width, kv_width) = (heads.len() * head_dim, kv_heads.len() * head_dim);
+        let mut counted_kv = kv_heads.clone().filter(|kv| heads.contains(&(kv * group)));
+        let counted_keys = match (counted_kv.clone().next(), counted_kv.next_back()) {
+            (Some(first), Some(last)) => {
+                (first - kv_heads.start) * head_dim..(last + 1 - kv_heads.start) * head_dim
+            }
+            _ => 0..0,
+        };
+        {
+            let mut post = self.square_sums[me].write().expect("mailbox");
+            post.clear();
+            let square_sum = |row: &[f32]| row.iter().map(|v| v * v).sum::<f32>();
+            post.extend(queries.chunks(width).map(square_sum));
+            post.extend(
+                keys.chunks(kv_width)
+                    .map(|row| square_sum(&row[counted_keys.clone()])),
+            );
+        }
+        self.barrier.wait();
+        let mut totals = vec![0.0f32; 2 * tokens];
+        for post in &self.square_sums {
+            let post = post.read().expect("mailbox");
+            if post.len() == totals.len() {
+                for (total, sum) in totals.iter_mut().zip(post.iter()) {
+                    *total += sum;
+                }
+            }
+        }
+        let (query_totals, key_totals) = totals.split_at(tokens);
+        let (query_columns, key_columns) = (
+            heads.start * head_dim..heads.end * head_dim,
+            kv_heads.start * head_dim..kv_heads.end * head_dim,
+        );
+        for (block, norm, totals, columns) in [
+            (queries, &norms.query, query_totals, query_columns),
+            (keys, &norms.key, key_totals, key_columns),
+        ] {
+            if let Some((gamma, eps)) = norm.rms() {
+                let whole = gamma.len() as f32;
+                for (row, total) in block.chunks_mut(columns.len()).zip(totals) {
+                    let inverse = 1.0 / (total / whole + eps).sqrt();
+                    for (v, g) in row.iter_mut().zip(&gamma[columns.clone()]) {
+                        *v = g * (*v * inverse);
+                    }
+                }
+            }
+        }
+    }
+
     /// Posts this thread's partial sum of the attention-output projection
     /// (its heads' rows of that weight), for every thread to add up after
     /// the barrier.
@@ -737,21 +876,24 @@ impl Pass<'_> {
             no_bias,
             ..
         } = scratch;
-        let attention_norm = layer
-            .attention_norm
-            .as_ref()
-            .filter(|_| !shape.pre_norm)
-            .map(NormCpu::row_norm);
+        let after_attention = if shape.pre_norm {
+            &layer.attention_output_norm
+        } else {
+            &layer.attention_norm
+        };
         sum_partials(
             &self.attention_partials,
             layer.attention_output.bias(),
             x,
             attended,
-            attention_norm,
+            sum_norm(shape.pre_norm, after_attention),
         );
         let input = if shape.pre_norm {
-            normed.copy_from_slice(attended);
-            layer.feed_forward_norm.forward(normed);
+            // x is still the layer's input: only `add_feed_forward` overwrites it.
+            normed.copy_from_slice(if layer.parallel_residual { x } else { attended });
+            if let Some(norm) = &layer.feed_forward_norm {
+                norm.forward(normed);
+            }
             &*normed
         } else {
             &*attended
@@ -787,12 +929,18 @@ impl Pass<'_> {
     /// The layer's output, once every thread has posted its feed-forward
     /// partial sum: they added up, with bias and residual, into `x`.
     fn add_feed_forward(&self, scratch: &mut Scratch, layer: &LayerCpu) {
+        let pre_norm = self.shape.pre_norm;
+        let after_feed_forward = if pre_norm {
+            &layer.feed_forward_output_norm
+        } else {
+            &layer.feed_forward_norm
+        };
         sum_partials(
             &self.feed_forward_partials,
             layer.down.bias(),
             &scratch.attended,
             &mut scratch.x,
-            (!self.shape.pre_norm).then(|| layer.feed_forward_norm.row_norm()),
+            sum_norm(pre_norm, after_feed_forward),
         );
     }
 }
@@ -825,13 +973,24 @@ fn gather_head(block: &[f32], width: usize, index: usize, head_dim: usize, out: 
     }
 }
 
-/// `out = residual + bias + every thread's partial sum`, then `norm`.
+/// Where a sub-layer's end normalises: a pre-norm layer's norm after a
+/// sub-layer (if any) on its output, a post-norm layer's on the residual sum.
+fn sum_norm<'a>(pre_norm: bool, norm: &'a Option<NormCpu>) -> SumNorm<'a> {
+    match norm {
+        None => SumNorm::None,
+        Some(norm) if pre_norm => SumNorm::OnSublayer(norm.row_norm()),
+        Some(norm) => SumNorm::AfterResidual(norm.row_norm()),
+    }
+}
+
+/// `out = residual + bias + every thread's partial sum`, normalised where
+/// `norm` says.
 fn sum_partials(
     partials: &[RwLock<Vec<f32>>],
     bias: &[f32],
     residual: &[f32],
     out: &mut [f32],
-    norm: Option<kernels::RowNorm>,
+    norm: SumNorm,
 ) {
     let posts: Vec<_> = partials
         .iter()

@@ -300,12 +300,6 @@ impl WeightBuilder {
         self.stored(shape, name, false)?.widen()
     }
 
-    /// Whether the checkpoint keeps quantized blocks (a GGUF file's), which
-    /// the CPU pass's packed kernels do not take.
-    pub fn holds_quantized(&self) -> bool {
-        !lock(&self.quantized).is_empty()
-    }
-
     /// A weight matrix or embedding table in its stored precision, handed
     /// over (a second call for it finds none).
     pub fn weight(&self, shape: impl Into<Shape>, name: &str) -> Result<Weight> {

@@ -19,7 +19,7 @@ mod shapes;
 use super::family::{supported_list, Family};
 pub use crate::kernels::Activation;
 use fields::Fields;
-pub use pre_norm::{PreNormShape, Rope, RopeScaling};
+pub use pre_norm::{PreNormShape, Rope, RopeScaling, RotaryFrequencies};
 use serde_json::Value;
 use std::path::Path;
 

@@ -157,9 +157,61 @@ pub enum RopeScaling {
     /// divided by its own factor, as llama.cpp divides it. Written to a
     /// config as `rope_type` `freq_factors` with the list.
     Factors(Vec<f32>),
+    /// YaRN (Qwen2.5's and Qwen3's long-context setting): the frequencies
+    /// that turn fewer than `beta_slow` times over the original context
+    /// divided by `factor`, those that turn more than `beta_fast` times
+    /// kept, a linear ramp between; cos and sin multiplied by
+    /// `attention_factor` (0.1·ln(factor) + 1 unless the config says).
+    /// transformers' `_compute_yarn_parameters`, and llama.cpp's
+    /// `rope_yarn` with `yarn_ext_factor` 1.
+    Yarn {
+        factor: f64,
+        original_max_position_embeddings: f64,
+        beta_fast: f64,
+        beta_slow: f64,
+        attention_factor: f64,
+        /// Whether the ramp's ends are rounded to whole dimensions
+        /// (transformers' `truncate`, llama.cpp always).
+        truncate: bool,
+    },
+}
+
+/// YaRN's `mscale` (its paper's eq. 21): 0.1 · `mscale` · ln(factor) + 1.
+fn yarn_mscale(factor: f64, mscale: f64) -> f64 {
+    if factor <= 1.0 {
+        1.0
+    } else {
+        0.1 * mscale * factor.ln() + 1.0
+    }
+}
+
+/// A rotary embedding's inverse frequencies and what its cos and sin are
+/// multiplied by (YaRN's attention factor, else 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RotaryFrequencies {
+    pub inverse: Vec<f32>,
+    pub scaling: f32,
 }
 
 impl Rope {
+    /// The frequencies of a head's first `dims` dimensions and their scaling.
+    pub fn frequencies(&self, dims: usize) -> RotaryFrequencies {
+        RotaryFrequencies {
+            inverse: self.inverse_frequencies(dims),
+            scaling: self.attention_scaling(),
+        }
+    }
+
+    /// What cos and sin are multiplied by: YaRN's attention factor, else 1.
+    pub fn attention_scaling(&self) -> f32 {
+        match self.scaling {
+            RopeScaling::Yarn {
+                attention_factor, ..
+            } => attention_factor as f32,
+            _ => 1.0,
+        }
+    }
+
     /// The inverse frequencies of a head of `head_dim`, as transformers
     /// computes them.
     pub fn inverse_frequencies(&self, head_dim: usize) -> Vec<f32> {
@@ -172,6 +224,34 @@ impl Rope {
                 let inv = 1.0f32 / (self.theta.powf(f64::from(exponent)) as f32);
                 match &self.scaling {
                     RopeScaling::Default => inv,
+                    &RopeScaling::Yarn {
+                        factor,
+                        original_max_position_embeddings: old,
+                        beta_fast,
+                        beta_slow,
+                        truncate,
+                        ..
+                    } => {
+                        // The dimension that turns `rotations` times over
+                        // the original context (in f64, as Python's math).
+                        let dimension = |rotations: f64| {
+                            head_dim as f64 * (old / (rotations * std::f64::consts::TAU)).ln()
+                                / (2.0 * self.theta.ln())
+                        };
+                        let (mut low, mut high) = (dimension(beta_fast), dimension(beta_slow));
+                        if truncate {
+                            (low, high) = (low.floor(), high.ceil());
+                        }
+                        let (low, mut high) = (low.max(0.0), high.min(head_dim as f64 - 1.0));
+                        if low == high {
+                            high += 0.001;
+                        }
+                        let ramp = ((i as f32 - low as f32) / (high - low) as f32).clamp(0.0, 1.0);
+                        let extrapolation = 1.0 - ramp;
+                        let position_frequency = self.theta.powf(f64::from(exponent)) as f32;
+                        let interpolated = 1.0 / (factor as f32 * position_frequency);
+                        interpolated * (1.0 - extrapolation) + inv * extrapolation
+                    }
                     RopeScaling::Factors(factors) => inv / factors.get(i).copied().unwrap_or(1.0),
                     RopeScaling::Linear { factor } => inv / *factor as f32,
                     &RopeScaling::Llama3 {
@@ -628,20 +708,28 @@ fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
         }
     };
     let (parameters, scaling) = (object("rope_parameters")?, object("rope_scaling")?);
-    let number = |key: &str, legacy: &str, default: Option<f64>| -> Result<f64, String> {
+    let given = |key: &str, legacy: &str| -> Result<Option<f64>, String> {
         let value = parameters
             .get(key)
             .or_else(|| scaling.get(key))
             .or_else(|| fields.0.get(key))
-            .or_else(|| fields.0.get(legacy));
-        match value {
-            Some(value) => value
-                .as_f64()
-                .ok_or_else(|| format!("RoPE parameter {key} is {value}, not a number")),
-            None => default.ok_or_else(|| format!("RoPE parameter {key} is missing")),
-        }
+            .or_else(|| fields.0.get(legacy))
+            .filter(|value| !value.is_null());
+        value
+            .map(|value| {
+                value
+                    .as_f64()
+                    .ok_or_else(|| format!("RoPE parameter {key} is {value}, not a number"))
+            })
+            .transpose()
+    };
+    let number = |key: &str, legacy: &str, default: Option<f64>| -> Result<f64, String> {
+        given(key, legacy)?
+            .or(default)
+            .ok_or_else(|| format!("RoPE parameter {key} is missing"))
     };
     let required = |key: &str| number(key, key, None);
+    let optional = |key: &str| given(key, key);
     let kind = [parameters, scaling]
         .iter()
         .find_map(|map| {
@@ -661,6 +749,39 @@ fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
             high_freq_factor: required("high_freq_factor")?,
             original_max_position_embeddings: required("original_max_position_embeddings")?,
         },
+        "yarn" => {
+            let factor = required("factor")?;
+            let attention_factor = match (
+                optional("attention_factor")?,
+                optional("mscale")?,
+                optional("mscale_all_dim")?,
+            ) {
+                (Some(given), _, _) => given,
+                (None, Some(mscale), Some(all)) if mscale != 0.0 && all != 0.0 => {
+                    yarn_mscale(factor, mscale) / yarn_mscale(factor, all)
+                }
+                _ => yarn_mscale(factor, 1.0),
+            };
+            let truncate = [parameters, scaling]
+                .iter()
+                .find_map(|map| map.get("truncate"))
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            // transformers' default: the config's context.
+            let original = number(
+                "original_max_position_embeddings",
+                "max_position_embeddings",
+                None,
+            )?;
+            RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings: original,
+                beta_fast: optional("beta_fast")?.filter(|v| *v != 0.0).unwrap_or(32.0),
+                beta_slow: optional("beta_slow")?.filter(|v| *v != 0.0).unwrap_or(1.0),
+                attention_factor,
+                truncate,
+            }
+        }
         "freq_factors" => {
             let factors = [parameters, scaling]
                 .iter()
@@ -677,7 +798,7 @@ fn rope(fields: &Fields, names: RopeNames) -> Result<(Rope, f64), String> {
         }
         other => {
             return Err(format!(
-                "RoPE scaling {other:?} is not supported (headscope runs \"default\", \"linear\" and \"llama3\")"
+                "RoPE scaling {other:?} is not supported (headscope runs \"default\", \"linear\", \"llama3\" and \"yarn\")"
             ))
         }
     };
@@ -982,10 +1103,16 @@ pub(super) fn to_json(config: &ModelConfig, shape: &PreNormShape) -> Value {
                         );
                     }
                     ScoreField::QueryPreAttnScalar => {
-                        set(
-                            "query_pre_attn_scalar",
-                            json!(variant.query_pre_attn_scalar),
-                        );
+                        // An integer, as transformers' Gemma configs declare it
+                        // (their strict dataclasses refuse 256.0).
+                        let scalar = variant.query_pre_attn_scalar.map(|scalar| {
+                            if scalar.fract() == 0.0 {
+                                json!(scalar as u64)
+                            } else {
+                                json!(scalar)
+                            }
+                        });
+                        set("query_pre_attn_scalar", json!(scalar));
                     }
                 }
             }
@@ -1032,6 +1159,23 @@ fn rope_json(rope: &Rope) -> Value {
             parameters["original_max_position_embeddings"] =
                 json!(original_max_position_embeddings as u64);
         }
+        RopeScaling::Yarn {
+            factor,
+            original_max_position_embeddings,
+            beta_fast,
+            beta_slow,
+            attention_factor,
+            truncate,
+        } => {
+            parameters["rope_type"] = json!("yarn");
+            parameters["factor"] = json!(factor);
+            parameters["original_max_position_embeddings"] =
+                json!(original_max_position_embeddings as u64);
+            parameters["beta_fast"] = json!(beta_fast);
+            parameters["beta_slow"] = json!(beta_slow);
+            parameters["attention_factor"] = json!(attention_factor);
+            parameters["truncate"] = json!(truncate);
+        }
     }
     parameters
 }
@@ -1067,6 +1211,48 @@ mod tests {
         assert_eq!(scaled[2], plain[2] / 4.0);
     }
 
+    /// Qwen2.5's YaRN as its model card writes it: the fast-turning
+    /// dimensions kept, the slow ones divided by the factor, a ramp
+    /// between; cos and sin scaled by 0.1·ln(4) + 1.
+    #[test]
+    fn yarn_keeps_fast_dimensions_divides_slow_ones_and_scales() {
+        let yarn = config(
+            r#"{"model_type": "qwen2", "vocab_size": 10, "hidden_size": 64, "num_attention_heads": 1,
+            "num_hidden_layers": 1, "intermediate_size": 16, "rope_theta": 10000.0,
+            "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}"#,
+        )
+        .unwrap();
+        let rope = yarn.pre_norm.unwrap().rope.unwrap();
+        assert_eq!(rope.attention_scaling(), (0.1 * 4f64.ln() + 1.0) as f32);
+        let plain = Rope {
+            theta: 10000.0,
+            scaling: RopeScaling::Default,
+        }
+        .inverse_frequencies(64);
+        let scaled = rope.inverse_frequencies(64);
+        // Pairs turning over 32 times in 32,768 positions (to ⌊17.7⌋) are
+        // kept, under once (from ⌈29.7⌉) divided by 4, those between blended.
+        assert_eq!(scaled[..=17], plain[..=17]);
+        assert!(scaled[24] < plain[24] && scaled[24] > plain[24] / 4.0);
+        for (s, p) in scaled[30..].iter().zip(&plain[30..]) {
+            assert!((s - p / 4.0).abs() <= 1e-6 * p, "{s} vs {p}");
+        }
+        let context = config(
+            r#"{"model_type": "qwen2", "vocab_size": 10, "hidden_size": 64, "num_attention_heads": 1,
+            "num_hidden_layers": 1, "intermediate_size": 16, "max_position_embeddings": 4096,
+            "rope_scaling": {"type": "yarn", "factor": 4.0}}"#,
+        )
+        .unwrap();
+        let Some(RopeScaling::Yarn {
+            original_max_position_embeddings,
+            ..
+        }) = context.pre_norm.unwrap().rope.map(|rope| rope.scaling)
+        else {
+            panic!("yarn expected");
+        };
+        assert_eq!(original_max_position_embeddings, 4096.0);
+    }
+
     #[test]
     fn old_and_new_rope_fields_read_alike() {
         let new = config(
@@ -1088,13 +1274,16 @@ mod tests {
             shape.rope.unwrap().scaling,
             RopeScaling::Linear { factor: 2.0 }
         );
-        let yarn = config(
+        let dynamic = config(
             r#"{"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2,
             "num_hidden_layers": 1, "intermediate_size": 16,
-            "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}"#,
+            "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}"#,
         )
         .unwrap_err();
-        assert!(yarn.contains("\"yarn\" is not supported"), "{yarn}");
+        assert!(
+            dynamic.contains("\"dynamic\" is not supported"),
+            "{dynamic}"
+        );
     }
 
     /// The older config fields of each newer family read as transformers
@@ -1220,7 +1409,7 @@ mod tests {
         assert_eq!(partial.rotary_dims(), 2);
         assert_eq!(partial.sliding_windows, [Some(5), Some(5)]);
         assert_eq!(partial.variant.feed_forward, FeedForwardLayout::FusedGated);
-        for kind in ["longrope", "su", "yarn"] {
+        for kind in ["longrope", "su"] {
             let error = phi3(&format!(
                 r#""rope_scaling": {{"type": "{kind}", "short_factor": [1.0], "long_factor": [1.0]}}"#
             ))

@@ -12,8 +12,8 @@
 //! feed-forward (gate and up fused at load, or fused gate-first in the
 //! checkpoint); norms before and/or after each sublayer, and a sequential
 //! or parallel residual. Projection matrices stay in the checkpoint's
-//! precision ([`Dense`]). The CPU pass takes the plain pre-norm layer; the
-//! layers it does not take run on candle's ops ([`DecoderLayer::cpu`]).
+//! precision ([`Dense`]). On the CPU every variant runs on the tuned CPU
+//! pass ([`DecoderLayer::cpu`]); elsewhere on candle's ops.
 
 use crate::kernels::attention::{attend_rows, similarity_rows, AttentionMask, ScoreRule};
 use crate::model::ablation::heads::LayerAblation;
@@ -22,8 +22,8 @@ use crate::model::config::pre_norm::{
     attention_names, feed_forward_names, norm_names, FeedForwardLayout, LayerLayout, NormKind,
     QkNorm, QkvLayout,
 };
-use crate::model::config::{Activation, ModelConfig, PreNormShape};
-use crate::model::cpu_pass::{LayerCpu, RotaryCpu};
+use crate::model::config::{Activation, ModelConfig, PreNormShape, RotaryFrequencies};
+use crate::model::cpu_pass::{LayerCpu, QkNormsCpu, RotaryCpu};
 use crate::model::family::Family;
 use crate::model::stack::{
     self, attend_layer, HostValues, LayerAttention, LayerCache, LayerCaptures,
@@ -143,12 +143,12 @@ impl RotaryTables {
     /// The tables of the positions `positions` (all of an input's, or
     /// the new tokens' of a cached step).
     pub(super) fn positions(
-        inverse_frequencies: &[f32],
+        frequencies: &RotaryFrequencies,
         positions: std::ops::Range<usize>,
         device: &candle_core::Device,
     ) -> Result<Self> {
-        let tables = RotaryCpu::new(inverse_frequencies, positions.end);
-        let width = 2 * inverse_frequencies.len();
+        let tables = RotaryCpu::new(frequencies, positions.end);
+        let width = 2 * frequencies.inverse.len();
         let rows = positions.start * width..positions.end * width;
         let shape = (positions.len(), width);
         Ok(Self {
@@ -634,12 +634,13 @@ impl DecoderLayer {
         }
     }
 
-    /// Whether the CPU pass computes this layer: a norm before each
-    /// sublayer and none after, no q/k norms, every dimension rotated.
-    pub(super) fn fits_cpu_pass(&self, shape: &PreNormShape) -> bool {
-        self.layout == LayerLayout::PreNorm
-            && self.attention.qk_norm == QkNorm::None
-            && (shape.rope.is_none() || shape.rotary_dims() == shape.head_dim)
+    /// Whether the CPU pass computes this layer: every layer, but for q/k
+    /// norms across heads that are not RMSNorms (no family has them).
+    pub(super) fn fits_cpu_pass(&self) -> bool {
+        self.attention.qk_norm != QkNorm::AcrossHeads
+            || [&self.attention.query_norm, &self.attention.key_norm]
+                .iter()
+                .all(|norm| norm.as_ref().is_some_and(Norm::is_rms))
     }
 
     /// Its parameters as slices for the CPU pass, rotated by `rotary`
@@ -649,19 +650,26 @@ impl DecoderLayer {
         activation: Activation,
         rotary: Option<&'a RotaryCpu>,
     ) -> Result<LayerCpu<'a>> {
-        let feed_forward_norm = self.feed_forward_input_norm.as_ref().ok_or_else(|| {
-            candle_core::Error::Msg("the CPU pass needs a norm before the feed-forward".into())
-        })?;
+        let cpu = |norm: &'a Option<Norm>| norm.as_ref().map(Norm::cpu).transpose();
+        let attention = &self.attention;
+        let qk_norms = match (&attention.query_norm, &attention.key_norm) {
+            (Some(query), Some(key)) => Some(QkNormsCpu {
+                query: query.cpu()?,
+                key: key.cpu()?,
+                across_heads: attention.qk_norm == QkNorm::AcrossHeads,
+            }),
+            _ => None,
+        };
         Ok(LayerCpu {
-            attention_norm: self
-                .attention_input_norm
-                .as_ref()
-                .map(Norm::cpu)
-                .transpose()?,
-            qkv: self.attention.qkv.cpu()?,
-            attention_output: self.attention.output.cpu()?,
-            value_grams: self.attention.value_grams()?,
-            feed_forward_norm: feed_forward_norm.cpu()?,
+            attention_norm: cpu(&self.attention_input_norm)?,
+            qkv: attention.qkv.cpu()?,
+            qk_norms,
+            attention_output: attention.output.cpu()?,
+            attention_output_norm: cpu(&self.attention_output_norm)?,
+            value_grams: attention.value_grams()?,
+            feed_forward_norm: cpu(&self.feed_forward_input_norm)?,
+            feed_forward_output_norm: cpu(&self.feed_forward_output_norm)?,
+            parallel_residual: self.layout == LayerLayout::ParallelResidual,
             up: self.feed_forward.up.cpu()?,
             gated: self.feed_forward.gated,
             activation,

@@ -12,12 +12,10 @@
 //! and keys instead), then layers whose attention is causal (and, where the
 //! config says, limited to a sliding window). The families differ only
 //! where [`PreNormShape::variant`] says and [`blocks`] reads it. On the CPU
-//! the plain pre-norm layer runs the tuned CPU pass the encoder runs
-//! ([`super::cpu_pass`]), with its norms before each sub-layer; on another
-//! device, with a GGUF file's quantized blocks, with layers the pass does
-//! not take (norms after a sublayer, q/k norms, partial rotary, a parallel
-//! residual), or for a sink that wants the residual stream after each
-//! layer (the logit lens), candle's ops, each layer's heads through the
+//! every family's layer runs the tuned CPU pass the encoder runs
+//! ([`super::cpu_pass`]): norms before and/or after each sub-layer, q/k
+//! norms, partial rotary, the parallel residual, a GGUF file's quantized
+//! blocks; on another device, candle's ops, each layer's heads through the
 //! attention core on the host ([`super::stack::attend_layer`]).
 //!
 //! A generation step ([`PassInput::Cached`], for [`super::predict`]) runs
@@ -32,7 +30,7 @@ use blocks::{AttentionBuffers, DecoderLayer, RotaryTables};
 pub use head::LmHead;
 
 use super::blocks::Norm;
-use super::config::{Activation, ModelConfig, PreNormShape};
+use super::config::{Activation, ModelConfig, PreNormShape, RotaryFrequencies};
 use super::cpu_pass::{self, PassShape, RotaryCpu};
 use super::family::Family;
 use super::stack::{
@@ -54,17 +52,16 @@ pub struct PreNormStack {
     /// ModernBERT normalises its embeddings.
     embedding_norm: Option<Norm>,
     layers: Vec<DecoderLayer>,
-    inverse_frequencies: Option<Vec<f32>>,
+    rotary: Option<RotaryFrequencies>,
     /// ModernBERT's and Gemma 3's local layers' frequencies.
-    local_inverse_frequencies: Option<Vec<f32>>,
+    local_rotary: Option<RotaryFrequencies>,
     /// Gemma's √hidden, in float32 (transformers casts it to the
     /// embeddings' precision before the product).
     embedding_scale: Option<f32>,
     activation: Activation,
     config: ModelConfig,
     device: Device,
-    /// On the CPU, with layers and weights the packed kernels take (a GGUF file's
-    /// quantized blocks go through candle's ops, dequantized per product).
+    /// On the CPU, with layers the pass takes (every family's).
     cpu_pass: bool,
 }
 
@@ -78,8 +75,6 @@ impl PreNormStack {
         let activation = config
             .activation()
             .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
-        // Asked before the layers load: each hands its matrices over.
-        let quantized = vb.holds_quantized();
         let hidden = config.hidden_size;
         let words = vb
             .pp(config.family.word_embeddings())
@@ -98,22 +93,20 @@ impl PreNormStack {
         let layers = (0..config.num_hidden_layers)
             .map(|index| DecoderLayer::load(&vb, config, shape, index))
             .collect::<Result<Vec<_>>>()?;
-        let cpu_pass = vb.device().is_cpu()
-            && !quantized
-            && layers.iter().all(|layer| layer.fits_cpu_pass(shape));
+        let cpu_pass = vb.device().is_cpu() && layers.iter().all(DecoderLayer::fits_cpu_pass);
         Ok(Self {
             words,
             positions,
             embedding_norm,
             layers,
-            inverse_frequencies: shape
+            rotary: shape
                 .rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
-            local_inverse_frequencies: shape
+                .map(|rope| rope.frequencies(shape.rotary_dims())),
+            local_rotary: shape
                 .local_rope
                 .as_ref()
-                .map(|rope| rope.inverse_frequencies(shape.rotary_dims())),
+                .map(|rope| rope.frequencies(shape.rotary_dims())),
             embedding_scale: shape.variant.embedding_scale.factor(hidden),
             activation,
             config: config.clone(),
@@ -205,16 +198,15 @@ impl PreNormStack {
         &self,
         positions: std::ops::Range<usize>,
     ) -> Result<(Option<RotaryTables>, Option<RotaryTables>)> {
-        let tables = |inverse: &Option<Vec<f32>>| {
-            inverse
+        let tables = |frequencies: &Option<RotaryFrequencies>| {
+            frequencies
                 .as_ref()
-                .map(|inverse| RotaryTables::positions(inverse, positions.clone(), &self.device))
+                .map(|frequencies| {
+                    RotaryTables::positions(frequencies, positions.clone(), &self.device)
+                })
                 .transpose()
         };
-        Ok((
-            tables(&self.inverse_frequencies)?,
-            tables(&self.local_inverse_frequencies)?,
-        ))
+        Ok((tables(&self.rotary)?, tables(&self.local_rotary)?))
     }
 
     /// The tables a layer rotates by: its local ones for a local layer.
@@ -310,14 +302,15 @@ impl PreNormStack {
         Ok(x)
     }
 
-    /// The CPU pass ([`super::cpu_pass`]), after the embeddings, on the
-    /// threads the process's budget lends it.
+    /// The CPU pass ([`super::cpu_pass`]), after the embeddings, on
+    /// `threads` threads, or those the process's budget lends it.
     fn forward_cpu(
         &self,
         input_ids: &[u32],
         (first, residual): PassStart,
         observer: &dyn PassObserver,
         capture: Capture,
+        threads: Option<usize>,
     ) -> std::result::Result<(), ForwardError> {
         let tokens = input_ids.len();
         // Before the lease: widening a half-precision table leases threads too.
@@ -328,15 +321,12 @@ impl PreNormStack {
                 .flatten_all()?
                 .to_vec1::<f32>()?,
         };
-        let tables = |inverse: &Option<Vec<f32>>| {
-            inverse
+        let tables = |frequencies: &Option<RotaryFrequencies>| {
+            frequencies
                 .as_ref()
-                .map(|inverse| RotaryCpu::new(inverse, tokens))
+                .map(|frequencies| RotaryCpu::new(frequencies, tokens))
         };
-        let (rotary, local_rotary) = (
-            tables(&self.inverse_frequencies),
-            tables(&self.local_inverse_frequencies),
-        );
+        let (rotary, local_rotary) = (tables(&self.rotary), tables(&self.local_rotary));
         // Borrow every parameter before any thread starts, so that nothing
         // inside the pass can fail and leave a thread waiting at a barrier.
         let layers = self
@@ -360,7 +350,9 @@ impl PreNormStack {
             intermediate: self.config.intermediate_size,
             pre_norm: true,
         };
-        let lease = crate::threads::lease(tokens.max(1));
+        let lease = threads
+            .is_none()
+            .then(|| crate::threads::lease(tokens.max(1)));
         cpu_pass::run(
             shape,
             (first, &states),
@@ -368,7 +360,7 @@ impl PreNormStack {
             &schedule,
             observer,
             capture,
-            lease.threads(),
+            threads.or(lease.map(|lease| lease.threads())).unwrap_or(1),
         )
     }
 }
@@ -406,7 +398,7 @@ impl AttentionStack for PreNormStack {
         );
         let capture = Capture::of(sink, dims)?;
         if self.cpu_pass {
-            self.forward_cpu(input_ids, start, observer, capture)
+            self.forward_cpu(input_ids, start, observer, capture, None)
         } else {
             self.forward_tensors(input_ids, start, observer, capture)
         }
@@ -463,13 +455,38 @@ mod tests {
 
     /// On every pre-norm fixture (GPT-2, Llama, Mistral, Qwen2: grouped
     /// queries, sliding windows, biases; ModernBERT: local windows either
-    /// side, two rotary thetas, GeGLU), the CPU pass computes what candle's
-    /// ops compute, kept or streamed.
+    /// side, two rotary thetas, GeGLU; GPT-NeoX: partial rotary, parallel
+    /// residual; Gemma 1–3 and EmbeddingGemma: norms by (1 + w), norms after
+    /// each sub-layer, soft-caps, per-head q/k norms; Qwen3: per-head q/k
+    /// norms; Phi-3: fused projections; OLMo 2: norms only after each
+    /// sub-layer, q/k norms across heads), and on GGUF files of quantized
+    /// blocks (every type of llama.cpp's mixes, rows that do not start at
+    /// a block's edge), the CPU pass computes what candle's ops compute,
+    /// kept or streamed, on one thread and on three (heads and key/value
+    /// groups split unevenly).
     #[test]
     fn cpu_pass_matches_candle_ops() {
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families");
-        for name in ["gpt2", "llama", "mistral", "qwen2", "modernbert"] {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let folders = [
+            "gpt2",
+            "llama",
+            "mistral",
+            "qwen2",
+            "modernbert",
+            "gpt_neox",
+            "gemma",
+            "gemma2",
+            "gemma3_text",
+            "embeddinggemma",
+            "qwen3",
+            "phi3",
+            "olmo2",
+        ]
+        .map(|name| format!("families/{name}"));
+        // Quantized blocks of every type llama.cpp's mixes hold.
+        let files = ["mixed", "gemma3", "gptneox", "olmo2", "qwen3"]
+            .map(|name| format!("gguf/{name}.gguf"));
+        for name in folders.iter().chain(&files) {
             let model = Model::load_folder(&fixtures.join(name), &Device::Cpu).unwrap();
             let Network::PreNorm(decoder) = &model.network else {
                 panic!("{name} is not on the pre-norm stack");
@@ -480,17 +497,25 @@ mod tests {
             let reference = captured(|sink| {
                 decoder.forward_tensors(&ids, (0, None), &|| false, Capture::Layers(sink))
             });
-            let streamed = captured(|sink| decoder.run(PassInput::Sequence(&ids), &|| false, sink));
+            assert!(decoder.cpu_pass, "{name} runs on the CPU pass");
             assert_eq!(reference.len(), model.layers(), "{name}");
-            for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
-                let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
-                for (a, b) in ours.iter().zip(theirs) {
-                    assert!(
-                        (a - b).abs() <= 2e-5 * scale.max(1.0),
-                        "{name} layer {layer}: {a} vs {b}"
-                    );
+            for threads in [1, 3] {
+                let streamed = captured(|sink| {
+                    let capture = Capture::Layers(sink);
+                    decoder.forward_cpu(&ids, (0, None), &|| false, capture, Some(threads))
+                });
+                assert_eq!(streamed.len(), reference.len(), "{name}");
+                for (layer, (ours, theirs)) in streamed.iter().zip(&reference).enumerate() {
+                    let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+                    for (a, b) in ours.iter().zip(theirs) {
+                        assert!(
+                            (a - b).abs() <= 2e-5 * scale.max(1.0),
+                            "{name} layer {layer}, {threads} threads: {a} vs {b}"
+                        );
+                    }
                 }
             }
+            let streamed = captured(|sink| decoder.run(PassInput::Sequence(&ids), &|| false, sink));
             let captures = model.capture(&ids, &|| false).unwrap();
             let kept: Vec<f32> = streamed
                 .iter()

@@ -283,11 +283,17 @@ fn config_fields(file: &GgufFile, model_type: &str) -> anyhow::Result<Map<String
 
 /// The file's RoPE scaling keys as `rope_scaling`: `rope.scaling.type`
 /// `linear` with `rope.scaling.factor` (or the older `rope.scale_linear`);
-/// `none` or no key, none; YaRN and others refused by name.
+/// `yarn` with the factor and `rope.scaling.original_context_length` (and
+/// llama.cpp's optional `attn_factor`, `yarn_beta_fast`, `yarn_beta_slow`),
+/// as llama.cpp's `rope_yarn` applies them; `none` or no key, none; others
+/// refused by name.
 fn rope_scaling(file: &GgufFile, architecture: &str) -> anyhow::Result<Option<Value>> {
     let key = |name: &str| format!("{architecture}.{name}");
     let kind = file.string(&key("rope.scaling.type")).ok();
     let factor = file.float(&key("rope.scaling.factor"))?;
+    if kind == Some("yarn") {
+        return yarn_scaling(file, architecture, factor).map(Some);
+    }
     match (kind, factor, file.float(&key("rope.scale_linear"))?) {
         (None | Some("none"), _, None) => Ok(None),
         (None, _, Some(factor)) | (Some("linear"), None, Some(factor)) => {
@@ -304,11 +310,59 @@ fn rope_scaling(file: &GgufFile, architecture: &str) -> anyhow::Result<Option<Va
             key("rope.scaling.factor")
         ),
         (Some(other), _, _) => bail!(
-            "{}: RoPE scaling {other} ({}) is not supported (headscope applies linear scaling and rope_freqs)",
+            "{}: RoPE scaling {other} ({}) is not supported (headscope applies linear scaling, YaRN and rope_freqs)",
             file.path.display(),
             key("rope.scaling.type")
         ),
     }
+}
+
+/// YaRN as llama.cpp applies it: the angles of interpolated and extrapolated
+/// frequencies blended by its ramp (`yarn_ext_factor` 1), between the
+/// dimensions that turn `yarn_beta_fast` (32) and `yarn_beta_slow` (1)
+/// times over the original context, rounded outwards; cos and sin times
+/// `attn_factor` (1) · (1 + 0.1·ln(factor)). That is transformers' `yarn`
+/// with `attention_factor` the product, which is how the config says it.
+fn yarn_scaling(file: &GgufFile, architecture: &str, factor: Option<f64>) -> anyhow::Result<Value> {
+    let key = |name: &str| format!("{architecture}.rope.scaling.{name}");
+    let path = file.path.display();
+    let factor = factor.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{path}: RoPE scaling yarn but the metadata has no {}",
+            key("factor")
+        )
+    })?;
+    let original = file
+        .integer(&key("original_context_length"))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{path}: RoPE scaling yarn but the metadata has no {}",
+                key("original_context_length")
+            )
+        })?;
+    for (name, neutral) in [("yarn_ext_factor", 1.0), ("yarn_log_multiplier", 0.0)] {
+        if let Some(value) = file.float(&key(name))?.filter(|v| *v != neutral) {
+            bail!(
+                "{path}: {} is {value}: headscope applies YaRN with {neutral} only",
+                key(name)
+            );
+        }
+    }
+    let mscale = if factor > 1.0 {
+        1.0 + 0.1 * factor.ln()
+    } else {
+        1.0
+    };
+    let attention = file.float(&key("attn_factor"))?.unwrap_or(1.0) * mscale;
+    Ok(json!({
+        "rope_type": "yarn",
+        "factor": factor,
+        "original_max_position_embeddings": original,
+        "attention_factor": attention,
+        "beta_fast": file.float(&key("yarn_beta_fast"))?.unwrap_or(32.0),
+        "beta_slow": file.float(&key("yarn_beta_slow"))?.unwrap_or(1.0),
+        "truncate": true,
+    }))
 }
 
 /// Which layers slide: `key` as a list of flags (llama.cpp's

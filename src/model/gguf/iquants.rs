@@ -8,6 +8,7 @@
 //! super-block of eight 32-value blocks).
 
 use half::f16;
+use std::ops::Range;
 
 /// ggml's `kvalues_iq4nl`: the 16 levels a 4-bit index picks.
 const LEVELS: [i8; 16] = [
@@ -75,8 +76,15 @@ impl NonLinearBlocks {
 
     /// Row `row` dequantized into `out` (`columns` long).
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
-        let bytes = &self.data[row * self.row_bytes()..(row + 1) * self.row_bytes()];
+        let blocks = self.columns / self.layout.block_values();
+        self.dequantize_blocks(row, 0..blocks, out);
+    }
+
+    /// Blocks `blocks` of row `row` (each `block_values()` values) into `out`.
+    pub fn dequantize_blocks(&self, row: usize, blocks: Range<usize>, out: &mut [f32]) {
         let (values, size) = (self.layout.block_values(), self.layout.block_bytes());
+        let start = row * self.row_bytes();
+        let bytes = &self.data[start + blocks.start * size..start + blocks.end * size];
         for (block, out) in bytes.chunks_exact(size).zip(out.chunks_exact_mut(values)) {
             match self.layout {
                 Layout::Iq4Nl => dequantize_iq4_nl(block, out),

@@ -10,12 +10,17 @@
 //! arithmetic as ggml's and gguf-py's `dequantize`, which transformers'
 //! GGUF loader calls, bit for bit (`tests/gguf.rs` checks every type on
 //! random blocks): the figures are those of transformers on the
-//! dequantized model.
+//! dequantized model. On the tuned CPU pass a weight is read as
+//! [`RowBlocks`]: the blocks of a panel's rows dequantized as the product
+//! reaches them, by the same functions.
 
 use super::file::{RawTensor, TensorType};
 use super::iquants::{Layout, NonLinearBlocks};
-use candle_core::quantized::{ggml_file::qtensor_from_ggml, QTensor};
+use crate::kernels::RowBlocks;
+use candle_core::quantized::k_quants::{self, GgmlType};
+use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QTensor};
 use candle_core::{DType, Device, Result, Tensor};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// One stored matrix: candle's blocks or ours.
@@ -40,6 +45,117 @@ impl Part {
                 Tensor::from_vec(blocks.dequantize(), (blocks.rows, blocks.columns), device)
             }
         }
+    }
+
+    /// Rows × columns (a vector is one row).
+    fn dims(&self) -> (usize, usize) {
+        match self {
+            Self::Candle(blocks) => {
+                let dims = blocks.shape().dims();
+                let columns = dims.last().copied().unwrap_or(1);
+                (blocks.shape().elem_count() / columns.max(1), columns)
+            }
+            Self::NonLinear(blocks) => (blocks.rows, blocks.columns),
+        }
+    }
+
+    /// Values per block.
+    fn block_values(&self) -> usize {
+        match self {
+            Self::Candle(blocks) => blocks.dtype().block_size(),
+            Self::NonLinear(blocks) => blocks.layout.block_values(),
+        }
+    }
+
+    /// Blocks `blocks` of row `row` into `out`, whole blocks.
+    fn dequantize_blocks(&self, row: usize, blocks: Range<usize>, out: &mut [f32]) {
+        match self {
+            Self::Candle(tensor) => {
+                let dtype = tensor.dtype();
+                let per_row = self.dims().1 / dtype.block_size();
+                let size = dtype.type_size();
+                let data = tensor
+                    .data()
+                    .expect("a CPU tensor's blocks are borrowed, not copied");
+                let start = (row * per_row + blocks.start) * size;
+                widen_blocks(dtype, &data[start..start + blocks.len() * size], out);
+            }
+            Self::NonLinear(table) => table.dequantize_blocks(row, blocks, out),
+        }
+    }
+}
+
+/// Whole blocks of `dtype` (bytes as candle keeps them) in float32, by
+/// candle's dequantization of that type (ggml's).
+fn widen_blocks(dtype: GgmlDType, bytes: &[u8], out: &mut [f32]) {
+    fn widen<T: GgmlType>(bytes: &[u8], out: &mut [f32]) {
+        let size = std::mem::size_of::<T>();
+        assert!(
+            bytes.len().is_multiple_of(size)
+                && bytes.as_ptr().align_offset(std::mem::align_of::<T>()) == 0,
+            "blocks out of place"
+        );
+        // SAFETY: the bytes are a run of candle's own `Vec<T>` of blocks
+        // (`QTensor::data` borrows it on the CPU), whole and aligned
+        // (checked just above); the block types are plain `repr(C)` data.
+        let blocks =
+            unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size) };
+        T::to_float(blocks, out);
+    }
+    match dtype {
+        GgmlDType::F32 => widen::<f32>(bytes, out),
+        GgmlDType::F16 => widen::<half::f16>(bytes, out),
+        GgmlDType::BF16 => widen::<half::bf16>(bytes, out),
+        GgmlDType::Q4_0 => widen::<k_quants::BlockQ4_0>(bytes, out),
+        GgmlDType::Q4_1 => widen::<k_quants::BlockQ4_1>(bytes, out),
+        GgmlDType::Q5_0 => widen::<k_quants::BlockQ5_0>(bytes, out),
+        GgmlDType::Q5_1 => widen::<k_quants::BlockQ5_1>(bytes, out),
+        GgmlDType::Q8_0 => widen::<k_quants::BlockQ8_0>(bytes, out),
+        GgmlDType::Q8_1 => widen::<k_quants::BlockQ8_1>(bytes, out),
+        GgmlDType::Q2K => widen::<k_quants::BlockQ2K>(bytes, out),
+        GgmlDType::Q3K => widen::<k_quants::BlockQ3K>(bytes, out),
+        GgmlDType::Q4K => widen::<k_quants::BlockQ4K>(bytes, out),
+        GgmlDType::Q5K => widen::<k_quants::BlockQ5K>(bytes, out),
+        GgmlDType::Q6K => widen::<k_quants::BlockQ6K>(bytes, out),
+        GgmlDType::Q8K => widen::<k_quants::BlockQ8K>(bytes, out),
+    }
+}
+
+thread_local! {
+    /// The whole blocks around a row segment that does not start or end
+    /// at a block's edge (a thread's share of a partial sum's inputs).
+    static BLOCKS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The tuned CPU pass reads a quantized weight (on the CPU) a row segment
+/// at a time: the blocks that hold it, dequantized.
+impl RowBlocks for QuantizedWeight {
+    fn widen_row(&self, row: usize, inputs: Range<usize>, out: &mut [f32]) {
+        let mut row = row;
+        for part in &self.parts {
+            let rows = part.dims().0;
+            if row >= rows {
+                row -= rows;
+                continue;
+            }
+            let size = part.block_values();
+            let blocks = inputs.start / size..inputs.end.div_ceil(size);
+            if inputs.start.is_multiple_of(size) && inputs.end.is_multiple_of(size) {
+                part.dequantize_blocks(row, blocks, out);
+            } else {
+                BLOCKS.with_borrow_mut(|whole| {
+                    whole.resize(blocks.len() * size, 0.0);
+                    part.dequantize_blocks(row, blocks.clone(), whole);
+                    let skip = inputs.start - blocks.start * size;
+                    out.copy_from_slice(&whole[skip..skip + inputs.len()]);
+                });
+            }
+            return;
+        }
+        panic!(
+            "row past a quantized weight's {} rows",
+            self.shape.dims()[0]
+        );
     }
 }
 
