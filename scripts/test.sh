@@ -27,4 +27,4 @@ scripts/test-python.sh
 # And as on a CPU without AVX-512, whatever this one has (ANALYSIS.md §7):
 # built without the `avx512` feature, the binary has neither gemm's nor our
 # element-wise AVX-512 kernels.
-HEADSCOPE_THREADS=2 cargo test --no-default-features --test parity --test parity_bge --test families --test decoders --test smollm2
+HEADSCOPE_THREADS=2 cargo test --no-default-features --test parity --test parity_bge --test families --test decoders --test smollm2 --test gguf

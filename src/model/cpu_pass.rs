@@ -40,7 +40,7 @@ use super::stack::{
     Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, MadeHead, PassObserver,
 };
 use super::team::{self, Barrier};
-use crate::kernels::attention::{attend, value_norms, ScoreRule};
+use crate::kernels::attention::{attend, attend_rows, value_norms, ScoreRule};
 use crate::kernels::{self, Activation, MatRef, SumNorm};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -227,21 +227,25 @@ pub(super) fn run(
         Capture::Kept(out) => (Some(out), None),
         Capture::Layers(sink) => (None, Some(sink)),
     };
+    // A sink of the residual stream alone, with no head observer: each
+    // head's P and O only (S and the value norms would go unread).
+    let captures_wanted =
+        sink.as_ref().is_none_or(|sink| sink.wants_captures()) || observer.heads().is_some();
     let residuals = match (out.as_mut().and_then(|out| out.residuals.take()), &sink) {
         (Some(rows), _) => ResidualsTo::Rows(rows),
         (None, Some(sink)) if sink.wants_residuals() => ResidualsTo::Sink,
         _ => ResidualsTo::Nowhere,
     };
     let mut layer_buffers = [
-        shape.heads * square,
-        shape.heads * vectors,
-        shape.heads * square,
-        shape.heads * shape.tokens,
-        shape.heads * vectors,
-        shape.kv_heads * vectors,
+        (shape.heads * square, true),
+        (shape.heads * vectors, true),
+        (shape.heads * square, captures_wanted),
+        (shape.heads * shape.tokens, captures_wanted),
+        (shape.heads * vectors, captures_wanted),
+        (shape.kv_heads * vectors, captures_wanted),
     ]
-    .map(|len| {
-        if sink.is_some() {
+    .map(|(len, made)| {
+        if sink.is_some() && made {
             vec![0.0; len]
         } else {
             Vec::new()
@@ -279,6 +283,7 @@ pub(super) fn run(
         columns: column_ranges,
         barrier: Barrier::new(threads),
         to_the_end: !matches!(residuals, ResidualsTo::Nowhere),
+        captures_wanted,
         head_observer: observer.heads(),
         ablation: observer.ablation(),
         stop_at: AtomicUsize::new(usize::MAX),
@@ -316,7 +321,7 @@ pub(super) fn run(
         };
         pass.run(first, Some(caller))
     })?;
-    if let (Some(sink), false) = (sink, pass.to_the_end) {
+    if let (Some(sink), false, true) = (sink, pass.to_the_end, captures_wanted) {
         // The last layer has no barrier after its attention: every thread
         // has finished it once the scope has joined them.
         // SAFETY: no thread is left to write the buffers.
@@ -445,6 +450,10 @@ struct Pass<'a> {
     /// Whether the last layer runs to its end (its output is wanted) or
     /// stops after its attention.
     to_the_end: bool,
+    /// Whether anyone reads the captures beyond P and O (see
+    /// [`LayerSink::wants_captures`]): else S and the value norms are not
+    /// made, and the sink is handed no layer.
+    captures_wanted: bool,
     /// Where each head goes as soon as it is made.
     head_observer: Option<&'a dyn HeadObserver>,
     /// The heads the pass ablates where their outputs meet the output
@@ -593,6 +602,7 @@ impl Pass<'_> {
                 return Err(failed.unwrap_or(ForwardError::Cancelled));
             }
             let sink = caller.as_mut().and_then(|caller| caller.sink.as_mut());
+            let sink = sink.filter(|_| self.captures_wanted);
             if let (Some(sink), Targets::Streamed(streamed)) = (sink, &worker.targets) {
                 // Every thread has written this layer (they met at the
                 // barrier) and none writes it again before the next
@@ -689,7 +699,9 @@ impl Pass<'_> {
                 rotary.apply(keys_of_head, head_dim);
             }
             let kv = kv_heads.start + i;
-            if let (Targets::Streamed(streamed), true) = (&*targets, heads.contains(&(kv * group)))
+            let first_reader = heads.contains(&(kv * group));
+            if let (Targets::Streamed(streamed), true) =
+                (&*targets, first_reader && self.captures_wanted)
             {
                 // SAFETY: kv's first query head is this thread's,
                 // so no other thread writes these keys.
@@ -720,6 +732,17 @@ impl Pass<'_> {
                 ),
                 // SAFETY: the head is this thread's alone, and the
                 // whole is read only after the next barrier.
+                Targets::Streamed(streamed) if !self.captures_wanted => unsafe {
+                    (
+                        streamed.attention.part(head * square..(head + 1) * square),
+                        streamed
+                            .head_outputs
+                            .part(head * vectors..(head + 1) * vectors),
+                        &mut [][..],
+                        &mut [][..],
+                    )
+                },
+                // SAFETY: as above.
                 Targets::Streamed(streamed) => unsafe {
                     streamed
                         .queries
@@ -737,24 +760,19 @@ impl Pass<'_> {
                     )
                 },
             };
-            let values = &head_values[kv..kv + vectors];
-            attend(
-                query,
-                &head_keys[kv..kv + vectors],
-                values,
-                head_dim,
-                &layer.rule,
-                p,
-                o,
-                s,
-            );
-            let gram = head_dim * head_dim;
-            value_norms(
-                values,
-                &layer.value_grams[head * gram..][..gram],
-                head_dim,
-                n,
-            );
+            let (keys, values) = (&head_keys[kv..kv + vectors], &head_values[kv..kv + vectors]);
+            if self.captures_wanted {
+                attend(query, keys, values, head_dim, &layer.rule, p, o, s);
+                let gram = head_dim * head_dim;
+                value_norms(
+                    values,
+                    &layer.value_grams[head * gram..][..gram],
+                    head_dim,
+                    n,
+                );
+            } else {
+                attend_rows(query, keys, values, head_dim, 0, &layer.rule, p, o);
+            }
             if let Some(observer) = self.head_observer {
                 let made = MadeHead {
                     attention: p,

@@ -63,6 +63,10 @@ pub(super) struct ResidualRows<'a> {
 }
 
 impl LayerSink for ResidualRows<'_> {
+    fn wants_captures(&self) -> bool {
+        false
+    }
+
     fn wants_residuals(&self) -> bool {
         true
     }

@@ -149,6 +149,14 @@ pub trait LayerSink {
         Ok(())
     }
 
+    /// Whether it reads the layers' captures at all. A sink of the residual
+    /// stream alone (an ablation's) does not: the pass may then make only
+    /// what the next layer needs of each head (P and O, not S or the value
+    /// norms) and hand it no layer.
+    fn wants_captures(&self) -> bool {
+        true
+    }
+
     /// Whether it wants the residual stream after each layer: the last
     /// layer then runs to its end.
     fn wants_residuals(&self) -> bool {

@@ -230,12 +230,17 @@ impl Model {
             if !causal {
                 continue;
             }
-            let logits = head.logits_of_normed(&normed)?.to_vec2::<f32>()?;
-            for (i, logits) in logits.iter().enumerate() {
-                if let Some(&next) = input_ids.get(start + i + 1) {
-                    outcome.losses.push(next_token_loss(logits, next as usize));
-                }
-            }
+            let logits = head
+                .logits_of_normed(&normed)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            let vocab = logits.len() / rows;
+            // A vocabulary of exponentials a row: the rows on every thread.
+            let losses = crate::threads::map_indices(rows, crate::threads::total(), |i| {
+                let next = input_ids.get(start + i + 1)?;
+                Some(next_token_loss(&logits[i * vocab..][..vocab], *next as usize))
+            });
+            outcome.losses.extend(losses.into_iter().flatten());
         }
         Ok(outcome)
     }
