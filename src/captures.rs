@@ -86,15 +86,40 @@ impl SeparatorColumns {
         tokens: usize,
         separators: &[usize],
     ) -> Self {
-        let n = separators.len();
+        let columns: Vec<Vec<f32>> = (0..heads)
+            .map(|head| Self::head_columns(&attention(head), tokens, separators))
+            .collect();
+        Self::of_heads(columns.iter().map(Vec::as_slice), tokens, separators.len())
+    }
+
+    /// One head's P (T × T) at the separators' columns: T rows of one
+    /// value per separator, what [`SeparatorColumns::of_heads`] adds up (a
+    /// pass that hands each head over alone keeps only this of its P).
+    pub fn head_columns(attention: &[f32], tokens: usize, separators: &[usize]) -> Vec<f32> {
+        attention
+            .chunks_exact(tokens.max(1))
+            .flat_map(|row| separators.iter().map(|&k| row[k]))
+            .collect()
+    }
+
+    /// A layer's from its heads' [`SeparatorColumns::head_columns`], in
+    /// head order, each over `separators` separators.
+    pub fn of_heads<'a>(
+        columns: impl ExactSizeIterator<Item = &'a [f32]>,
+        tokens: usize,
+        separators: usize,
+    ) -> Self {
+        let (heads, n) = (columns.len(), separators);
         let mut per_token = vec![0.0f64; tokens];
         let mut sums = vec![0.0f32; tokens * n];
-        for head in 0..heads {
-            let attention = attention(head);
-            for (i, row) in attention.chunks_exact(tokens.max(1)).enumerate() {
-                per_token[i] += separators.iter().map(|&k| f64::from(row[k])).sum::<f64>();
-                for (sum, &k) in sums[i * n..(i + 1) * n].iter_mut().zip(separators) {
-                    *sum = if head == 0 { row[k] } else { *sum + row[k] };
+        for (head, columns) in columns.enumerate() {
+            for (i, row) in columns.chunks_exact(n.max(1)).take(tokens).enumerate() {
+                if n == 0 {
+                    break;
+                }
+                per_token[i] += row.iter().map(|&v| f64::from(v)).sum::<f64>();
+                for (sum, &value) in sums[i * n..(i + 1) * n].iter_mut().zip(row) {
+                    *sum = if head == 0 { value } else { *sum + value };
                 }
             }
         }

@@ -28,7 +28,7 @@ use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Which part of the text becomes the model input.
@@ -473,9 +473,17 @@ pub fn capture_and_analyze(
     let separators = tokens.separator_positions();
     let analyser = LayerAnalyser::new(tokens, options, layers);
     // Each head is analysed on the thread of the pass that made it, while
-    // it is in that core's cache; the stage times count that as the model's.
+    // it is in that core's cache (the stage times count that as the
+    // model's), and its P's separator columns kept: the tuned CPU pass
+    // keeps no layer's P or S whole (memory grows with T², not L·H·T²).
+    let head_columns: Vec<Mutex<Vec<f32>>> =
+        (0..layers * heads).map(|_| Mutex::default()).collect();
     let on_head = |layer: usize, head: usize, made: MadeHead| {
         let (attention, similarity) = (made.attention, made.similarity);
+        *head_columns[layer * heads + head]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            SeparatorColumns::head_columns(attention, t, &separators);
         analyser.add_head((layer, head), attention, similarity, made.value_norms)
     };
     let mut columns = Vec::with_capacity(layers);
@@ -486,18 +494,25 @@ pub fn capture_and_analyze(
         keep_residuals,
         &mut |index, layer| {
             let layer_start = Instant::now();
+            // Every head was analysed as it was made: the layer's P and S,
+            // where the pass still hands them over, are not read again.
             let squares = LayerSquares {
-                attention: layer.attention,
-                similarity: layer.similarity,
+                attention: &[],
+                similarity: &[],
                 value_norms: layer.value_norms,
                 heads,
             };
             analyser.add_layer(index, squares);
-            columns.push(SeparatorColumns::of_layer(
-                |h| std::borrow::Cow::Borrowed(squares.head_attention(h)),
-                heads,
+            let layer_columns: Vec<Vec<f32>> = head_columns[index * heads..(index + 1) * heads]
+                .iter()
+                .map(|columns| {
+                    std::mem::take(&mut *columns.lock().unwrap_or_else(PoisonError::into_inner))
+                })
+                .collect();
+            columns.push(SeparatorColumns::of_heads(
+                layer_columns.iter().map(Vec::as_slice),
                 t,
-                &separators,
+                separators.len(),
             ));
             analysis_ms += ms_since(layer_start);
         },

@@ -253,12 +253,14 @@ impl<'a> LayerAnalyser<'a> {
             squares.has_attention() || squares.attention.is_empty(),
             "attentions must be H×T×T or absent"
         );
-        assert_eq!(
-            squares.similarity.len(),
-            squares.heads * t * t,
+        let mut given = std::mem::take(&mut lock(&self.given)[layer]);
+        // Without S (and P) where every head was given as it was made.
+        let all_given = given.len() == squares.heads && given.iter().all(Option::is_some);
+        assert!(
+            squares.similarity.len() == squares.heads * t * t
+                || (all_given && squares.similarity.is_empty() && squares.attention.is_empty()),
             "similarity must be H×T×T"
         );
-        let mut given = std::mem::take(&mut lock(&self.given)[layer]);
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
         let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given);
         lock(&self.spare_values).append(&mut scratch.spare_values);

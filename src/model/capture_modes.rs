@@ -66,8 +66,9 @@ impl LayerSink for KeepAll<'_> {
 }
 
 /// Keeps every layer's O and the queries and keys P is made from, and
-/// where asked the residual stream; hands each layer's full captures to
-/// `on_layer` first.
+/// where asked the residual stream; hands each layer's captures to
+/// `on_layer` first (without P and S on the tuned CPU pass, which hands
+/// each head's to the head observer alone).
 pub(super) struct Recomputable<'a> {
     on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
     captures: Captures,
@@ -121,6 +122,11 @@ impl<'a> Recomputable<'a> {
 }
 
 impl LayerSink for Recomputable<'_> {
+    /// Its caller takes each head's P and S from the head observer.
+    fn wants_layer_squares(&self) -> bool {
+        false
+    }
+
     fn layer(&mut self, index: usize, layer: LayerCaptures) -> Result<(), ForwardError> {
         (self.on_layer)(index, &layer);
         let captures = &self.captures;

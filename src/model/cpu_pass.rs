@@ -231,15 +231,20 @@ pub(super) fn run(
     // head's P and O only (S and the value norms would go unread).
     let captures_wanted =
         sink.as_ref().is_none_or(|sink| sink.wants_captures()) || observer.heads().is_some();
+    // Each thread makes one head's P and S at a time in its own buffers
+    // where no one reads a layer's whole.
+    let squares_per_head = sink.as_ref().is_some_and(|sink| {
+        !captures_wanted || (!sink.wants_layer_squares() && observer.heads().is_some())
+    });
     let residuals = match (out.as_mut().and_then(|out| out.residuals.take()), &sink) {
         (Some(rows), _) => ResidualsTo::Rows(rows),
         (None, Some(sink)) if sink.wants_residuals() => ResidualsTo::Sink,
         _ => ResidualsTo::Nowhere,
     };
     let mut layer_buffers = [
-        (shape.heads * square, true),
+        (shape.heads * square, !squares_per_head),
         (shape.heads * vectors, true),
-        (shape.heads * square, captures_wanted),
+        (shape.heads * square, !squares_per_head),
         (shape.heads * shape.tokens, captures_wanted),
         (shape.heads * vectors, captures_wanted),
         (shape.kv_heads * vectors, captures_wanted),
@@ -284,6 +289,7 @@ pub(super) fn run(
         barrier: Barrier::new(threads),
         to_the_end: !matches!(residuals, ResidualsTo::Nowhere),
         captures_wanted,
+        squares_per_head,
         head_observer: observer.heads(),
         ablation: observer.ablation(),
         stop_at: AtomicUsize::new(usize::MAX),
@@ -454,6 +460,9 @@ struct Pass<'a> {
     /// [`LayerSink::wants_captures`]): else S and the value norms are not
     /// made, and the sink is handed no layer.
     captures_wanted: bool,
+    /// Whether each thread makes its heads' P and S in its own buffers, one
+    /// head at a time (the sink reads no layer's whole: it gets none).
+    squares_per_head: bool,
     /// Where each head goes as soon as it is made.
     head_observer: Option<&'a dyn HeadObserver>,
     /// The heads the pass ablates where their outputs meet the output
@@ -521,6 +530,9 @@ struct Scratch {
     multiplier: Vec<f32>,
     /// The bias of a first projection without one.
     no_bias: Vec<f32>,
+    /// One head's P and S (T × T each), where the pass makes them per head.
+    head_attention: Vec<f32>,
+    head_similarity: Vec<f32>,
 }
 
 impl Scratch {
@@ -556,6 +568,16 @@ impl Scratch {
                 Vec::new()
             },
             no_bias: vec![0.0; columns.len()],
+            head_attention: if pass.squares_per_head {
+                vec![0.0; tokens * tokens]
+            } else {
+                Vec::new()
+            },
+            head_similarity: if pass.squares_per_head && pass.captures_wanted {
+                vec![0.0; tokens * tokens]
+            } else {
+                Vec::new()
+            },
             heads,
             kv_heads,
             columns,
@@ -642,6 +664,8 @@ impl Pass<'_> {
             head_keys,
             head_values,
             context,
+            head_attention,
+            head_similarity,
             ..
         } = scratch;
         let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
@@ -732,32 +756,30 @@ impl Pass<'_> {
                 ),
                 // SAFETY: the head is this thread's alone, and the
                 // whole is read only after the next barrier.
-                Targets::Streamed(streamed) if !self.captures_wanted => unsafe {
-                    (
-                        streamed.attention.part(head * square..(head + 1) * square),
-                        streamed
-                            .head_outputs
-                            .part(head * vectors..(head + 1) * vectors),
-                        &mut [][..],
-                        &mut [][..],
-                    )
-                },
-                // SAFETY: as above.
                 Targets::Streamed(streamed) => unsafe {
-                    streamed
-                        .queries
-                        .part(head * vectors..(head + 1) * vectors)
-                        .copy_from_slice(query);
-                    (
-                        streamed.attention.part(head * square..(head + 1) * square),
+                    let output = streamed
+                        .head_outputs
+                        .part(head * vectors..(head + 1) * vectors);
+                    let (p, s) = if self.squares_per_head {
+                        (&mut head_attention[..], &mut head_similarity[..])
+                    } else {
+                        (
+                            streamed.attention.part(head * square..(head + 1) * square),
+                            streamed.similarity.part(head * square..(head + 1) * square),
+                        )
+                    };
+                    let n = if self.captures_wanted {
                         streamed
-                            .head_outputs
-                            .part(head * vectors..(head + 1) * vectors),
-                        streamed.similarity.part(head * square..(head + 1) * square),
+                            .queries
+                            .part(head * vectors..(head + 1) * vectors)
+                            .copy_from_slice(query);
                         streamed
                             .value_norms
-                            .part(head * tokens..(head + 1) * tokens),
-                    )
+                            .part(head * tokens..(head + 1) * tokens)
+                    } else {
+                        &mut [][..]
+                    };
+                    (p, output, s, n)
                 },
             };
             let (keys, values) = (&head_keys[kv..kv + vectors], &head_values[kv..kv + vectors]);

@@ -302,8 +302,13 @@ impl Model {
 
     /// Bytes a `tokens`-token input takes when P and S are not kept but
     /// recomputed per head ([`Model::capture_recomputable`]): O and the
-    /// queries and keys of every head, one layer's P and S and its scores
-    /// while it runs, and the analysis' per-layer profiles of the pairs.
+    /// queries and keys of every head; 3·H·T² for what a layer holds while
+    /// it runs (on a GPU its P and S whole; on the tuned CPU pass, which
+    /// makes one head's at a time on each thread, the analysis' values of
+    /// the layer's heads' pairs, held until the layer is summed in head
+    /// order, and their spare buffers: SmolLM2 at 3,127 tokens peaks at
+    /// 2.5 GB with the model); and the analysis' per-layer profiles of the
+    /// pairs. Machine-independent, so that a window's cut is too.
     /// `None` for the BERT-like encoders, which always keep P and S.
     pub fn recomputed_capture_bytes(&self, tokens: usize) -> Option<u64> {
         if !self.network.stack().hands_out_layers() {

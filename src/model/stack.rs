@@ -149,6 +149,15 @@ pub trait LayerSink {
         Ok(())
     }
 
+    /// Whether it reads each layer's P and S whole (H × T × T). A sink that
+    /// does not (the streamed analysis, which takes each head from the
+    /// pass's head observer) lets the tuned CPU pass keep one head's at a
+    /// time on each thread, so that memory grows with T², not H·T²: the
+    /// layer it is handed then has no P and no S.
+    fn wants_layer_squares(&self) -> bool {
+        true
+    }
+
     /// Whether it reads the layers' captures at all. A sink of the residual
     /// stream alone (an ablation's) does not: the pass may then make only
     /// what the next layer needs of each head (P and O, not S or the value

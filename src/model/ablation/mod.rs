@@ -238,7 +238,10 @@ impl Model {
             // A vocabulary of exponentials a row: the rows on every thread.
             let losses = crate::threads::map_indices(rows, crate::threads::total(), |i| {
                 let next = input_ids.get(start + i + 1)?;
-                Some(next_token_loss(&logits[i * vocab..][..vocab], *next as usize))
+                Some(next_token_loss(
+                    &logits[i * vocab..][..vocab],
+                    *next as usize,
+                ))
             });
             outcome.losses.extend(losses.into_iter().flatten());
         }
