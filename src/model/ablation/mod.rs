@@ -213,37 +213,16 @@ impl Model {
             outcome.hidden = last;
             return Ok(outcome);
         }
-        let causal = self.config.is_causal();
         let head = self.final_head()?;
         let device = stack.device().clone();
-        // A few rows at a time: every position's logits at once would take
-        // T × vocab floats.
-        const ROWS: usize = 256;
-        for start in (0..tokens).step_by(ROWS) {
-            let rows = ROWS.min(tokens - start);
-            let x = &last[start * hidden..(start + rows) * hidden];
-            let x = Tensor::from_slice(x, (rows, hidden), &device)?;
-            let normed = head.normed(&x)?;
-            outcome
-                .hidden
-                .extend(normed.flatten_all()?.to_vec1::<f32>()?);
-            if !causal {
-                continue;
-            }
-            let logits = head
-                .logits_of_normed(&normed)?
-                .flatten_all()?
-                .to_vec1::<f32>()?;
-            let vocab = logits.len() / rows;
-            // A vocabulary of exponentials a row: the rows on every thread.
-            let losses = crate::threads::map_indices(rows, crate::threads::total(), |i| {
-                let next = input_ids.get(start + i + 1)?;
-                Some(next_token_loss(
-                    &logits[i * vocab..][..vocab],
-                    *next as usize,
-                ))
-            });
-            outcome.losses.extend(losses.into_iter().flatten());
+        let x = Tensor::from_slice(&last, (tokens, hidden), &device)?;
+        outcome.hidden = head.normed(&x)?.flatten_all()?.to_vec1::<f32>()?;
+        if self.config.is_causal() {
+            let next: Vec<Option<usize>> = (0..tokens)
+                .map(|i| input_ids.get(i + 1).map(|&id| id as usize))
+                .collect();
+            let losses = head.next_token_losses(&outcome.hidden, &next, &device)?;
+            outcome.losses = losses.into_iter().flatten().collect();
         }
         Ok(outcome)
     }
@@ -335,18 +314,6 @@ impl Model {
         }
         Ok(importance)
     }
-}
-
-/// −log softmax(logits)[next]: exponentials in f32 (vectorised; one
-/// logit row is a vocabulary of them, T rows a pass), summed in f64 a
-/// block at a time.
-fn next_token_loss(logits: &[f32], next: usize) -> f64 {
-    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let sum: f64 = logits
-        .chunks(1024)
-        .map(|block| f64::from(block.iter().map(|&v| (v - max).exp()).sum::<f32>()))
-        .sum();
-    sum.ln() - f64::from(logits[next] - max)
 }
 
 /// Parses heads written `layer.head` (both from 0), separated by commas:

@@ -12,12 +12,31 @@
 //! checkpoints (0.5 B parameters of Llama 3 8B).
 
 use super::blocks;
+use crate::kernels::MatRef;
 use crate::model::blocks::{Dense, Norm};
 use crate::model::config::pre_norm::{final_norm_name, head_names};
 use crate::model::config::ModelConfig;
 use crate::model::weight::{Weight, WeightBuilder};
 use crate::model::Family;
 use candle_core::{Result, Tensor};
+
+thread_local! {
+    /// A block of rows' logits ([`LmHead::next_token_losses`]), kept for
+    /// the thread's next block.
+    static LOGITS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// −log softmax(logits)[next]: exponentials in f32 (vectorised; one
+/// logit row is a vocabulary of them, T rows a pass), summed in f64 a
+/// block at a time.
+fn next_token_loss(logits: &[f32], next: usize) -> f64 {
+    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let sum: f64 = logits
+        .chunks(1024)
+        .map(|block| f64::from(block.iter().map(|&v| (v - max).exp()).sum::<f32>()))
+        .sum();
+    sum.ln() - f64::from(logits[next] - max)
+}
 
 /// The final norm and, for a causal decoder, the projection to the
 /// vocabulary (an encoder on the pre-norm stack has the norm alone: its
@@ -94,15 +113,81 @@ impl LmHead {
         self.norm.forward(residual)
     }
 
-    /// Logits (T × vocab) of hidden states already through the final norm.
-    pub fn logits_of_normed(&self, normed: &Tensor) -> Result<Tensor> {
-        let projection = self.projection.as_ref().ok_or_else(|| {
+    /// −log p(`next[i]`) in nats of each row i of `normed` (rows × hidden,
+    /// through the final norm) whose next token is given. On the CPU a
+    /// block of rows at a time on each thread of the budget, its logits in
+    /// a buffer the thread keeps: neither the T × vocab logits nor copies
+    /// of them are ever made (an importance grid does this once a pass);
+    /// elsewhere a block's logits through [`LmHead::logits_of_normed`].
+    pub fn next_token_losses(
+        &self,
+        normed: &[f32],
+        next: &[Option<usize>],
+        device: &candle_core::Device,
+    ) -> Result<Vec<Option<f64>>> {
+        const BLOCK: usize = 128;
+        let projection = self.projection()?;
+        let (rows, vocab) = (next.len(), self.vocab);
+        let hidden = normed.len() / rows.max(1);
+        let blocks = rows.div_ceil(BLOCK);
+        let block_rows = |b: usize| b * BLOCK..((b + 1) * BLOCK).min(rows);
+        let losses_of = |logits: &[f32], range: std::ops::Range<usize>| {
+            let first = range.start;
+            range
+                .map(|i| {
+                    let at = (i - first) * vocab;
+                    next[i].map(|n| next_token_loss(&logits[at..at + vocab], n))
+                })
+                .collect::<Vec<_>>()
+        };
+        let Ok(dense) = projection.cpu() else {
+            let mut losses = Vec::with_capacity(rows);
+            for b in 0..blocks {
+                let range = block_rows(b);
+                let x = &normed[range.start * hidden..range.end * hidden];
+                let x = Tensor::from_slice(x, (range.len(), hidden), device)?;
+                let logits = self.logits_of_normed(&x)?.flatten_all()?.to_vec1::<f32>()?;
+                losses.extend(losses_of(&logits, range));
+            }
+            return Ok(losses);
+        };
+        let blocks = crate::threads::map_indices(blocks, crate::threads::total(), |b| {
+            let range = block_rows(b);
+            LOGITS.with_borrow_mut(|logits| {
+                logits.resize(range.len() * vocab, 0.0);
+                let x = MatRef::new(
+                    &normed[range.start * hidden..range.end * hidden],
+                    range.len(),
+                    hidden,
+                );
+                dense
+                    .weight()
+                    .product(x, 0..hidden, 0..vocab, logits, false);
+                if let Some(cap) = self.soft_cap {
+                    // As candle's `logits / cap`, `tanh`, `· cap` compute it.
+                    let inverse = (1.0 / f64::from(cap)) as f32;
+                    for v in logits.iter_mut() {
+                        *v = (*v * inverse).tanh() * cap;
+                    }
+                }
+                losses_of(logits, range)
+            })
+        });
+        Ok(blocks.into_iter().flatten().collect())
+    }
+
+    fn projection(&self) -> Result<&Dense> {
+        self.projection.as_ref().ok_or_else(|| {
             candle_core::Error::Msg(format!(
                 "{} is not a causal decoder: it has no language-model head",
                 self.family
             ))
-        })?;
-        let logits = projection.forward(normed)?;
+        })
+    }
+
+    /// Logits (T × vocab) of hidden states already through the final norm.
+    pub fn logits_of_normed(&self, normed: &Tensor) -> Result<Tensor> {
+        let logits = self.projection()?.forward(normed)?;
         match self.soft_cap {
             Some(cap) => (logits / f64::from(cap))?.tanh()? * f64::from(cap),
             None => Ok(logits),
