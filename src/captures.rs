@@ -113,10 +113,8 @@ impl SeparatorColumns {
         let mut per_token = vec![0.0f64; tokens];
         let mut sums = vec![0.0f32; tokens * n];
         for (head, columns) in columns.enumerate() {
+            // No separators: no columns, no rows.
             for (i, row) in columns.chunks_exact(n.max(1)).take(tokens).enumerate() {
-                if n == 0 {
-                    break;
-                }
                 per_token[i] += row.iter().map(|&v| f64::from(v)).sum::<f64>();
                 for (sum, &value) in sums[i * n..(i + 1) * n].iter_mut().zip(row) {
                     *sum = if head == 0 { value } else { *sum + value };

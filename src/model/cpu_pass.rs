@@ -144,14 +144,11 @@ impl RotaryCpu {
         for position in 0..tokens {
             for _ in 0..2 {
                 for &inverse in inverse_frequencies {
+                    // As transformers: times the scaling, 1 but for YaRN
+                    // (x · 1 is x, bit for bit).
                     let angle = position as f32 * inverse;
-                    if *scaling == 1.0 {
-                        cos.push(angle.cos());
-                        sin.push(angle.sin());
-                    } else {
-                        cos.push(angle.cos() * scaling);
-                        sin.push(angle.sin() * scaling);
-                    }
+                    cos.push(angle.cos() * scaling);
+                    sin.push(angle.sin() * scaling);
                 }
             }
         }

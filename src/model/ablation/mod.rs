@@ -202,29 +202,33 @@ impl Model {
         } else {
             Vec::new()
         };
-        let mut outcome = PassOutcome {
-            hidden: Vec::with_capacity(last.len()),
-            losses: Vec::with_capacity(tokens.saturating_sub(1)),
-            residuals,
-        };
         if matches!(self.network, Network::PostNorm(_)) {
             // The last layer's output is the encoder's last hidden state:
             // its norm is the layer's own.
-            outcome.hidden = last;
-            return Ok(outcome);
+            return Ok(PassOutcome {
+                hidden: last,
+                losses: Vec::new(),
+                residuals,
+            });
         }
         let head = self.final_head()?;
         let device = stack.device().clone();
         let x = Tensor::from_slice(&last, (tokens, hidden), &device)?;
-        outcome.hidden = head.normed(&x)?.flatten_all()?.to_vec1::<f32>()?;
-        if self.config.is_causal() {
+        let hidden = head.normed(&x)?.flatten_all()?.to_vec1::<f32>()?;
+        let losses = if self.config.is_causal() {
             let next: Vec<Option<usize>> = (0..tokens)
                 .map(|i| input_ids.get(i + 1).map(|&id| id as usize))
                 .collect();
-            let losses = head.next_token_losses(&outcome.hidden, &next, &device)?;
-            outcome.losses = losses.into_iter().flatten().collect();
-        }
-        Ok(outcome)
+            let losses = head.next_token_losses(&hidden, &next, &device)?;
+            losses.into_iter().flatten().collect()
+        } else {
+            Vec::new()
+        };
+        Ok(PassOutcome {
+            hidden,
+            losses,
+            residuals,
+        })
     }
 
     /// The effect of `ablation` on `input_ids` against `base`, the same
