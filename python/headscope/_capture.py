@@ -294,7 +294,9 @@ def capture(
         "attention_mask": torch.ones_like(input_ids),
     }
     accepted = inspect.signature(model.forward).parameters
-    if "token_type_ids" in accepted:
+    # An encoder's segment ids are all 0 (ANALYSIS.md §1); a decoder gets
+    # none: GPT-2 would add the embedding of token 0 to every position.
+    if "token_type_ids" in accepted and not causal:
         arguments["token_type_ids"] = torch.zeros_like(input_ids)
     if attentions:
         arguments["output_attentions"] = True
