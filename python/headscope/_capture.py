@@ -7,11 +7,12 @@ is built by headscope's own Rust code from the model's tokenizer
 ``headscope analyze --model`` would build; a forward pre-hook on each
 attention's output projection takes that projection's input — the heads'
 outputs O = P·V side by side, before the projection, the residual and the
-norm (ANALYSIS.md §2) — and ``output_attentions=True`` gives P. Where each
-attention has its own value projection (BERT's ``value``, Llama's
-``v_proj``, …), a hook on it reads v, and each head's value norms
-‖v_j W_O^h‖ (ANALYSIS.md §9's value weighting) come from it and the output
-projection's weight.
+norm (ANALYSIS.md §2) — and ``output_attentions=True`` gives P. A hook on
+each attention's value projection (BERT's ``value``, Llama's ``v_proj``,
+…) reads v, or on its fused q/k/v projection (GPT-2's ``c_attn``,
+GPT-NeoX's ``query_key_value``, …) the output v is cut from, and each
+head's value norms ‖v_j W_O^h‖ (ANALYSIS.md §9's value weighting) come
+from v and the output projection's weight.
 ``capture_transformer_lens`` reads the same from a TransformerLens run
 (``hook_z``, ``hook_pattern``).
 """
@@ -142,16 +143,25 @@ class Capture:
             f"{h['layers']} layers × {h['heads']} heads, {len(self.tokens['ids'])} tokens, {what}>"
         )
 
-# Each attention's own value projection, by module name suffix (a family
-# whose values come out of a fused projection has none: its captures hold
-# no value norms).
+# Each attention's own value projection, by module name suffix: its
+# output is v (T × H_kv·d).
 VALUE_PROJECTIONS = (
     "attention.self.value",  # BERT, RoBERTa, ELECTRA, XLM-R, CamemBERT
     "attention.v_lin",  # DistilBERT
     "attention.value",  # ALBERT
-    "self_attn.v_proj",  # Llama, Mistral, Qwen2, Gemma, Phi-3, OLMo
+    "self_attn.v_proj",  # Llama, Mistral, Qwen2, Gemma, OLMo
     "attn.v_proj",  # GPT-J
 )
+
+# Each attention's fused q/k/v projection, by module name suffix, and where
+# its output keeps v: "concatenated", [q (H·d) | k (H_kv·d) | v (H_kv·d)];
+# "per head", H blocks of [q_h | k_h | v_h] (as transformers splits them).
+FUSED_VALUE_PROJECTIONS = {
+    "attn.c_attn": "concatenated",  # GPT-2 (a Conv1D)
+    "attention.query_key_value": "per head",  # GPT-NeoX, Pythia
+    "attn.Wqkv": "concatenated",  # ModernBERT (viewed T × 3 × H × d)
+    "self_attn.qkv_proj": "concatenated",  # Phi-3
+}
 
 
 def _producer() -> str:
@@ -223,7 +233,7 @@ def _projections(model: Any, names: str | Iterable[str] | None) -> list[tuple[st
     found = [
         (name, module)
         for name, module in model.named_modules()
-        if any(name == s or name.endswith("." + s) for s in suffixes)
+        if _named(name, suffixes)
     ]
     if not found:
         raise ValueError(
@@ -312,15 +322,11 @@ def capture(
         values.append(output.detach())
 
     projections = [module for _, module in _projections(model, output_projections)]
-    value_projections = [
-        module
-        for name, module in model.named_modules()
-        if any(name == s or name.endswith("." + s) for s in VALUE_PROJECTIONS)
-    ]
+    value_projections = _value_projections(model)
     if len(value_projections) != len(projections):
         value_projections = []  # not one per attention: no value norms
     hooks = [module.register_forward_pre_hook(keep_input, with_kwargs=True) for module in projections]
-    hooks += [module.register_forward_hook(keep_value) for module in value_projections]
+    hooks += [module.register_forward_hook(keep_value) for module, _ in value_projections]
     restore = _eager_attention(model) if attentions else None
     was_training = model.training
     try:
@@ -354,7 +360,12 @@ def capture(
     layers = [_split_heads(o[0], heads) for o in outputs]
     norms = None
     if patterns is not None and values and len(values) == len(outputs):
-        norms = [_value_norms(v[0], p, heads) for v, p in zip(values, projections)]
+        layouts = [layout for _, layout in value_projections]
+        norms = [
+            _value_norms(v[0], p, heads, layout) for v, p, layout in zip(values, projections, layouts)
+        ]
+        if any(n is None for n in norms):
+            norms = None  # a fused output not laid out as its family's: no value norms
     header["model"] = {
         "name": name or _model_name(model),
         "type": model_type or getattr(config, "model_type", None) or type(model).__name__,
@@ -363,16 +374,72 @@ def capture(
     return Capture(header, layers, patterns, norms)
 
 
-def _value_norms(value: Any, projection: Any, heads: int) -> np.ndarray:
-    """‖v_j W_O^h‖ (H × T) from a layer's values (T × H_kv·d) and its output
+def _value_projections(model: Any) -> list[tuple[Any, str | None]]:
+    """The modules whose output holds each attention's v, in the model's
+    module order, each with where its output keeps v: None for a value
+    projection of its own, else a layout of FUSED_VALUE_PROJECTIONS."""
+    found: list[tuple[Any, str | None]] = []
+    for name, module in model.named_modules():
+        if _named(name, VALUE_PROJECTIONS):
+            found.append((module, None))
+            continue
+        for suffix, layout in FUSED_VALUE_PROJECTIONS.items():
+            if _named(name, (suffix,)) and _holds_plain_values(model, name, suffix, module):
+                found.append((module, layout))
+    return found
+
+
+def _named(name: str, suffixes: Iterable[str]) -> bool:
+    return any(name == s or name.endswith("." + s) for s in suffixes)
+
+
+def _holds_plain_values(model: Any, name: str, suffix: str, module: Any) -> bool:
+    """Whether a fused projection's output holds v as its attention reads
+    it, in its family's layout. Not GPTBigCode's ``c_attn`` (a Linear, laid
+    out head by head unless multi-query; GPT-2's is a Conv1D), nor another
+    family's module of the same name that is no linear layer, nor DBRX's
+    or MPT's ``Wqkv`` when its attention clamps the output (``clip_qkv``)."""
+    if suffix == "attn.c_attn":
+        return type(module).__name__ == "Conv1D"
+    import torch
+
+    attention = model.get_submodule(name.rpartition(".")[0])
+    return isinstance(module, torch.nn.Linear) and not getattr(attention, "clip_qkv", None)
+
+
+def _value_norms(
+    output: Any, projection: Any, heads: int, layout: str | None = None
+) -> np.ndarray | None:
+    """‖v_j W_O^h‖ (H × T) from a layer's values (T × H_kv·d), or from the
+    output of its fused projection laid out as ``layout``, and its output
     projection: query head h reads key/value head h // (H / H_kv), and W_O^h
-    is the projection's rows h·d … (h+1)·d in x·W form (no bias)."""
+    is the projection's rows h·d … (h+1)·d in x·W form (no bias). None
+    where the fused output does not fit its layout."""
     weight = projection.weight.detach().float()
     # A Linear keeps W as out × in; GPT-2's Conv1D as in × out.
     rows = weight if type(projection).__name__ == "Conv1D" else weight.T
     dim = rows.shape[0] // heads
-    value = value.float().reshape(value.shape[0], -1, dim)  # T × H_kv × d
+    value = output.float() if layout is None else _fused_values(output.float(), layout, heads, dim)
+    if value is None:
+        return None
+    value = value.reshape(value.shape[0], -1, dim)  # T × H_kv × d
     return _head_value_norms(value, lambda h: rows[h * dim : (h + 1) * dim], heads)
+
+
+def _fused_values(qkv: Any, layout: str, heads: int, dim: int) -> Any:
+    """v (T × H_kv·d, or T × H × d) cut from a fused projection's output
+    (T × width), or None where the width does not fit the layout. Head by
+    head, v is each head's last d of 3·d; concatenated, the width is
+    H·d + 2·H_kv·d, so v is the last (width − H·d) / 2 columns."""
+    width = qkv.shape[-1]
+    if layout == "per head":
+        if width != 3 * heads * dim:
+            return None
+        return qkv.reshape(qkv.shape[0], heads, 3 * dim)[..., 2 * dim :]
+    kv_heads, rest = divmod(width - heads * dim, 2 * dim)
+    if rest or kv_heads <= 0 or heads % kv_heads:
+        return None
+    return qkv[..., width - kv_heads * dim :]
 
 
 def _head_value_norms(value: Any, rows: Any, heads: int) -> np.ndarray:

@@ -105,6 +105,124 @@ def test_capture_of_an_embedding_gemma_is_bidirectional(tmp_path: Path) -> None:
     assert all(layer["segmentation_accuracy"] is not None for layer in figures["layers"])
 
 
+# The families whose values come out of a fused q/k/v projection: the
+# attention's module name, and its fused and output projections.
+FUSED_FAMILIES = {
+    "gpt2": ("attn", "c_attn", "c_proj"),
+    "gpt_neox": ("attention", "query_key_value", "dense"),
+    "modernbert": ("attn", "Wqkv", "Wo"),
+    "phi3": ("self_attn", "qkv_proj", "o_proj"),
+}
+
+
+def fused_value_weight(
+    family: str, fused: torch.nn.Module, heads: int, kv_heads: int, dim: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """W_v (hidden × H_kv·d, x·W form) and b_v (or None), cut by hand out of
+    the fused weight as each family's attention splits its output."""
+    # GPT-2's Conv1D keeps W as in × out (x·W); a Linear as out × in.
+    weight = fused.weight.detach().double()
+    weight = weight if family == "gpt2" else weight.T
+    queries, values = heads * dim, kv_heads * dim
+    if family == "gpt_neox":  # head by head: [q_h | k_h | v_h], d each
+        columns = [3 * dim * h + 2 * dim + i for h in range(heads) for i in range(dim)]
+    else:  # [q (H·d) | k (H_kv·d) | v (H_kv·d)]
+        columns = list(range(queries + values, queries + 2 * values))
+    bias = None if fused.bias is None else fused.bias.detach().double()[columns]
+    return weight[:, columns], bias
+
+
+def tiny_fused_model(family: str) -> tuple[torch.nn.Module, Path]:
+    """A random model of the family, built by transformers from its
+    fixture's config made 2 layers of hidden 64 (4 heads of 16; Phi-3's
+    2 key/value heads kept), its biases made random (transformers starts
+    them at 0, and b_v must count); and the fixture's tokenizer."""
+    from transformers import AutoConfig, AutoModel
+
+    folder = REPO / "tests" / "fixtures" / "families" / family
+    fields = read_json(folder / "config.json")
+    if family == "gpt2":
+        fields.update(n_embd=64, n_layer=2, n_head=4)
+    else:
+        fields.update(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96)
+    if family == "modernbert":
+        fields["attention_bias"] = True
+    torch.manual_seed(1)
+    model = AutoModel.from_config(AutoConfig.for_model(**fields), dtype=torch.float32)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("bias"):
+                parameter.normal_(0.0, 0.1)
+    return model, folder / "tokenizer.json"
+
+
+@pytest.mark.parametrize("family", sorted(FUSED_FAMILIES))
+def test_a_fused_qkv_capture_has_the_value_norms_of_its_weights(family: str) -> None:
+    """Where v comes out of a fused projection (ANALYSIS.md §9), the
+    capture's value norms equal ‖v_j W_O^h‖ computed here from the model's
+    weights: W_v cut by hand out of the fused weight, v = x·W_v + b_v from
+    the input the attention was given; and its `_vw` figures are defined
+    wherever their plain twins are."""
+    model, tokenizer = tiny_fused_model(family)
+    attention_name, fused_name, output_name = FUSED_FAMILIES[family]
+    attentions = [m for n, m in model.named_modules() if n.endswith("." + attention_name)]
+    assert len(attentions) == 2
+    inputs: list[torch.Tensor] = []
+    hooks = [
+        a.register_forward_pre_hook(
+            lambda _m, args, kwargs: inputs.append((args[0] if args else kwargs["hidden_states"])[0]),
+            with_kwargs=True,
+        )
+        for a in attentions
+    ]
+    try:
+        capture = headscope.capture(
+            model, tokenizer, fixture_text(f"families/{family}.txt"), one_sentence_per_line=True
+        )
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert capture.header["value_norms"] and len(capture.value_norms) == 2
+    heads, dim = capture.header["heads"], capture.header["head_dim"]
+    kv_heads = getattr(model.config, "num_key_value_heads", None) or heads
+    assert (heads, dim, kv_heads) == (4, 16, 2 if family == "phi3" else 4)
+    for layer, (attention, x) in enumerate(zip(attentions, inputs)):
+        w_v, b_v = fused_value_weight(family, getattr(attention, fused_name), heads, kv_heads, dim)
+        v = x.double() @ w_v + (0 if b_v is None else b_v)
+        v = v.reshape(v.shape[0], kv_heads, dim)  # T × H_kv × d
+        w_o = getattr(attention, output_name).weight.detach().double()
+        w_o = w_o if family == "gpt2" else w_o.T  # x·W: H·d × hidden
+        expected = np.stack([
+            (v[:, h // (heads // kv_heads)] @ w_o[h * dim : (h + 1) * dim]).norm(dim=-1).numpy()
+            for h in range(heads)
+        ])
+        np.testing.assert_allclose(capture.value_norms[layer], expected, rtol=1e-5, err_msg=f"layer {layer}")
+    figures = capture.figures()
+    for layer in figures["layers"]:
+        for figure in (layer, *layer["heads"]):
+            weighted = [k for k in figure if k.endswith("_vw")]
+            assert weighted
+            for key in weighted:
+                assert (figure[key] is None) == (figure[key[: -len("_vw")]] is None), key
+        assert all(head["sink_attention_vw"] is not None for head in layer["heads"])
+
+
+@pytest.mark.parametrize("family", sorted(FUSED_FAMILIES))
+def test_a_fused_qkv_capture_equals_the_model_run_value_weighting_included(family: str, tmp_path: Path) -> None:
+    """The families' fixtures through transformers: the value norms read
+    from the fused projection equal those `analyze --model` computes, and
+    so do the `_vw` figures."""
+    from transformers import AutoModel
+
+    folder = REPO / "tests" / "fixtures" / "families" / family
+    model = AutoModel.from_pretrained(folder, dtype=torch.float32)
+    text_file = f"families/{family}.txt"
+    capture = headscope.capture(model, folder / "tokenizer.json", fixture_text(text_file), one_sentence_per_line=True)
+    assert capture.header["value_norms"]
+    capture_against_model(folder, capture, text_file, tmp_path)
+    assert "value_norms" in np.load(tmp_path / "model.npz").files  # so compared
+
+
 def test_analyze_returns_exactly_the_cli_json_and_numpy_arrays(minilm: Path, tmp_path: Path) -> None:
     text_file = REPO / "tests" / "fixtures" / "harbour.txt"
     settings = {"one_sentence_per_line": True, "q": 0.02, "window": 3}
