@@ -233,6 +233,40 @@ impl Captures {
         Cow::Owned(similarity)
     }
 
+    /// S[i, j] of the head for the rows `rows` and the columns `columns`,
+    /// into `block` (rows × columns, row-major): made again from O where
+    /// the captures hold it, so that a pass that kept S and one that did
+    /// not give the same bits; read from S in captures of S alone.
+    pub fn similarity_block(
+        &self,
+        id: HeadId,
+        rows: std::ops::Range<usize>,
+        columns: std::ops::Range<usize>,
+        block: &mut [f32],
+    ) {
+        let (t, d) = (self.tokens, self.head_dim);
+        let width = columns.len();
+        assert_eq!(
+            block.len(),
+            rows.len() * width,
+            "block must be rows × columns"
+        );
+        if d > 0 && self.head_outputs.len() == self.layers * self.heads * t * d {
+            let outputs = self.head_output(id);
+            similarity_rows(
+                &outputs[rows.start * d..rows.end * d],
+                &outputs[columns.start * d..columns.end * d],
+                d,
+                block,
+            );
+            return;
+        }
+        let square = &self.similarity[self.square(&self.similarity, id)];
+        for (i, out) in rows.zip(block.chunks_exact_mut(width.max(1))) {
+            out.copy_from_slice(&square[i * t + columns.start..i * t + columns.end]);
+        }
+    }
+
     /// Row `query` of the head's attention P: its attention to every key.
     pub fn attention_row(&self, id: HeadId, query: usize) -> Vec<f32> {
         let t = self.tokens;

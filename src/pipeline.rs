@@ -520,7 +520,7 @@ pub fn capture_and_analyze(
     captures.separator_columns = columns;
     figures_begin();
     let analysis_start = Instant::now();
-    let analysis = analyser.finish();
+    let analysis = analyser.finish(captures);
     analysis_ms += ms_since(analysis_start);
     Ok((
         analysis,

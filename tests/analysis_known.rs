@@ -841,11 +841,9 @@ fn layer_correlation_of_z_scored_heads() {
     close_f32(r[1][0], 1.0);
     // [1,2,4] against [1,−2,1]: centred [−4,−1,5]/3 · [1,−2,1] = 3/3 = 1,
     // norms sqrt(42)/3 and sqrt(6): r = 3 / sqrt(42 · 6).
-    // The unit profiles are kept in f32 (a 2,048-token input has two
-    // million pairs a layer), so r holds about seven digits.
     let expected = 3.0 / (42.0f64 * 6.0).sqrt();
-    close_f32(r[0][2], expected);
-    close_f32(r[2][1], expected);
+    close(r[0][2], expected);
+    close(r[2][1], expected);
     assert!(r[3].iter().all(Option::is_none));
     assert!(r.iter().all(|row| row[3].is_none()));
     assert_no_nan(&a);
@@ -969,4 +967,105 @@ fn json_names_match_the_contract() {
         options,
         serde_json::json!({"selection": {"rule": "top_fraction", "q": 0.01}, "similarity": "raw", "local_window": 4})
     );
+}
+
+/// Pearson correlation of two profiles, straight from its definition.
+fn pearson(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let vx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let vy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    cov / (vx * vy).sqrt()
+}
+
+#[test]
+fn layer_correlation_over_many_tiles() {
+    // 4 sentences of 110 words: 440 content tokens, 96,580 pairs, more
+    // than one tile of the grid's, the separators cutting the rows' runs.
+    let text: Vec<String> = std::iter::once("[CLS]".to_owned())
+        .chain((0..4).flat_map(|s| {
+            (0..110)
+                .map(move |w| format!("w{}", (s * 110 + w) % 97))
+                .chain(std::iter::once("[SEP]".to_owned()))
+        }))
+        .collect();
+    let tokens = doc(&text.join(" "));
+    let t = tokens.len();
+    let (layers, heads, d) = (3, 2, 4);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut random = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+    };
+    // Random head outputs, but layer 1's heads lean on layer 0's first
+    // head, so those layers correlate.
+    let mut outputs: Vec<f32> = (0..layers * heads * t * d).map(|_| random()).collect();
+    for h in 0..heads {
+        for x in 0..t * d {
+            let layer0 = outputs[x];
+            outputs[(heads + h) * t * d + x] += 2.0 * layer0;
+        }
+    }
+    let similarity: Vec<f32> = outputs
+        .chunks_exact(t * d)
+        .flat_map(|o| {
+            (0..t * t).map(move |ij| {
+                let (i, j) = (ij / t, ij % t);
+                (0..d).map(|c| o[i * d + c] * o[j * d + c]).sum::<f32>()
+            })
+        })
+        .collect();
+    let content: Vec<usize> = (0..t).filter(|&i| !tokens.special[i]).collect();
+    let profile = |layer: usize| -> Vec<f64> {
+        let mut profile = Vec::new();
+        for h in 0..heads {
+            let s = &similarity[(layer * heads + h) * t * t..][..t * t];
+            let values: Vec<f64> = (0..content.len())
+                .flat_map(|a| (a + 1..content.len()).map(move |b| (a, b)))
+                .map(|(a, b)| f64::from(s[content[a] * t + content[b]]))
+                .collect();
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+            profile.resize(values.len(), 0.0);
+            for (p, v) in profile.iter_mut().zip(&values) {
+                *p += (v - mean) / std;
+            }
+        }
+        profile
+    };
+    let profiles: Vec<Vec<f64>> = (0..layers).map(profile).collect();
+    let stored = Captures {
+        layers,
+        heads,
+        tokens: t,
+        head_dim: 0,
+        similarity: similarity.clone(),
+        ..Captures::default()
+    };
+    // With O, the grid makes S again from it (float32 products: S differs
+    // by roundings, r by about 1e-7).
+    let with_outputs = Captures {
+        head_dim: d,
+        head_outputs: outputs.clone(),
+        ..stored.clone()
+    };
+    for (captures, tolerance) in [(&stored, 1e-10), (&with_outputs, 1e-6)] {
+        let a = analyze(&tokens, captures, &AnalysisOptions::default());
+        assert!(a.pairs > 65_536, "{} pairs fit one tile", a.pairs);
+        for x in 0..layers {
+            for y in 0..layers {
+                let expected = pearson(&profiles[x], &profiles[y]);
+                let r = a.layer_correlation[x][y].expect("a varying profile");
+                assert!(
+                    (r - expected).abs() < tolerance,
+                    "r[{x}][{y}] = {r}, not {expected}"
+                );
+            }
+        }
+        assert!(a.layer_correlation[0][1].unwrap() > 0.3);
+    }
 }

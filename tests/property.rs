@@ -137,6 +137,7 @@ proptest! {
                 fraction("sink_attention", head.sink_attention)?;
                 prop_assert_eq!(head.category.is_some(), head.mean_distance.is_some());
                 for &(i, j) in &head.selected_pairs {
+                    let (i, j) = (i as usize, j as usize);
                     prop_assert!(i < j && j < t && !tokens.special[i] && !tokens.special[j]);
                 }
             }

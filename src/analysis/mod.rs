@@ -45,7 +45,7 @@ use crate::captures::Captures;
 use crate::tokens::TokenSequence;
 
 use attention::{attention_pass, value_weighted_pass};
-use correlation::{correlation_matrix, unit_profile};
+use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::segmentation;
 use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
 use similarity::{Moments, Transform};
@@ -108,7 +108,7 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     });
     let mut analyser = analyser;
     analyser.layers = Mutex::new(layers.into_iter().map(Some).collect());
-    analyser.finish()
+    analyser.finish(captures)
 }
 
 /// One layer's P and S, each H×T×T row-major, and its heads' value norms
@@ -153,10 +153,11 @@ impl<'a> LayerSquares<'a> {
     }
 }
 
-/// The figures of one layer and its unit profile for the correlation grid.
+/// The figures of one layer and what the correlation grid needs of its
+/// heads.
 struct AnalysedLayer {
     figures: LayerFigures,
-    profile: Option<Vec<f32>>,
+    terms: Vec<ProfileTerms>,
 }
 
 /// The analysis one layer at a time, for a pass that hands each layer's P
@@ -175,9 +176,6 @@ pub struct LayerAnalyser<'a> {
     given: Mutex<Vec<Vec<Option<HeadPart>>>>,
     /// Buffers of the threads that analyse heads, reused.
     scratch: Mutex<Vec<Scratch>>,
-    /// S' buffers of merged heads, for the next heads: a fresh one per
-    /// head would cost its page faults each time.
-    spare_values: Mutex<Vec<Vec<f32>>>,
 }
 
 impl<'a> LayerAnalyser<'a> {
@@ -201,7 +199,7 @@ impl<'a> LayerAnalyser<'a> {
         );
         let doc = Document::new(tokens, options);
         assert!(
-            doc.pairs.len() <= u32::MAX as usize,
+            doc.pair_count <= u32::MAX as usize,
             "too many candidate pairs"
         );
         Self {
@@ -209,7 +207,6 @@ impl<'a> LayerAnalyser<'a> {
             layers: Mutex::new((0..layers).map(|_| None).collect()),
             given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
             scratch: Mutex::new(Vec::new()),
-            spare_values: Mutex::new(Vec::new()),
         }
     }
 
@@ -231,9 +228,6 @@ impl<'a> LayerAnalyser<'a> {
             "value norms must be T"
         );
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
-        if scratch.spare_values.is_empty() {
-            scratch.spare_values.extend(lock(&self.spare_values).pop());
-        }
         let attention = Some((attention, value_norms));
         let part = analyse_head(&self.doc, attention, similarity, &mut scratch);
         lock(&self.scratch).push(scratch);
@@ -263,37 +257,38 @@ impl<'a> LayerAnalyser<'a> {
         );
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
         let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given);
-        lock(&self.spare_values).append(&mut scratch.spare_values);
         lock(&self.scratch).push(scratch);
         lock(&self.layers)[layer] = Some(analysed);
     }
 
-    /// Every figure; panics unless every layer was added.
-    pub fn finish(self) -> Analysis {
+    /// Every figure, the layer correlation grid from the heads' S in
+    /// `captures` (made again from O where they hold it); panics unless
+    /// every layer was added.
+    pub fn finish(self, captures: &Captures) -> Analysis {
         let doc = self.doc;
         let selected_per_head = match doc.options.selection {
-            Selection::TopFraction { q } => Some(top_fraction_count(q, doc.pairs.len())),
+            Selection::TopFraction { q } => Some(top_fraction_count(q, doc.pair_count)),
             _ => None,
         };
         let baseline = fraction(
-            doc.pairs
-                .iter()
-                .filter(|&&(i, j)| doc.same_sentence(i as usize, j as usize))
+            doc.pairs()
+                .filter(|&(i, j)| doc.same_sentence(i as usize, j as usize))
                 .count(),
-            doc.pairs.len(),
+            doc.pair_count,
         );
         let layers = self.layers.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut layer_figures = Vec::with_capacity(layers.len());
-        let mut profiles = Vec::with_capacity(layers.len());
+        let mut terms = Vec::with_capacity(layers.len());
         for layer in layers {
             let layer = layer.expect("every layer analysed");
             layer_figures.push(layer.figures);
-            profiles.push(layer.profile);
+            terms.push(layer.terms);
         }
+        let layer_correlation = correlation_matrix(&doc, &terms, captures);
         Analysis {
             tokens: doc.t,
             content_tokens: doc.content.len(),
-            pairs: doc.pairs.len(),
+            pairs: doc.pair_count,
             selected_per_head,
             baseline_same_sentence_fraction: baseline,
             input_ids: doc.tokens.input_ids.clone(),
@@ -301,7 +296,7 @@ impl<'a> LayerAnalyser<'a> {
             sentences_left_out: 0,
             tokens_left_out: 0,
             layers: layer_figures,
-            layer_correlation: correlation_matrix(profiles),
+            layer_correlation,
         }
     }
 }
@@ -314,8 +309,10 @@ struct Document<'a> {
     content: Vec<usize>,
     /// The content positions as maximal runs of consecutive positions.
     content_runs: Vec<std::ops::Range<usize>>,
-    /// Candidate pairs (i, j) as positions, in pair order.
-    pairs: Vec<(u32, u32)>,
+    /// The number of candidate pairs.
+    pair_count: usize,
+    /// Per content index a, the index of the first candidate pair (a, ·).
+    row_starts: Vec<usize>,
     separators: Vec<usize>,
     cls: Vec<usize>,
     punctuation: Vec<usize>,
@@ -336,10 +333,8 @@ const NO_OCCURRENCE: u32 = u32::MAX;
 impl<'a> Document<'a> {
     fn new(tokens: &'a TokenSequence, options: &'a AnalysisOptions) -> Self {
         let content = tokens.content_positions();
-        let mut pairs = Vec::with_capacity(content.len() * content.len().saturating_sub(1) / 2);
-        for (a, &i) in content.iter().enumerate() {
-            pairs.extend(content[a + 1..].iter().map(|&j| (i as u32, j as u32)));
-        }
+        let c = content.len();
+        let row_starts = (0..c).map(|a| a * c - a * (a + 1) / 2).collect();
         let mut content_runs: Vec<std::ops::Range<usize>> = Vec::new();
         for &i in &content {
             match content_runs.last_mut() {
@@ -365,7 +360,8 @@ impl<'a> Document<'a> {
             tokens,
             options,
             t: tokens.len(),
-            pairs,
+            pair_count: c * c.saturating_sub(1) / 2,
+            row_starts,
             content_runs,
             content_index,
             content_by_id,
@@ -389,6 +385,23 @@ impl<'a> Document<'a> {
         a * c - a * (a + 1) / 2 + (b - a - 1)
     }
 
+    /// Candidate pair `p` as positions (i, j).
+    fn pair(&self, p: usize) -> (u32, u32) {
+        let a = self.row_starts.partition_point(|&start| start <= p) - 1;
+        let b = a + 1 + (p - self.row_starts[a]);
+        (self.content[a] as u32, self.content[b] as u32)
+    }
+
+    /// Every candidate pair as positions, in pair order.
+    fn pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let content = &self.content;
+        (0..content.len()).flat_map(move |a| {
+            content[a + 1..]
+                .iter()
+                .map(move |&j| (content[a] as u32, j as u32))
+        })
+    }
+
     fn same_sentence(&self, i: usize, j: usize) -> bool {
         // Option equality, like the reference's integer ids (−1 for none).
         self.tokens.sentence_ids[i] == self.tokens.sentence_ids[j]
@@ -398,9 +411,8 @@ impl<'a> Document<'a> {
 /// Per-worker buffers reused from head to head.
 #[derive(Default)]
 struct Scratch {
-    /// Buffers for S' of the N candidates (a head's part takes one away;
-    /// its layer gives it back).
-    spare_values: Vec<Vec<f32>>,
+    /// S' of the N candidates.
+    values: Vec<f32>,
     keys: Vec<u64>,
     /// One row of S' (top-k per row).
     row: Vec<f32>,
@@ -418,10 +430,8 @@ struct Scratch {
 /// until the layer adds its heads up in head order ([`LayerSums::add`]).
 struct HeadPart {
     figures: HeadFigures,
-    /// S' of the candidates in pair order, with their moments: the head's
-    /// z-scores for the correlation grid, computed as they are added.
-    values: Vec<f32>,
-    moments: Option<Moments>,
+    /// What the correlation grid needs to make the head's z-scores again.
+    terms: ProfileTerms,
     /// The selected pairs' weight by distance (T).
     histogram: Vec<f64>,
     pooled: PooledPairs,
@@ -435,10 +445,7 @@ struct HeadPart {
 /// whatever thread made each head.
 struct LayerSums {
     heads: Vec<HeadFigures>,
-    pairs: usize,
-    /// Σ over heads of each candidate's z-score; filled by the first head
-    /// (a zeroed buffer read, then written, faults twice per page).
-    profile: Vec<f64>,
+    terms: Vec<ProfileTerms>,
     histogram: Vec<f64>,
     pooled: PooledPairs,
     /// Σ over heads of P[i, s] for content rows i and separator columns s,
@@ -451,8 +458,7 @@ impl LayerSums {
     fn new(doc: &Document, heads: usize) -> Self {
         Self {
             heads: Vec::with_capacity(heads),
-            pairs: doc.pairs.len(),
-            profile: Vec::new(),
+            terms: Vec::with_capacity(heads),
             histogram: vec![0.0; doc.t],
             pooled: PooledPairs::default(),
             separator_sums: Vec::new(),
@@ -460,28 +466,9 @@ impl LayerSums {
         }
     }
 
-    /// Adds the next head's part; gives its S' buffer back for reuse.
+    /// Adds the next head's part.
     #[inline(always)]
-    fn add(&mut self, part: HeadPart) -> Vec<f32> {
-        // The correlation grid averages per-head z-scores; a constant head
-        // has none and adds nothing.
-        let z_scores = part.moments.filter(|m| m.std > 0.0).map(|m| {
-            let scale = 1.0 / m.std;
-            part.values
-                .iter()
-                .map(move |&v| (f64::from(v) - m.mean) * scale)
-        });
-        match z_scores {
-            // 0 + z, as the sum of one head is.
-            Some(z) if self.profile.is_empty() => self.profile.extend(z.map(|z| 0.0 + z)),
-            Some(z) => self
-                .profile
-                .iter_mut()
-                .zip(z)
-                .for_each(|(acc, z)| *acc += z),
-            None if self.profile.is_empty() => self.profile.resize(self.pairs, 0.0),
-            None => {}
-        }
+    fn add(&mut self, part: HeadPart) {
         for (acc, w) in self.histogram.iter_mut().zip(&part.histogram) {
             *acc += w;
         }
@@ -501,7 +488,7 @@ impl LayerSums {
             }
         }
         self.heads.push(part.figures);
-        part.values
+        self.terms.push(part.terms);
     }
 }
 
@@ -523,7 +510,6 @@ fn analyse_layer_body(
     scratch: &mut Scratch,
     given: &mut [Option<HeadPart>],
 ) -> AnalysedLayer {
-    let n = doc.pairs.len();
     let mut sums = LayerSums::new(doc, squares.heads);
     for h in 0..squares.heads {
         // Not `unwrap_or_else`: a closure would not be compiled for the
@@ -539,18 +525,17 @@ fn analyse_layer_body(
                 analyse_head_body(doc, attention, squares.head_similarity(h), scratch)
             }
         };
-        scratch.spare_values.push(sums.add(part));
+        sums.add(part);
     }
     let LayerSums {
         heads,
-        mut profile,
+        terms,
         histogram,
         pooled,
         separator_sums,
         separator_sums_vw,
         ..
     } = sums;
-    profile.resize(n, 0.0);
 
     // Means over every head of a per-head attention figure.
     let head_mean = |figure: fn(&HeadFigures) -> Option<f64>| {
@@ -602,10 +587,7 @@ fn analyse_layer_body(
         distance_histogram: histogram,
         heads,
     };
-    let profile = (n >= 2 && squares.heads > 0)
-        .then_some(profile)
-        .and_then(unit_profile);
-    AnalysedLayer { figures, profile }
+    AnalysedLayer { figures, terms }
 }
 
 /// Weighted sums over the selected pairs of every head of a layer.
@@ -638,7 +620,7 @@ fn analyse_head_body(
     let t = doc.t;
     let transform = Transform::new(similarity, t, doc.options.similarity);
 
-    let mut values = scratch.spare_values.pop().unwrap_or_default();
+    let mut values = std::mem::take(&mut scratch.values);
     values.clear();
     // Row i's candidates are the content positions after i: the rest of its
     // own run, then every later run (pair order).
@@ -664,11 +646,11 @@ fn analyse_head_body(
                 // Most candidates weigh 0: one f32 comparison passes them over.
                 let lowest = rule.lowest_weighted();
                 for_each_at_least(&values, lowest, |p, v| {
-                    pairs.add(doc.pairs[p], rule.weight(v))
+                    pairs.add(doc.pair(p), rule.weight(v))
                 });
                 ties = Some(rule.share);
             }
-            best.into_iter().map(|p| doc.pairs[p]).collect()
+            best.into_iter().map(|p| doc.pair(p)).collect()
         }
         Selection::AboveMean { z } => match moments {
             Some(m) => {
@@ -684,7 +666,7 @@ fn analyse_head_body(
                 );
                 keys.sort_unstable();
                 let chosen: Vec<(u32, u32)> =
-                    keys.iter().map(|&key| doc.pairs[key_index(key)]).collect();
+                    keys.iter().map(|&key| doc.pair(key_index(key))).collect();
                 for &pair in &chosen {
                     pairs.add(pair, 1.0);
                 }
@@ -695,7 +677,7 @@ fn analyse_head_body(
         Selection::TopKPerRow { k } => {
             let chosen = top_k_per_row(doc, &transform, k, pairs.scratch);
             let weights = std::mem::take(&mut pairs.scratch.pair_weights);
-            for (&pair, &w) in doc.pairs.iter().zip(&weights) {
+            for (pair, &w) in doc.pairs().zip(&weights) {
                 pairs.add(pair, w);
             }
             pairs.scratch.pair_weights = weights;
@@ -737,14 +719,14 @@ fn analyse_head_body(
             ) = pass.head_figures();
         }
     }
-    figures.selected_pairs = selected
-        .into_iter()
-        .map(|(i, j)| (i as usize, j as usize))
-        .collect();
+    figures.selected_pairs = selected;
+    scratch.values = values;
     HeadPart {
         figures,
-        values,
-        moments,
+        terms: ProfileTerms {
+            transform: transform.into_kind(),
+            moments,
+        },
         histogram,
         pooled,
         separator_columns,
@@ -988,8 +970,12 @@ mod tests {
                 let plain = analyse_layer_body(&doc, squares, &mut Scratch::default(), &mut []);
                 // Debug prints the shortest text that reads back to the same
                 // float, so equal texts are equal bits.
-                let text =
-                    |layer: &AnalysedLayer| format!("{:?} {:?}", layer.figures, layer.profile);
+                let text = |layer: &AnalysedLayer| {
+                    let moments: Vec<_> = (layer.terms.iter())
+                        .map(|terms| terms.moments.map(|m| (m.mean, m.std)))
+                        .collect();
+                    format!("{:?} {moments:?}", layer.figures)
+                };
                 assert_eq!(text(&widest), text(&plain), "{options:?}, causal {causal}");
                 assert!(widest.figures.heads[0].mean_distance.is_some());
                 assert!(widest.figures.heads[0].sink_attention_vw.is_some());

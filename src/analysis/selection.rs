@@ -237,7 +237,7 @@ pub(super) fn top_k_per_row(
         ..
     } = scratch;
     pair_weights.clear();
-    pair_weights.resize(doc.pairs.len(), 0.0);
+    pair_weights.resize(doc.pair_count, 0.0);
     if k == 0 {
         return Vec::new();
     }

@@ -26,7 +26,8 @@ pub(super) struct Transform<'a> {
     kind: TransformKind,
 }
 
-enum TransformKind {
+/// A variant with what it keeps of its head.
+pub(super) enum TransformKind {
     Raw,
     /// 1/sqrt(S_ii), or 0 where S_ii is not positive.
     Cosine(Vec<f64>),
@@ -76,14 +77,34 @@ impl<'a> Transform<'a> {
         })
     }
 
-    /// Appends S'[i, j] for every j in `columns`: `get` with the variant's
-    /// dispatch hoisted out of the loop and contiguous columns copied as
-    /// slices, which vectorises.
+    /// Appends S'[i, j] for every j in `columns`.
     #[inline(always)]
     pub(super) fn extend_row(&self, i: usize, columns: std::ops::Range<usize>, out: &mut Vec<f32>) {
         let row = &self.raw[i * self.t..(i + 1) * self.t];
-        let values = row[columns.clone()].iter().copied();
-        match &self.kind {
+        self.kind.extend(i, columns.clone(), &row[columns], out);
+    }
+
+    /// What the variant keeps of the head (its diagonal or moments), to
+    /// transform rows of S made again later ([`TransformKind::extend`]).
+    pub(super) fn into_kind(self) -> TransformKind {
+        self.kind
+    }
+}
+
+impl TransformKind {
+    /// Appends S'[i, j] for every j in `columns`, from S[i, j] (`raw`, one
+    /// per column): `Transform::get` with the variant's dispatch hoisted
+    /// out of the loop, which vectorises.
+    #[inline(always)]
+    pub(super) fn extend(
+        &self,
+        i: usize,
+        columns: std::ops::Range<usize>,
+        raw: &[f32],
+        out: &mut Vec<f32>,
+    ) {
+        let values = raw.iter().copied();
+        match self {
             TransformKind::Raw => out.extend(values.map(clean)),
             TransformKind::Cosine(inv) => {
                 let a = inv[i];

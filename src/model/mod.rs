@@ -304,12 +304,12 @@ impl Model {
     /// recomputed per head ([`Model::capture_recomputable`]): O and the
     /// queries and keys of every head; 3·H·T² for what a layer holds while
     /// it runs (on a GPU its P and S whole; on the tuned CPU pass, which
-    /// makes one head's at a time on each thread, the analysis' values of
-    /// the layer's heads' pairs, held until the layer is summed in head
-    /// order, and their spare buffers: SmolLM2 at 3,127 tokens peaks at
-    /// 2.5 GB with the model); and the analysis' per-layer profiles of the
-    /// pairs. Machine-independent, so that a window's cut is too.
-    /// `None` for the BERT-like encoders, which always keep P and S.
+    /// makes one head's at a time on each thread, each thread's P, S and
+    /// values of the pairs); and every head's selected pairs (1% of T²/2
+    /// by default, two u32 each). The layer correlation grid keeps nothing
+    /// per pair (it makes S again, a tile at a time). Machine-independent,
+    /// so that a window's cut is too. `None` for the BERT-like encoders,
+    /// which always keep P and S.
     pub fn recomputed_capture_bytes(&self, tokens: usize) -> Option<u64> {
         if !self.network.stack().hands_out_layers() {
             return None;
@@ -319,8 +319,8 @@ impl Model {
         let kv_heads = self.config.key_value_heads() as u64;
         let vectors = layers * (2 * heads + kv_heads) * t * d;
         let layer_squares = 3 * heads * t * t;
-        let profiles = layers * t * t / 2;
-        Some((vectors + layer_squares + profiles) * 4)
+        let selected_pairs = layers * heads * t * t / 100;
+        Some((vectors + layer_squares + selected_pairs) * 4)
     }
 
     /// Values of the residual stream a pass over `tokens` tokens keeps

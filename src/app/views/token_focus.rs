@@ -393,6 +393,7 @@ fn similarity_line<'a>(
             f.selected_pairs
                 .iter()
                 .filter_map(|&(i, j)| {
+                    let (i, j) = (i as usize, j as usize);
                     if i == position {
                         Some(j)
                     } else if j == position {

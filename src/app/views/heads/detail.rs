@@ -330,6 +330,7 @@ impl HeadView {
             );
             if let Some(figures) = output.analysis.head(head) {
                 for &(i, j) in &figures.selected_pairs {
+                    let (i, j) = (i as usize, j as usize);
                     let cells: &[(usize, usize)] =
                         if causal { &[(j, i)] } else { &[(i, j), (j, i)] };
                     for &(row, column) in cells {
@@ -634,6 +635,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
             }
             ui.end_row();
             for &(i, j) in f.selected_pairs.iter().take(shown) {
+                let (i, j) = (i as usize, j as usize);
                 ui.label(i.to_string());
                 ui.label(short_token(&tokens.readable(i)))
                     .on_hover_text(tokens.raw_and_id(i));
