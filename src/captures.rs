@@ -14,7 +14,9 @@
 //! pass ([`crate::kernels::attention`]). The figures never wait for that: the
 //! pipeline analyses each layer while its P and S exist.
 
-use crate::kernels::attention::{attention_rows, context_similarity, similarity_rows, ScoreRule};
+use crate::kernels::attention::{
+    attention_rows, context_similarity, similarity_row_block, similarity_rows, ScoreRule, ROW_BLOCK,
+};
 use std::borrow::Cow;
 
 /// Shapes: attentions and similarity are L×H×T×T, head outputs L×H×T×d.
@@ -123,6 +125,43 @@ impl SeparatorColumns {
         }
         per_token.iter_mut().for_each(|v| *v /= heads.max(1) as f64);
         Self { per_token, sums }
+    }
+}
+
+/// One head's S = O·Oᵀ, read a block of rows at a time: kept whole, or made
+/// from its outputs O in the attention core's blocks (the same bits), so
+/// that a head's analysis holds [`ROW_BLOCK`] × T of it, not T × T.
+#[derive(Clone, Copy)]
+pub enum HeadSimilarity<'a> {
+    /// S (T × T).
+    Stored(&'a [f32]),
+    /// O (T × d) and d.
+    Outputs(&'a [f32], usize),
+}
+
+impl HeadSimilarity<'_> {
+    /// Rows per block over `tokens` tokens (the last block may be shorter).
+    pub fn rows_per_block(&self, tokens: usize) -> usize {
+        match self {
+            Self::Stored(_) => tokens.max(1),
+            Self::Outputs(..) => ROW_BLOCK,
+        }
+    }
+
+    /// Block `block`'s rows of S (each T wide): borrowed where S is kept,
+    /// else made in `buffer`.
+    pub fn block<'s>(&'s self, block: usize, tokens: usize, buffer: &'s mut Vec<f32>) -> &'s [f32] {
+        let rows = self.rows_per_block(tokens);
+        let start = (block * rows).min(tokens);
+        let end = (start + rows).min(tokens);
+        match *self {
+            Self::Stored(similarity) => &similarity[start * tokens..end * tokens],
+            Self::Outputs(outputs, head_dim) => {
+                buffer.resize((end - start) * tokens, 0.0);
+                similarity_row_block(outputs, head_dim, block, buffer);
+                buffer
+            }
+        }
     }
 }
 

@@ -15,15 +15,17 @@
 //! asks it through its observer ([`crate::model::PassObserver`]), which
 //! names the layer about to run: the progress is that layer's index.
 
-use crate::analysis::{analyze, Analysis, AnalysisOptions, LayerAnalyser, LayerSquares};
-use crate::captures::{CaptureMode, Captures, SeparatorColumns};
+use crate::analysis::{
+    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares,
+};
+use crate::captures::{CaptureMode, Captures, HeadSimilarity, SeparatorColumns};
 use crate::comparison::{self, Comparison, Side};
 use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
     WindowBounds, WindowStart,
 };
 use crate::model::ablation::Ablation;
-use crate::model::{ForwardError, HeadObserver, MadeHead, Model, PassObserver};
+use crate::model::{ForwardError, HeadObserver, HeadRows, Model, PassObserver};
 use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
@@ -478,13 +480,12 @@ pub fn capture_and_analyze(
     // keeps no layer's P or S whole (memory grows with T², not L·H·T²).
     let head_columns: Vec<Mutex<Vec<f32>>> =
         (0..layers * heads).map(|_| Mutex::default()).collect();
-    let on_head = |layer: usize, head: usize, made: MadeHead| {
-        let (attention, similarity) = (made.attention, made.similarity);
-        *head_columns[layer * heads + head]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) =
-            SeparatorColumns::head_columns(attention, t, &separators);
-        analyser.add_head((layer, head), attention, similarity, made.value_norms)
+    let on_head = AnalysedHeads {
+        analyser: &analyser,
+        head_columns: &head_columns,
+        heads,
+        tokens: t,
+        separators: &separators,
     };
     let mut columns = Vec::with_capacity(layers);
     let mut analysis_ms = 0.0;
@@ -529,6 +530,58 @@ pub fn capture_and_analyze(
             analysis_ms,
         },
     ))
+}
+
+/// The streamed analysis' [`HeadObserver`]: each head analysed as the pass
+/// makes it, a block of P's rows at a time, and its P at the separators'
+/// columns kept for the Separators view.
+struct AnalysedHeads<'a> {
+    analyser: &'a LayerAnalyser<'a>,
+    /// Per head (layer-major), its P at the separators' columns (T rows).
+    head_columns: &'a [Mutex<Vec<f32>>],
+    heads: usize,
+    tokens: usize,
+    separators: &'a [usize],
+}
+
+/// One head under way in [`AnalysedHeads`].
+struct AnalysedHead<'s, 'a> {
+    heads: &'s AnalysedHeads<'a>,
+    id: (usize, usize),
+    analysis: HeadAnalysis<'s, 'a>,
+    columns: Vec<f32>,
+}
+
+impl HeadObserver for AnalysedHeads<'_> {
+    fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
+        Box::new(AnalysedHead {
+            heads: self,
+            id: (layer, head),
+            analysis: self.analyser.begin_head(value_norms),
+            columns: Vec::with_capacity(self.tokens * self.separators.len()),
+        })
+    }
+}
+
+impl HeadRows for AnalysedHead<'_, '_> {
+    fn attention_rows(&mut self, first: usize, rows: &[f32]) {
+        let heads = self.heads;
+        self.columns.extend(SeparatorColumns::head_columns(
+            rows,
+            heads.tokens,
+            heads.separators,
+        ));
+        self.analysis.attention_rows(first, rows);
+    }
+
+    fn finish(self: Box<Self>, similarity: HeadSimilarity) {
+        let (layer, head) = self.id;
+        let heads = self.heads;
+        *heads.head_columns[layer * heads.heads + head]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = self.columns;
+        self.analysis.finish(self.id, similarity);
+    }
 }
 
 /// A run's [`PassObserver`]: before each layer the pass tells `watch`

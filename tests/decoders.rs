@@ -471,6 +471,75 @@ fn recomputed_captures_equal_kept_ones() {
     }
 }
 
+/// Past the attention core's block of 128 rows, a pass that makes each
+/// head a block of rows at a time (holding 128 × T of its P and none of
+/// its S) gives the bits of one that keeps every P and S: the same figures
+/// (JSON), the same O. The fixtures take 128 positions; rotary models take
+/// any, so each is loaded with room for 400 (a window of Mistral's and
+/// Gemma 2's sliding layers, ModernBERT's bidirectional local and global
+/// layers, Gemma 2's soft-cap, Llama's grouped keys).
+#[test]
+fn long_inputs_made_in_blocks_equal_kept_ones() {
+    use headscope::analysis::AnalysisOptions;
+    use headscope::captures::{CaptureMode, Captures};
+    use headscope::pipeline::{capture_and_analyze, prepare_input, InputOptions};
+    for name in ["llama", "mistral", "gemma2", "modernbert"] {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture_dir = family_fixture(name);
+        for entry in std::fs::read_dir(&fixture_dir).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+        let config = dir.path().join("config.json");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        json["max_position_embeddings"] = 400.into();
+        std::fs::write(&config, json.to_string()).unwrap();
+        let model = load(dir.path());
+        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+        let input = InputOptions {
+            mode: InputMode::OneSentencePerLine,
+            ..InputOptions::default()
+        };
+        let tokens = prepare_input(&model, &text.repeat(12), &input)
+            .unwrap()
+            .tokens;
+        assert!(
+            tokens.len() > 2 * 128 + 10,
+            "{name}: {} tokens",
+            tokens.len()
+        );
+        let run = |mode| {
+            let mut captures = Captures::default();
+            let options = AnalysisOptions::default();
+            let (analysis, _) = capture_and_analyze(
+                &model,
+                &tokens,
+                mode,
+                false,
+                &options,
+                &mut captures,
+                &|| false,
+            )
+            .unwrap();
+            let figures = format!("{:?} {:?}", analysis.layers, analysis.layer_correlation);
+            (captures, figures)
+        };
+        let (kept, kept_figures) = run(CaptureMode::Stored);
+        let (recomputed, figures) = run(CaptureMode::Recomputed);
+        assert!(!recomputed.stores_squares(), "{name}");
+        assert_eq!(recomputed.head_outputs, kept.head_outputs, "{name}: O");
+        assert!(figures == kept_figures, "{name}: the figures differ");
+        for id in kept.head_ids() {
+            assert_eq!(
+                recomputed.similarity(id),
+                kept.similarity(id),
+                "{name} {id}: S"
+            );
+        }
+    }
+}
+
 /// `headscope analyze` on an input whose P and S would not fit the memory
 /// limit says on stderr that they are recomputed, and writes the same
 /// figures and (to float rounding) the same `.npz` as a run that kept them.

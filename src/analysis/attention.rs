@@ -101,60 +101,102 @@ impl QueryMean {
     }
 }
 
-/// One pass over a head's attention: the classic statistics, the mean
-/// separator and sink attention of the content rows, and the head's
-/// attention on each separator from each content row (`separator_columns`,
-/// content × separators), which the layer adds up over its heads.
-// One logarithm per attention entry (L·H·T² of them): the pass is inlined
-// into the head's analysis, which runs in the CPU's widest vectors.
-#[inline(always)]
-pub(super) fn attention_pass(
-    doc: &Document,
-    attention: &[f32],
-    separator_columns: &mut [f32],
-) -> AttentionPass {
-    let t = doc.t;
-    let mut sums = PassSums::default();
-    let mut columns = separator_columns.chunks_exact_mut(doc.separators.len().max(1));
-    for (i, row) in attention.chunks_exact(t.max(1)).enumerate() {
-        // The last key the query sees: a causal query's keys after itself
-        // hold 0 (half of a decoder's P).
-        let last_seen = if doc.tokens.causal { i } else { t - 1 };
-        // Those zeros are not read: whole blocks of 64 are left out, as
-        // `row_entropy` sums them, so the sum is the same to the bit.
-        sums.stats.entropy +=
-            row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
-        sums.add_row(doc, i, row, &mut columns);
-    }
-    sums.finish(doc, true)
+/// A head's passes over its attention P, fed a block of rows at a time in
+/// order ([`AttentionRows::add_rows`], through `add_attention_rows`): the
+/// classic statistics, the mean separator and sink attention of the
+/// content rows, the role scores and the head's attention on each
+/// separator from each content row (content × separators), which the layer
+/// adds up over its heads; and the same, but the classic statistics, over
+/// the value-weighted attention N′ (ANALYSIS.md §9) where the head has its
+/// value norms: each row of P weighted by the size of what each key
+/// writes, and divided by its sum, one row at a time. Each sum runs over
+/// the rows in order, so the blocks' sizes do not change a bit.
+pub(super) struct AttentionRows {
+    plain: PassSums,
+    weighted: Option<PassSums>,
+    separator_columns: Vec<f32>,
+    separator_columns_vw: Vec<f32>,
+    /// Per key, the size of what it writes (T, or empty: no N′).
+    value_norms: Vec<f32>,
+    /// One row of N′ (T).
+    row: Vec<f32>,
+    /// The next row expected.
+    next_row: usize,
 }
 
-/// The same pass over the head's value-weighted attention N′ (ANALYSIS.md
-/// §9): each row of P weighted by the size of what each key writes,
-/// `value_norms` (T), and divided by its sum, one row at a time in `row`
-/// (T values, reused). No classic statistics: the separator, sink and role
-/// figures are the ones with `_vw` twins.
-#[inline(always)]
-pub(super) fn value_weighted_pass(
-    doc: &Document,
-    attention: &[f32],
-    value_norms: &[f32],
-    row: &mut Vec<f32>,
-    separator_columns: &mut [f32],
-) -> AttentionPass {
-    let t = doc.t;
-    row.clear();
-    row.resize(t, 0.0);
-    let mut sums = PassSums::default();
-    let mut columns = separator_columns.chunks_exact_mut(doc.separators.len().max(1));
-    for (i, p) in attention.chunks_exact(t.max(1)).enumerate() {
-        // A causal row's keys after the query hold 0 in P and stay 0 here.
-        let seen = if doc.tokens.causal { i + 1 } else { t };
-        row[..seen].copy_from_slice(&p[..seen]);
-        value_weight_row(&mut row[..seen], value_norms);
-        sums.add_row(doc, i, row, &mut columns);
+/// What a head's passes over its attention give: P's and, with value
+/// norms, N′'s, each with its attention on the separators (content ×
+/// separators).
+pub(super) struct AttentionFigures {
+    pub(super) plain: AttentionPass,
+    pub(super) weighted: Option<AttentionPass>,
+    pub(super) separator_columns: Vec<f32>,
+    pub(super) separator_columns_vw: Vec<f32>,
+}
+
+impl AttentionRows {
+    /// Passes over a head whose keys write `value_norms` (T, or empty).
+    pub(super) fn new(doc: &Document, value_norms: &[f32]) -> Self {
+        let weighted = value_norms.len() == doc.t && doc.t > 0;
+        let columns = doc.content.len() * doc.separators.len();
+        Self {
+            plain: PassSums::default(),
+            weighted: weighted.then(PassSums::default),
+            separator_columns: vec![0.0; columns],
+            separator_columns_vw: if weighted {
+                vec![0.0; columns]
+            } else {
+                Vec::new()
+            },
+            value_norms: if weighted {
+                value_norms.to_vec()
+            } else {
+                Vec::new()
+            },
+            row: Vec::new(),
+            next_row: 0,
+        }
     }
-    sums.finish(doc, false)
+
+    /// Adds rows `first`, … of P (each T wide); panics unless `first` is
+    /// the row after the last one added (a programming error).
+    #[inline(always)]
+    pub(super) fn add_rows(&mut self, doc: &Document, first: usize, rows: &[f32]) {
+        let t = doc.t;
+        assert_eq!(first, self.next_row, "attention rows must come in order");
+        self.row.resize(t, 0.0);
+        for (i, row) in (first..).zip(rows.chunks_exact(t.max(1))) {
+            // The last key the query sees: a causal query's keys after itself
+            // hold 0 (half of a decoder's P).
+            let last_seen = if doc.tokens.causal { i } else { t - 1 };
+            // Those zeros are not read: whole blocks of 64 are left out, as
+            // `row_entropy` sums them, so the sum is the same to the bit.
+            self.plain.stats.entropy +=
+                row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
+            self.plain.add_row(doc, i, row, &mut self.separator_columns);
+            if let Some(weighted) = &mut self.weighted {
+                // A causal row's keys after the query hold 0 in P, and
+                // stay 0 here: no earlier row wrote past its own.
+                let seen = last_seen + 1;
+                let n = &mut self.row;
+                n[..seen].copy_from_slice(&row[..seen]);
+                value_weight_row(&mut n[..seen], &self.value_norms);
+                weighted.add_row(doc, i, n, &mut self.separator_columns_vw);
+            }
+            self.next_row = i + 1;
+        }
+    }
+
+    /// The passes' figures; panics unless every row was added.
+    pub(super) fn finish(self, doc: &Document) -> AttentionFigures {
+        assert_eq!(self.next_row, doc.t, "every attention row must be added");
+        AttentionFigures {
+            plain: self.plain.finish(doc, true),
+            weighted: self.weighted.map(|sums| sums.finish(doc, false)),
+            separator_columns: self.separator_columns,
+            separator_columns_vw: self.separator_columns_vw,
+        }
+    }
 }
 
 /// What a pass adds up row by row.
@@ -172,15 +214,10 @@ struct PassSums {
 
 impl PassSums {
     /// Adds query `i`'s row of attention (T), and writes its attention on
-    /// the separators into the next of `columns` if it is a content row.
+    /// the separators into its row of `columns` (content × separators) if
+    /// it is a content row.
     #[inline(always)]
-    fn add_row<'c, 'd>(
-        &mut self,
-        doc: &'d Document,
-        i: usize,
-        row: &[f32],
-        columns: &mut impl Iterator<Item = &'c mut [f32]>,
-    ) {
+    fn add_row<'d>(&mut self, doc: &'d Document, i: usize, row: &[f32], columns: &mut [f32]) {
         let t = doc.t;
         let special = &doc.tokens.special;
         let sum_at = |at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
@@ -232,11 +269,12 @@ impl PassSums {
                 self.induction.add(on_successors);
             }
         }
-        if let Some(columns) = columns.next() {
-            // The columns of the separators it does not see stay 0.
-            for (column, &k) in columns.iter_mut().zip(seen_separators) {
-                *column = row[k];
-            }
+        // The row's columns, among the content rows'; those of the
+        // separators it does not see stay 0.
+        let n = doc.separators.len();
+        let c = doc.content_index[i] as usize;
+        for (column, &k) in columns[c * n..(c + 1) * n].iter_mut().zip(seen_separators) {
+            *column = row[k];
         }
     }
 
@@ -302,15 +340,42 @@ fn row_entropy(row: &[f32]) -> f64 {
 /// dependency chain that the compiler may not reorder, eight vectorise.
 #[inline(always)]
 pub(super) fn lane_sum(values: &[f32], f: impl Fn(f32) -> f64) -> f64 {
-    let mut lanes = [0.0f64; 8];
-    let chunks = values.chunks_exact(8);
-    let rest: f64 = chunks.remainder().iter().map(|&x| f(x)).sum();
-    for chunk in chunks {
-        for (lane, &x) in lanes.iter_mut().zip(chunk) {
-            *lane += f(x);
+    let mut sum = LaneSum::default();
+    sum.add(values, f);
+    sum.total()
+}
+
+/// [`lane_sum`] over values handed in parts, in order: the same sum as
+/// over their concatenation while every part but the last holds a multiple
+/// of eight values (a block of whole rows of a T × T matrix, 128 rows).
+#[derive(Default)]
+pub(super) struct LaneSum {
+    lanes: [f64; 8],
+    rest: f64,
+    /// A part left values over the lanes: only the last may.
+    ended: bool,
+}
+
+impl LaneSum {
+    #[inline(always)]
+    pub(super) fn add(&mut self, values: &[f32], f: impl Fn(f32) -> f64) {
+        assert!(!self.ended, "only the last part may leave values over");
+        let chunks = values.chunks_exact(8);
+        if !chunks.remainder().is_empty() {
+            self.rest = chunks.remainder().iter().map(|&x| f(x)).sum();
+            self.ended = true;
+        }
+        for chunk in chunks {
+            for (lane, &x) in self.lanes.iter_mut().zip(chunk) {
+                *lane += f(x);
+            }
         }
     }
-    lanes.iter().sum::<f64>() + rest
+
+    #[inline(always)]
+    pub(super) fn total(&self) -> f64 {
+        self.lanes.iter().sum::<f64>() + self.rest
+    }
 }
 
 /// p·ln p in f32, branch-free: Cephes' `logf` (about one ulp), with musl's

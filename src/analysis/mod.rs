@@ -41,14 +41,14 @@ mod widest;
 
 use std::sync::Mutex;
 
-use crate::captures::Captures;
+use crate::captures::{Captures, HeadSimilarity};
 use crate::tokens::TokenSequence;
 
-use attention::{attention_pass, value_weighted_pass};
+use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::segmentation;
 use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
-use similarity::{Moments, Transform};
+use similarity::{for_each_row, Moments, TransformKind};
 use widest::widest;
 
 use figures::focus_counts;
@@ -210,33 +210,20 @@ impl<'a> LayerAnalyser<'a> {
         }
     }
 
-    /// Analyses head `head` of layer `layer` from its P and S (T×T each)
-    /// and value norms (T, or empty: no `_vw` figures), before
-    /// [`LayerAnalyser::add_layer`] is called for that layer.
-    pub fn add_head(
-        &self,
-        (layer, head): (usize, usize),
-        attention: &[f32],
-        similarity: &[f32],
-        value_norms: &[f32],
-    ) {
-        let t = self.doc.t;
-        assert_eq!(attention.len(), t * t, "attention must be T×T");
-        assert_eq!(similarity.len(), t * t, "similarity must be T×T");
+    /// Begins the analysis of a head whose keys write `value_norms` (T, or
+    /// empty: no `_vw` figures), before [`LayerAnalyser::add_layer`] is
+    /// called for its layer: its P is then handed over a block of rows at
+    /// a time ([`HeadAnalysis::attention_rows`]), and its S at the end
+    /// ([`HeadAnalysis::finish`]), so that neither need be held whole.
+    pub fn begin_head(&self, value_norms: &[f32]) -> HeadAnalysis<'_, 'a> {
         assert!(
-            value_norms.is_empty() || value_norms.len() == t,
+            value_norms.is_empty() || value_norms.len() == self.doc.t,
             "value norms must be T"
         );
-        let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
-        let attention = Some((attention, value_norms));
-        let part = analyse_head(&self.doc, attention, similarity, &mut scratch);
-        lock(&self.scratch).push(scratch);
-        let mut given = lock(&self.given);
-        let heads = &mut given[layer];
-        if heads.len() <= head {
-            heads.resize_with(head + 1, || None);
+        HeadAnalysis {
+            analyser: self,
+            rows: AttentionRows::new(&self.doc, value_norms),
         }
-        heads[head] = Some(part);
     }
 
     /// Analyses layer `layer` from its P (or none) and S: the heads not
@@ -298,6 +285,35 @@ impl<'a> LayerAnalyser<'a> {
             layers: layer_figures,
             layer_correlation,
         }
+    }
+}
+
+/// One head's analysis under way ([`LayerAnalyser::begin_head`]).
+pub struct HeadAnalysis<'s, 'a> {
+    analyser: &'s LayerAnalyser<'a>,
+    rows: AttentionRows,
+}
+
+impl HeadAnalysis<'_, '_> {
+    /// Adds rows `first`, … of the head's P (each T wide), in order.
+    pub fn attention_rows(&mut self, first: usize, rows: &[f32]) {
+        add_attention_rows(&mut self.rows, &self.analyser.doc, first, rows);
+    }
+
+    /// Analyses the head, head `head` of layer `layer`, from its S, once
+    /// every row of its P was added.
+    pub fn finish(self, (layer, head): (usize, usize), similarity: HeadSimilarity) {
+        let analyser = self.analyser;
+        let attention = self.rows.finish(&analyser.doc);
+        let mut scratch = lock(&analyser.scratch).pop().unwrap_or_default();
+        let part = analyse_head(&analyser.doc, Some(attention), similarity, &mut scratch);
+        lock(&analyser.scratch).push(scratch);
+        let mut given = lock(&analyser.given);
+        let heads = &mut given[layer];
+        if heads.len() <= head {
+            heads.resize_with(head + 1, || None);
+        }
+        heads[head] = Some(part);
     }
 }
 
@@ -413,6 +429,8 @@ impl<'a> Document<'a> {
 struct Scratch {
     /// S' of the N candidates.
     values: Vec<f32>,
+    /// A block of rows of S, where it is made from O.
+    block: Vec<f32>,
     keys: Vec<u64>,
     /// One row of S' (top-k per row).
     row: Vec<f32>,
@@ -422,8 +440,6 @@ struct Scratch {
     /// whose two tokens have its id (counted at the first) (T each).
     endpoint_weight: Vec<f64>,
     repeat_weight: Vec<f64>,
-    /// One row of the value-weighted attention N′ (T).
-    weighted_row: Vec<f32>,
 }
 
 /// One head's figures and what it adds to its layer's sums, kept apart
@@ -518,11 +534,14 @@ fn analyse_layer_body(
             Some(part) => part,
             None => {
                 let attention = if squares.has_attention() {
-                    Some((squares.head_attention(h), squares.head_value_norms(h)))
+                    let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
+                    rows.add_rows(doc, 0, squares.head_attention(h));
+                    Some(rows.finish(doc))
                 } else {
                     None
                 };
-                analyse_head_body(doc, attention, squares.head_similarity(h), scratch)
+                let similarity = HeadSimilarity::Stored(squares.head_similarity(h));
+                analyse_head_body(doc, attention, similarity, scratch)
             }
         };
         sums.add(part);
@@ -599,39 +618,63 @@ struct PooledPairs {
 }
 
 widest! {
+    /// Adds rows `first`, … of a head's P to its passes.
+    fn add_attention_rows(
+        rows: &mut AttentionRows,
+        doc: &Document,
+        first: usize,
+        attention: &[f32],
+    ) -> () = add_attention_rows_body;
+}
+
+#[inline(always)]
+fn add_attention_rows_body(
+    rows: &mut AttentionRows,
+    doc: &Document,
+    first: usize,
+    attention: &[f32],
+) {
+    rows.add_rows(doc, first, attention);
+}
+
+widest! {
     /// One head's figures and its part of its layer's sums.
     fn analyse_head(
         doc: &Document,
-        attention: Option<(&[f32], &[f32])>,
-        similarity: &[f32],
+        attention: Option<AttentionFigures>,
+        similarity: HeadSimilarity,
         scratch: &mut Scratch,
     ) -> HeadPart = analyse_head_body;
 }
 
-/// One head's figures from its S and, where given, its P with its value
-/// norms (empty: no `_vw` figures).
+/// One head's figures from its S and, where given, its passes over P (and
+/// N′).
 #[inline(always)]
 fn analyse_head_body(
     doc: &Document,
-    attention: Option<(&[f32], &[f32])>,
-    similarity: &[f32],
+    attention: Option<AttentionFigures>,
+    similarity: HeadSimilarity,
     scratch: &mut Scratch,
 ) -> HeadPart {
     let t = doc.t;
-    let transform = Transform::new(similarity, t, doc.options.similarity);
+    let mut block = std::mem::take(&mut scratch.block);
+    let transform = TransformKind::new(similarity, t, doc.options.similarity, &mut block);
 
     let mut values = std::mem::take(&mut scratch.values);
     values.clear();
     // Row i's candidates are the content positions after i: the rest of its
     // own run, then every later run (pair order).
-    for (r, run) in doc.content_runs.iter().enumerate() {
-        for i in run.clone() {
-            transform.extend_row(i, i + 1..run.end, &mut values);
-            for later in &doc.content_runs[r + 1..] {
-                transform.extend_row(i, later.clone(), &mut values);
-            }
+    for_each_row(similarity, t, &mut block, |i, row| {
+        if doc.content_index[i] == u32::MAX {
+            return;
         }
-    }
+        let own = doc.content_runs.partition_point(|run| run.end <= i);
+        let rest = i + 1..doc.content_runs[own].end;
+        transform.extend(i, rest.clone(), &row[rest], &mut values);
+        for later in &doc.content_runs[own + 1..] {
+            transform.extend(i, later.clone(), &row[later.clone()], &mut values);
+        }
+    });
     let moments = Moments::of(&values);
 
     let mut histogram = vec![0.0; t];
@@ -675,7 +718,7 @@ fn analyse_head_body(
             None => Vec::new(),
         },
         Selection::TopKPerRow { k } => {
-            let chosen = top_k_per_row(doc, &transform, k, pairs.scratch);
+            let chosen = top_k_per_row(doc, (&transform, similarity), k, pairs.scratch, &mut block);
             let weights = std::mem::take(&mut pairs.scratch.pair_weights);
             for (pair, &w) in doc.pairs().zip(&weights) {
                 pairs.add(pair, w);
@@ -688,11 +731,8 @@ fn analyse_head_body(
     let mut figures = pairs.finish(&mut pooled);
     figures.ties = ties;
     let (mut separator_columns, mut separator_columns_vw) = (Vec::new(), Vec::new());
-    let columns = doc.content.len() * doc.separators.len();
-    if let Some((attention, value_norms)) = attention {
-        separator_columns = vec![0.0; columns];
-        let pass = attention_pass(doc, attention, &mut separator_columns);
-        figures.attention_stats = Some(pass.stats);
+    if let Some(attention) = attention {
+        figures.attention_stats = Some(attention.plain.stats);
         let f = &mut figures;
         (
             f.separator_attention,
@@ -702,12 +742,8 @@ fn analyse_head_body(
             f.induction_score,
             f.self_score,
             f.role,
-        ) = pass.head_figures();
-        if value_norms.len() == t {
-            separator_columns_vw = vec![0.0; columns];
-            let row = &mut scratch.weighted_row;
-            let pass =
-                value_weighted_pass(doc, attention, value_norms, row, &mut separator_columns_vw);
+        ) = attention.plain.head_figures();
+        if let Some(pass) = &attention.weighted {
             (
                 f.separator_attention_vw,
                 f.sink_attention_vw,
@@ -718,15 +754,15 @@ fn analyse_head_body(
                 f.role_vw,
             ) = pass.head_figures();
         }
+        separator_columns = attention.separator_columns;
+        separator_columns_vw = attention.separator_columns_vw;
     }
     figures.selected_pairs = selected;
     scratch.values = values;
+    scratch.block = block;
     HeadPart {
         figures,
-        terms: ProfileTerms {
-            transform: transform.into_kind(),
-            moments,
-        },
+        terms: ProfileTerms { transform, moments },
         histogram,
         pooled,
         separator_columns,

@@ -4,8 +4,9 @@
 //! head whose S is flat to float noise selects all its candidates evenly
 //! instead of an order that noise decides.
 
-use super::similarity::Transform;
+use super::similarity::{for_each_row, TransformKind};
 use super::{Document, Scratch, TieShare};
+use crate::captures::HeadSimilarity;
 
 /// ε of the tie rule, relative to the largest |S'| among the candidates.
 pub const TIE_BAND: f64 = 1e-3;
@@ -224,9 +225,10 @@ pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec
 #[inline(always)]
 pub(super) fn top_k_per_row(
     doc: &Document,
-    transform: &Transform,
+    (transform, similarity): (&TransformKind, HeadSimilarity),
     k: usize,
     scratch: &mut Scratch,
+    block: &mut Vec<f32>,
 ) -> Vec<(u32, u32)> {
     let c = doc.content.len();
     let k = k.min(c.saturating_sub(1));
@@ -243,10 +245,13 @@ pub(super) fn top_k_per_row(
     }
     let mut chosen = Vec::with_capacity(c * k);
     let mut partner_values = Vec::with_capacity(c);
-    for &i in &doc.content {
+    for_each_row(similarity, doc.t, block, |i, raw| {
+        if doc.content_index[i] == u32::MAX {
+            return;
+        }
         row.clear();
         for run in &doc.content_runs {
-            transform.extend_row(i, run.clone(), row);
+            transform.extend(i, run.clone(), &raw[run.clone()], row);
         }
         keys.clear();
         keys.extend(
@@ -283,7 +288,7 @@ pub(super) fn top_k_per_row(
                 pair_weights[p] = pair_weights[p].max(w);
             }
         }
-    }
+    });
     chosen.sort_unstable();
     chosen.dedup();
     chosen

@@ -1,8 +1,9 @@
 //! The similarity the selection ranks (ANALYSIS.md §2): raw S or one of
 //! its variants, computed on demand per row so that no T×T copy is made.
 
-use super::attention::lane_sum;
+use super::attention::{lane_sum, LaneSum};
 use super::SimilarityVariant;
+use crate::captures::HeadSimilarity;
 
 /// One head's T×T similarity after `variant`. Cosine and row-over-diagonal
 /// give 0 where the diagonal makes the denominator zero; z-score gives 0
@@ -10,20 +11,17 @@ use super::SimilarityVariant;
 /// Panics unless `raw` holds T×T values.
 pub fn transformed_similarity(raw: &[f32], tokens: usize, variant: SimilarityVariant) -> Vec<f32> {
     assert_eq!(raw.len(), tokens * tokens, "similarity must be T×T");
-    let transform = Transform::new(raw, tokens, variant);
+    let kind = TransformKind::new(
+        HeadSimilarity::Stored(raw),
+        tokens,
+        variant,
+        &mut Vec::new(),
+    );
     let mut out = Vec::with_capacity(raw.len());
-    for i in 0..tokens {
-        out.extend((0..tokens).map(|j| transform.get(i, j)));
+    for (i, row) in raw.chunks_exact(tokens.max(1)).enumerate() {
+        kind.extend(i, 0..tokens, row, &mut out);
     }
     out
-}
-
-/// One head's similarity as the selection sees it, computed on demand so
-/// that no T×T copy is made.
-pub(super) struct Transform<'a> {
-    raw: &'a [f32],
-    t: usize,
-    kind: TransformKind,
 }
 
 /// A variant with what it keeps of its head.
@@ -40,21 +38,35 @@ pub(super) enum TransformKind {
     },
 }
 
-impl<'a> Transform<'a> {
-    pub(super) fn new(raw: &'a [f32], t: usize, variant: SimilarityVariant) -> Self {
-        let diagonal = || (0..t).map(|i| f64::from(raw[i * t + i]));
-        let kind = match variant {
+impl TransformKind {
+    /// The variant of one head's S, read a block of rows at a time (in
+    /// `buffer` where it is made): the diagonal for cosine and
+    /// row-over-diagonal, the moments of all T×T entries for the z-score.
+    #[inline(always)]
+    pub(super) fn new(
+        similarity: HeadSimilarity,
+        t: usize,
+        variant: SimilarityVariant,
+        buffer: &mut Vec<f32>,
+    ) -> Self {
+        let diagonal = |buffer: &mut Vec<f32>| {
+            let mut diagonal = Vec::with_capacity(t);
+            for_each_row(similarity, t, buffer, |i, row| {
+                diagonal.push(f64::from(row[i]))
+            });
+            diagonal
+        };
+        match variant {
             SimilarityVariant::Raw => TransformKind::Raw,
             SimilarityVariant::Cosine => TransformKind::Cosine(
-                diagonal()
+                diagonal(buffer)
+                    .into_iter()
                     .map(|d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
                     .collect(),
             ),
-            SimilarityVariant::RowOverDiagonal => {
-                TransformKind::RowOverDiagonal(diagonal().collect())
-            }
+            SimilarityVariant::RowOverDiagonal => TransformKind::RowOverDiagonal(diagonal(buffer)),
             SimilarityVariant::ZScore => {
-                let m = Moments::of(raw).unwrap_or(Moments {
+                let m = Moments::of_blocks(similarity, t, buffer).unwrap_or(Moments {
                     mean: 0.0,
                     std: 0.0,
                 });
@@ -63,37 +75,11 @@ impl<'a> Transform<'a> {
                     std: m.std,
                 }
             }
-        };
-        Self { raw, t, kind }
+        }
     }
 
-    pub(super) fn get(&self, i: usize, j: usize) -> f32 {
-        let s = self.raw[i * self.t + j];
-        clean(match &self.kind {
-            TransformKind::Raw => s,
-            TransformKind::Cosine(inv) => cosine(s, inv[i], inv[j]),
-            TransformKind::RowOverDiagonal(diag) => over_diagonal(s, diag[i]),
-            TransformKind::ZScore { mean, std } => z_score(s, *mean, *std),
-        })
-    }
-
-    /// Appends S'[i, j] for every j in `columns`.
-    #[inline(always)]
-    pub(super) fn extend_row(&self, i: usize, columns: std::ops::Range<usize>, out: &mut Vec<f32>) {
-        let row = &self.raw[i * self.t..(i + 1) * self.t];
-        self.kind.extend(i, columns.clone(), &row[columns], out);
-    }
-
-    /// What the variant keeps of the head (its diagonal or moments), to
-    /// transform rows of S made again later ([`TransformKind::extend`]).
-    pub(super) fn into_kind(self) -> TransformKind {
-        self.kind
-    }
-}
-
-impl TransformKind {
     /// Appends S'[i, j] for every j in `columns`, from S[i, j] (`raw`, one
-    /// per column): `Transform::get` with the variant's dispatch hoisted
+    /// per column), with the variant's dispatch hoisted
     /// out of the loop, which vectorises.
     #[inline(always)]
     pub(super) fn extend(
@@ -173,7 +159,53 @@ impl Moments {
         let n = values.len() as f64;
         let mean = lane_sum(values, f64::from) / n;
         let var = lane_sum(values, |v| (f64::from(v) - mean).powi(2)) / n;
+        Self::of_mean_and_variance(mean, var)
+    }
+
+    /// Of every entry of one head's S (T×T), read a block of rows at a
+    /// time: the same sums as [`Moments::of`] over the whole.
+    #[inline(always)]
+    fn of_blocks(similarity: HeadSimilarity, t: usize, buffer: &mut Vec<f32>) -> Option<Moments> {
+        if t == 0 {
+            return None;
+        }
+        let blocks = t.div_ceil(similarity.rows_per_block(t));
+        let n = (t * t) as f64;
+        let mut sum = LaneSum::default();
+        for b in 0..blocks {
+            sum.add(similarity.block(b, t, buffer), f64::from);
+        }
+        let mean = sum.total() / n;
+        let mut squares = LaneSum::default();
+        for b in 0..blocks {
+            squares.add(similarity.block(b, t, buffer), |v| {
+                (f64::from(v) - mean).powi(2)
+            });
+        }
+        Self::of_mean_and_variance(mean, squares.total() / n)
+    }
+
+    #[inline(always)]
+    fn of_mean_and_variance(mean: f64, var: f64) -> Option<Moments> {
         let std = var.sqrt();
         (mean.is_finite() && std.is_finite()).then_some(Moments { mean, std })
+    }
+}
+
+/// Calls `f(i, row)` for every row i of one head's S (T wide), a block of
+/// rows at a time.
+#[inline(always)]
+pub(super) fn for_each_row(
+    similarity: HeadSimilarity,
+    t: usize,
+    buffer: &mut Vec<f32>,
+    mut f: impl FnMut(usize, &[f32]),
+) {
+    let rows = similarity.rows_per_block(t);
+    for b in 0..t.div_ceil(rows) {
+        let block = similarity.block(b, t, buffer);
+        for (i, row) in (b * rows..).zip(block.chunks_exact(t)) {
+            f(i, row);
+        }
     }
 }

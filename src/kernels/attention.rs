@@ -65,11 +65,14 @@ impl ScoreRule {
     }
 }
 
-/// Query rows per block of a masked head: each block is scored against,
-/// and multiplies, only the keys its rows see, so a causal head costs about
-/// half a full one. 128 rows keep a block's scores (128 × T) in L2 at
-/// 2,048 tokens, and the wasted triangle of each block small.
-const ROW_BLOCK: usize = 128;
+/// Query rows per block: each block is scored against, and multiplies,
+/// only the keys its rows see, so a causal head costs about half a full
+/// one. 128 rows keep a block's scores (128 × T) in L2 at 2,048 tokens, and
+/// the wasted triangle of each block small. Every head is made in these
+/// blocks, masked or not, and S too: a pass that makes a head's rows a
+/// block at a time (holding 128 × T of its P and S, not T × T) gives the
+/// same bits as one that makes it whole.
+pub const ROW_BLOCK: usize = 128;
 
 /// The row blocks of `rows` queries at positions `first_query`, …, each
 /// with the keys its rows see together (the union of their ranges: the
@@ -80,13 +83,8 @@ fn row_blocks(
     rows: usize,
     tokens: usize,
 ) -> impl Iterator<Item = (Range<usize>, Range<usize>)> {
-    let block = if mask == AttentionMask::default() {
-        rows.max(1)
-    } else {
-        ROW_BLOCK
-    };
-    (0..rows).step_by(block).map(move |start| {
-        let end = (start + block).min(rows);
+    (0..rows).step_by(ROW_BLOCK).map(move |start| {
+        let end = (start + ROW_BLOCK).min(rows);
         let first = mask.visible_keys(first_query + start, tokens);
         let last = mask.visible_keys(first_query + end - 1, tokens);
         (
@@ -243,7 +241,8 @@ pub fn value_gram(rows: &[f32], head_dim: usize, gram: &mut [f32]) {
     );
 }
 
-/// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`).
+/// S = O·Oᵀ (`T × T`) of one head's output vectors O (`T × d`), in
+/// blocks of [`ROW_BLOCK`] rows ([`similarity_row_block`]).
 ///
 /// In full, though S is symmetric: multiplying only the blocks on and
 /// below the diagonal halves the product (3.6 against 6.2 ms at 2,048
@@ -251,7 +250,27 @@ pub fn value_gram(rows: &[f32], head_dim: usize, gram: &mut [f32]) {
 /// block while they are in cache, cost another 3–4 ms: the writes land on
 /// rows far apart, each a cache line not yet held.
 pub fn context_similarity(head_output: &[f32], head_dim: usize, similarity: &mut [f32]) {
-    similarity_rows(head_output, head_output, head_dim, similarity);
+    let tokens = head_output.len().checked_div(head_dim).unwrap_or(0);
+    for (block, rows) in similarity
+        .chunks_mut((ROW_BLOCK * tokens).max(1))
+        .enumerate()
+    {
+        similarity_row_block(head_output, head_dim, block, rows);
+    }
+}
+
+/// Block `block` of S (rows `block · ROW_BLOCK …`, at most [`ROW_BLOCK`]
+/// of them, against all T) of one head's outputs O (`T × d`), into `rows`.
+pub fn similarity_row_block(head_output: &[f32], head_dim: usize, block: usize, rows: &mut [f32]) {
+    let tokens = head_output.len().checked_div(head_dim).unwrap_or(0);
+    let start = block * ROW_BLOCK;
+    let end = (start + ROW_BLOCK).min(tokens);
+    similarity_rows(
+        &head_output[start * head_dim..end * head_dim],
+        head_output,
+        head_dim,
+        &mut rows[..(end - start) * tokens],
+    );
 }
 
 /// Rows of S: the output vectors `rows` (`n × d`) against all `T` of the

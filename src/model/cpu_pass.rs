@@ -36,11 +36,10 @@
 use super::ablation::heads::Ablation;
 use super::blocks::{DenseCpu, NormCpu};
 use super::config::RotaryFrequencies;
-use super::stack::{
-    Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, MadeHead, PassObserver,
-};
+use super::stack::{Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, PassObserver};
 use super::team::{self, Barrier};
-use crate::kernels::attention::{attend, attend_rows, value_norms, ScoreRule};
+use crate::captures::HeadSimilarity;
+use crate::kernels::attention::{attend, attend_rows, value_norms, ScoreRule, ROW_BLOCK};
 use crate::kernels::{self, Activation, MatRef, SumNorm};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -527,9 +526,9 @@ struct Scratch {
     multiplier: Vec<f32>,
     /// The bias of a first projection without one.
     no_bias: Vec<f32>,
-    /// One head's P and S (T × T each), where the pass makes them per head.
+    /// A block of rows of one head's P (ROW_BLOCK × T), where the pass
+    /// makes each head a block at a time.
     head_attention: Vec<f32>,
-    head_similarity: Vec<f32>,
 }
 
 impl Scratch {
@@ -566,12 +565,7 @@ impl Scratch {
             },
             no_bias: vec![0.0; columns.len()],
             head_attention: if pass.squares_per_head {
-                vec![0.0; tokens * tokens]
-            } else {
-                Vec::new()
-            },
-            head_similarity: if pass.squares_per_head && pass.captures_wanted {
-                vec![0.0; tokens * tokens]
+                vec![0.0; ROW_BLOCK.min(tokens) * tokens]
             } else {
                 Vec::new()
             },
@@ -662,7 +656,6 @@ impl Pass<'_> {
             head_values,
             context,
             head_attention,
-            head_similarity,
             ..
         } = scratch;
         let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
@@ -758,7 +751,7 @@ impl Pass<'_> {
                         .head_outputs
                         .part(head * vectors..(head + 1) * vectors);
                     let (p, s) = if self.squares_per_head {
-                        (&mut head_attention[..], &mut head_similarity[..])
+                        (&mut head_attention[..], &mut [][..])
                     } else {
                         (
                             streamed.attention.part(head * square..(head + 1) * square),
@@ -781,7 +774,6 @@ impl Pass<'_> {
             };
             let (keys, values) = (&head_keys[kv..kv + vectors], &head_values[kv..kv + vectors]);
             if self.captures_wanted {
-                attend(query, keys, values, head_dim, &layer.rule, p, o, s);
                 let gram = head_dim * head_dim;
                 value_norms(
                     values,
@@ -789,16 +781,44 @@ impl Pass<'_> {
                     head_dim,
                     n,
                 );
-            } else {
-                attend_rows(query, keys, values, head_dim, 0, &layer.rule, p, o);
             }
-            if let Some(observer) = self.head_observer {
-                let made = MadeHead {
-                    attention: p,
-                    similarity: s,
-                    value_norms: n,
-                };
-                observer.head(l, head, made);
+            let mut made = self
+                .head_observer
+                .map(|observer| observer.begin(l, head, n));
+            if self.squares_per_head {
+                // A block of rows at a time (the attention core's blocks,
+                // the same bits as the whole): the thread holds
+                // ROW_BLOCK × T of P, and no S.
+                for first in (0..tokens).step_by(ROW_BLOCK) {
+                    let end = (first + ROW_BLOCK).min(tokens);
+                    let p = &mut p[..(end - first) * tokens];
+                    attend_rows(
+                        &query[first * head_dim..end * head_dim],
+                        keys,
+                        values,
+                        head_dim,
+                        first,
+                        &layer.rule,
+                        p,
+                        &mut o[first * head_dim..end * head_dim],
+                    );
+                    if let Some(made) = &mut made {
+                        made.attention_rows(first, p);
+                    }
+                }
+                if let Some(made) = made {
+                    made.finish(HeadSimilarity::Outputs(o, head_dim));
+                }
+            } else {
+                if self.captures_wanted {
+                    attend(query, keys, values, head_dim, &layer.rule, p, o, s);
+                } else {
+                    attend_rows(query, keys, values, head_dim, 0, &layer.rule, p, o);
+                }
+                if let Some(mut made) = made {
+                    made.attention_rows(0, p);
+                    made.finish(HeadSimilarity::Stored(s));
+                }
             }
             for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
                 row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);

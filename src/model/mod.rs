@@ -59,8 +59,8 @@ pub use decoder::PreNormStack;
 pub use encoder::Encoder;
 pub use family::Family;
 pub use stack::{
-    AttentionStack, CaptureBuffers, ForwardError, HeadObserver, KvCache, LayerCaptures, LayerSink,
-    MadeHead, PassInput, PassObserver, Refusal,
+    AttentionStack, CaptureBuffers, ForwardError, HeadObserver, HeadRows, KvCache, LayerCaptures,
+    LayerSink, PassInput, PassObserver, Refusal,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -304,8 +304,9 @@ impl Model {
     /// recomputed per head ([`Model::capture_recomputable`]): O and the
     /// queries and keys of every head; 3·H·T² for what a layer holds while
     /// it runs (on a GPU its P and S whole; on the tuned CPU pass, which
-    /// makes one head's at a time on each thread, each thread's P, S and
-    /// values of the pairs); and every head's selected pairs (1% of T²/2
+    /// makes one head at a time on each thread, a block of rows at a time,
+    /// far less: each thread's values of the pairs, T²/2); and every
+    /// head's selected pairs (1% of T²/2
     /// by default, two u32 each). The layer correlation grid keeps nothing
     /// per pair (it makes S again, a tile at a time). Machine-independent,
     /// so that a window's cut is too. `None` for the BERT-like encoders,

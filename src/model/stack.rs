@@ -11,6 +11,7 @@
 
 use super::ablation::heads::{Ablation, LayerAblation};
 use super::team;
+use crate::captures::HeadSimilarity;
 use crate::kernels::attention::{attend, value_norms as value_norms_of, ScoreRule};
 use crate::kernels::Activation;
 use candle_core::{CpuStorage, Device, Result, Storage, StorageRef, Tensor};
@@ -98,30 +99,29 @@ impl<F: Fn() -> bool> PassObserver for F {
     }
 }
 
-/// Receives one head's P and S (T×T each) of a whole sequence as soon as
-/// the head is made, on the thread that made it: a caller's work on each
-/// head then runs on every thread of the pass, while the head is in that
-/// core's cache. Not called on a generation step. Hence `Sync`, apart from
-/// the [`PassObserver`] that hands it out, which the pass asks only on its
-/// own thread: a run's watch need not be shareable (the app's and the
-/// tests' keep their progress in a `Cell`).
+/// Receives the heads of a whole sequence's pass as they are made, on the
+/// thread that made each: a caller's work on each head then runs on every
+/// thread of the pass, while the head is in that core's cache. Not called
+/// on a generation step. Hence `Sync`, apart from the [`PassObserver`] that
+/// hands it out, which the pass asks only on its own thread: a run's watch
+/// need not be shareable (the app's and the tests' keep their progress in
+/// a `Cell`).
 pub trait HeadObserver: Sync {
-    fn head(&self, layer: usize, head: usize, made: MadeHead);
+    /// Head `head` of layer `layer` is about to be made, the size of what
+    /// each of its keys writes through it known (T; ANALYSIS.md §9's value
+    /// weighting; empty where the pass has none): what it returns takes the
+    /// head's P a block of rows at a time, then its S.
+    fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_>;
 }
 
-impl<F: Fn(usize, usize, MadeHead) + Sync> HeadObserver for F {
-    fn head(&self, layer: usize, head: usize, made: MadeHead) {
-        self(layer, head, made)
-    }
-}
+/// One head as the pass makes it ([`HeadObserver::begin`]).
+pub trait HeadRows {
+    /// Rows `first`, … of its P (each T wide), in order.
+    fn attention_rows(&mut self, first: usize, rows: &[f32]);
 
-/// One head as the pass made it: P and S (T×T each) and the size of what
-/// each key writes through it (T; ANALYSIS.md §9's value weighting).
-#[derive(Clone, Copy)]
-pub struct MadeHead<'a> {
-    pub attention: &'a [f32],
-    pub similarity: &'a [f32],
-    pub value_norms: &'a [f32],
+    /// The head is made: its S, kept whole or made from its outputs O in
+    /// blocks (the tuned CPU pass keeps neither P nor S of a head whole).
+    fn finish(self: Box<Self>, similarity: HeadSimilarity);
 }
 
 /// Where a pass puts what it captures: the capture mode. A sink either
@@ -239,12 +239,9 @@ pub(in crate::model) fn hand_out_heads(
         .zip(similarity.chunks(square))
         .zip(norms);
     for (head, ((attention, similarity), value_norms)) in heads.enumerate() {
-        let made = MadeHead {
-            attention,
-            similarity,
-            value_norms,
-        };
-        observer.head(layer, head, made);
+        let mut made = observer.begin(layer, head, value_norms);
+        made.attention_rows(0, attention);
+        made.finish(HeadSimilarity::Stored(similarity));
     }
 }
 
