@@ -146,3 +146,90 @@ fn bad_heads_are_refused() {
         assert!(stderr.contains(expected), "{heads}: {stderr}");
     }
 }
+
+/// `--importance` over several texts: each head's mean over them, with its
+/// sample std, 95% interval and n, equals the mean of the texts' own
+/// grids (run alone); `--csv` has a row per head and figure.
+#[test]
+fn importance_over_several_texts_is_their_mean_with_an_interval() {
+    let model = repo().join("tests/fixtures/families/llama");
+    let texts = [
+        fixture("families/llama.txt"),
+        fixture("families/gpt2.txt"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let run = |files: &[&std::path::Path], name: &str| -> Value {
+        let json = dir.path().join(format!("{name}.json"));
+        let csv = dir.path().join(format!("{name}.csv"));
+        let mut command = headscope_command();
+        command
+            .args(["ablate", "--importance", "--model"])
+            .arg(&model)
+            .arg("--json")
+            .arg(&json)
+            .arg("--csv")
+            .arg(&csv)
+            .args(files);
+        let output = run_ok(&mut command, name);
+        let mut value: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        value["csv"] = Value::String(std::fs::read_to_string(csv).unwrap());
+        value["stdout"] = Value::String(String::from_utf8_lossy(&output.stdout).into_owned());
+        value
+    };
+    let alone: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(k, text)| run(&[text.as_path()], &format!("alone{k}")))
+        .collect();
+    let both = run(&[texts[0].as_path(), texts[1].as_path()], "both");
+    assert_eq!(both["files"].as_array().unwrap().len(), 2);
+    assert!(both["stdout"].as_str().unwrap().contains("mean over 2 texts"), "{}", both["stdout"]);
+    let mut compared = 0;
+    for key in ["head_importance_delta_loss", "head_importance_output_change"] {
+        let grid = both[key].as_array().unwrap();
+        for (l, row) in grid.iter().enumerate() {
+            for (h, summary) in row.as_array().unwrap().iter().enumerate() {
+                let values: Vec<f64> = alone
+                    .iter()
+                    .map(|a| a[key][l][h].as_f64().unwrap())
+                    .collect();
+                let mean = (values[0] + values[1]) / 2.0;
+                let got = summary["mean"].as_f64().unwrap();
+                assert!((got - mean).abs() < 1e-12, "{key} {l}.{h}: {got} != {mean}");
+                assert_eq!(summary["n"], 2);
+                let std = summary["std"].as_f64().unwrap();
+                assert!((std - (values[0] - values[1]).abs() / 2f64.sqrt()).abs() < 1e-12);
+                let [lo, hi] = [0, 1].map(|i| summary["ci95"][i].as_f64().unwrap());
+                assert!(lo <= mean && mean <= hi, "{key} {l}.{h}: {lo} {mean} {hi}");
+                // Each text's own report is kept, as run alone.
+                for (k, text_alone) in alone.iter().enumerate() {
+                    assert_eq!(both["texts"][k][key][l][h], text_alone[key][l][h]);
+                }
+                compared += 1;
+            }
+        }
+    }
+    // A decoder: both figures, for each of its 2 × 4 heads.
+    assert_eq!(compared, 2 * 2 * 4, "{both}");
+    let csv = both["csv"].as_str().unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("layer,head,figure,mean,std,ci95_lo,ci95_hi,n"));
+    assert_eq!(lines.clone().count(), compared);
+    assert!(lines.all(|row| row.ends_with(",2")), "{csv}");
+    // One text: n = 1, no interval.
+    let one = alone[0]["csv"].as_str().unwrap();
+    assert!(one.lines().skip(1).all(|row| row.ends_with(",,,1")), "{one}");
+
+    // Several texts need --importance.
+    let output = headscope(&[
+        "ablate",
+        "--model",
+        model.to_str().unwrap(),
+        "--heads",
+        "0.1",
+        texts[0].to_str().unwrap(),
+        texts[1].to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("several texts need --importance"));
+}
