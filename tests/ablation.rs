@@ -153,10 +153,7 @@ fn bad_heads_are_refused() {
 #[test]
 fn importance_over_several_texts_is_their_mean_with_an_interval() {
     let model = repo().join("tests/fixtures/families/llama");
-    let texts = [
-        fixture("families/llama.txt"),
-        fixture("families/gpt2.txt"),
-    ];
+    let texts = [fixture("families/llama.txt"), fixture("families/gpt2.txt")];
     let dir = tempfile::tempdir().unwrap();
     let run = |files: &[&std::path::Path], name: &str| -> Value {
         let json = dir.path().join(format!("{name}.json"));
@@ -171,7 +168,8 @@ fn importance_over_several_texts_is_their_mean_with_an_interval() {
             .arg(&csv)
             .args(files);
         let output = run_ok(&mut command, name);
-        let mut value: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let mut value: Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
         value["csv"] = Value::String(std::fs::read_to_string(csv).unwrap());
         value["stdout"] = Value::String(String::from_utf8_lossy(&output.stdout).into_owned());
         value
@@ -183,9 +181,19 @@ fn importance_over_several_texts_is_their_mean_with_an_interval() {
         .collect();
     let both = run(&[texts[0].as_path(), texts[1].as_path()], "both");
     assert_eq!(both["files"].as_array().unwrap().len(), 2);
-    assert!(both["stdout"].as_str().unwrap().contains("mean over 2 texts"), "{}", both["stdout"]);
+    assert!(
+        both["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("mean over 2 texts"),
+        "{}",
+        both["stdout"]
+    );
     let mut compared = 0;
-    for key in ["head_importance_delta_loss", "head_importance_output_change"] {
+    for key in [
+        "head_importance_delta_loss",
+        "head_importance_output_change",
+    ] {
         let grid = both[key].as_array().unwrap();
         for (l, row) in grid.iter().enumerate() {
             for (h, summary) in row.as_array().unwrap().iter().enumerate() {
@@ -213,12 +221,18 @@ fn importance_over_several_texts_is_their_mean_with_an_interval() {
     assert_eq!(compared, 2 * 2 * 4, "{both}");
     let csv = both["csv"].as_str().unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("layer,head,figure,mean,std,ci95_lo,ci95_hi,n"));
+    assert_eq!(
+        lines.next(),
+        Some("layer,head,figure,mean,std,ci95_lo,ci95_hi,n")
+    );
     assert_eq!(lines.clone().count(), compared);
     assert!(lines.all(|row| row.ends_with(",2")), "{csv}");
     // One text: n = 1, no interval.
     let one = alone[0]["csv"].as_str().unwrap();
-    assert!(one.lines().skip(1).all(|row| row.ends_with(",,,1")), "{one}");
+    assert!(
+        one.lines().skip(1).all(|row| row.ends_with(",,,1")),
+        "{one}"
+    );
 
     // Several texts need --importance.
     let output = headscope(&[

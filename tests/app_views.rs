@@ -140,6 +140,46 @@ fn the_layers_view_shows_the_analysis_and_opens_a_layer() {
     assert!(harness.query_by_label("layer correlation grid").is_some());
     harness.check_accessibility();
 
+    // The switch to N′ shows the value-weighted twins of the figures made
+    // from P (ANALYSIS.md §9), and back.
+    use headscope::app::views::layers::table::{FROM_N_LABEL, FROM_P_LABEL};
+    harness.get_by_label(FROM_N_LABEL).click();
+    harness.step();
+    harness.step();
+    for (l, layer) in analysis.layers.iter().enumerate() {
+        let row = text_of(&harness.get_by_label_contains(&format!("L{l}: mean distance")));
+        assert!(layer.sink_attention_vw.is_some(), "MiniLM has value norms");
+        for expected in [
+            format!(
+                "separator attention N′ {}",
+                figure(layer.separator_attention_vw, 3)
+            ),
+            format!("sink attention N′ {}", figure(layer.sink_attention_vw, 3)),
+            format!(
+                "segmentation accuracy N′ {}",
+                figure(layer.segmentation_accuracy_vw, 3)
+            ),
+            format!("mean distance {}", figure(layer.mean_distance, 2)),
+        ] {
+            assert!(
+                row.contains(&expected),
+                "L{l} row {row:?} lacks {expected:?}"
+            );
+        }
+    }
+    // The fractions plot's curves follow.
+    assert!(harness
+        .query_by_label("legend: separator attention N′")
+        .is_some());
+    harness.get_by_label(FROM_P_LABEL).click();
+    harness.step();
+    harness.step();
+    let row = text_of(&harness.get_by_label_contains("L0: mean distance"));
+    assert!(!row.contains("N′"), "{row}");
+    assert!(harness
+        .query_by_label("legend: separator attention")
+        .is_some());
+
     // Clicking a layer's histogram shows that layer's heads.
     harness.get_by_label("distance histogram of L3").click();
     harness.step();
@@ -1200,6 +1240,28 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
     harness.step();
     harness.step();
     assert!(harness.state().ablation().heads().is_empty());
+
+    // The key A does the same in the detail, and over a thumbnail.
+    harness.key_press(egui::Key::A);
+    step_until(&mut harness, "the shown head ablated by its key", |h| {
+        h.state().ablation().is_ablated(head)
+    });
+    harness.key_press(egui::Key::A);
+    step_until(&mut harness, "the shown head given back by its key", |h| {
+        h.state().ablation().heads().is_empty()
+    });
+    harness.key_press(egui::Key::Escape);
+    step_until(&mut harness, "the grid", |h| {
+        h.state().detail_head().is_none()
+    });
+    let other = HeadId::new(3, 1);
+    harness.get_by_label(&thumbnail_of(&harness, other)).hover();
+    harness.step();
+    harness.key_press(egui::Key::A);
+    step_until(&mut harness, "the hovered head ablated by its key", |h| {
+        h.state().ablation().is_ablated(other)
+    });
+    assert_eq!(harness.state().ablation().heads(), [other]);
     harness.check_accessibility();
 }
 

@@ -267,7 +267,9 @@ impl ImportanceGrids {
     }
 
     fn rows(&self, grid: &[Summary]) -> Vec<Vec<Summary>> {
-        grid.chunks(self.heads.max(1)).map(<[Summary]>::to_vec).collect()
+        grid.chunks(self.heads.max(1))
+            .map(<[Summary]>::to_vec)
+            .collect()
     }
 
     /// The ten heads whose ablation moves the output most on average.
@@ -292,7 +294,10 @@ impl ImportanceGrids {
         };
         for &i in order.iter().take(10) {
             let (l, h) = (i / self.heads.max(1), i % self.heads.max(1));
-            let delta = self.delta_loss.as_ref().map_or("-".to_string(), |d| shown(&d[i]));
+            let delta = self
+                .delta_loss
+                .as_ref()
+                .map_or("-".to_string(), |d| shown(&d[i]));
             println!(
                 "{:>6} {delta:>32} {:>32}",
                 format!("{l}.{h}"),
@@ -313,7 +318,9 @@ impl ImportanceGrids {
         for i in 0..self.output_change.len() {
             let (l, h) = (i / self.heads.max(1), i % self.heads.max(1));
             for (name, grid) in figures {
-                let Some(s) = grid.map(|g| g[i]) else { continue };
+                let Some(s) = grid.map(|g| g[i]) else {
+                    continue;
+                };
                 out.push_str(&format!(
                     "{l},{h},{name},{},{},{},{},{}\n",
                     cell(s.mean),

@@ -4,6 +4,7 @@ use crate::app::corpus;
 use crate::app::files::export_menu::ExportKind;
 use crate::app::panels::outline;
 use crate::app::settings::{CentralView, MatrixKind};
+use crate::app::views::heads::ablation::ABLATE_KEY;
 use crate::app::views::heads::detail;
 use crate::app::HeadscopeApp;
 use crate::export::{FigureFormat, FigureStyle, PaperWidth};
@@ -159,8 +160,8 @@ impl HeadscopeApp {
         self.step_through_heads(ctx);
     }
 
-    /// Arrow keys step through heads, Escape goes back to the grid, unless
-    /// the user is typing.
+    /// Arrow keys step through heads, A ablates the one shown or gives it
+    /// back, Escape goes back to the grid, unless the user is typing.
     fn step_through_heads(&mut self, ctx: &egui::Context) {
         let (Some(head), Some(shown), CentralView::Heads) = (
             self.views.heads.detail,
@@ -175,6 +176,7 @@ impl HeadscopeApp {
         let (layers, heads) = (shown.output.captures.layers, shown.output.captures.heads);
         let mut target = head;
         let mut back = false;
+        let mut toggle_ablation = false;
         ctx.input_mut(|i| {
             for (key, d_layer, d_head) in [
                 (Key::ArrowLeft, 0, -1),
@@ -187,7 +189,11 @@ impl HeadscopeApp {
                 }
             }
             back = i.consume_key(Modifiers::NONE, Key::Escape);
+            toggle_ablation = i.consume_key(Modifiers::NONE, ABLATE_KEY);
         });
+        if toggle_ablation {
+            self.views.heads.ablation.toggle(head);
+        }
         if back {
             self.views.heads.detail = None;
         } else if target != head {

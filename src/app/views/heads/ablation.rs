@@ -1,5 +1,5 @@
 //! Ablation in the Heads tab (ANALYSIS.md §9): a head's context menu in
-//! the grid ablates it or gives it back; the worker runs the shown input
+//! the grid, or [`ABLATE_KEY`] over it, ablates it or gives it back; the worker runs the shown input
 //! (the text, or the induction probe where the tab shows it) without and
 //! with the ablated heads ([`crate::worker::AnalysisWorker::ablate`]), with
 //! the progress row and Cancel; above the grid a row says which heads are
@@ -35,6 +35,10 @@ pub const SHOW_ABLATED_LABEL: &str = "Show the ablated run";
 /// The bit of an ablated run's generation ([`AblationSlot::shown_run`]):
 /// no text result, and no probe, reaches it.
 const ABLATED_GENERATIONS: u64 = 1 << 62;
+
+/// The key that ablates the head under the pointer in the grid, or the
+/// head shown in the detail, or gives it back.
+pub const ABLATE_KEY: egui::Key = egui::Key::A;
 
 /// The context-menu entry that ablates `head` (or gives it back).
 pub fn toggle_label(head: HeadId, ablated: bool) -> String {

@@ -154,7 +154,7 @@ impl HeadView {
                 .button(toggle_label(head, ablated))
                 .on_hover_text(
                     "Run the input with this head's output zero (or its mean), and see how \
-                     the model's output moves",
+                     the model's output moves (key A)",
                 )
                 .clicked()
             {

@@ -9,7 +9,7 @@
 //! name roles). The columns fill the width; the rows of a
 //! deep model scroll ([`thumbnail_side`]).
 
-use super::ablation::toggle_label;
+use super::ablation::{toggle_label, ABLATE_KEY};
 use crate::analysis::{Category, Role, ROLE_FLOOR, ROLE_MARGIN};
 use crate::app::jobs::{spawn_tracked_job, JobProgress};
 use crate::app::widgets::format::{category_style, figure, role_short_name, role_style, HIGHLIGHT};
@@ -434,6 +434,14 @@ impl Overview {
                         FontId::proportional(11.0),
                         colour,
                     );
+                    // The key A ablates the head under the pointer, or gives
+                    // it back, unless the user is typing.
+                    if response.hovered()
+                        && !ui.ctx().text_edit_focused()
+                        && ui.input_mut(|i| i.consume_key(egui::Modifiers::NONE, ABLATE_KEY))
+                    {
+                        toggled_ablation = Some(head);
+                    }
                     response.context_menu(|ui| {
                         if ui.button(toggle_label(head, ablated)).clicked() {
                             toggled_ablation = Some(head);
@@ -626,7 +634,7 @@ fn head_tooltip(ui: &mut egui::Ui, output: &RunOutput, head: HeadId) {
             ));
         }
     }
-    ui.weak("Click to open; right click to ablate");
+    ui.weak("Click to open; right click (or the key A) to ablate");
 }
 
 #[cfg(test)]

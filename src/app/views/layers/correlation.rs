@@ -4,7 +4,7 @@
 //! table when both fit, else below it, so a deep model's grid is never cut
 //! off.
 
-use super::table::{figures_table, LAYER_COLUMNS};
+use super::table::{figures_table, layer_columns};
 use crate::analysis::Analysis;
 use crate::app::views::shared::{save_plot, ViewAction};
 use crate::app::widgets::format::figure;
@@ -20,18 +20,23 @@ const CELL_RANGE: std::ops::RangeInclusive<f32> = 18.0..=46.0;
 /// The per-layer table and the layer-to-layer correlation grid: side by
 /// side when both fit the width with the grid's values readable, else the
 /// grid below the table at full size, so a deep model's grid (12 layers)
-/// is never cut off beside a wide table. Returns what was asked for.
-pub fn table_and_correlation(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
+/// is never cut off beside a wide table; the table's figures made from P,
+/// or with `weighted` from N′. Returns what was asked for.
+pub fn table_and_correlation(
+    ui: &mut egui::Ui,
+    analysis: &Analysis,
+    weighted: bool,
+) -> Option<ViewAction> {
     let mut action = None;
     let layers = analysis.layers.len();
     let available = ui.available_width();
     let gap = 16.0 + 2.0 * ui.spacing().item_spacing.x;
-    let table_needed: f32 = LAYER_COLUMNS.iter().map(|c| c.width).sum();
+    let table_needed: f32 = layer_columns(weighted).iter().map(|c| c.width).sum();
     let beside = (available - table_needed - gap).min(available * 0.4);
     let side_by_side = beside / (layers as f32 + 1.0) >= LABELLED_CELL;
     let mut table = |ui: &mut egui::Ui, width: f32| {
         ui.strong("Per-layer figures");
-        if let Some(layer) = figures_table(ui, analysis, width) {
+        if let Some(layer) = figures_table(ui, analysis, width, weighted) {
             action = Some(ViewAction::ShowLayer(layer));
         }
     };

@@ -8,8 +8,10 @@
 //! attention, focus uniqueness, segmentation accuracy), a table of the
 //! same figures, and the layer-to-layer correlation grid (its own file,
 //! [`correlation`]). Every number is the analysis' own; "—"
-//! marks an undefined figure and breaks a curve. Clicking a histogram or a
-//! table row shows that layer's heads.
+//! marks an undefined figure and breaks a curve. A switch shows the
+//! figures made from P, in the fractions plot and the table, as their
+//! value-weighted twins (ANALYSIS.md §9). Clicking a histogram or a table
+//! row shows that layer's heads.
 
 pub mod correlation;
 pub mod table;
@@ -35,18 +37,22 @@ const SINK: Color32 = Color32::from_rgb(240, 90, 90);
 const OWN_SEPARATOR: Color32 = Color32::from_rgb(80, 210, 210);
 const MEAN_DISTANCE: Color32 = Color32::from_rgb(250, 220, 90);
 
-/// The Layers tab (no state of its own).
+/// The Layers tab.
 #[derive(Default)]
-pub struct LayersView;
+pub struct LayersView {
+    /// The fractions plot and the table show the value-weighted twins of
+    /// the figures made from P.
+    value_weighted: bool,
+}
 
 impl View for LayersView {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
-        layers_ui(ui, &cx.output.analysis)
+        layers_ui(ui, &cx.output.analysis, &mut self.value_weighted)
     }
 }
 
 /// The whole view; returns what the user asked for.
-fn layers_ui(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
+fn layers_ui(ui: &mut egui::Ui, analysis: &Analysis, weighted: &mut bool) -> Option<ViewAction> {
     let mut action = None;
     if analysis.layers.is_empty() {
         ui.label("This result has no layers.");
@@ -58,6 +64,10 @@ fn layers_ui(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
         .show(ui, |ui| {
             ui.heading("Inter-layer comparison");
             ui.weak(summary(analysis));
+            ui.horizontal(|ui| {
+                ui.label("Attention figures");
+                table::weighting_switch(ui, analysis, weighted);
+            });
             ui.add_space(6.0);
 
             let save = plots::figure(
@@ -98,15 +108,15 @@ fn layers_ui(ui: &mut egui::Ui, analysis: &Analysis) -> Option<ViewAction> {
                     "fractions",
                     "Fractions against layer",
                     |ui| {
-                        fractions_plot(ui, analysis, plot_height);
-                        legend(ui, &fractions_legend(analysis));
+                        fractions_plot(ui, analysis, plot_height, *weighted);
+                        legend(ui, &fractions_legend(analysis, *weighted));
                     },
                 );
                 save_plot(&mut action, save);
             });
             ui.add_space(8.0);
 
-            if let Some(clicked) = correlation::table_and_correlation(ui, analysis) {
+            if let Some(clicked) = correlation::table_and_correlation(ui, analysis, *weighted) {
                 action = Some(clicked);
             }
         });
@@ -353,6 +363,35 @@ const FRACTION_CURVES: [(Color32, &str, LayerValue); 7] = [
     (SINK, "sink attention", |l| l.sink_attention),
 ];
 
+/// The same curves, those made from P as their value-weighted twins (made
+/// from N′, ANALYSIS.md §9).
+const FRACTION_CURVES_VW: [(Color32, &str, LayerValue); 7] = [
+    (SAME_SENTENCE, "same sentence", |l| l.same_sentence_fraction),
+    (SEPARATOR, "separator attention N′", |l| {
+        l.separator_attention_vw
+    }),
+    (FOCUS_UNIQUENESS, "focus uniqueness", |l| l.focus_uniqueness),
+    (SEGMENTATION, "segmentation accuracy N′", |l| {
+        l.segmentation_accuracy_vw
+    }),
+    (UNDECIDED, "segmentation undecided N′", |l| {
+        l.segmentation_undecided_vw
+    }),
+    (OWN_SEPARATOR, "own-separator share N′", |l| {
+        l.segmentation_share_vw
+    }),
+    (SINK, "sink attention N′", |l| l.sink_attention_vw),
+];
+
+/// The fractions plot's curves: of P, or with `weighted` of N′.
+fn fraction_curves(weighted: bool) -> [(Color32, &'static str, LayerValue); 7] {
+    if weighted {
+        FRACTION_CURVES_VW
+    } else {
+        FRACTION_CURVES
+    }
+}
+
 /// The fractions plot's dashed chance lines: (colour, name, value), each
 /// drawn after the curve of the same colour in the legend.
 fn chance_lines(analysis: &Analysis) -> [(Color32, &'static str, Option<f64>); 2] {
@@ -377,10 +416,10 @@ fn chance_lines(analysis: &Analysis) -> [(Color32, &'static str, Option<f64>); 2
 
 /// The fractions plot's legend: only the curves drawn, so a decoder's
 /// plot names no segmentation (which it does not have).
-fn fractions_legend(analysis: &Analysis) -> Vec<(Color32, &'static str, bool)> {
+fn fractions_legend(analysis: &Analysis, weighted: bool) -> Vec<(Color32, &'static str, bool)> {
     let chances = chance_lines(analysis);
     let mut entries = Vec::new();
-    for (colour, name, value) in FRACTION_CURVES {
+    for (colour, name, value) in fraction_curves(weighted) {
         if analysis
             .layers
             .iter()
@@ -419,7 +458,7 @@ fn mean_distance_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
         });
 }
 
-fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
+fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32, weighted: bool) {
     let layers = analysis.layers.len();
     layer_plot("layers fractions", layers, height)
         .include_y(0.0)
@@ -435,7 +474,7 @@ fn fractions_plot(ui: &mut egui::Ui, analysis: &Analysis, height: f32) {
                     );
                 }
             }
-            for (colour, name, value) in FRACTION_CURVES {
+            for (colour, name, value) in fraction_curves(weighted) {
                 add_curve(plot_ui, name, colour, analysis.layers.iter().map(value));
             }
         });
