@@ -70,7 +70,7 @@ mod loading;
 mod predictions;
 mod probe;
 mod test_hooks;
-pub use ablation::{AblationAnswer, AblationResult, ImportanceResult, ABLATION_PASSES};
+pub use ablation::{AblatedRunResult, AblationResult, ImportanceResult, ABLATION_PASSES};
 pub use comparison::{ComparisonError, ComparisonEvent, ComparisonRequest};
 pub use job_progress::JobProgress;
 use loading::ModelSlot;
@@ -298,6 +298,7 @@ enum Command {
     Predict(predictions::PredictionJob),
     Probe(probe::ProbeJob),
     Ablate(ablation::AblationJob),
+    AblatedRun(ablation::AblatedRunJob),
     Importance(ablation::ImportanceJob),
     #[cfg(feature = "test-hooks")]
     Hook(test_hooks::Hook),
@@ -485,6 +486,7 @@ impl WorkerThread {
                     Command::Predict(job) => self.start_prediction(job),
                     Command::Probe(job) => self.start_probe(job),
                     Command::Ablate(job) => self.start_ablation(job),
+                    Command::AblatedRun(job) => self.start_ablated_run(job),
                     Command::Importance(job) => self.start_importance(job),
                     #[cfg(feature = "test-hooks")]
                     Command::Hook(hook) => self.hooks.set(hook),

@@ -1290,8 +1290,12 @@ fn the_ablated_runs_figures_replace_the_grids_on_request() {
     step_until(&mut harness, "the ablation's answer", |h| {
         h.query_by_label(SHOW_ABLATED_LABEL).is_some()
     });
+    // The ablated run is a third pass, made only when asked for.
     harness.get_by_label(SHOW_ABLATED_LABEL).click();
-    harness.step();
+    step_until(&mut harness, "the ablated run", |h| {
+        let generation = h.state().shown_generation();
+        h.state().ablation().shown_run(generation).is_some()
+    });
     let generation = harness.state().shown_generation();
     let run = harness
         .state()

@@ -1,37 +1,31 @@
 //! Ablation for the app (ANALYSIS.md §9, [`crate::model::ablation`]): the
 //! loaded model runs the shown input without and with a set of heads
-//! ablated ([`AnalysisWorker::ablate`]) — and once more whole with them
-//! ablated, analysed, so the figures of the layers after them can be
-//! shown —, or with each head ablated alone
-//! ([`AnalysisWorker::head_importance`]), on a thread of its own that
-//! borrows the model (as the probe and the predictions do), so the
-//! analyses keep answering. Its passes are counted in a [`JobProgress`]
-//! whose cancel stops it at the next layer.
+//! ablated ([`AnalysisWorker::ablate`]), and, when the user asks to see
+//! the figures of the layers after them, once more whole with them
+//! ablated, analysed ([`AnalysisWorker::ablated_run`]); or with each head
+//! ablated alone ([`AnalysisWorker::head_importance`]). Each on a thread of
+//! its own that borrows the model (as the probe and the predictions do),
+//! so the analyses keep answering; its passes are counted in a
+//! [`JobProgress`] whose cancel stops it at the next layer.
 
 use super::{AnalysisWorker, Command, JobError, JobProgress, WorkerThread};
 use crate::analysis::AnalysisOptions;
 use crate::input::BuiltInput;
 use crate::model::ablation::{Ablation, AblationEffect, AblationMode, HeadImportance};
-use crate::model::Model;
 use crate::pipeline::{self, AblatedWatch, RunOutput};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::Arc;
 
-/// What an ablation answers: its effect against the unablated run, and
-/// the run of the ablated model, analysed (every figure of ANALYSIS.md,
-/// the layers after the ablated heads' changed).
-#[derive(Debug)]
-pub struct AblationAnswer {
-    pub effect: AblationEffect,
-    pub run: Arc<RunOutput>,
-}
+/// The effect of an ablation against the unablated run, or why there is
+/// none.
+pub type AblationResult = Result<Arc<AblationEffect>, JobError>;
 
-/// The answer to an ablation, or why there is none.
-pub type AblationResult = Result<Arc<AblationAnswer>, JobError>;
+/// The passes of an ablation job: without, and with (for the effect).
+pub const ABLATION_PASSES: usize = 2;
 
-/// The passes of an ablation job: without, with (for the effect), and
-/// the ablated run analysed.
-pub const ABLATION_PASSES: usize = 3;
+/// The run of the ablated model, analysed (every figure of ANALYSIS.md,
+/// the layers after the ablated heads' changed), or why there is none.
+pub type AblatedRunResult = Result<Arc<RunOutput>, JobError>;
 
 /// The effect of ablating each head alone, or why there is none.
 pub type ImportanceResult = Result<Arc<HeadImportance>, JobError>;
@@ -45,28 +39,54 @@ pub(super) struct ImportanceJob {
 }
 
 pub(super) struct AblationJob {
-    input: BuiltInput,
-    options: AnalysisOptions,
+    input_ids: Vec<u32>,
     ablation: Ablation,
     /// Counts the passes; cancelled, stops the job.
     progress: Arc<JobProgress>,
     reply: Sender<AblationResult>,
 }
 
+pub(super) struct AblatedRunJob {
+    input: BuiltInput,
+    options: AnalysisOptions,
+    ablation: Ablation,
+    /// Counts the one pass; cancelled, stops the job.
+    progress: Arc<JobProgress>,
+    reply: Sender<AblatedRunResult>,
+}
+
 impl AnalysisWorker {
-    /// The effect of `ablation` on `input` (a shown result's) with the
-    /// loaded model, and the ablated run analysed under `options`, on a
-    /// thread of its own; `progress` counts its passes
+    /// The effect of `ablation` on `input_ids` (a shown result's) with the
+    /// loaded model, on a thread of its own; `progress` counts its passes
     /// ([`ABLATION_PASSES`]), and its cancel stops it at the next layer
     /// (the answer is then an error).
     pub fn ablate(
         &self,
-        (input, options): (BuiltInput, AnalysisOptions),
+        input_ids: Vec<u32>,
         ablation: Ablation,
         progress: Arc<JobProgress>,
     ) -> Receiver<AblationResult> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         self.send(Command::Ablate(AblationJob {
+            input_ids,
+            ablation,
+            progress,
+            reply,
+        }));
+        receiver
+    }
+
+    /// `input` (a shown result's) run whole with `ablation`, captured and
+    /// analysed under `options` as the shown result was, on a thread of its
+    /// own; `progress` counts its one pass, and its cancel stops it.
+    pub fn ablated_run(
+        &self,
+        (input, options): (BuiltInput, AnalysisOptions),
+        ablation: Ablation,
+        progress: Arc<JobProgress>,
+    ) -> Receiver<AblatedRunResult> {
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        self.send(Command::AblatedRun(AblatedRunJob {
             input,
             options,
             ablation,
@@ -117,48 +137,47 @@ impl WorkerThread {
 
     pub(super) fn start_ablation(&self, job: AblationJob) {
         let AblationJob {
+            input_ids,
+            ablation,
+            progress,
+            reply,
+        } = job;
+        self.answer_on_thread("ablation", "the ablation", reply, move |model| {
+            // The unablated pass keeps the residual stream the ablated one
+            // resumes from; each is a step of the job's progress.
+            let cancelled = || progress.is_cancelled();
+            let base = model
+                .pass_outcome(&input_ids, None, &cancelled, true)
+                .map_err(|e| failed(&progress, e))?;
+            progress.step();
+            let effect = model
+                .ablate_against(&input_ids, &base, &ablation, &cancelled)
+                .map_err(|e| failed(&progress, e))?;
+            progress.step();
+            Ok(Arc::new(effect))
+        });
+    }
+
+    pub(super) fn start_ablated_run(&self, job: AblatedRunJob) {
+        let AblatedRunJob {
             input,
             options,
             ablation,
             progress,
             reply,
         } = job;
-        self.answer_on_thread("ablation", "the ablation", reply, move |model| {
-            run_ablation(model, (input, &options), &ablation, &progress)
+        self.answer_on_thread("ablated-run", "the ablated run", reply, move |model| {
+            let cancelled = || progress.is_cancelled();
+            let watch = AblatedWatch {
+                inner: &cancelled,
+                ablation: &ablation,
+            };
+            let run = pipeline::run_prepared(model, input, &options, &watch)
+                .map_err(|e| failed(&progress, e.into()))?;
+            progress.step();
+            Ok(Arc::new(run))
         });
     }
-}
-
-/// The unablated pass (keeping the residual stream the ablated one resumes
-/// from), then the ablated one, then the ablated run whole, captured and
-/// analysed as the shown result was: each a step of the job's progress.
-fn run_ablation(
-    model: &Model,
-    (input, options): (BuiltInput, &AnalysisOptions),
-    ablation: &Ablation,
-    progress: &JobProgress,
-) -> AblationResult {
-    let cancelled = || progress.is_cancelled();
-    let input_ids = input.tokens.input_ids.clone();
-    let base = model
-        .pass_outcome(&input_ids, None, &cancelled, true)
-        .map_err(|e| failed(progress, e))?;
-    progress.step();
-    let effect = model
-        .ablate_against(&input_ids, &base, ablation, &cancelled)
-        .map_err(|e| failed(progress, e))?;
-    progress.step();
-    let watch = AblatedWatch {
-        inner: &cancelled,
-        ablation,
-    };
-    let run = pipeline::run_prepared(model, input, options, &watch)
-        .map_err(|e| failed(progress, e.into()))?;
-    progress.step();
-    Ok(Arc::new(AblationAnswer {
-        effect,
-        run: Arc::new(run),
-    }))
 }
 
 /// Why a job of `progress` gave no answer.

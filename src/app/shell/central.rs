@@ -133,19 +133,33 @@ impl HeadscopeApp {
                 }
             }
             ViewAction::Ablate {
-                input,
+                input_ids,
                 generation,
                 ablation,
             } => {
                 let progress = AblationSlot::progress();
-                let asked = (*input, self.settings.analysis_options());
                 let answer = self
                     .worker
-                    .ablate(asked, ablation.clone(), progress.clone());
+                    .ablate(input_ids, ablation.clone(), progress.clone());
                 self.views
                     .heads
                     .ablation
                     .requested(generation, ablation, answer, progress);
+            }
+            ViewAction::AblatedRun {
+                input,
+                generation,
+                ablation,
+            } => {
+                let progress = AblationSlot::run_progress();
+                let asked = (*input, self.settings.analysis_options());
+                let answer = self
+                    .worker
+                    .ablated_run(asked, ablation.clone(), progress.clone());
+                self.views
+                    .heads
+                    .ablation
+                    .requested_run(generation, ablation, answer, progress);
             }
             ViewAction::HeadImportance {
                 input_ids,

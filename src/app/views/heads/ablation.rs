@@ -8,7 +8,8 @@
 //! of the loss of predicting each token, an encoder's 1 − cos of its last
 //! hidden state. Ablated heads are marked on the grid, and
 //! [`SHOW_ABLATED_LABEL`] shows the ablated run's pictures and figures in
-//! place of the unablated ones (the layers after the ablated heads move).
+//! place of the unablated ones (the layers after the ablated heads move):
+//! a third pass, which runs only then.
 //! [`IMPORTANCE_LABEL`] ablates each head alone and draws the effect on
 //! its thumbnail.
 
@@ -20,12 +21,15 @@ use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
 use crate::model::ablation::{Ablation, AblationEffect, AblationMode, HeadImportance};
 use crate::pipeline::RunOutput;
-use crate::worker::{AblationAnswer, AblationResult, ImportanceResult, ABLATION_PASSES};
+use crate::worker::{
+    AblatedRunResult, AblationResult, ImportanceResult, JobError, ABLATION_PASSES,
+};
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::sync::Arc;
 
-/// What the ablation's progress row says it does.
+/// What the ablation's progress rows say they do.
 pub const ABLATION_PROGRESS_LABEL: &str = "Ablating heads";
+pub const ABLATED_RUN_PROGRESS_LABEL: &str = "Running the ablated model";
 /// The buttons of the ablation row.
 pub const UNDO_LABEL: &str = "Undo";
 pub const CLEAR_LABEL: &str = "Give every head back";
@@ -56,18 +60,20 @@ struct Asked {
     ablation: Ablation,
 }
 
+/// One of the ablation's jobs (its effect, or its run): asked, running,
+/// answered, failed or stopped by the user.
 #[derive(Default)]
-enum AblationState {
+enum JobState<T> {
     #[default]
     Idle,
     Running {
         asked: Asked,
-        answer: Receiver<AblationResult>,
+        answer: Receiver<Result<Arc<T>, JobError>>,
         progress: Arc<JobProgress>,
     },
     Done {
         asked: Asked,
-        answer: Arc<AblationAnswer>,
+        answer: Arc<T>,
         /// Counts the answers: the ablated run's pictures are keyed by it.
         number: u64,
     },
@@ -82,14 +88,118 @@ enum AblationState {
     },
 }
 
+impl<T> JobState<T> {
+    /// Whether it is (or was) for `wanted`: asked again, it would give the
+    /// same answer.
+    fn is_for(&self, wanted: &Asked) -> bool {
+        match self {
+            Self::Idle => false,
+            Self::Running { asked, .. }
+            | Self::Done { asked, .. }
+            | Self::Failed { asked, .. }
+            | Self::Cancelled { asked } => asked == wanted,
+        }
+    }
+
+    fn requested(
+        &mut self,
+        asked: Asked,
+        answer: Receiver<Result<Arc<T>, JobError>>,
+        progress: Arc<JobProgress>,
+    ) {
+        *self = Self::Running {
+            asked,
+            answer,
+            progress,
+        };
+    }
+
+    /// Takes the worker's answer, if it came; `answers` counts them.
+    fn poll(&mut self, answers: &mut u64, what: &str) {
+        let Self::Running { asked, answer, .. } = self else {
+            return;
+        };
+        let result = match answer.try_recv() {
+            Ok(result) => result,
+            Err(TryRecvError::Empty) => return,
+            Err(TryRecvError::Disconnected) => Err(JobError::Failed(format!(
+                "{what}'s thread stopped without an answer"
+            ))),
+        };
+        let asked = asked.clone();
+        *self = match result {
+            Ok(answer) => {
+                *answers += 1;
+                Self::Done {
+                    asked,
+                    answer,
+                    number: *answers,
+                }
+            }
+            Err(error) => Self::Failed {
+                asked,
+                message: error.to_string(),
+            },
+        };
+    }
+
+    /// Stops it if it runs.
+    fn cancel(&mut self) {
+        if let Self::Running { progress, .. } = self {
+            progress.cancel();
+            *self = Self::Idle;
+        }
+    }
+
+    /// The answer, once done, if it is for `wanted`.
+    fn answer_for(&self, wanted: &Asked) -> Option<(&Arc<T>, u64)> {
+        match self {
+            Self::Done {
+                asked,
+                answer,
+                number,
+            } if asked == wanted => Some((answer, *number)),
+            _ => None,
+        }
+    }
+
+    /// Its progress row while it runs (with `stop` to stop it), its error,
+    /// or that the user stopped it (`stopped` says how to run it again).
+    fn status_row(&mut self, ui: &mut egui::Ui, stop: &str, stopped: &str) {
+        let stop_asked = match self {
+            Self::Running { progress, .. } => progress::job_row(ui, progress, stop),
+            Self::Failed { message, .. } => {
+                ui.colored_label(ui.visuals().error_fg_color, message.as_str());
+                false
+            }
+            Self::Cancelled { .. } => {
+                ui.weak(stopped);
+                false
+            }
+            _ => false,
+        };
+        if stop_asked {
+            if let Self::Running { asked, .. } = self {
+                let asked = asked.clone();
+                self.cancel();
+                *self = Self::Cancelled { asked };
+            }
+        }
+    }
+}
+
 /// The heads the user ablated, their history for Undo, and the effect;
-/// and each head's importance.
+/// the ablated run once the user asks to see it; and each head's
+/// importance.
 #[derive(Default)]
 pub struct AblationSlot {
     pub mode: AblationMode,
     heads: Vec<HeadId>,
     undo: Vec<Vec<HeadId>>,
-    state: AblationState,
+    effect: JobState<AblationEffect>,
+    /// The ablated run, captured and analysed: a third pass, run only
+    /// while the grid is to show it.
+    run: JobState<RunOutput>,
     /// Answers taken so far.
     answers: u64,
     /// The grid shows the ablated run (once there is one).
@@ -101,6 +211,11 @@ impl AblationSlot {
     /// A progress for an ablation's passes.
     pub fn progress() -> Arc<JobProgress> {
         JobProgress::counting(ABLATION_PROGRESS_LABEL, "passes", ABLATION_PASSES)
+    }
+
+    /// A progress for the ablated run's one pass.
+    pub fn run_progress() -> Arc<JobProgress> {
+        JobProgress::counting(ABLATED_RUN_PROGRESS_LABEL, "passes", 1)
     }
 
     pub fn heads(&self) -> &[HeadId] {
@@ -151,6 +266,14 @@ impl AblationSlot {
         Ablation::new(self.mode, self.heads.iter().map(|h| (h.layer, h.head)))
     }
 
+    /// What the current heads ask of result `generation`.
+    fn asked(&self, generation: u64) -> Asked {
+        Asked {
+            generation,
+            ablation: self.ablation(),
+        }
+    }
+
     /// The ablation to ask the worker for, for the result `generation`
     /// shown: `None` when none is ablated, or its answer is there or on its
     /// way (a running job for other heads is stopped).
@@ -160,24 +283,28 @@ impl AblationSlot {
             self.cancel();
             return None;
         }
-        let wanted = Asked {
-            generation,
-            ablation: self.ablation(),
-        };
-        match &self.state {
-            AblationState::Running { asked, .. }
-            | AblationState::Done { asked, .. }
-            | AblationState::Failed { asked, .. }
-            | AblationState::Cancelled { asked }
-                if *asked == wanted =>
-            {
-                None
-            }
-            _ => {
-                self.cancel();
-                Some(wanted.ablation)
-            }
+        let wanted = self.asked(generation);
+        if self.effect.is_for(&wanted) {
+            return None;
         }
+        self.effect.cancel();
+        Some(wanted.ablation)
+    }
+
+    /// The ablated run to ask the worker for: only while the grid is to
+    /// show it, once the effect of the same heads is there (so a change of
+    /// heads runs the two cheaper passes first), and not while its answer
+    /// is there or on its way.
+    pub fn wanted_run(&mut self, generation: u64) -> Option<Ablation> {
+        let wanted = self.asked(generation);
+        if !self.show_ablated || self.effect.answer_for(&wanted).is_none() {
+            return None;
+        }
+        if self.run.is_for(&wanted) {
+            return None;
+        }
+        self.run.cancel();
+        Some(wanted.ablation)
     }
 
     /// The worker's answer to `ablation` on result `generation` will come
@@ -189,70 +316,45 @@ impl AblationSlot {
         answer: Receiver<AblationResult>,
         progress: Arc<JobProgress>,
     ) {
-        self.state = AblationState::Running {
-            asked: Asked {
-                generation,
-                ablation,
-            },
-            answer,
-            progress,
+        let asked = Asked {
+            generation,
+            ablation,
         };
+        self.effect.requested(asked, answer, progress);
     }
 
-    /// Takes the worker's answer, if it came.
+    /// The ablated run of `ablation` on result `generation` will come on
+    /// `answer`.
+    pub fn requested_run(
+        &mut self,
+        generation: u64,
+        ablation: Ablation,
+        answer: Receiver<AblatedRunResult>,
+        progress: Arc<JobProgress>,
+    ) {
+        let asked = Asked {
+            generation,
+            ablation,
+        };
+        self.run.requested(asked, answer, progress);
+    }
+
+    /// Takes the worker's answers, if they came.
     pub fn poll(&mut self) {
-        let AblationState::Running { asked, answer, .. } = &self.state else {
-            return;
-        };
-        let result = match answer.try_recv() {
-            Ok(result) => result,
-            Err(TryRecvError::Empty) => return,
-            Err(TryRecvError::Disconnected) => Err(crate::worker::JobError::Failed(
-                "the ablation's thread stopped without an answer".into(),
-            )),
-        };
-        let asked = asked.clone();
-        self.state = match result {
-            Ok(answer) => {
-                self.answers += 1;
-                AblationState::Done {
-                    asked,
-                    answer,
-                    number: self.answers,
-                }
-            }
-            Err(error) => AblationState::Failed {
-                asked,
-                message: error.to_string(),
-            },
-        };
+        self.effect.poll(&mut self.answers, "the ablation");
+        self.run.poll(&mut self.answers, "the ablated run");
     }
 
-    /// Stops a running ablation.
+    /// Stops a running ablation, and its run.
     pub fn cancel(&mut self) {
-        if let AblationState::Running { progress, .. } = &self.state {
-            progress.cancel();
-            self.state = AblationState::Idle;
-        }
-    }
-
-    /// The answer for the current heads on result `generation`, once done.
-    fn answer(&self, generation: u64) -> Option<(&Arc<AblationAnswer>, u64)> {
-        match &self.state {
-            AblationState::Done {
-                asked,
-                answer,
-                number,
-            } if asked.generation == generation && asked.ablation == self.ablation() => {
-                Some((answer, *number))
-            }
-            _ => None,
-        }
+        self.effect.cancel();
+        self.run.cancel();
     }
 
     /// The effect of the current heads on result `generation`, once done.
     pub fn effect(&self, generation: u64) -> Option<&AblationEffect> {
-        self.answer(generation).map(|(answer, _)| &answer.effect)
+        let wanted = self.asked(generation);
+        self.effect.answer_for(&wanted).map(|(effect, _)| &**effect)
     }
 
     /// The ablated run of result `generation`, and the generation its
@@ -262,8 +364,8 @@ impl AblationSlot {
         if !self.show_ablated || self.heads.is_empty() {
             return None;
         }
-        let (answer, number) = self.answer(generation)?;
-        Some((&answer.run, ABLATED_GENERATIONS | number))
+        let (run, number) = self.run.answer_for(&self.asked(generation))?;
+        Some((run, ABLATED_GENERATIONS | number))
     }
 
     /// The row above the grid while any head is ablated: which, how, the
@@ -306,41 +408,32 @@ impl AblationSlot {
         if self.heads.is_empty() {
             return;
         }
-        let stopped = match &self.state {
-            AblationState::Running { progress, .. } => {
-                progress::job_row(ui, progress, "Stop the ablation")
-            }
-            AblationState::Failed { message, .. } => {
-                ui.colored_label(ui.visuals().error_fg_color, message);
-                false
-            }
-            AblationState::Cancelled { .. } => {
-                ui.weak(
-                    "The ablation was stopped; ablating another head, or the mode, runs it again.",
-                );
-                false
-            }
-            _ => false,
-        };
-        if stopped {
-            if let AblationState::Running { asked, .. } = &self.state {
-                let asked = asked.clone();
-                self.cancel();
-                self.state = AblationState::Cancelled { asked };
-            }
-        }
-        if let Some((answer, _)) = self.answer(generation) {
-            let answer = answer.clone();
+        self.effect.status_row(
+            ui,
+            "Stop the ablation",
+            "The ablation was stopped; ablating another head, or the mode, runs it again.",
+        );
+        let wanted = self.asked(generation);
+        if let Some((effect, _)) = self.effect.answer_for(&wanted) {
+            let effect = effect.clone();
             ui.horizontal_wrapped(|ui| {
                 ui.checkbox(&mut self.show_ablated, SHOW_ABLATED_LABEL)
                     .on_hover_text(
                         "The grid, its captions and a head's detail show the ablated model's \
-                         run: the pictures and figures of the layers after the ablated heads \
-                         change",
+                         run (one more pass, captured and analysed): the pictures and figures \
+                         of the layers after the ablated heads change",
                     );
-                effect_summary(ui, &answer.effect);
+                effect_summary(ui, &effect);
             });
-            effect_tokens(ui, output, &answer.effect);
+            if self.show_ablated {
+                self.run.status_row(
+                    ui,
+                    "Stop the ablated run",
+                    "The ablated run was stopped; ablating another head, or the mode, runs it \
+                     again.",
+                );
+            }
+            effect_tokens(ui, output, &effect);
         }
     }
 }
@@ -547,7 +640,7 @@ impl ImportanceSlot {
         let result = match answer.try_recv() {
             Ok(result) => result,
             Err(TryRecvError::Empty) => return,
-            Err(TryRecvError::Disconnected) => Err(crate::worker::JobError::Failed(
+            Err(TryRecvError::Disconnected) => Err(JobError::Failed(
                 "the importance's thread stopped without an answer".into(),
             )),
         };

@@ -178,6 +178,13 @@ impl HeadsView {
         if let Some(ablation) = self.ablation.wanted(generation) {
             ui.ctx().request_repaint();
             action = Some(ViewAction::Ablate {
+                input_ids: output.input.tokens.input_ids.clone(),
+                generation,
+                ablation,
+            });
+        } else if let Some(ablation) = self.ablation.wanted_run(generation) {
+            ui.ctx().request_repaint();
+            action = Some(ViewAction::AblatedRun {
                 input: Box::new(output.input.clone()),
                 generation,
                 ablation,

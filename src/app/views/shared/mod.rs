@@ -77,9 +77,16 @@ pub enum ViewAction {
     /// Analyse the induction probe with the loaded model (the Heads grid's
     /// captions name its roles).
     RunInductionProbe,
-    /// Run `input` (the input of the result `generation` the Heads tab
-    /// shows) without and with `ablation`, and analyse the ablated run.
+    /// Run `input_ids` (the input of the result `generation` the Heads
+    /// tab shows) without and with `ablation`: its effect.
     Ablate {
+        input_ids: Vec<u32>,
+        generation: u64,
+        ablation: crate::model::ablation::Ablation,
+    },
+    /// Run `input` (as above) whole with `ablation`, captured and
+    /// analysed: the ablated run the grid shows.
+    AblatedRun {
         input: Box<crate::input::BuiltInput>,
         generation: u64,
         ablation: crate::model::ablation::Ablation,
