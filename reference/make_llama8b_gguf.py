@@ -7,8 +7,9 @@ in the layers llama.cpp's `use_more_bits` picks, for the embeddings and
 the output) with Llama 3.1's `rope_freqs` (factor 8 over 8,192 positions),
 for `headscope bench` on a quantized 8B model. The blocks are random bytes
 with sane scales (no float weights are made, so it takes seconds and
-little memory); the tokenizer is SmolLM2's (fewer tokens than the
-embedding table has rows, which is allowed), copied from its GGUF file.
+little memory); the tokenizer is SmolLM2's, copied from its GGUF file, its
+list padded to the embedding table's rows with reserved control tokens as
+Llama 3's has (llama.cpp refuses a file whose list is shorter).
 
     .venv-ref/bin/python reference/make_llama8b_gguf.py SMOLLM2.gguf OUT.gguf [Q4_0|Q8_0|Q4_K_M]
 
@@ -74,8 +75,13 @@ def main():
     w.add_vocab_size(VOCAB)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
-    w.add_token_list(tok.fields["tokenizer.ggml.tokens"].contents())
-    w.add_token_types(tok.fields["tokenizer.ggml.token_type"].contents())
+    tokens = list(tok.fields["tokenizer.ggml.tokens"].contents())
+    types = list(tok.fields["tokenizer.ggml.token_type"].contents())
+    reserved = range(VOCAB - len(tokens))
+    tokens += [f"<|reserved_special_token_{i}|>" for i in reserved]
+    types += [3 for _ in reserved]  # CONTROL, as llama.cpp's converter writes them
+    w.add_token_list(tokens)
+    w.add_token_types(types)
     w.add_token_merges(tok.fields["tokenizer.ggml.merges"].contents())
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
