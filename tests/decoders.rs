@@ -391,6 +391,25 @@ fn bench_runs_on_a_tiny_vocabulary_decoder() {
         serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
     assert_eq!(report["tokens"], 40);
     assert!(report["median_ms"].as_f64().unwrap() > 0.0);
+    // Its memory limit is the user's, as `analyze`'s.
+    let fixture = family_fixture("gpt2");
+    let refused = headscope(&[
+        "bench",
+        "--tokens",
+        "40",
+        "--runs",
+        "1",
+        "--capture-memory-mb",
+        "0",
+        "--model",
+        fixture.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("does not fit the capture memory limit of 0 MB (--capture-memory-mb)"),
+        "{stderr}"
+    );
 }
 
 /// A long input keeps no P or S: the figures are computed layer by layer

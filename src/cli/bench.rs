@@ -34,6 +34,9 @@ pub(crate) struct BenchArgs {
     /// Timed runs after one warm-up run.
     #[arg(long, default_value_t = 7)]
     pub(crate) runs: usize,
+    /// At most this much memory, in MB, for every head's P and S, as in `analyze`: a decoder whose P and S need more recomputes them, and a longer input is refused.
+    #[arg(long, value_name = "MB", default_value_t = crate::pipeline::DEFAULT_CAPTURE_MEMORY_MB)]
+    pub(crate) capture_memory_mb: u64,
     /// Also run the corpus runner over these files and folders and compare
     /// its windows per second with the encoder's at the corpus's mean
     /// window length (which then replaces --tokens).
@@ -49,13 +52,13 @@ pub(crate) fn bench(args: BenchArgs) -> anyhow::Result<()> {
     };
     let model = load_model(&args.model)?;
     let Some(plan) = plan else {
-        let report = run_bench(&model, args.tokens, args.runs)?;
+        let report = run_bench(&model, args.tokens, args.runs, args.capture_memory_mb)?;
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     };
     let corpus = run_corpus_bench(&model, plan)?;
     let tokens = (corpus.tokens_per_window.round() as usize).clamp(2, model.max_tokens());
-    let encoder = run_bench(&model, tokens, args.runs)?;
+    let encoder = run_bench(&model, tokens, args.runs, args.capture_memory_mb)?;
     println!(
         "{}",
         serde_json::json!({
@@ -139,8 +142,14 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
     sequence
 }
 
-/// One warm-up run, then `runs` timed runs.
-pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<BenchReport> {
+/// One warm-up run, then `runs` timed runs, P and S kept or recomputed as
+/// `capture_memory_mb` decides.
+pub fn run_bench(
+    model: &Model,
+    tokens: usize,
+    runs: usize,
+    capture_memory_mb: u64,
+) -> anyhow::Result<BenchReport> {
     if tokens < 2 || tokens > model.max_tokens() {
         anyhow::bail!(
             "--tokens {tokens} is outside 2..={} for this model",
@@ -158,10 +167,16 @@ pub fn run_bench(model: &Model, tokens: usize, runs: usize) -> anyhow::Result<Be
     // Kept across runs, as a session rerunning the model would keep it: the
     // forward pass then writes into memory that is already mapped.
     let mut captures = Captures::default();
-    let mode =
-        pipeline::capture_mode(model, tokens, &InputOptions::default()).ok_or_else(|| {
-            anyhow::anyhow!("--tokens {tokens} does not fit the default capture memory limit")
-        })?;
+    let input = InputOptions {
+        capture_memory_mb: Some(capture_memory_mb),
+        ..InputOptions::default()
+    };
+    let mode = pipeline::capture_mode(model, tokens, &input).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--tokens {tokens} does not fit the capture memory limit of {capture_memory_mb} MB \
+             (--capture-memory-mb)"
+        )
+    })?;
     for run in 0..=runs {
         let start = Instant::now();
         let (analysis, stages) = pipeline::capture_and_analyze(
