@@ -412,6 +412,28 @@ fn bench_runs_on_a_tiny_vocabulary_decoder() {
     );
 }
 
+/// `tokens` run through `model` in capture mode `mode` and analysed with
+/// the default options: the captures and the figures.
+fn analysed_in(
+    model: &Model,
+    tokens: &headscope::tokens::TokenSequence,
+    mode: headscope::captures::CaptureMode,
+) -> (headscope::captures::Captures, headscope::analysis::Analysis) {
+    let mut captures = headscope::captures::Captures::default();
+    let options = headscope::analysis::AnalysisOptions::default();
+    let (analysis, _) = headscope::pipeline::capture_and_analyze(
+        model,
+        tokens,
+        mode,
+        false,
+        &options,
+        &mut captures,
+        &|| false,
+    )
+    .unwrap();
+    (captures, analysis)
+}
+
 /// A long input keeps no P or S: the figures are computed layer by layer
 /// during the pass, and P and S are recomputed per head when asked. On
 /// every decoder fixture (grouped-query Llama, Mistral's sliding window,
@@ -421,10 +443,9 @@ fn bench_runs_on_a_tiny_vocabulary_decoder() {
 /// `.npz` holds the same arrays.
 #[test]
 fn recomputed_captures_equal_kept_ones() {
-    use headscope::analysis::AnalysisOptions;
-    use headscope::captures::{CaptureMode, Captures, SeparatorColumns};
+    use headscope::captures::{CaptureMode, SeparatorColumns};
     use headscope::npz::{read_captures_npz, write_captures_npz};
-    use headscope::pipeline::{capture_and_analyze, prepare_input, InputOptions};
+    use headscope::pipeline::{prepare_input, InputOptions};
     for name in DECODER_FIXTURES.into_iter().chain(["modernbert"]) {
         let model = load(&family_fixture(name));
         let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
@@ -433,19 +454,8 @@ fn recomputed_captures_equal_kept_ones() {
             ..InputOptions::default()
         };
         let tokens = prepare_input(&model, &text, &input).unwrap().tokens;
-        let options = AnalysisOptions::default();
         let run = |mode| {
-            let mut captures = Captures::default();
-            let (analysis, _) = capture_and_analyze(
-                &model,
-                &tokens,
-                mode,
-                false,
-                &options,
-                &mut captures,
-                &|| false,
-            )
-            .unwrap();
+            let (captures, analysis) = analysed_in(&model, &tokens, mode);
             (captures, serde_json::to_value(&analysis).unwrap())
         };
         let (kept, kept_figures) = run(CaptureMode::Stored);
@@ -499,9 +509,8 @@ fn recomputed_captures_equal_kept_ones() {
 /// layers, Gemma 2's soft-cap, Llama's grouped keys).
 #[test]
 fn long_inputs_made_in_blocks_equal_kept_ones() {
-    use headscope::analysis::AnalysisOptions;
-    use headscope::captures::{CaptureMode, Captures};
-    use headscope::pipeline::{capture_and_analyze, prepare_input, InputOptions};
+    use headscope::captures::CaptureMode;
+    use headscope::pipeline::{prepare_input, InputOptions};
     for name in ["llama", "mistral", "gemma2", "modernbert"] {
         let dir = tempfile::tempdir().unwrap();
         let fixture_dir = family_fixture(name);
@@ -529,18 +538,7 @@ fn long_inputs_made_in_blocks_equal_kept_ones() {
             tokens.len()
         );
         let run = |mode| {
-            let mut captures = Captures::default();
-            let options = AnalysisOptions::default();
-            let (analysis, _) = capture_and_analyze(
-                &model,
-                &tokens,
-                mode,
-                false,
-                &options,
-                &mut captures,
-                &|| false,
-            )
-            .unwrap();
+            let (captures, analysis) = analysed_in(&model, &tokens, mode);
             let figures = format!("{:?} {:?}", analysis.layers, analysis.layer_correlation);
             (captures, figures)
         };
