@@ -6,8 +6,15 @@
 //! Frames are driven by egui_kittest without a GPU, so a frame here is the
 //! app's own work plus egui's layout and tessellation (the GPU's painting is
 //! not counted): what must fit in 16 ms for the UI never to stutter. Prints one JSON line per measurement.
+//!
+//! With `HEADSCOPE_BENCH_LONG_MODEL` (a decoder folder) and
+//! `HEADSCOPE_BENCH_LONG_TEXT` (a text filling its context), also a long
+//! input's head map (`HEADSCOPE_BENCH_LONG_MEMORY_MB` sets the memory
+//! limit): the time to its overview, the frames while it is
+//! zoomed from the overview down to cells and panned, and the time until
+//! the tiles of each zoom are on screen.
 
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::Harness;
 use headscope::app::text::editor::EDITOR_LABEL;
 use headscope::app::{AppConfig, HeadscopeApp, StartOptions};
@@ -127,4 +134,117 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(&scratch);
+    if let (Ok(model), Ok(text)) = (
+        std::env::var("HEADSCOPE_BENCH_LONG_MODEL"),
+        std::env::var("HEADSCOPE_BENCH_LONG_TEXT"),
+    ) {
+        long_map(model, text.into());
+    }
+}
+
+/// A frame: the app's work and the tessellation of its shapes, in ms.
+fn timed_frame(harness: &mut AppHarness, clock: Instant) -> f64 {
+    let start = Instant::now();
+    step(harness, clock);
+    let shapes = harness.output().shapes.clone();
+    let primitives = harness
+        .ctx
+        .tessellate(shapes, harness.ctx.pixels_per_point());
+    std::hint::black_box(primitives);
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+fn wheel(harness: &mut AppHarness, at: egui::Pos2, delta: f32) {
+    harness.hover_at(at);
+    harness.event(egui::Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, delta),
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Unknown,
+        modifiers: egui::Modifiers::NONE,
+    });
+}
+
+/// The head map of a long input: overview, zoom, pan.
+fn long_map(model: String, text: std::path::PathBuf) {
+    use headscope::app::views::CentralView;
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(model.clone()),
+            file: Some(text),
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    let mut harness: AppHarness = Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+    let clock = Instant::now();
+    // The memory limit up (HEADSCOPE_BENCH_LONG_MEMORY_MB, default
+    // 12,000 MB): the whole context, P and S recomputed per head.
+    use headscope::app::settings::MEMORY_LIMIT_LABEL;
+    harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() == egui::Role::SpinButton)
+        .expect("the memory limit field")
+        .click();
+    step(&mut harness, clock);
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness
+        .query_all_by_label(MEMORY_LIMIT_LABEL)
+        .find(|n| n.accesskit_node().role() != egui::Role::Label)
+        .expect("the memory limit field")
+        .type_text(&std::env::var("HEADSCOPE_BENCH_LONG_MEMORY_MB").unwrap_or("12000".into()));
+    harness.key_press(egui::Key::Enter);
+    step(&mut harness, clock);
+    step_until(&mut harness, clock, |h| {
+        h.state().shown_output().is_some()
+            && !h.state().is_working()
+            && h.state().settings().capture_memory_mb
+                != headscope::pipeline::DEFAULT_CAPTURE_MEMORY_MB
+    });
+    let tokens = harness.state().shown_output().unwrap().captures.tokens;
+    harness
+        .get_by(|n| {
+            n.role() == egui::Role::Button
+                && n.label().as_deref() == Some(CentralView::Heads.label())
+        })
+        .click();
+    step(&mut harness, clock);
+    let opened = Instant::now();
+    harness.get_by_label_contains("L0 H0 ").click();
+    step_until(&mut harness, clock, |h| h.state().head_map().is_ready());
+    let overview_s = opened.elapsed().as_secs_f64();
+    let plot = harness.get_by_label("heatmap of L0 H0").rect();
+    let at = plot.min + plot.size() * egui::vec2(0.4, 0.6);
+    // Zoom in a wheel step at a time to a pixel per cell and beyond, a
+    // frame per step (what a user's wheel gives), then pan across.
+    let mut frames = Vec::new();
+    let mut tiles_ms = Vec::new();
+    for _ in 0..16 {
+        wheel(&mut harness, at, 240.0);
+        frames.push(timed_frame(&mut harness, clock));
+        let start = Instant::now();
+        step_until(&mut harness, clock, |h| {
+            !h.state().head_map().is_drawing_tiles()
+        });
+        tiles_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        for _ in 0..4 {
+            frames.push(timed_frame(&mut harness, clock));
+        }
+    }
+    for k in 0..60 {
+        let from = plot.min + plot.size() * egui::vec2(0.7, 0.5);
+        let to = from - egui::vec2(6.0, 0.0) * (k % 20) as f32;
+        harness.hover_at(to);
+        frames.push(timed_frame(&mut harness, clock));
+    }
+    let level = harness.state().head_map().shown_level().unwrap_or(0);
+    let median = percentile(&mut frames, 0.5);
+    let p95 = percentile(&mut frames, 0.95);
+    let tiles_median = percentile(&mut tiles_ms, 0.5);
+    let tiles_max = percentile(&mut tiles_ms, 1.0);
+    println!(
+        "{{\"measure\": \"long_map\", \"model\": {model:?}, \"tokens\": {tokens}, \"overview_s\": {overview_s:.2}, \"frame_median_ms\": {median:.2}, \"frame_p95_ms\": {p95:.2}, \"tiles_after_zoom_median_ms\": {tiles_median:.0}, \"tiles_after_zoom_max_ms\": {tiles_max:.0}, \"final_level\": {level}}}"
+    );
 }

@@ -233,6 +233,13 @@ impl Captures {
         }
     }
 
+    /// Whether the captures hold P, kept or what recomputes it (a capture
+    /// file may hold O alone).
+    pub fn has_attention(&self) -> bool {
+        !self.stores_squares()
+            || self.attentions.len() == self.layers * self.heads * self.tokens * self.tokens
+    }
+
     /// Whether the pass gave every head's value norms (ANALYSIS.md §9).
     pub fn has_value_norms(&self) -> bool {
         !self.value_norms.is_empty()
@@ -308,11 +315,32 @@ impl Captures {
 
     /// Row `query` of the head's attention P: its attention to every key.
     pub fn attention_row(&self, id: HeadId, query: usize) -> Vec<f32> {
+        self.attention_rows(id, query..query + 1).into_owned()
+    }
+
+    /// The rows `queries` of the head's attention P, each T wide: read
+    /// where P is kept, else recomputed (the same bits as
+    /// [`Captures::attention`]'s rows when `queries` starts at a multiple
+    /// of [`ROW_BLOCK`]).
+    pub fn attention_rows(&self, id: HeadId, queries: std::ops::Range<usize>) -> Cow<'_, [f32]> {
         let t = self.tokens;
         match &self.recompute {
-            None => self.attentions[self.square(&self.attentions, id)][query * t..(query + 1) * t]
-                .to_vec(),
-            Some(inputs) => self.recomputed_attention(inputs, id, query..query + 1),
+            None => Cow::Borrowed(
+                &self.attentions[self.square(&self.attentions, id)]
+                    [queries.start * t..queries.end * t],
+            ),
+            Some(inputs) => Cow::Owned(self.recomputed_attention(inputs, id, queries)),
+        }
+    }
+
+    /// The head's S as the analysis reads it a block at a time: made from
+    /// O where the captures hold it, else the kept S.
+    pub fn head_similarity(&self, id: HeadId) -> HeadSimilarity<'_> {
+        let (t, d) = (self.tokens, self.head_dim);
+        if d > 0 && self.head_outputs.len() == self.layers * self.heads * t * d {
+            HeadSimilarity::Outputs(self.head_output(id), d)
+        } else {
+            HeadSimilarity::Stored(&self.similarity[self.square(&self.similarity, id)])
         }
     }
 

@@ -46,6 +46,7 @@ pub mod comparison;
 pub mod corpus;
 pub mod corpus_stats;
 pub mod export;
+pub mod head_map;
 pub mod input;
 pub mod kernels;
 pub mod model;

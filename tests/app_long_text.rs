@@ -138,12 +138,7 @@ fn save_picture(harness: &mut AppHarness, name: &str) {
     step_until(harness, "the grid's thumbnails", |h| {
         h.state().overview_is_current()
     });
-    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    harness
-        .render()
-        .expect("wgpu renders the window")
-        .save(&picture)
-        .expect("save the picture");
+    save_window(harness, name);
 }
 
 #[test]

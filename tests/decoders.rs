@@ -510,33 +510,8 @@ fn recomputed_captures_equal_kept_ones() {
 #[test]
 fn long_inputs_made_in_blocks_equal_kept_ones() {
     use headscope::captures::CaptureMode;
-    use headscope::pipeline::{prepare_input, InputOptions};
     for name in ["llama", "mistral", "gemma2", "modernbert"] {
-        let dir = tempfile::tempdir().unwrap();
-        let fixture_dir = family_fixture(name);
-        for entry in std::fs::read_dir(&fixture_dir).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-        }
-        let config = dir.path().join("config.json");
-        let mut json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        json["max_position_embeddings"] = 400.into();
-        std::fs::write(&config, json.to_string()).unwrap();
-        let model = load(dir.path());
-        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
-        let input = InputOptions {
-            mode: InputMode::OneSentencePerLine,
-            ..InputOptions::default()
-        };
-        let tokens = prepare_input(&model, &text.repeat(12), &input)
-            .unwrap()
-            .tokens;
-        assert!(
-            tokens.len() > 2 * 128 + 10,
-            "{name}: {} tokens",
-            tokens.len()
-        );
+        let (_dir, model, tokens) = long_family_input(name);
         let run = |mode| {
             let (captures, analysis) = analysed_in(&model, &tokens, mode);
             let figures = format!("{:?} {:?}", analysis.layers, analysis.layer_correlation);

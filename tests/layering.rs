@@ -504,6 +504,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("probe", 3),
     ("export", 2),
     ("npz", 2),
+    ("head_map", 2),
     ("comparison", 1),
     ("corpus_stats", 1),
     ("analysis", 1),
@@ -644,6 +645,7 @@ fn the_pure_modules_use_neither_egui_nor_candle() {
     let pure = [
         "analysis",
         "captures",
+        "head_map",
         "predictions",
         "probe",
         "colormap",

@@ -59,7 +59,7 @@ pub use figures::{
 pub use options::{AnalysisOptions, Selection, SimilarityVariant};
 pub use segmentation::{choose_separator, SeparatorChoice, SEGMENTATION_TIE};
 pub use selection::{top_fraction_count, TIE_BAND};
-pub use similarity::transformed_similarity;
+pub use similarity::{transformed_similarity, SimilarityTransform};
 
 /// Computes every figure of ANALYSIS.md §3–§5 for one input whose
 /// captures keep every P and S ([`Captures::stores_squares`]); a pass that

@@ -24,6 +24,35 @@ pub fn transformed_similarity(raw: &[f32], tokens: usize, variant: SimilarityVar
     out
 }
 
+/// A similarity variant made ready for one head, for any block of its S
+/// (the maps read a rectangle at a time): what the variant keeps of the
+/// head is computed once, here.
+pub struct SimilarityTransform(TransformKind);
+
+impl SimilarityTransform {
+    /// The variant of one head's S over `tokens` tokens.
+    pub fn new(similarity: HeadSimilarity, tokens: usize, variant: SimilarityVariant) -> Self {
+        Self(TransformKind::new(
+            similarity,
+            tokens,
+            variant,
+            &mut Vec::new(),
+        ))
+    }
+
+    /// Appends S'[i, j] for every j in `columns` from S[i, j] (`raw`), as
+    /// [`transformed_similarity`] makes them.
+    pub fn extend(
+        &self,
+        i: usize,
+        columns: std::ops::Range<usize>,
+        raw: &[f32],
+        out: &mut Vec<f32>,
+    ) {
+        self.0.extend(i, columns, raw, out);
+    }
+}
+
 /// A variant with what it keeps of its head.
 pub(super) enum TransformKind {
     Raw,

@@ -231,6 +231,11 @@ impl HeadscopeApp {
         self.views.heads.detail
     }
 
+    /// The detail view's map of its head (its zoom level, its tiles).
+    pub fn head_map(&self) -> &crate::app::widgets::zoom_map::ZoomMap {
+        &self.views.heads.head_view.map
+    }
+
     /// Whether a generation is running.
     pub fn is_generating(&self) -> bool {
         self.generate.is_running()

@@ -193,6 +193,8 @@ pub struct Settings {
     pub log_attention: bool,
     /// Outline the selected pairs on the large heatmap.
     pub mark_pairs: bool,
+    /// What a pixel of a long input's zoomed-out map shows of its block.
+    pub map_reduction: crate::head_map::BlockReduction,
     /// Show the text panel on the left.
     pub show_text_panel: bool,
     /// The tab the central area shows.
@@ -228,6 +230,7 @@ impl Default for Settings {
             scale_without_first_token: true,
             log_attention: false,
             mark_pairs: true,
+            map_reduction: Default::default(),
             show_text_panel: true,
             view: CentralView::default(),
             separator_overlay: false,

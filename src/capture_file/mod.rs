@@ -133,14 +133,6 @@ impl CaptureFile {
 pub const NO_ATTENTION: &str = "this capture holds the head outputs O without the attention P, \
      so the figures and pictures made from P are empty";
 
-/// Whether `captures` have every head's attention P (kept or recomputed);
-/// a capture file of head outputs alone has none.
-pub fn has_attention(captures: &Captures) -> bool {
-    !captures.stores_squares()
-        || captures.attentions.len()
-            == captures.layers * captures.heads * captures.tokens * captures.tokens
-}
-
 /// Whether `path` looks like a capture file (by its extension), not a
 /// text or a model folder.
 pub fn is_capture_path(path: &Path) -> bool {

@@ -111,6 +111,17 @@ pub fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&Ap
     harness.step();
 }
 
+/// Renders the window (through Mesa) into the tests' scratch folder as
+/// `name`, for a person to look at.
+pub fn save_window(harness: &mut AppHarness, name: &str) {
+    let picture = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    harness
+        .render()
+        .expect("wgpu renders the window")
+        .save(&picture)
+        .expect("save the picture");
+}
+
 /// Waits until a result is on screen and no run is owed.
 pub fn wait_for_result(harness: &mut AppHarness) {
     step_until(harness, "a result", |h| {

@@ -227,6 +227,48 @@ pub fn family_fixture(name: &str) -> PathBuf {
     fixture("families").join(name)
 }
 
+/// A copy of family fixture `name` whose model takes `positions` tokens
+/// (its config's `max_position_embeddings`), for inputs past the
+/// attention core's row blocks; the folder lives as long as the guard.
+pub fn family_fixture_with_positions(name: &str, positions: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(family_fixture(name)).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let config = dir.path().join("config.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["max_position_embeddings"] = positions.into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    dir
+}
+
+/// Family fixture `name` taking 400 positions, and its text twelve times
+/// over, a sentence a line: an input past two of the attention core's
+/// row blocks of 128 rows.
+pub fn long_family_input(
+    name: &str,
+) -> (tempfile::TempDir, Model, headscope::tokens::TokenSequence) {
+    let dir = family_fixture_with_positions(name, 400);
+    let model = Model::load_folder(dir.path(), &candle_core::Device::Cpu)
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+    let input = InputOptions {
+        mode: InputMode::OneSentencePerLine,
+        ..InputOptions::default()
+    };
+    let tokens = pipeline::prepare_input(&model, &text.repeat(12), &input)
+        .unwrap()
+        .tokens;
+    assert!(
+        tokens.len() > 2 * 128 + 10,
+        "{name}: {} tokens",
+        tokens.len()
+    );
+    (dir, model, tokens)
+}
+
 /// The binary under test.
 pub fn headscope_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_headscope"))

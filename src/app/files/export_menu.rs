@@ -125,7 +125,7 @@ pub fn write_export(
             kind,
             ExportKind::HeadImage | ExportKind::HeadFigure | ExportKind::GridImage
         );
-    if attention_asked && !crate::capture_file::has_attention(captures) {
+    if attention_asked && !captures.has_attention() {
         return Err(format!(
             "No attention to export: {}",
             crate::capture_file::NO_ATTENTION

@@ -144,7 +144,7 @@ fn separators_ui(
         ui.label("This result has no layers.");
         return None;
     }
-    if !crate::capture_file::has_attention(&output.captures) {
+    if !output.captures.has_attention() {
         ui.heading("Separators");
         ui.label(format!(
             "Nothing to show: {}. Capture with attentions to see the separator attention and the segmentation.",

@@ -1,23 +1,21 @@
-//! Matrices to pictures: the per-head values a heatmap shows, their colour
-//! images (through [`crate::colormap`], so the screen matches exported
-//! PNGs), shrunken thumbnails, and the colour bar legend.
+//! Matrices to pictures: their colour ranges and images (through
+//! [`crate::colormap`], so the screen matches exported PNGs), and the
+//! colour bar legend.
 //!
 //! For a causal model the cells above the diagonal are masked: a query
 //! cannot see a later key, so its attention there is not a low value but
 //! none at all, and the similarity there mirrors the cell below. Those
-//! cells are NaN in [`head_matrix`] and drawn hatched in grey
+//! cells are NaN in a head's map ([`crate::head_map`]) and drawn hatched in grey
 //! ([`MASKED_LIGHT`], [`MASKED_DARK`]), never in the colour map's colours.
 //!
 //! Everything here runs only when a result or a view choice changes; the
 //! images become textures that the views draw every frame at no cost.
 
-use crate::analysis::{transformed_similarity, SimilarityVariant};
+use crate::analysis::SimilarityVariant;
 use crate::app::settings::{MatrixKind, Settings};
-use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ColourScale, RangeRule, ValueRange};
 use crate::pipeline::RunOutput;
 use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Thumbnails are at most this many pixels a side (larger inputs are
@@ -56,64 +54,6 @@ impl ViewKey {
             without_first_token: settings.scale_without_first_token,
             log_attention: settings.log_attention,
         }
-    }
-}
-
-/// The T×T values a heatmap of `head` shows; NaN where a causal model's
-/// query cannot see the key (above the diagonal).
-pub fn head_matrix(
-    output: &RunOutput,
-    head: HeadId,
-    kind: MatrixKind,
-    variant: SimilarityVariant,
-) -> Cow<'_, [f32]> {
-    let values = unmasked_matrix(output, head, kind, variant);
-    if !output.input.tokens.causal {
-        return values;
-    }
-    let mut values = values.into_owned();
-    mask_above_diagonal(&mut values, output.captures.tokens);
-    Cow::Owned(values)
-}
-
-/// NaN in every cell (i, j) with j > i of a side×side matrix.
-pub fn mask_above_diagonal(values: &mut [f32], side: usize) {
-    for (i, row) in values.chunks_mut(side.max(1)).enumerate() {
-        for cell in row.iter_mut().skip(i + 1) {
-            *cell = f32::NAN;
-        }
-    }
-}
-
-fn unmasked_matrix(
-    output: &RunOutput,
-    head: HeadId,
-    kind: MatrixKind,
-    variant: SimilarityVariant,
-) -> Cow<'_, [f32]> {
-    let captures = &output.captures;
-    match kind {
-        // A capture without P (or without value norms): every cell blank
-        // (drawn as no value).
-        MatrixKind::Attention | MatrixKind::ValueWeighted
-            if !crate::capture_file::has_attention(captures) =>
-        {
-            Cow::Owned(vec![f32::NAN; captures.tokens * captures.tokens])
-        }
-        MatrixKind::Attention => captures.attention(head),
-        MatrixKind::ValueWeighted => Cow::Owned(
-            captures
-                .value_weighted_attention(head)
-                .unwrap_or_else(|| vec![f32::NAN; captures.tokens * captures.tokens]),
-        ),
-        MatrixKind::Similarity => match variant {
-            SimilarityVariant::Raw => captures.similarity(head),
-            other => Cow::Owned(transformed_similarity(
-                &captures.similarity(head),
-                captures.tokens,
-                other,
-            )),
-        },
     }
 }
 
@@ -176,13 +116,23 @@ pub fn union(ranges: &[ValueRange]) -> ValueRange {
 /// A side×side matrix coloured by `map` over `range`; NaN cells (masked,
 /// or undefined) hatched in grey stripes.
 pub fn colour_image(values: &[f32], side: usize, map: ColorMap, range: ValueRange) -> ColorImage {
-    debug_assert_eq!(values.len(), side * side);
+    colour_image_sized(values, [side, side], map, range)
+}
+
+/// A `[width, height]` matrix (row-major) coloured as [`colour_image`].
+pub fn colour_image_sized(
+    values: &[f32],
+    [width, height]: [usize; 2],
+    map: ColorMap,
+    range: ValueRange,
+) -> ColorImage {
+    debug_assert_eq!(values.len(), width * height);
     let pixels = values
         .iter()
         .enumerate()
         .map(|(index, &v)| {
             if v.is_nan() {
-                let (i, j) = (index / side.max(1), index % side.max(1));
+                let (i, j) = (index / width.max(1), index % width.max(1));
                 return if (i + j) % 4 < 2 {
                     MASKED_LIGHT
                 } else {
@@ -193,40 +143,7 @@ pub fn colour_image(values: &[f32], side: usize, map: ColorMap, range: ValueRang
             Color32::from_rgb(r, g, b)
         })
         .collect();
-    ColorImage::new([side, side], pixels)
-}
-
-/// Averages a T×T matrix down to at most `limit`×`limit` (block means;
-/// blocks at the edge may be smaller). Returns the new side.
-pub fn shrink(values: &[f32], tokens: usize, limit: usize) -> (Cow<'_, [f32]>, usize) {
-    if tokens <= limit {
-        return (Cow::Borrowed(values), tokens);
-    }
-    let side = limit;
-    let mut sums = vec![0.0f64; side * side];
-    let mut counts = vec![0u32; side * side];
-    let bucket: Vec<usize> = (0..tokens).map(|i| i * side / tokens).collect();
-    for i in 0..tokens {
-        let row = bucket[i] * side;
-        for (j, &v) in values[i * tokens..(i + 1) * tokens].iter().enumerate() {
-            if v.is_finite() {
-                sums[row + bucket[j]] += f64::from(v);
-                counts[row + bucket[j]] += 1;
-            }
-        }
-    }
-    let averaged = sums
-        .iter()
-        .zip(&counts)
-        .map(|(&s, &c)| {
-            if c > 0 {
-                (s / f64::from(c)) as f32
-            } else {
-                f32::NAN
-            }
-        })
-        .collect();
-    (Cow::Owned(averaged), side)
+    ColorImage::new([width, height], pixels)
 }
 
 /// Replaces a texture's pixels, or makes the texture when there is none.
@@ -262,6 +179,11 @@ fn pixels_id(texture: egui::TextureId) -> egui::Id {
 /// them only on the GPU): a saved plot holds the heatmaps it shows.
 pub fn remember_pixels(ctx: &egui::Context, texture: egui::TextureId, pixels: Arc<ColorImage>) {
     ctx.data_mut(|d| d.insert_temp(pixels_id(texture), pixels));
+}
+
+/// Drops the pixels [`upload`] kept of a texture about to go.
+pub fn forget_pixels(ctx: &egui::Context, texture: egui::TextureId) {
+    ctx.data_mut(|d| d.remove::<Arc<ColorImage>>(pixels_id(texture)));
 }
 
 /// The pixels of a texture made through [`upload`] or [`remember_pixels`].
@@ -339,21 +261,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shrink_averages_blocks() {
-        let tokens = 4;
-        let values: Vec<f32> = (0..16).map(|v| v as f32).collect();
-        let (small, side) = shrink(&values, tokens, 2);
-        assert_eq!(side, 2);
-        assert_eq!(&*small, &[2.5, 4.5, 10.5, 12.5]);
-        let (same, side) = shrink(&values, tokens, 8);
-        assert_eq!(side, 4);
-        assert_eq!(&*same, &values[..]);
-    }
-
-    #[test]
     fn masked_cells_are_hatched_grey_not_colours() {
-        let mut values = vec![0.5f32; 16];
-        mask_above_diagonal(&mut values, 4);
+        // A causal model's 4 × 4 matrix: NaN above the diagonal.
+        let values: Vec<f32> = (0..16)
+            .map(|k| if k % 4 > k / 4 { f32::NAN } else { 0.5 })
+            .collect();
         assert!(values[1].is_nan() && values[3 * 4 + 3] == 0.5 && values[3 * 4].is_finite());
         let range = ValueRange::new(0.0, 1.0);
         let image = colour_image(&values, 4, ColorMap::default(), range);

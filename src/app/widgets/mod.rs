@@ -10,6 +10,8 @@
 //! - [`table`]: fixed-column tables with sortable headers and readable
 //!   rows;
 //! - [`token_text`]: a text drawn as token chips that can be picked;
+//! - [`zoom_map`]: a head's heatmap at any zoom, from tiles made off the
+//!   UI thread;
 //! - [`progress`]: a slow stage's progress bar, time left and Cancel;
 //! - [`pane`]: panels that give the accessibility tree their rect;
 //! - [`format`]: how figures, categories and sizes read on screen.
@@ -22,3 +24,4 @@ pub mod plots;
 pub mod progress;
 pub mod table;
 pub mod token_text;
+pub mod zoom_map;

@@ -3,18 +3,25 @@
 //! pairs outlined, and the head's and layer's figures (ANALYSIS.md §4–§5)
 //! beside it, "—" where a figure is undefined.
 //!
-//! The heatmap is one texture (rebuilt when the head or a view choice
-//! changes); labels and outlines are drawn only for the visible cells.
+//! The heatmap is a [`ZoomMap`]: one texture for a short input, an
+//! overview and tiles made off the UI thread for a long one. Labels and
+//! outlines are drawn only for the visible cells. The map is a figure
+//! whose Save buttons write the region in view.
 
 use super::ablation::toggle_label;
 use crate::app::settings::{MatrixKind, Settings};
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::app::widgets::pane;
+use crate::app::widgets::plots::{self, SaveRequest};
+use crate::app::widgets::zoom_map::{Viewport, ZoomMap, OVERVIEW_BLOCKS};
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ValueRange};
+use crate::head_map::BlockReduction;
 use crate::pipeline::RunOutput;
-use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, TextureHandle, Vec2};
+use crate::worker::Waker;
+use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Vec2};
+use std::sync::Arc;
 
 /// Labels need this many pixels per cell to be drawn for every token.
 const LABEL_MIN_CELL: f32 = 7.0;
@@ -31,70 +38,105 @@ pub struct HeadMarks<'a> {
 }
 
 /// What the user asked for in the detail view this frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeadAction {
     Show(HeadId),
     Back,
     /// Ablate the head shown, or give it back (ANALYSIS.md §9).
     ToggleAblation,
+    /// Save the region of the map in view as a figure.
+    SaveRegion(SaveRequest),
 }
 
-/// The detail view's texture, values and zoom state.
+/// The detail view's map and zoom state.
 pub struct HeadView {
-    key: Option<(ViewKey, HeadId)>,
-    texture: Option<TextureHandle>,
-    /// The shown matrix, kept for the value under the pointer.
-    values: Vec<f32>,
+    /// The head's heatmap at any zoom.
+    pub map: ZoomMap,
     tokens: usize,
-    range: ValueRange,
     /// 1 shows every token; 2 shows half of them, larger.
     zoom: f32,
     /// Centre of the view, in cells.
     centre: Vec2,
     /// Whether to give the heatmap keyboard focus next frame.
     focus_next_frame: bool,
+    /// Wakes the UI when a tile of the map is there.
+    wake: Option<Waker>,
+    /// The result shown (its generation).
+    generation: u64,
+    /// The cells of the shown head's selected pairs, by row.
+    outlined: OutlinedCells,
+}
+
+/// The cells that outline a head's selected pairs, sorted by row and
+/// column: in both triangles (S is symmetric), or below the diagonal
+/// only for a causal model, whose upper triangle is masked.
+#[derive(Default)]
+struct OutlinedCells {
+    of: Option<(u64, HeadId)>,
+    cells: Vec<(u32, u32)>,
+}
+
+impl OutlinedCells {
+    fn cells(&mut self, generation: u64, head: HeadId, output: &RunOutput) -> &[(u32, u32)] {
+        if self.of != Some((generation, head)) {
+            let causal = output.input.tokens.causal;
+            let pairs = output
+                .analysis
+                .head(head)
+                .map_or(&[][..], |f| f.selected_pairs.as_slice());
+            self.cells = pairs
+                .iter()
+                .flat_map(|&(i, j)| {
+                    let lower = (j, i);
+                    std::iter::once(lower).chain((!causal).then_some((i, j)))
+                })
+                .collect();
+            self.cells.sort_unstable();
+            self.of = Some((generation, head));
+        }
+        &self.cells
+    }
 }
 
 impl Default for HeadView {
     fn default() -> Self {
         Self {
-            key: None,
-            texture: None,
-            values: Vec::new(),
+            map: ZoomMap::default(),
             tokens: 0,
-            range: ValueRange::default(),
             zoom: 1.0,
             centre: Vec2::ZERO,
             focus_next_frame: false,
+            wake: None,
+            generation: 0,
+            outlined: OutlinedCells::default(),
         }
     }
 }
 
 impl HeadView {
-    /// Rebuilds the texture if the head or a view choice changed.
-    pub fn update(&mut self, ctx: &egui::Context, output: &RunOutput, key: ViewKey, head: HeadId) {
-        if self.key == Some((key, head)) {
-            return;
-        }
+    /// Makes the map again if the head or a view choice changed.
+    pub fn update(
+        &mut self,
+        ctx: &egui::Context,
+        output: &Arc<RunOutput>,
+        (key, head): (ViewKey, HeadId),
+        reduction: BlockReduction,
+        wake: &Waker,
+    ) {
+        self.map.update(ctx, output, key, head, reduction, wake);
+        self.wake = Some(wake.clone());
+        self.generation = key.generation;
         let tokens = output.captures.tokens;
-        let values = heatmap::head_matrix(output, head, key.kind, key.variant).into_owned();
-        let scale = heatmap::colour_scale(output, &key);
-        let (coloured, range) = heatmap::picture(key.colormap, scale, &values, tokens);
-        self.range = scale.shown_range(range);
-        let image = heatmap::colour_image(&coloured, tokens, key.colormap, range);
-        heatmap::upload(ctx, &mut self.texture, "head heatmap", image);
         if tokens != self.tokens {
             self.zoom = 1.0;
             self.centre = Vec2::splat(tokens as f32 / 2.0);
         }
         self.tokens = tokens;
-        self.values = values;
-        self.key = Some((key, head));
     }
 
     /// The colour range of the shown head.
     pub fn range(&self) -> ValueRange {
-        self.range
+        self.map.range().unwrap_or_default()
     }
 
     /// Gives the heatmap the keyboard focus (so arrow keys step heads).
@@ -108,7 +150,7 @@ impl HeadView {
         ui: &mut egui::Ui,
         output: &RunOutput,
         head: HeadId,
-        settings: &Settings,
+        settings: &mut Settings,
         working: bool,
         marks: HeadMarks<'_>,
     ) -> Option<HeadAction> {
@@ -168,6 +210,23 @@ impl HeadView {
             {
                 self.zoom = 1.0;
             }
+            if self.tokens > OVERVIEW_BLOCKS {
+                // A long input's map shows blocks of cells until zoomed in.
+                let label = ui.label("Blocks");
+                for reduction in BlockReduction::ALL {
+                    ui.selectable_value(&mut settings.map_reduction, reduction, reduction.label())
+                        .on_hover_text(match reduction {
+                            BlockReduction::Max => {
+                                "Each pixel of a zoomed-out map shows the largest value of its \
+                                 block of cells: a strong cell stays visible"
+                            }
+                            BlockReduction::Mean => {
+                                "Each pixel of a zoomed-out map shows the mean of its block of cells"
+                            }
+                        })
+                        .labelled_by(label.id);
+                }
+            }
             ui.weak("scroll: zoom · drag: pan · arrow keys: heads and layers");
         });
         ui.separator();
@@ -184,9 +243,54 @@ impl HeadView {
             });
         egui::CentralPanel::no_frame().show(ui, |ui| {
             pane::mark(ui);
-            self.heatmap_ui(ui, output, head, settings, picked);
+            // A figure: its Save buttons write the region in view, with its
+            // token labels, as PNG, SVG or PDF.
+            let name = format!(
+                "L{}H{}-{}-region",
+                head.layer,
+                head.head,
+                settings.matrix.name()
+            );
+            let title = self.region_title(settings.map_reduction);
+            let save = plots::figure(ui, &name, &title, |ui| {
+                self.heatmap_ui(ui, output, head, settings, picked)
+            });
+            if let Some(request) = save {
+                action = Some(HeadAction::SaveRegion(request));
+            }
         });
         action
+    }
+
+    /// What the map shows: the cells in view, and a pixel's block where
+    /// it is coarser than a cell.
+    fn region_title(&self, reduction: BlockReduction) -> String {
+        let (origin, n) = self.view_cells();
+        let t = self.tokens;
+        let cells = |start: f32| {
+            let first = (start.floor().max(0.0) as usize).min(t);
+            let last = ((start + n).ceil() as usize).min(t);
+            format!("{first}–{}", last.saturating_sub(1))
+        };
+        let mut title = format!(
+            "Rows {} · columns {} of {t}",
+            cells(origin.y),
+            cells(origin.x)
+        );
+        if let Some(level) = self.map.shown_level().filter(|&l| l > 0) {
+            let side = 1usize << level;
+            title.push_str(&format!(
+                " · a pixel shows the {} of {side} × {side} cells",
+                reduction.label().to_lowercase()
+            ));
+        }
+        title
+    }
+
+    /// The first cell in view (fractional) and how many cells a side.
+    fn view_cells(&self) -> (Vec2, f32) {
+        let n = self.tokens as f32 / self.zoom;
+        (self.centre - Vec2::splat(n / 2.0), n)
     }
 
     fn heatmap_ui(
@@ -197,9 +301,6 @@ impl HeadView {
         settings: &Settings,
         picked: &[usize],
     ) {
-        let Some(texture_id) = self.texture.as_ref().map(TextureHandle::id) else {
-            return;
-        };
         let tokens = self.tokens;
         if tokens == 0 {
             return;
@@ -258,12 +359,24 @@ impl HeadView {
         let n = visible(self.zoom);
         let origin = self.centre - Vec2::splat(n / 2.0);
         let cell_px = side / n;
-        let uv = Rect::from_min_size(
-            Pos2::new(origin.x / tokens as f32, origin.y / tokens as f32),
-            Vec2::splat(n / tokens as f32),
-        );
         let painter = ui.painter_at(outer);
-        painter.image(texture_id, plot, uv, Color32::WHITE);
+        let viewport = Viewport {
+            plot,
+            origin,
+            cells: n,
+        };
+        if let Some(wake) = &self.wake {
+            self.map.paint(&painter, viewport, wake);
+        }
+        if !self.map.is_ready() {
+            painter.text(
+                plot.center(),
+                Align2::CENTER_CENTER,
+                "Drawing the map…",
+                FontId::proportional(14.0),
+                ui.visuals().text_color(),
+            );
+        }
         painter.rect_stroke(
             plot,
             0.0,
@@ -320,29 +433,30 @@ impl HeadView {
             );
         }
 
-        // The selected pairs, outlined in both triangles (S is symmetric);
-        // a causal model's upper triangle is masked, so only below it.
-        let causal = output.input.tokens.causal;
+        // The selected pairs, outlined.
         if settings.mark_pairs && cell_px >= 2.0 {
             let stroke = Stroke::new(
                 (cell_px * 0.12).clamp(1.0, 2.0),
                 outline_colour(settings.colormap),
             );
-            if let Some(figures) = output.analysis.head(head) {
-                for &(i, j) in &figures.selected_pairs {
-                    let (i, j) = (i as usize, j as usize);
-                    let cells: &[(usize, usize)] =
-                        if causal { &[(j, i)] } else { &[(i, j), (j, i)] };
-                    for &(row, column) in cells {
-                        let rect = Rect::from_min_size(
-                            Pos2::new(cell_x(column), cell_y(row)),
-                            Vec2::splat(cell_px),
-                        );
-                        if plot.intersects(rect) {
-                            painter.rect_stroke(rect, 0.0, stroke, egui::StrokeKind::Inside);
-                        }
-                    }
+            let cells = self.outlined.cells(self.generation, head, output);
+            // Only the visible rows' cells are looked at: a long input's
+            // head selects millions of pairs.
+            let rows = first_row as u32..last_row as u32;
+            let from = cells.partition_point(|&(row, _)| row < rows.start);
+            for &(row, column) in cells[from..]
+                .iter()
+                .take_while(|(row, _)| rows.contains(row))
+            {
+                let (row, column) = (row as usize, column as usize);
+                if !(first..last).contains(&column) {
+                    continue;
                 }
+                let rect = Rect::from_min_size(
+                    Pos2::new(cell_x(column), cell_y(row)),
+                    Vec2::splat(cell_px),
+                );
+                painter.rect_stroke(rect, 0.0, stroke, egui::StrokeKind::Inside);
             }
         }
 
@@ -368,6 +482,7 @@ impl HeadView {
         // The value under the pointer.
         let hover_text = response
             .hover_pos()
+            .filter(|_| self.map.is_ready())
             .and_then(|pointer| {
                 let cell = self.cell_at(plot, pointer);
                 let (i, j) = (cell.y.floor(), cell.x.floor());
@@ -384,7 +499,7 @@ impl HeadView {
                 let guide = Stroke::new(1.0, Color32::from_white_alpha(110));
                 painter.rect_stroke(row_rect, 0.0, guide, egui::StrokeKind::Inside);
                 painter.rect_stroke(column_rect, 0.0, guide, egui::StrokeKind::Inside);
-                let value = self.values.get(i * tokens + j).copied().unwrap_or(f32::NAN);
+                let value = self.map.value(i, j);
                 let (row_name, column_name) = if settings.matrix.is_attention() {
                     ("query", "key")
                 } else {

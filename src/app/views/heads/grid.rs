@@ -15,8 +15,10 @@ use crate::app::jobs::{spawn_tracked_job, JobProgress};
 use crate::app::widgets::format::{category_style, figure, role_short_name, role_style, HIGHLIGHT};
 use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap::{self, ViewKey, THUMBNAIL_PIXELS};
+use crate::app::widgets::zoom_map::map_matrix;
 use crate::captures::HeadId;
 use crate::colormap::ValueRange;
+use crate::head_map::{self, BlockReduction, HeadMatrix};
 use crate::pipeline::RunOutput;
 use crate::worker::Waker;
 use crossbeam_channel::Receiver;
@@ -138,6 +140,7 @@ fn build_thumbnails(
     let captures = &output.captures;
     let heads: Vec<HeadId> = captures.head_ids().collect();
     let scale = heatmap::colour_scale(output, &key);
+    let causal = output.input.tokens.causal;
     // Heads in parallel: a long decoder input recomputes each head's P or S.
     // Each head leases its thread for itself alone, not the whole budget
     // for the whole grid: the logit lens and a hover's next tokens, which
@@ -149,11 +152,23 @@ fn build_thumbnails(
             if progress.is_cancelled() {
                 return ((Vec::new(), 0), ValueRange::default());
             }
-            let values = heatmap::head_matrix(output, heads[index], key.kind, key.variant);
-            let (coloured, range) = heatmap::picture(key.colormap, scale, &values, captures.tokens);
-            let (small, side) = heatmap::shrink(&coloured, captures.tokens, THUMBNAIL_PIXELS);
+            // Blocks of at most THUMBNAIL_PIXELS a side, averaged, made a
+            // band of rows at a time: a long input's head is never whole.
+            let matrix = HeadMatrix::new(captures, heads[index], map_matrix(&key), causal);
+            let cancelled = || progress.is_cancelled();
+            let Some(overview) =
+                head_map::overview(captures, &matrix, THUMBNAIL_PIXELS, 1, &cancelled, &|| {})
+            else {
+                return ((Vec::new(), 0), ValueRange::default());
+            };
+            let (_, range) =
+                heatmap::picture(key.colormap, scale, &overview.sample, overview.sample_side);
+            let blocks = overview
+                .level(overview.base)
+                .expect("an overview holds its base level");
+            let values = scale.coloured(&blocks.values(BlockReduction::Mean));
             progress.step();
-            ((small.into_owned(), side), range)
+            ((values, blocks.columns), range)
         })
         .into_iter()
         .unzip();

@@ -30,6 +30,8 @@ use std::sync::Arc;
 
 /// The button that draws thumbnails whose drawing was cancelled.
 pub const DRAW_THUMBNAILS_LABEL: &str = "Draw them";
+/// The button that draws a head's map whose drawing was stopped.
+pub const DRAW_MAP_LABEL: &str = "Draw it";
 
 /// The Heads tab's state (not persisted).
 #[derive(Default)]
@@ -116,7 +118,13 @@ impl HeadsView {
         let shown = self.shown(cx);
         let (output, generation) = (&shown.output, shown.generation);
         let key = ViewKey::new(generation, cx.settings);
-        self.head_view.update(ui.ctx(), output, key, head);
+        self.head_view.update(
+            ui.ctx(),
+            output,
+            (key, head),
+            cx.settings.map_reduction,
+            cx.wake,
+        );
         // Tokens picked in the text are not the probe's.
         let picked: Vec<usize> = if shown.on_probe {
             Vec::new()
@@ -147,6 +155,16 @@ impl HeadsView {
         );
         let weighted = output.captures.has_value_norms();
         view_controls(ui, settings, (cx.working, weighted), Some(range), &caption);
+        if let Some(job) = self.head_view.map.building() {
+            progress::job_row(ui, job, "Stop drawing the map");
+        } else if self.head_view.map.is_cancelled() {
+            ui.horizontal(|ui| {
+                ui.weak("Drawing the map was stopped.");
+                if ui.small_button(DRAW_MAP_LABEL).clicked() {
+                    self.head_view.map.draw_again();
+                }
+            });
+        }
         let action = self.ablation_rows(ui, &shown.base, shown.base_generation);
         ui.separator();
         let marks = HeadMarks {
@@ -160,6 +178,7 @@ impl HeadsView {
             Some(HeadAction::Back) => self.detail = None,
             Some(HeadAction::Show(next)) => self.detail = Some(next),
             Some(HeadAction::ToggleAblation) => self.ablation.toggle(head),
+            Some(HeadAction::SaveRegion(request)) => return Some(ViewAction::SavePlot(request)),
             None => {}
         }
         action
@@ -563,7 +582,7 @@ fn view_controls(
 /// A caption of P that says when the result has none (a capture of O alone).
 fn without_attention(output: &RunOutput, kind: MatrixKind, caption: String) -> String {
     let captures = &output.captures;
-    if kind.is_attention() && !crate::capture_file::has_attention(captures) {
+    if kind.is_attention() && !captures.has_attention() {
         format!("{caption}: empty, {}", crate::capture_file::NO_ATTENTION)
     } else if kind == MatrixKind::ValueWeighted && !captures.has_value_norms() {
         format!("{caption}: empty, the result has no value norms")

@@ -1,0 +1,454 @@
+//! One head's matrix (P, N′, or S in its variant) at any zoom, without
+//! ever holding T × T of it: at 32k tokens one head's matrix is 4 GB.
+//!
+//! A map is a pyramid. At level ℓ a block is 2^ℓ × 2^ℓ cells, and a pixel
+//! shows the maximum or the mean of its block's cells (masked cells, a
+//! causal model's upper triangle, are left out; a block of masked cells
+//! only has no value, NaN). The [`MapOverview`] is made in one pass over
+//! the rows, a band at a time: every level whose side fits the screen,
+//! and an evenly spaced sample of cells for the colour range. A finer
+//! level is read a [`tile`] at a time when the view zooms into it, down
+//! to level 0, single cells.
+//!
+//! Every value is the full matrix's own: rows come from the same kernels
+//! and the same row blocks as [`Captures::attention`] and
+//! [`Captures::similarity`] (the same bits), a block's maximum is exact
+//! and its mean is summed in f64. A band of base blocks is summed by one
+//! thread in row order, so the figures do not depend on the thread count.
+
+use crate::analysis::{SimilarityTransform, SimilarityVariant};
+use crate::captures::{value_weight_row, Captures, HeadId};
+use crate::kernels::attention::ROW_BLOCK;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Which of a head's matrices a map shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MapMatrix {
+    /// The attention probabilities P (rows are queries).
+    Attention,
+    /// Value-weighted attention N′ (ANALYSIS.md §9).
+    ValueWeighted,
+    /// S after the variant the analysis ranks pairs by.
+    Similarity(SimilarityVariant),
+}
+
+/// What a block's pixel shows of its cells.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockReduction {
+    /// The largest value: a single strong cell stays visible at any zoom.
+    #[default]
+    Max,
+    /// The mean of the cells.
+    Mean,
+}
+
+impl BlockReduction {
+    pub const ALL: [BlockReduction; 2] = [BlockReduction::Max, BlockReduction::Mean];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BlockReduction::Max => "Max",
+            BlockReduction::Mean => "Mean",
+        }
+    }
+}
+
+/// The side, in blocks, of level `level` of a map over `tokens` tokens.
+pub fn level_side(tokens: usize, level: u32) -> usize {
+    tokens.div_ceil(1 << level)
+}
+
+/// The finest level whose side is at most `limit` blocks.
+pub fn level_within(tokens: usize, limit: usize) -> u32 {
+    let mut level = 0;
+    while level_side(tokens, level) > limit.max(1) {
+        level += 1;
+    }
+    level
+}
+
+/// One head's matrix, read a rectangle at a time. Cheap to clone: what a
+/// similarity variant keeps of the head (its diagonal or moments, one
+/// pass over S to make) is shared.
+#[derive(Clone)]
+pub struct HeadMatrix {
+    head: HeadId,
+    tokens: usize,
+    causal: bool,
+    source: Source,
+}
+
+#[derive(Clone)]
+enum Source {
+    /// P, or N′ where `weighted`.
+    Attention { weighted: bool },
+    /// S, after the variant where there is one (raw S as it is).
+    Similarity(Option<Arc<SimilarityTransform>>),
+    /// The captures do not hold it (a capture file without P, or
+    /// without value norms): every cell without a value.
+    Missing,
+}
+
+impl HeadMatrix {
+    /// `matrix` of `head` in `captures`; a causal model's cells above the
+    /// diagonal are masked.
+    pub fn new(captures: &Captures, head: HeadId, matrix: MapMatrix, causal: bool) -> Self {
+        let has_attention = captures.has_attention();
+        let source = match matrix {
+            MapMatrix::Attention if has_attention => Source::Attention { weighted: false },
+            MapMatrix::ValueWeighted if has_attention && captures.has_value_norms() => {
+                Source::Attention { weighted: true }
+            }
+            MapMatrix::Attention | MapMatrix::ValueWeighted => Source::Missing,
+            MapMatrix::Similarity(SimilarityVariant::Raw) => Source::Similarity(None),
+            MapMatrix::Similarity(variant) => Source::Similarity(Some(Arc::new(
+                SimilarityTransform::new(captures.head_similarity(head), captures.tokens, variant),
+            ))),
+        };
+        Self {
+            head,
+            tokens: captures.tokens,
+            causal,
+            source,
+        }
+    }
+
+    pub fn head(&self) -> HeadId {
+        self.head
+    }
+
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Rows `rows` × columns `columns` of the matrix into `out` (replaced;
+    /// row-major), NaN where a cell is masked or has no value. `captures`
+    /// are those the matrix was made for.
+    pub fn read(
+        &self,
+        captures: &Captures,
+        rows: Range<usize>,
+        columns: Range<usize>,
+        out: &mut Vec<f32>,
+    ) {
+        let t = self.tokens;
+        debug_assert_eq!(captures.tokens, t);
+        out.clear();
+        out.reserve(rows.len() * columns.len());
+        match &self.source {
+            Source::Missing => out.resize(rows.len() * columns.len(), f32::NAN),
+            Source::Attention { weighted } => {
+                let norms = captures.head_value_norms(self.head);
+                for (first, block) in whole_blocks(rows.clone(), ROW_BLOCK, t) {
+                    let block = captures.attention_rows(self.head, block);
+                    for i in rows.start.max(first)..rows.end.min(first + ROW_BLOCK) {
+                        let row = &block[(i - first) * t..(i - first + 1) * t];
+                        if *weighted {
+                            let mut row = row.to_vec();
+                            value_weight_row(&mut row, norms);
+                            out.extend_from_slice(&row[columns.clone()]);
+                        } else {
+                            out.extend_from_slice(&row[columns.clone()]);
+                        }
+                    }
+                }
+            }
+            Source::Similarity(transform) => {
+                let similarity = captures.head_similarity(self.head);
+                let per_block = similarity.rows_per_block(t);
+                let mut buffer = Vec::new();
+                for (first, range) in whole_blocks(rows.clone(), per_block, t) {
+                    let block = similarity.block(first / per_block, t, &mut buffer);
+                    debug_assert_eq!(block.len(), range.len() * t);
+                    for i in rows.start.max(first)..rows.end.min(first + per_block) {
+                        let row =
+                            &block[(i - first) * t + columns.start..(i - first) * t + columns.end];
+                        match transform {
+                            None => out.extend_from_slice(row),
+                            Some(transform) => transform.extend(i, columns.clone(), row, out),
+                        }
+                    }
+                }
+            }
+        }
+        if self.causal {
+            let width = columns.len().max(1);
+            for (i, row) in rows.zip(out.chunks_exact_mut(width)) {
+                let first_masked = (i + 1).clamp(columns.start, columns.end) - columns.start;
+                row[first_masked..].fill(f32::NAN);
+            }
+        }
+    }
+
+    /// The value of cell (`row`, `column`).
+    pub fn value(&self, captures: &Captures, row: usize, column: usize) -> f32 {
+        let mut out = Vec::with_capacity(1);
+        self.read(captures, row..row + 1, column..column + 1, &mut out);
+        out.first().copied().unwrap_or(f32::NAN)
+    }
+}
+
+/// The whole row blocks of `per_block` rows (of `tokens`) that hold
+/// `rows`, each as its first row and its rows: a head's matrix is made a
+/// whole block at a time, as the pass and the analysis make it, for their
+/// bits (the products' kernels round a lone row differently).
+fn whole_blocks(
+    rows: Range<usize>,
+    per_block: usize,
+    tokens: usize,
+) -> impl Iterator<Item = (usize, Range<usize>)> {
+    let per_block = per_block.max(1);
+    let blocks = if rows.is_empty() {
+        0..0
+    } else {
+        rows.start / per_block..(rows.end - 1) / per_block + 1
+    };
+    blocks.map(move |b| {
+        (
+            b * per_block,
+            b * per_block..((b + 1) * per_block).min(tokens),
+        )
+    })
+}
+
+/// A rectangle of blocks of one level: per block, the maximum, the sum and
+/// the count of its unmasked cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocks {
+    pub level: u32,
+    /// The first block's row and column in the level.
+    pub first_row: usize,
+    pub first_column: usize,
+    pub rows: usize,
+    pub columns: usize,
+    max: Vec<f32>,
+    sum: Vec<f64>,
+    count: Vec<u32>,
+}
+
+impl Blocks {
+    fn empty(
+        level: u32,
+        first_row: usize,
+        first_column: usize,
+        rows: usize,
+        columns: usize,
+    ) -> Self {
+        let n = rows * columns;
+        Self {
+            level,
+            first_row,
+            first_column,
+            rows,
+            columns,
+            max: vec![f32::NEG_INFINITY; n],
+            sum: vec![0.0; n],
+            count: vec![0; n],
+        }
+    }
+
+    /// Block (`row`, `column`) of the rectangle (counted from its first).
+    pub fn value(&self, reduction: BlockReduction, row: usize, column: usize) -> f32 {
+        let k = row * self.columns + column;
+        match (self.count[k], reduction) {
+            (0, _) => f32::NAN,
+            (_, BlockReduction::Max) => self.max[k],
+            (n, BlockReduction::Mean) => (self.sum[k] / f64::from(n)) as f32,
+        }
+    }
+
+    /// Every block's value, row-major.
+    pub fn values(&self, reduction: BlockReduction) -> Vec<f32> {
+        (0..self.rows)
+            .flat_map(|r| (0..self.columns).map(move |c| self.value(reduction, r, c)))
+            .collect()
+    }
+
+    /// The cells of one cell row `cells` (from cell column
+    /// `first_column_cell`) into their blocks of block row `row`.
+    fn add_cells(&mut self, row: usize, first_column_cell: usize, cells: &[f32]) {
+        let shift = self.level;
+        let base = row * self.columns;
+        for (j, &v) in (first_column_cell..).zip(cells) {
+            if v.is_nan() {
+                continue;
+            }
+            let k = base + (j >> shift) - self.first_column;
+            self.max[k] = self.max[k].max(v);
+            self.sum[k] += f64::from(v);
+            self.count[k] += 1;
+        }
+    }
+
+    /// The next level up of a rectangle that starts at block (0, 0): each
+    /// block merges (up to) 2 × 2 of these.
+    fn coarser(&self) -> Blocks {
+        debug_assert!(self.first_row == 0 && self.first_column == 0);
+        let (rows, columns) = (self.rows.div_ceil(2), self.columns.div_ceil(2));
+        let mut up = Blocks::empty(self.level + 1, 0, 0, rows, columns);
+        for r in 0..self.rows {
+            for c in 0..self.columns {
+                let (from, to) = (r * self.columns + c, (r / 2) * columns + c / 2);
+                up.max[to] = up.max[to].max(self.max[from]);
+                up.sum[to] += self.sum[from];
+                up.count[to] += self.count[from];
+            }
+        }
+        up
+    }
+
+    /// Appends `band` (the next rows of the same columns) below.
+    fn append(&mut self, band: Blocks) {
+        debug_assert_eq!(self.columns, band.columns);
+        self.rows += band.rows;
+        self.max.extend(band.max);
+        self.sum.extend(band.sum);
+        self.count.extend(band.count);
+    }
+}
+
+/// Cells sampled for the colour range: at most this many a side.
+pub const SAMPLE_SIDE: usize = 512;
+
+/// What a map keeps of a head to draw it at coarse zooms: every level from
+/// `base` (the finest whose side fits the limit) up to one block, and a
+/// sample of the cells for the colour range.
+#[derive(Debug, Clone)]
+pub struct MapOverview {
+    pub base: u32,
+    /// Level `base + k` at index k.
+    levels: Vec<Blocks>,
+    /// The cells (i, j) with i and j multiples of `sample_step`, row-major:
+    /// `sample_side` × `sample_side`, the whole matrix when T ≤
+    /// [`SAMPLE_SIDE`]. Its first row and column are token 0's.
+    pub sample: Vec<f32>,
+    pub sample_side: usize,
+}
+
+impl MapOverview {
+    /// Level `level`, when the overview holds it.
+    pub fn level(&self, level: u32) -> Option<&Blocks> {
+        level
+            .checked_sub(self.base)
+            .and_then(|k| self.levels.get(k as usize))
+    }
+}
+
+/// The overview of `matrix`, made a band of rows at a time on up to
+/// `threads` threads leased from the budget (1: on the calling thread,
+/// leasing nothing, for a caller that holds a lease); `cancelled` stops it (`None`) and
+/// `done` is told of each band (of [`overview_bands`]) finished.
+pub fn overview(
+    captures: &Captures,
+    matrix: &HeadMatrix,
+    limit: usize,
+    threads: usize,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    done: &(dyn Fn() + Sync),
+) -> Option<MapOverview> {
+    let t = matrix.tokens();
+    let base = level_within(t, limit);
+    let side = level_side(t, base);
+    let band_rows = overview_band_rows(t, limit);
+    let step = sample_step(t);
+    let read_band = |band: usize| {
+        if cancelled() {
+            return None;
+        }
+        let rows = band * band_rows..((band + 1) * band_rows).min(t);
+        let first_block = rows.start >> base;
+        let block_rows = level_side(rows.end, base) - first_block;
+        let mut blocks = Blocks::empty(base, first_block, 0, block_rows, side);
+        let mut sample: Vec<f32> = Vec::new();
+        let mut cells = Vec::new();
+        for (_, chunk) in whole_blocks(rows, ROW_BLOCK, t) {
+            matrix.read(captures, chunk.clone(), 0..t, &mut cells);
+            for (i, row) in chunk.zip(cells.chunks_exact(t.max(1))) {
+                blocks.add_cells((i >> base) - first_block, 0, row);
+                if i % step == 0 {
+                    sample.extend(row.iter().step_by(step));
+                }
+            }
+        }
+        done();
+        Some((blocks, sample))
+    };
+    let count = t.div_ceil(band_rows);
+    let bands: Vec<_> = if threads <= 1 {
+        // On the calling thread, under the lease it holds (a second lease
+        // on one thread would wait for the first).
+        (0..count).map(read_band).collect()
+    } else {
+        crate::threads::map_indices(count, threads, read_band)
+    };
+    let mut finest = Blocks::empty(base, 0, 0, 0, side);
+    let mut sample = Vec::new();
+    for band in bands {
+        let (blocks, band_sample) = band?;
+        finest.append(blocks);
+        sample.extend(band_sample);
+    }
+    let mut levels = vec![finest];
+    while let Some(last) = levels.last().filter(|l| l.rows > 1 || l.columns > 1) {
+        let up = last.coarser();
+        levels.push(up);
+    }
+    Some(MapOverview {
+        base,
+        levels,
+        sample,
+        sample_side: t.div_ceil(step),
+    })
+}
+
+/// How many bands [`overview`] reads (its progress steps).
+pub fn overview_bands(tokens: usize, limit: usize) -> usize {
+    tokens.div_ceil(overview_band_rows(tokens, limit))
+}
+
+/// A band is whole blocks of the base level and whole row blocks of the
+/// attention core (both powers of two), so one thread sums every block.
+fn overview_band_rows(tokens: usize, limit: usize) -> usize {
+    (1usize << level_within(tokens, limit)).max(ROW_BLOCK)
+}
+
+fn sample_step(tokens: usize) -> usize {
+    tokens.div_ceil(SAMPLE_SIDE).max(1)
+}
+
+/// Blocks `block_rows` × `block_columns` of level `level` (cut at the
+/// matrix's edge), read from the cells they cover.
+pub fn tile(
+    captures: &Captures,
+    matrix: &HeadMatrix,
+    level: u32,
+    block_rows: Range<usize>,
+    block_columns: Range<usize>,
+) -> Blocks {
+    let t = matrix.tokens();
+    let side = level_side(t, level);
+    let block_rows = block_rows.start.min(side)..block_rows.end.min(side);
+    let block_columns = block_columns.start.min(side)..block_columns.end.min(side);
+    let cell_rows = (block_rows.start << level)..(block_rows.end << level).min(t);
+    let cell_columns = (block_columns.start << level)..(block_columns.end << level).min(t);
+    let mut blocks = Blocks::empty(
+        level,
+        block_rows.start,
+        block_columns.start,
+        block_rows.len(),
+        block_columns.len(),
+    );
+    let mut cells = Vec::new();
+    for (first, block) in whole_blocks(cell_rows.clone(), ROW_BLOCK, t) {
+        let chunk = cell_rows.start.max(first)..cell_rows.end.min(block.end);
+        matrix.read(captures, chunk.clone(), cell_columns.clone(), &mut cells);
+        for (i, row) in chunk.zip(cells.chunks_exact(cell_columns.len().max(1))) {
+            blocks.add_cells((i >> level) - block_rows.start, cell_columns.start, row);
+        }
+    }
+    blocks
+}

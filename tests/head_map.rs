@@ -1,0 +1,191 @@
+//! A head's map at any zoom (`headscope::head_map`) against the full
+//! matrix it stands for: on a causal decoder (grouped-query Llama) and a
+//! bidirectional encoder (ModernBERT) past two of the attention core's
+//! row blocks, P, N′ and S in three variants, from captures that kept
+//! every P and S and from captures that recompute them: a cell-level tile
+//! holds the matrix's own entries (the same bits, masked cells NaN), every
+//! block of every level holds the max and the mean of its cells, and the
+//! overview is the same at 1 and 2 threads.
+
+mod common;
+
+use common::*;
+use headscope::analysis::{transformed_similarity, SimilarityVariant};
+use headscope::captures::{CaptureMode, Captures, HeadId};
+use headscope::head_map::{self, BlockReduction, Blocks, HeadMatrix, MapMatrix};
+
+/// The full T × T matrix as the views drew it before maps: NaN above a
+/// causal model's diagonal.
+fn full_matrix(captures: &Captures, head: HeadId, matrix: MapMatrix, causal: bool) -> Vec<f32> {
+    let t = captures.tokens;
+    let mut values = match matrix {
+        MapMatrix::Attention => captures.attention(head).into_owned(),
+        MapMatrix::ValueWeighted => captures.value_weighted_attention(head).unwrap(),
+        MapMatrix::Similarity(SimilarityVariant::Raw) => captures.similarity(head).into_owned(),
+        MapMatrix::Similarity(variant) => {
+            transformed_similarity(&captures.similarity(head), t, variant)
+        }
+    };
+    if causal {
+        for (i, row) in values.chunks_mut(t).enumerate() {
+            row[i + 1..].fill(f32::NAN);
+        }
+    }
+    values
+}
+
+/// The max and mean of the cells of block (r, c) of level `level`, from
+/// the full matrix.
+fn block_of(full: &[f32], t: usize, level: u32, r: usize, c: usize) -> (f32, f32) {
+    let size = 1usize << level;
+    let mut cells = Vec::new();
+    for i in r * size..((r + 1) * size).min(t) {
+        for j in c * size..((c + 1) * size).min(t) {
+            let v = full[i * t + j];
+            if !v.is_nan() {
+                cells.push(v);
+            }
+        }
+    }
+    if cells.is_empty() {
+        return (f32::NAN, f32::NAN);
+    }
+    let max = cells.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mean = cells.iter().map(|&v| f64::from(v)).sum::<f64>() / cells.len() as f64;
+    (max, mean as f32)
+}
+
+fn assert_blocks_reduce(blocks: &Blocks, full: &[f32], t: usize, what: &str) {
+    for r in 0..blocks.rows {
+        for c in 0..blocks.columns {
+            let (max, mean) = block_of(
+                full,
+                t,
+                blocks.level,
+                blocks.first_row + r,
+                blocks.first_column + c,
+            );
+            let (got_max, got_mean) = (
+                blocks.value(BlockReduction::Max, r, c),
+                blocks.value(BlockReduction::Mean, r, c),
+            );
+            let at = format!(
+                "{what} level {} block ({}, {})",
+                blocks.level,
+                blocks.first_row + r,
+                blocks.first_column + c
+            );
+            assert_eq!(
+                got_max.to_bits(),
+                max.to_bits(),
+                "{at}: max {got_max} vs {max}"
+            );
+            if mean.is_nan() {
+                assert!(got_mean.is_nan(), "{at}: mean {got_mean} of masked cells");
+            } else {
+                let tolerance = 1e-6 * mean.abs().max(1e-3);
+                assert!(
+                    (got_mean - mean).abs() <= tolerance,
+                    "{at}: mean {got_mean} vs {mean}"
+                );
+            }
+        }
+    }
+}
+
+fn check_head(captures: &Captures, head: HeadId, matrix: MapMatrix, causal: bool, what: &str) {
+    let t = captures.tokens;
+    let full = full_matrix(captures, head, matrix, causal);
+    let map = HeadMatrix::new(captures, head, matrix, causal);
+    // Cells: an unaligned rectangle crossing a row block and the diagonal.
+    let (rows, columns) = (100..t - 3, 37..t - 90);
+    let mut cells = Vec::new();
+    map.read(captures, rows.clone(), columns.clone(), &mut cells);
+    for (i, row) in rows.clone().zip(cells.chunks_exact(columns.len())) {
+        for (j, &v) in columns.clone().zip(row) {
+            assert_eq!(
+                v.to_bits(),
+                full[i * t + j].to_bits(),
+                "{what}: cell ({i}, {j})"
+            );
+        }
+    }
+    assert_eq!(
+        map.value(captures, t - 1, 5).to_bits(),
+        full[(t - 1) * t + 5].to_bits(),
+        "{what}"
+    );
+    // A level-0 tile is the cells; level-2 and level-5 tiles their blocks.
+    let tile = head_map::tile(captures, &map, 0, 120..200, 3..70);
+    assert_blocks_reduce(&tile, &full, t, what);
+    for (level, rows, columns) in [(2, 10..70, 5..40), (5, 0..100, 0..100)] {
+        let tile = head_map::tile(captures, &map, level, rows, columns);
+        assert!(tile.rows.min(tile.columns) > 0, "{what}");
+        assert_blocks_reduce(&tile, &full, t, what);
+    }
+    // The overview: every level from the one that fits 40 blocks, the same
+    // bits at 1 and 2 threads, and the sample at its cells.
+    let overview_at =
+        |threads| head_map::overview(captures, &map, 40, threads, &|| false, &|| {}).unwrap();
+    let (one, two) = (overview_at(1), overview_at(2));
+    assert_eq!(one.base, head_map::level_within(t, 40), "{what}");
+    let mut level = one.base;
+    while let Some(blocks) = one.level(level) {
+        assert_eq!(Some(blocks), two.level(level), "{what}: threads");
+        assert_blocks_reduce(blocks, &full, t, what);
+        if blocks.rows == 1 && blocks.columns == 1 {
+            break;
+        }
+        level += 1;
+    }
+    assert_eq!(one.sample_side, t.min(head_map::SAMPLE_SIDE), "{what}");
+    for (k, &v) in one.sample.iter().enumerate() {
+        let (i, j) = (k / one.sample_side, k % one.sample_side);
+        assert_eq!(
+            v.to_bits(),
+            full[i * t + j].to_bits(),
+            "{what}: sample ({i}, {j})"
+        );
+    }
+}
+
+#[test]
+fn maps_at_every_zoom_hold_the_full_matrix() {
+    for (name, causal) in [("llama", true), ("modernbert", false)] {
+        let (_dir, model, tokens) = long_family_input(name);
+        for mode in [CaptureMode::Stored, CaptureMode::Recomputed] {
+            let mut captures = Captures::default();
+            headscope::pipeline::capture_and_analyze(
+                &model,
+                &tokens,
+                mode,
+                false,
+                &Default::default(),
+                &mut captures,
+                &|| false,
+            )
+            .unwrap();
+            assert_eq!(
+                captures.stores_squares(),
+                mode == CaptureMode::Stored,
+                "{name}"
+            );
+            let head = HeadId::new(captures.layers - 1, captures.heads - 1);
+            for matrix in [
+                MapMatrix::Attention,
+                MapMatrix::ValueWeighted,
+                MapMatrix::Similarity(SimilarityVariant::Raw),
+                MapMatrix::Similarity(SimilarityVariant::Cosine),
+                MapMatrix::Similarity(SimilarityVariant::ZScore),
+            ] {
+                check_head(
+                    &captures,
+                    head,
+                    matrix,
+                    causal,
+                    &format!("{name} {mode:?} {matrix:?}"),
+                );
+            }
+        }
+    }
+}
