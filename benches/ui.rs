@@ -180,8 +180,12 @@ fn long_map(model: String, text: std::path::PathBuf) {
         .with_size(egui::vec2(1600.0, 1000.0))
         .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
     let clock = Instant::now();
+    step_until(&mut harness, clock, |h| {
+        h.state().shown_output().is_some() && !h.state().is_working()
+    });
     // The memory limit up (HEADSCOPE_BENCH_LONG_MEMORY_MB, default
     // 12,000 MB): the whole context, P and S recomputed per head.
+    let memory_mb = std::env::var("HEADSCOPE_BENCH_LONG_MEMORY_MB").unwrap_or("12000".into());
     use headscope::app::settings::MEMORY_LIMIT_LABEL;
     harness
         .query_all_by_label(MEMORY_LIMIT_LABEL)
@@ -194,15 +198,19 @@ fn long_map(model: String, text: std::path::PathBuf) {
         .query_all_by_label(MEMORY_LIMIT_LABEL)
         .find(|n| n.accesskit_node().role() != egui::Role::Label)
         .expect("the memory limit field")
-        .type_text(&std::env::var("HEADSCOPE_BENCH_LONG_MEMORY_MB").unwrap_or("12000".into()));
+        .type_text(&memory_mb);
     harness.key_press(egui::Key::Enter);
     step(&mut harness, clock);
+    assert_eq!(
+        harness.state().settings().capture_memory_mb.to_string(),
+        memory_mb
+    );
+    let before = harness.state().shown_generation();
+    let analysed = Instant::now();
     step_until(&mut harness, clock, |h| {
-        h.state().shown_output().is_some()
-            && !h.state().is_working()
-            && h.state().settings().capture_memory_mb
-                != headscope::pipeline::DEFAULT_CAPTURE_MEMORY_MB
+        h.state().shown_generation() > before && !h.state().is_working()
     });
+    let analysis_s = analysed.elapsed().as_secs_f64();
     let tokens = harness.state().shown_output().unwrap().captures.tokens;
     harness
         .get_by(|n| {
@@ -245,6 +253,6 @@ fn long_map(model: String, text: std::path::PathBuf) {
     let tiles_median = percentile(&mut tiles_ms, 0.5);
     let tiles_max = percentile(&mut tiles_ms, 1.0);
     println!(
-        "{{\"measure\": \"long_map\", \"model\": {model:?}, \"tokens\": {tokens}, \"overview_s\": {overview_s:.2}, \"frame_median_ms\": {median:.2}, \"frame_p95_ms\": {p95:.2}, \"tiles_after_zoom_median_ms\": {tiles_median:.0}, \"tiles_after_zoom_max_ms\": {tiles_max:.0}, \"final_level\": {level}}}"
+        "{{\"measure\": \"long_map\", \"model\": {model:?}, \"tokens\": {tokens}, \"memory_mb\": {memory_mb}, \"analysis_s\": {analysis_s:.0}, \"overview_s\": {overview_s:.2}, \"frame_median_ms\": {median:.2}, \"frame_p95_ms\": {p95:.2}, \"tiles_after_zoom_median_ms\": {tiles_median:.0}, \"tiles_after_zoom_max_ms\": {tiles_max:.0}, \"final_level\": {level}}}"
     );
 }

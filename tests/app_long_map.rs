@@ -230,3 +230,45 @@ fn xml_escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+/// The text panel follows the map: hovering a cell marks its two tokens in
+/// the editor and scrolls them into view, at either end of a text longer
+/// than the editor shows.
+#[test]
+fn hovering_a_cell_marks_and_shows_its_tokens_in_the_text() {
+    use headscope::app::text::editor::EDITOR_LABEL;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("harbour.txt");
+    let sentence = "The keeper watched the boats come into the harbour at dusk.\n";
+    std::fs::write(&file, sentence.repeat(36)).unwrap();
+    let mut harness = start(Some(file), None);
+    wait_for_result(&mut harness);
+    harness.get_by_label_contains("L0 H0 ").click();
+    step_until(&mut harness, "the detail view", |h| {
+        h.state().detail_head().is_some() && h.state().head_map().is_ready()
+    });
+    let plot = harness.get_by_label("heatmap of L0 H0").rect();
+    let editor = harness.get_by_label(EDITOR_LABEL).rect();
+    // Token 96% of the way is far below the editor's first screenful (36
+    // lines), token 3% far above its last: each is visible only if the
+    // editor scrolled to it.
+    for fraction in [0.96, 0.03] {
+        let at = plot.min + plot.size() * egui::vec2(fraction * 0.9, fraction);
+        harness.hover_at(at);
+        for _ in 0..4 {
+            harness.step();
+        }
+        let marks = harness.state().text_marks().expect("the tokens marked");
+        // Scrolled into the editor's view.
+        let visible = harness.get_by_label(EDITOR_LABEL).rect().intersect(editor);
+        assert!(visible.intersects(marks), "{marks:?} outside {visible:?}");
+        if fraction > 0.5 {
+            save_window(&mut harness, "app_long_map-text-follows.png");
+        }
+    }
+    // The pointer off the map: no marks.
+    harness.hover_at(egui::pos2(plot.right() + 200.0, plot.top()));
+    harness.step();
+    harness.step();
+    assert!(harness.state().text_marks().is_none());
+}

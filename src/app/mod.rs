@@ -231,6 +231,12 @@ impl HeadscopeApp {
         self.views.heads.detail
     }
 
+    /// Where the text panel marks the tokens of the heatmap cell under the
+    /// pointer (screen), if it does.
+    pub fn text_marks(&self) -> Option<egui::Rect> {
+        self.text.marked()
+    }
+
     /// The detail view's map of its head (its zoom level, its tiles).
     pub fn head_map(&self) -> &crate::app::widgets::zoom_map::ZoomMap {
         &self.views.heads.head_view.map

@@ -79,6 +79,7 @@ impl HeadscopeApp {
             wake: &self.wake,
             model_name,
         };
+        self.views.shared.hovered_cell = None;
         if let Some(action) = self.views.ui(ui, view, frame) {
             self.view_action(&ctx, action);
         }

@@ -141,7 +141,11 @@ impl HeadscopeApp {
             self.runs.schedule(&ctx);
         }
         let window = self.text.window_info(self.runs.shown());
-        let output = self.text.editor_ui(ui, window);
+        // The tokens of the heatmap cell under the pointer, marked.
+        let follow = self
+            .text
+            .follow(self.views.shared.hovered_cell, self.runs.shown());
+        let output = self.text.editor_ui(ui, window, &follow);
         if output.replaced_whole {
             self.text.forget_file();
         }

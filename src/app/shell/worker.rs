@@ -101,7 +101,7 @@ impl HeadscopeApp {
             return;
         }
         // (The request keeps the window within the text first.)
-        let Some((text, input_start)) = self.text.request() else {
+        let Some((text, input_start)) = self.text.request(self.window_tokens()) else {
             return;
         };
         let first = self.text.window_start();
@@ -111,6 +111,16 @@ impl HeadscopeApp {
             .worker
             .analyse(text, input, self.settings.analysis_options());
         self.runs.sent(generation, first, total);
+    }
+
+    /// The most tokens a window holds: the user's limit, else the model's
+    /// (what a large document's request must leave room for).
+    fn window_tokens(&self) -> usize {
+        let model_limit = self.model.active().map_or(0, |m| m.max_tokens);
+        match self.settings.max_tokens {
+            0 => model_limit,
+            limit => limit.min(model_limit.max(1)),
+        }
     }
 
     /// Abandons the run in flight (the status bar's Cancel): the worker
@@ -159,7 +169,7 @@ impl HeadscopeApp {
         let Some(document) = self.text.document() else {
             return;
         };
-        let (text, sentence) = document.request(shown.first.sentence);
+        let (text, sentence) = document.request(shown.first.sentence, self.window_tokens());
         let input = self.settings.input_options(WindowStart {
             sentence,
             piece: shown.output.input.first_piece,

@@ -24,9 +24,13 @@ pub const WHOLE_TEXT_EDIT_LIMIT: usize = 32 * 1024;
 const CHUNK_BYTES: usize = 8 * 1024;
 /// A single sentence longer than this is shown read-only, cut short.
 const MAX_EDITABLE_CHUNK: usize = 256 * 1024;
-/// The most text sent to the model for one window: far more than any
-/// model's token limit can use (512 tokens of at most 100 characters each).
+/// The least text sent to the model for one window of a large document
+/// (512 tokens of at most 100 characters each, and more)...
 const REQUEST_BYTES: usize = 64 * 1024;
+/// ... and the bytes per token of the window's limit it grows by: a 32k
+/// context needs some 150 KB of English, and no tokenizer makes tokens of
+/// 16 bytes on average, so the window is never cut short by the slice.
+pub const REQUEST_BYTES_PER_TOKEN: usize = 16;
 
 /// The part of a large document in the editor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,15 +225,17 @@ impl Document {
         chunk.range = start..new_end;
     }
 
-    /// The text to send to the model for a window starting at
-    /// `first_sentence`, and the first sentence to give the pipeline: the
-    /// whole text for small documents, else a bounded slice from the window.
-    pub fn request(&self, first_sentence: usize) -> (String, usize) {
+    /// The text to send to the model for a window of at most `tokens`
+    /// tokens starting at `first_sentence`, and the first sentence to give
+    /// the pipeline: the whole text for small documents, else a slice from
+    /// the window bounded by what the window can hold.
+    pub fn request(&self, first_sentence: usize, tokens: usize) -> (String, usize) {
         let first = first_sentence.min(self.spans.len().saturating_sub(1));
-        if self.text.len() <= REQUEST_BYTES || self.spans.is_empty() {
+        let budget = REQUEST_BYTES.max(tokens.saturating_mul(REQUEST_BYTES_PER_TOKEN));
+        if self.text.len() <= budget || self.spans.is_empty() {
             return (self.text.clone(), first);
         }
-        let end_sentence = self.sentences_within(first, REQUEST_BYTES);
+        let end_sentence = self.sentences_within(first, budget);
         let (start, end) = (self.spans[first].0, self.spans[end_sentence - 1].1);
         (self.text[start..end].to_string(), 0)
     }
@@ -289,11 +295,15 @@ mod tests {
     fn request_of_a_large_text_is_a_bounded_slice() {
         let text = "Short one. ".repeat(100_000);
         let doc = Document::new(text, InputMode::Document);
-        let (slice, first) = doc.request(500);
+        let (slice, first) = doc.request(500, 512);
         assert_eq!(first, 0);
         assert!(slice.len() <= REQUEST_BYTES);
         assert!(slice.starts_with("Short one."));
+        // A 32k context's window: a slice that holds it (~11 bytes a token).
+        let (slice, _) = doc.request(500, 32_768);
+        assert!(slice.len() > 32_768 * 11, "{}", slice.len());
+        assert!(slice.len() <= 32_768 * REQUEST_BYTES_PER_TOKEN);
         let small = Document::new("One. Two. Three.".into(), InputMode::Document);
-        assert_eq!(small.request(1), ("One. Two. Three.".to_string(), 1));
+        assert_eq!(small.request(1, 512), ("One. Two. Three.".to_string(), 1));
     }
 }

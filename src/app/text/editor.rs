@@ -72,6 +72,82 @@ pub struct EditorOutput {
     /// The edit replaced the whole text: it is no longer its file's.
     pub replaced_whole: bool,
     pub window_move: Option<WindowMove>,
+    /// Where the tokens followed were marked on screen.
+    pub marked: Option<egui::Rect>,
+}
+
+/// Tokens the editor marks, as byte ranges of the text it shows (a
+/// heatmap cell's two tokens), and whether to scroll them into view (when
+/// they change).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TextFollow {
+    pub ranges: Vec<std::ops::Range<usize>>,
+    pub scroll: bool,
+}
+
+/// Names the editor by its label and marks the followed tokens in it,
+/// unless its text just changed (the ranges are of the text analysed);
+/// whether it changed.
+fn labelled_and_marked(
+    ui: &egui::Ui,
+    shown: &egui::text_edit::TextEditOutput,
+    label: egui::Id,
+    text: &str,
+    follow: &TextFollow,
+    output: &mut EditorOutput,
+) -> bool {
+    let changed = shown.response.response.clone().labelled_by(label).changed();
+    if !changed {
+        output.marked = mark_followed(ui, shown, text, follow);
+    }
+    changed
+}
+
+/// Marks `follow`'s ranges of `text` over the editor's galley and, when
+/// asked, scrolls the first into view; where the marks are.
+fn mark_followed(
+    ui: &egui::Ui,
+    shown: &egui::text_edit::TextEditOutput,
+    text: &str,
+    follow: &TextFollow,
+) -> Option<egui::Rect> {
+    let cursor = |byte: usize| {
+        let chars = text.get(..byte.min(text.len()))?.chars().count();
+        Some(
+            shown
+                .galley
+                .pos_from_cursor(egui::text::CCursor::new(chars))
+                .translate(shown.galley_pos.to_vec2()),
+        )
+    };
+    let stroke = ui.visuals().selection.stroke;
+    let fill = stroke.color.gamma_multiply(0.25);
+    let mut marked: Option<egui::Rect> = None;
+    for range in &follow.ranges {
+        let (Some(start), Some(end)) = (cursor(range.start), cursor(range.end)) else {
+            continue;
+        };
+        // One row: the token's width; wrapped, its start to the row's end.
+        let right = if (end.min.y - start.min.y).abs() < 1.0 {
+            end.max.x
+        } else {
+            shown.text_clip_rect.right()
+        };
+        let rect = egui::Rect::from_min_max(
+            start.min,
+            egui::pos2(right.max(start.min.x + 4.0), start.max.y),
+        );
+        let painter = ui.painter().with_clip_rect(shown.text_clip_rect);
+        painter.rect_filled(rect, 2.0, fill);
+        painter.rect_stroke(rect, 2.0, stroke, egui::StrokeKind::Outside);
+        marked = Some(marked.map_or(rect, |m| m.union(rect)));
+    }
+    if follow.scroll {
+        if let Some(rect) = marked {
+            ui.scroll_to_rect(rect, Some(egui::Align::Center));
+        }
+    }
+    marked
 }
 
 /// Whether `after` replaced `before` rather than edited it (select all,
@@ -105,15 +181,29 @@ fn sentence_case(note: &str) -> String {
         .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
+/// What the editor says and does beside the text: what is being done
+/// to it, where it comes from, whether it is read-only (a capture's), and
+/// the tokens it marks.
+pub struct EditorFrame<'a> {
+    pub busy: Option<&'a str>,
+    pub source: &'a str,
+    pub read_only: bool,
+    pub follow: &'a TextFollow,
+}
+
 pub fn editor_ui(
     ui: &mut egui::Ui,
     document: Option<&mut Document>,
     first: WindowStart,
     window: Option<&WindowInfo>,
-    busy: Option<&str>,
-    source: &str,
-    read_only: bool,
+    frame: EditorFrame<'_>,
 ) -> EditorOutput {
+    let EditorFrame {
+        busy,
+        source,
+        read_only,
+        follow,
+    } = frame;
     let mut output = EditorOutput::default();
     let label = ui
         .horizontal(|ui| {
@@ -202,43 +292,42 @@ pub fn editor_ui(
             let changed = if read_only {
                 // A capture's text: selectable and copyable, never edited.
                 let mut text: &str = document.text();
-                ui.add(
-                    egui::TextEdit::multiline(&mut text)
-                        .id_salt("text editor")
-                        .desired_width(f32::INFINITY)
-                        .desired_rows(rows),
-                )
-                .labelled_by(label.id);
+                let shown = egui::TextEdit::multiline(&mut text)
+                    .id_salt("text editor")
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(rows)
+                    .show(ui);
+                // Never edited: it does not change.
+                labelled_and_marked(ui, &shown, label.id, text, follow, &mut output);
                 false
             } else if edit_whole {
                 // (At most WHOLE_TEXT_EDIT_LIMIT bytes: kept to tell an
                 // edit from a replacement of the whole text.)
                 let before = document.text().to_owned();
-                let response = ui.add(
-                    egui::TextEdit::multiline(document.whole_text_mut())
-                        .id_salt("text editor")
-                        .desired_width(f32::INFINITY)
-                        .desired_rows(rows)
-                        .hint_text("Type or paste English text here, or open a file (Ctrl+O)."),
-                );
-                let changed = response.labelled_by(label.id).changed();
+                let shown = egui::TextEdit::multiline(document.whole_text_mut())
+                    .id_salt("text editor")
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(rows)
+                    .hint_text("Type or paste English text here, or open a file (Ctrl+O).")
+                    .show(ui);
+                let changed =
+                    labelled_and_marked(ui, &shown, label.id, document.text(), follow, &mut output);
                 output.replaced_whole = changed && replaces_whole(&before, document.text());
                 changed
             } else {
                 match document.chunk_at(first_sentence) {
                     Some(chunk) => {
                         let editable = chunk.editable;
-                        let response = ui.add(
-                            egui::TextEdit::multiline(&mut chunk.text)
-                                .id_salt("text editor")
-                                .interactive(editable)
-                                .desired_width(f32::INFINITY)
-                                .desired_rows(rows),
-                        );
+                        let shown = egui::TextEdit::multiline(&mut chunk.text)
+                            .id_salt("text editor")
+                            .interactive(editable)
+                            .desired_width(f32::INFINITY)
+                            .desired_rows(rows)
+                            .show(ui);
                         if !editable {
                             ui.weak("This sentence is too long to edit here.");
                         }
-                        response.labelled_by(label.id).changed()
+                        labelled_and_marked(ui, &shown, label.id, &chunk.text, follow, &mut output)
                     }
                     None => false,
                 }

@@ -93,6 +93,10 @@ pub struct TextState {
     /// What became of the unsaved edits of the text the file being opened
     /// replaces: where they were kept, or why they could not be.
     kept_edits: Option<String>,
+    /// The heatmap cell whose tokens the editor marks (it scrolls to them
+    /// when the cell changes), and where the marks were drawn.
+    followed: Option<(usize, usize)>,
+    marked: Option<egui::Rect>,
 }
 
 /// A hash of `text`, to tell whether it still is its file's.
@@ -127,6 +131,8 @@ impl TextState {
                 .map_or_else(|| std::env::temp_dir().join("headscope"), Path::to_path_buf)
                 .join("unsaved"),
             kept_edits: None,
+            followed: None,
+            marked: None,
         }
     }
 
@@ -398,15 +404,16 @@ impl TextState {
         self.autosave.cancel();
     }
 
-    /// The text of the request for the current window and where the
-    /// window starts in it, with the window kept within the text.
-    pub fn request(&mut self) -> Option<(String, WindowStart)> {
+    /// The text of the request for the current window of at most `tokens`
+    /// tokens and where the window starts in it, with the window kept
+    /// within the text.
+    pub fn request(&mut self, tokens: usize) -> Option<(String, WindowStart)> {
         let document = self.document.as_ref()?;
         let last = document.sentence_count().saturating_sub(1);
         if self.window.sentence > last {
             self.window = WindowStart::from(last);
         }
-        let (text, sentence) = document.request(self.window.sentence);
+        let (text, sentence) = document.request(self.window.sentence, tokens);
         Some((
             text,
             WindowStart {
@@ -592,18 +599,59 @@ impl TextState {
 
     /// The editor, with the window's buttons and where the text comes from
     /// (a capture's text read-only).
-    pub fn editor_ui(&mut self, ui: &mut egui::Ui, window: Option<WindowInfo>) -> EditorOutput {
+    pub fn editor_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        window: Option<WindowInfo>,
+        follow: &editor::TextFollow,
+    ) -> EditorOutput {
         let busy = self.busy_label();
         let source = self.source_label();
-        editor::editor_ui(
+        let output = editor::editor_ui(
             ui,
             self.document.as_mut(),
             self.window,
             window.as_ref(),
-            busy.as_deref(),
-            &source,
-            self.capture.is_some(),
-        )
+            editor::EditorFrame {
+                busy: busy.as_deref(),
+                source: &source,
+                read_only: self.capture.is_some(),
+                follow,
+            },
+        );
+        self.marked = output.marked;
+        output
+    }
+
+    /// The marks of the tokens the editor follows, for `cell` (a heatmap
+    /// cell's row and column tokens) of `shown`: their byte ranges where
+    /// `shown` is the window on screen, and a scroll when the cell changed.
+    pub fn follow(
+        &mut self,
+        cell: Option<(usize, usize)>,
+        shown: Option<&Shown>,
+    ) -> editor::TextFollow {
+        let scroll = cell.is_some() && cell != self.followed;
+        self.followed = cell;
+        let (Some((row, column)), Some(shown)) = (cell, shown) else {
+            return editor::TextFollow::default();
+        };
+        if shown.first != self.window {
+            return editor::TextFollow::default();
+        }
+        let offsets = &shown.output.input.tokens.offsets;
+        let mut ranges: Vec<std::ops::Range<usize>> = [row, column]
+            .iter()
+            .filter_map(|&k| offsets.get(k).copied().flatten())
+            .map(|(start, end)| start..end)
+            .collect();
+        ranges.dedup();
+        editor::TextFollow { ranges, scroll }
+    }
+
+    /// Where the editor marked the followed tokens last frame (screen).
+    pub fn marked(&self) -> Option<egui::Rect> {
+        self.marked
     }
 }
 

@@ -507,28 +507,6 @@ impl ZoomMap {
     pub fn is_drawing_tiles(&self) -> bool {
         self.tile_job.is_some()
     }
-
-    /// The coloured blocks of the cells `rows` × `columns` at `level`, for
-    /// an export of the region shown: computed now from the captures.
-    pub fn region_picture(
-        &self,
-        level: u32,
-        rows: std::ops::Range<usize>,
-        columns: std::ops::Range<usize>,
-    ) -> Option<(Vec<f32>, [usize; 2], ValueRange)> {
-        let shown = self.shown.as_ref()?;
-        let block_rows = (rows.start >> level)..rows.end.div_ceil(1 << level);
-        let block_columns = (columns.start >> level)..columns.end.div_ceil(1 << level);
-        let blocks = head_map::tile(
-            &shown.output.captures,
-            &shown.matrix,
-            level,
-            block_rows,
-            block_columns,
-        );
-        let coloured = shown.scale.coloured(&blocks.values(self.reduction));
-        Some((coloured, [blocks.columns, blocks.rows], shown.range))
-    }
 }
 
 /// The cells a rectangle of blocks covers: its first cell and its size

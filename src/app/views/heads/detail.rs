@@ -65,6 +65,8 @@ pub struct HeadView {
     generation: u64,
     /// The cells of the shown head's selected pairs, by row.
     outlined: OutlinedCells,
+    /// The cell under the pointer this frame (row, column).
+    hovered: Option<(usize, usize)>,
 }
 
 /// The cells that outline a head's selected pairs, sorted by row and
@@ -109,6 +111,7 @@ impl Default for HeadView {
             wake: None,
             generation: 0,
             outlined: OutlinedCells::default(),
+            hovered: None,
         }
     }
 }
@@ -132,6 +135,11 @@ impl HeadView {
             self.centre = Vec2::splat(tokens as f32 / 2.0);
         }
         self.tokens = tokens;
+    }
+
+    /// The cell under the pointer (row, column), if any.
+    pub fn hovered_cell(&self) -> Option<(usize, usize)> {
+        self.hovered
     }
 
     /// The colour range of the shown head.
@@ -480,6 +488,7 @@ impl HeadView {
         }
 
         // The value under the pointer.
+        self.hovered = None;
         let hover_text = response
             .hover_pos()
             .filter(|_| self.map.is_ready())
@@ -490,6 +499,7 @@ impl HeadView {
                     .then_some((i as usize, j as usize))
             })
             .map(|(i, j)| {
+                self.hovered = Some((i, j));
                 let row_rect = Rect::from_min_size(
                     Pos2::new(plot.left(), cell_y(i)),
                     Vec2::new(side, cell_px),

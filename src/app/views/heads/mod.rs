@@ -167,6 +167,8 @@ impl HeadsView {
         }
         let action = self.ablation_rows(ui, &shown.base, shown.base_generation);
         ui.separator();
+        // The probe's tokens are not the text's.
+        let text_shown = !shown.on_probe;
         let marks = HeadMarks {
             picked: &picked,
             ablated: self.ablation.is_ablated(head),
@@ -180,6 +182,9 @@ impl HeadsView {
             Some(HeadAction::ToggleAblation) => self.ablation.toggle(head),
             Some(HeadAction::SaveRegion(request)) => return Some(ViewAction::SavePlot(request)),
             None => {}
+        }
+        if text_shown {
+            cx.shared.hovered_cell = self.head_view.hovered_cell();
         }
         action
     }

@@ -121,6 +121,9 @@ pub struct Shared {
     /// The Separators view reads the value-weighted attention N′
     /// (ANALYSIS.md §9) instead of P.
     pub value_weighted: bool,
+    /// The two tokens of the heatmap cell under the pointer (row, column),
+    /// this frame: the text panel marks them and scrolls to them.
+    pub hovered_cell: Option<(usize, usize)>,
     /// Where the text the model generated starts (a byte offset of the
     /// text), while the text ends with it.
     pub generated_from: Option<usize>,
