@@ -60,6 +60,22 @@ fn text_of(tokens: usize) -> String {
     sentences.join(" ")
 }
 
+/// The app in a 1600 × 1000 window on `model`, showing `file`, with no
+/// persisted state.
+fn start_app(model: &str, file: std::path::PathBuf) -> AppHarness {
+    let config = AppConfig {
+        start: StartOptions {
+            model: Some(model.to_string()),
+            file: Some(file),
+        },
+        autosave_path: None,
+        restore_text: false,
+    };
+    Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"))
+}
+
 fn main() {
     let model = std::env::var("HEADSCOPE_BENCH_MODEL")
         .unwrap_or_else(|_| headscope::model::test_model_dir().display().to_string());
@@ -68,17 +84,7 @@ fn main() {
     for tokens in [128usize, 512] {
         let file = scratch.join(format!("text-{tokens}.txt"));
         std::fs::write(&file, text_of(tokens)).unwrap();
-        let config = AppConfig {
-            start: StartOptions {
-                model: Some(model.clone()),
-                file: Some(file),
-            },
-            autosave_path: None,
-            restore_text: false,
-        };
-        let mut harness: AppHarness = Harness::builder()
-            .with_size(egui::vec2(1600.0, 1000.0))
-            .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+        let mut harness = start_app(&model, file);
         let clock = Instant::now();
         step_until(&mut harness, clock, |h| {
             h.state().overview_is_current() && !h.state().is_working()
@@ -168,17 +174,7 @@ fn wheel(harness: &mut AppHarness, at: egui::Pos2, delta: f32) {
 /// The head map of a long input: overview, zoom, pan.
 fn long_map(model: String, text: std::path::PathBuf) {
     use headscope::app::views::CentralView;
-    let config = AppConfig {
-        start: StartOptions {
-            model: Some(model.clone()),
-            file: Some(text),
-        },
-        autosave_path: None,
-        restore_text: false,
-    };
-    let mut harness: AppHarness = Harness::builder()
-        .with_size(egui::vec2(1600.0, 1000.0))
-        .build_eframe(move |cc| HeadscopeApp::new(cc, config).expect("the app starts"));
+    let mut harness = start_app(&model, text);
     let clock = Instant::now();
     step_until(&mut harness, clock, |h| {
         h.state().shown_output().is_some() && !h.state().is_working()

@@ -227,10 +227,7 @@ impl Captures {
 
     /// The head's T×T attention probabilities, row i = query i.
     pub fn attention(&self, id: HeadId) -> Cow<'_, [f32]> {
-        match &self.recompute {
-            None => Cow::Borrowed(&self.attentions[self.square(&self.attentions, id)]),
-            Some(inputs) => Cow::Owned(self.recomputed_attention(inputs, id, 0..self.tokens)),
-        }
+        self.attention_rows(id, 0..self.tokens)
     }
 
     /// Whether the captures hold P, kept or what recomputes it (a capture
@@ -290,26 +287,25 @@ impl Captures {
         columns: std::ops::Range<usize>,
         block: &mut [f32],
     ) {
-        let (t, d) = (self.tokens, self.head_dim);
+        let t = self.tokens;
         let width = columns.len();
         assert_eq!(
             block.len(),
             rows.len() * width,
             "block must be rows × columns"
         );
-        if d > 0 && self.head_outputs.len() == self.layers * self.heads * t * d {
-            let outputs = self.head_output(id);
-            similarity_rows(
+        match self.head_similarity(id) {
+            HeadSimilarity::Outputs(outputs, d) => similarity_rows(
                 &outputs[rows.start * d..rows.end * d],
                 &outputs[columns.start * d..columns.end * d],
                 d,
                 block,
-            );
-            return;
-        }
-        let square = &self.similarity[self.square(&self.similarity, id)];
-        for (i, out) in rows.zip(block.chunks_exact_mut(width.max(1))) {
-            out.copy_from_slice(&square[i * t + columns.start..i * t + columns.end]);
+            ),
+            HeadSimilarity::Stored(square) => {
+                for (i, out) in rows.zip(block.chunks_exact_mut(width.max(1))) {
+                    out.copy_from_slice(&square[i * t + columns.start..i * t + columns.end]);
+                }
+            }
         }
     }
 

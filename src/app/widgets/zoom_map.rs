@@ -170,20 +170,11 @@ impl ZoomMap {
         }
         self.last_read.set(None);
         let tokens = output.captures.tokens;
-        let causal = output.input.tokens.causal;
         let matrix_of = map_matrix(&key);
         if tokens <= OVERVIEW_BLOCKS {
             // A short input: its whole matrix, at once, as before maps.
-            let matrix = HeadMatrix::new(&output.captures, head, matrix_of, causal);
-            let overview = head_map::overview(
-                &output.captures,
-                &matrix,
-                OVERVIEW_BLOCKS,
-                1,
-                &|| false,
-                &|| {},
-            );
-            if let Some(overview) = overview {
+            let made = make_map(output, head, matrix_of, 1, &|| false, &|| {});
+            if let Some((matrix, overview)) = made {
                 self.show(ctx, output, key, matrix, overview);
             }
             return;
@@ -196,17 +187,14 @@ impl ZoomMap {
             bands + 1,
             wake.clone(),
             move |progress| {
-                let matrix = HeadMatrix::new(&output.captures, head, matrix_of, causal);
-                progress.step();
-                let overview = head_map::overview(
-                    &output.captures,
-                    &matrix,
-                    OVERVIEW_BLOCKS,
+                make_map(
+                    &output,
+                    head,
+                    matrix_of,
                     crate::threads::total(),
                     &|| progress.is_cancelled(),
                     &|| progress.step(),
-                )?;
-                Some((matrix, overview))
+                )
             },
         );
         self.building = Some((receiver, progress));
@@ -507,6 +495,31 @@ impl ZoomMap {
     pub fn is_drawing_tiles(&self) -> bool {
         self.tile_job.is_some()
     }
+}
+
+/// `matrix` of `head` and its overview, on `threads` threads; `done` is
+/// told once the matrix is ready (a similarity variant's statistics) and
+/// after each band of the overview.
+fn make_map(
+    output: &RunOutput,
+    head: HeadId,
+    matrix: MapMatrix,
+    threads: usize,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    done: &(dyn Fn() + Sync),
+) -> Option<(HeadMatrix, MapOverview)> {
+    let causal = output.input.tokens.causal;
+    let matrix = HeadMatrix::new(&output.captures, head, matrix, causal);
+    done();
+    let overview = head_map::overview(
+        &output.captures,
+        &matrix,
+        OVERVIEW_BLOCKS,
+        threads,
+        cancelled,
+        done,
+    )?;
+    Some((matrix, overview))
 }
 
 /// The cells a rectangle of blocks covers: its first cell and its size

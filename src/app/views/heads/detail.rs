@@ -364,8 +364,7 @@ impl HeadView {
         }
         self.clamp_centre();
 
-        let n = visible(self.zoom);
-        let origin = self.centre - Vec2::splat(n / 2.0);
+        let (origin, n) = self.view_cells();
         let cell_px = side / n;
         let painter = ui.painter_at(outer);
         let viewport = Viewport {
@@ -552,8 +551,7 @@ impl HeadView {
 
     /// The cell coordinates (fractional) under a screen position.
     fn cell_at(&self, plot: Rect, pointer: Pos2) -> Vec2 {
-        let n = self.tokens as f32 / self.zoom;
-        let origin = self.centre - Vec2::splat(n / 2.0);
+        let (origin, n) = self.view_cells();
         origin + (pointer - plot.min) / plot.width() * n
     }
 
