@@ -36,9 +36,6 @@ pub struct Captures {
     /// where the input came without them (a capture file of P and O).
     pub value_norms: Vec<f32>,
     pub recompute: Option<Box<AttentionInputs>>,
-    /// Per layer, what the Separators view reads of P, computed during the
-    /// pass when P is not kept (empty otherwise).
-    pub separator_columns: Vec<SeparatorColumns>,
     /// The residual stream after each layer, L×T×hidden, where the pass
     /// kept it (a causal decoder's, when small:
     /// [`crate::model::Model::keeps_residuals`]): the logit lens and the
@@ -67,65 +64,6 @@ pub struct AttentionInputs {
     pub kv_heads: usize,
     /// One per layer.
     pub rules: Vec<ScoreRule>,
-}
-
-/// One layer's attention to the `[SEP]` (sentence-closing) positions, summed
-/// over its heads: what the Separators view shows.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SeparatorColumns {
-    /// Per token, the mean over heads of Σ_s P[i, s] (T values).
-    pub per_token: Vec<f64>,
-    /// Σ over heads of P[i, s], in f32 and head order like the analysis:
-    /// T rows of one value per separator.
-    pub sums: Vec<f32>,
-}
-
-impl SeparatorColumns {
-    /// Reads one layer: `attention(h)` is head h's T×T P.
-    pub fn of_layer<'a>(
-        attention: impl Fn(usize) -> Cow<'a, [f32]>,
-        heads: usize,
-        tokens: usize,
-        separators: &[usize],
-    ) -> Self {
-        let columns: Vec<Vec<f32>> = (0..heads)
-            .map(|head| Self::head_columns(&attention(head), tokens, separators))
-            .collect();
-        Self::of_heads(columns.iter().map(Vec::as_slice), tokens, separators.len())
-    }
-
-    /// One head's P (T × T) at the separators' columns: T rows of one
-    /// value per separator, what [`SeparatorColumns::of_heads`] adds up (a
-    /// pass that hands each head over alone keeps only this of its P).
-    pub fn head_columns(attention: &[f32], tokens: usize, separators: &[usize]) -> Vec<f32> {
-        attention
-            .chunks_exact(tokens.max(1))
-            .flat_map(|row| separators.iter().map(|&k| row[k]))
-            .collect()
-    }
-
-    /// A layer's from its heads' [`SeparatorColumns::head_columns`], in
-    /// head order, each over `separators` separators.
-    pub fn of_heads<'a>(
-        columns: impl ExactSizeIterator<Item = &'a [f32]>,
-        tokens: usize,
-        separators: usize,
-    ) -> Self {
-        let (heads, n) = (columns.len(), separators);
-        let mut per_token = vec![0.0f64; tokens];
-        let mut sums = vec![0.0f32; tokens * n];
-        for (head, columns) in columns.enumerate() {
-            // No separators: no columns, no rows.
-            for (i, row) in columns.chunks_exact(n.max(1)).take(tokens).enumerate() {
-                per_token[i] += row.iter().map(|&v| f64::from(v)).sum::<f64>();
-                for (sum, &value) in sums[i * n..(i + 1) * n].iter_mut().zip(row) {
-                    *sum = if head == 0 { value } else { *sum + value };
-                }
-            }
-        }
-        per_token.iter_mut().for_each(|v| *v /= heads.max(1) as f64);
-        Self { per_token, sums }
-    }
 }
 
 /// One head's S = O·Oᵀ, read a block of rows at a time: kept whole, or made
@@ -160,6 +98,33 @@ impl HeadSimilarity<'_> {
                 buffer.resize((end - start) * tokens, 0.0);
                 similarity_row_block(outputs, head_dim, block, buffer);
                 buffer
+            }
+        }
+    }
+    /// Block `block`'s rows of S from the block's diagonal on, with the
+    /// first column they start at: made from O, the rows are multiplied
+    /// only by the outputs from the block's first row on (about half of S,
+    /// every pair i < j among it, the same bits as whole rows); where S is
+    /// kept, whole rows from column 0.
+    pub fn block_from_diagonal<'s>(
+        &'s self,
+        block: usize,
+        tokens: usize,
+        buffer: &'s mut Vec<f32>,
+    ) -> (&'s [f32], usize) {
+        match *self {
+            Self::Stored(_) => (self.block(block, tokens, buffer), 0),
+            Self::Outputs(outputs, head_dim) => {
+                let start = (block * ROW_BLOCK).min(tokens);
+                let end = (start + ROW_BLOCK).min(tokens);
+                buffer.resize((end - start) * (tokens - start), 0.0);
+                similarity_rows(
+                    &outputs[start * head_dim..end * head_dim],
+                    &outputs[start * head_dim..],
+                    head_dim,
+                    buffer,
+                );
+                (buffer, start)
             }
         }
     }

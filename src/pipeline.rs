@@ -18,7 +18,7 @@
 use crate::analysis::{
     analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares,
 };
-use crate::captures::{CaptureMode, Captures, HeadSimilarity, SeparatorColumns};
+use crate::captures::{CaptureMode, Captures, HeadSimilarity};
 use crate::comparison::{self, Comparison, Side};
 use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
@@ -30,7 +30,7 @@ use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which part of the text becomes the model input.
@@ -471,23 +471,15 @@ pub fn capture_and_analyze(
     }
     // The last run's buffers would otherwise live through this pass.
     *captures = Captures::default();
-    let (heads, t) = (model.heads(), tokens.len());
-    let separators = tokens.separator_positions();
+    let heads = model.heads();
     let analyser = LayerAnalyser::new(tokens, options, layers);
     // Each head is analysed on the thread of the pass that made it, while
     // it is in that core's cache (the stage times count that as the
-    // model's), and its P's separator columns kept: the tuned CPU pass
-    // keeps no layer's P or S whole (memory grows with T², not L·H·T²).
-    let head_columns: Vec<Mutex<Vec<f32>>> =
-        (0..layers * heads).map(|_| Mutex::default()).collect();
+    // model's): the tuned CPU pass keeps no layer's P or S whole (memory
+    // grows with T², not L·H·T²).
     let on_head = AnalysedHeads {
         analyser: &analyser,
-        head_columns: &head_columns,
-        heads,
-        tokens: t,
-        separators: &separators,
     };
-    let mut columns = Vec::with_capacity(layers);
     let mut analysis_ms = 0.0;
     *captures = model.capture_recomputable(
         &tokens.input_ids,
@@ -504,21 +496,9 @@ pub fn capture_and_analyze(
                 heads,
             };
             analyser.add_layer(index, squares);
-            let layer_columns: Vec<Vec<f32>> = head_columns[index * heads..(index + 1) * heads]
-                .iter()
-                .map(|columns| {
-                    std::mem::take(&mut *columns.lock().unwrap_or_else(PoisonError::into_inner))
-                })
-                .collect();
-            columns.push(SeparatorColumns::of_heads(
-                layer_columns.iter().map(Vec::as_slice),
-                t,
-                separators.len(),
-            ));
             analysis_ms += ms_since(layer_start);
         },
     )?;
-    captures.separator_columns = columns;
     figures_begin();
     let analysis_start = Instant::now();
     let analysis = analyser.finish(captures);
@@ -533,53 +513,32 @@ pub fn capture_and_analyze(
 }
 
 /// The streamed analysis' [`HeadObserver`]: each head analysed as the pass
-/// makes it, a block of P's rows at a time, and its P at the separators'
-/// columns kept for the Separators view.
+/// makes it, a block of P's rows at a time.
 struct AnalysedHeads<'a> {
     analyser: &'a LayerAnalyser<'a>,
-    /// Per head (layer-major), its P at the separators' columns (T rows).
-    head_columns: &'a [Mutex<Vec<f32>>],
-    heads: usize,
-    tokens: usize,
-    separators: &'a [usize],
 }
 
 /// One head under way in [`AnalysedHeads`].
 struct AnalysedHead<'s, 'a> {
-    heads: &'s AnalysedHeads<'a>,
     id: (usize, usize),
     analysis: HeadAnalysis<'s, 'a>,
-    columns: Vec<f32>,
 }
 
 impl HeadObserver for AnalysedHeads<'_> {
     fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
         Box::new(AnalysedHead {
-            heads: self,
             id: (layer, head),
             analysis: self.analyser.begin_head(value_norms),
-            columns: Vec::with_capacity(self.tokens * self.separators.len()),
         })
     }
 }
 
 impl HeadRows for AnalysedHead<'_, '_> {
     fn attention_rows(&mut self, first: usize, rows: &[f32]) {
-        let heads = self.heads;
-        self.columns.extend(SeparatorColumns::head_columns(
-            rows,
-            heads.tokens,
-            heads.separators,
-        ));
         self.analysis.attention_rows(first, rows);
     }
 
     fn finish(self: Box<Self>, similarity: HeadSimilarity) {
-        let (layer, head) = self.id;
-        let heads = self.heads;
-        *heads.head_columns[layer * heads.heads + head]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = self.columns;
         self.analysis.finish(self.id, similarity);
     }
 }

@@ -439,11 +439,11 @@ fn analysed_in(
 /// every decoder fixture (grouped-query Llama, Mistral's sliding window,
 /// ModernBERT's bidirectional local layers) the figures equal those of a
 /// pass that kept everything, P and S agree to float rounding (masked
-/// cells exactly 0), the Separators view's columns are the same, and the
-/// `.npz` holds the same arrays.
+/// cells exactly 0), the Separators view's arrays are the same (and those
+/// that P read whole gives), and the `.npz` holds the same arrays.
 #[test]
 fn recomputed_captures_equal_kept_ones() {
-    use headscope::captures::{CaptureMode, SeparatorColumns};
+    use headscope::captures::CaptureMode;
     use headscope::npz::{read_captures_npz, write_captures_npz};
     use headscope::pipeline::{prepare_input, InputOptions};
     for name in DECODER_FIXTURES.into_iter().chain(["modernbert"]) {
@@ -456,10 +456,16 @@ fn recomputed_captures_equal_kept_ones() {
         let tokens = prepare_input(&model, &text, &input).unwrap().tokens;
         let run = |mode| {
             let (captures, analysis) = analysed_in(&model, &tokens, mode);
-            (captures, serde_json::to_value(&analysis).unwrap())
+            let arrays: Vec<_> = (analysis.layers.iter())
+                .map(|l| (l.separator_tokens.clone(), l.separator_tokens_vw.clone()))
+                .collect();
+            (captures, serde_json::to_value(&analysis).unwrap(), arrays)
         };
-        let (kept, kept_figures) = run(CaptureMode::Stored);
-        let (recomputed, figures) = run(CaptureMode::Recomputed);
+        let (kept, kept_figures, kept_arrays) = run(CaptureMode::Stored);
+        let (recomputed, figures, arrays) = run(CaptureMode::Recomputed);
+        assert_eq!(arrays, kept_arrays, "{name}: the Separators view's arrays");
+        assert!(arrays.iter().all(|(_, vw)| vw.is_some()), "{name}: N′'s");
+        let tokens_of: Vec<_> = arrays.into_iter().map(|(plain, _)| plain).collect();
         assert!(
             kept.stores_squares() && !recomputed.stores_squares(),
             "{name}"
@@ -476,16 +482,38 @@ fn recomputed_captures_equal_kept_ones() {
             let s = recomputed.similarity(id);
             assert_close(&format!("{name} {id} S"), &s, &kept.similarity(id), 1e-6);
         }
+        // The Separators view's arrays, from each layer's heads' P read
+        // whole: the analysis made them while it streamed the rows.
         let separators = tokens.separator_positions();
-        assert_eq!(recomputed.separator_columns.len(), kept.layers, "{name}");
-        for (layer, columns) in recomputed.separator_columns.iter().enumerate() {
-            let from_kept = SeparatorColumns::of_layer(
-                |h| kept.attention(headscope::captures::HeadId::new(layer, h)),
-                kept.heads,
-                kept.tokens,
-                &separators,
-            );
-            assert_eq!(*columns, from_kept, "{name} layer {layer}");
+        for (layer, arrays) in tokens_of.iter().enumerate() {
+            let arrays = arrays.as_ref().expect("arrays from P");
+            let (t, n, heads) = (kept.tokens, separators.len(), kept.heads);
+            let mut sums = vec![0.0f32; t * n];
+            let mut attention = vec![0.0f64; t];
+            for h in 0..heads {
+                let p = kept.attention(headscope::captures::HeadId::new(layer, h));
+                for i in 0..t {
+                    for (s, &k) in separators.iter().enumerate() {
+                        let v = p[i * t + k];
+                        sums[i * n + s] = if h == 0 { v } else { sums[i * n + s] + v };
+                    }
+                    let row = separators.iter().map(|&k| f64::from(p[i * t + k]));
+                    attention[i] += row.sum::<f64>();
+                }
+            }
+            let attention: Vec<f64> = attention.iter().map(|a| a / heads as f64).collect();
+            assert_eq!(arrays.attention, attention, "{name} layer {layer}");
+            for i in 0..t {
+                let expected = if tokens.special[i] {
+                    None
+                } else {
+                    headscope::analysis::choose_separator(&sums[i * n..(i + 1) * n], heads)
+                };
+                assert_eq!(
+                    arrays.assigned[i], expected,
+                    "{name} layer {layer} token {i}"
+                );
+            }
         }
         let dir = tempfile::tempdir().unwrap();
         let (kept_npz, npz) = (dir.path().join("kept.npz"), dir.path().join("r.npz"));

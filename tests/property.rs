@@ -136,7 +136,7 @@ proptest! {
                 fraction("separator_attention", head.separator_attention)?;
                 fraction("sink_attention", head.sink_attention)?;
                 prop_assert_eq!(head.category.is_some(), head.mean_distance.is_some());
-                for &(i, j) in &head.selected_pairs {
+                for (i, j) in head.selected_pairs.iter() {
                     let (i, j) = (i as usize, j as usize);
                     prop_assert!(i < j && j < t && !tokens.special[i] && !tokens.special[j]);
                 }

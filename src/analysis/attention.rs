@@ -12,6 +12,7 @@
 //! sums run over the value-weighted attention N′ (§9), a row at a time,
 //! for the `_vw` twins.
 
+use super::segmentation::{HeadSeparators, SeparatorColumns};
 use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
 use crate::captures::value_weight_row;
 
@@ -114,8 +115,7 @@ impl QueryMean {
 pub(super) struct AttentionRows {
     plain: PassSums,
     weighted: Option<PassSums>,
-    separator_columns: Vec<f32>,
-    separator_columns_vw: Vec<f32>,
+    separators: HeadSeparators,
     /// Per key, the size of what it writes (T, or empty: no N′).
     value_norms: Vec<f32>,
     /// One row of N′ (T).
@@ -130,23 +130,19 @@ pub(super) struct AttentionRows {
 pub(super) struct AttentionFigures {
     pub(super) plain: AttentionPass,
     pub(super) weighted: Option<AttentionPass>,
-    pub(super) separator_columns: Vec<f32>,
-    pub(super) separator_columns_vw: Vec<f32>,
+    pub(super) separators: HeadSeparators,
 }
 
 impl AttentionRows {
     /// Passes over a head whose keys write `value_norms` (T, or empty).
     pub(super) fn new(doc: &Document, value_norms: &[f32]) -> Self {
         let weighted = value_norms.len() == doc.t && doc.t > 0;
-        let columns = doc.content.len() * doc.separators.len();
         Self {
             plain: PassSums::default(),
             weighted: weighted.then(PassSums::default),
-            separator_columns: vec![0.0; columns],
-            separator_columns_vw: if weighted {
-                vec![0.0; columns]
-            } else {
-                Vec::new()
+            separators: HeadSeparators {
+                plain: SeparatorColumns::new(doc),
+                weighted: weighted.then(|| SeparatorColumns::new(doc)),
             },
             value_norms: if weighted {
                 value_norms.to_vec()
@@ -173,15 +169,17 @@ impl AttentionRows {
             // `row_entropy` sums them, so the sum is the same to the bit.
             self.plain.stats.entropy +=
                 row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
-            self.plain.add_row(doc, i, row, &mut self.separator_columns);
-            if let Some(weighted) = &mut self.weighted {
+            self.plain.add_row(doc, i, row, &mut self.separators.plain);
+            if let (Some(weighted), Some(columns)) =
+                (&mut self.weighted, &mut self.separators.weighted)
+            {
                 // A causal row's keys after the query hold 0 in P, and
                 // stay 0 here: no earlier row wrote past its own.
                 let seen = last_seen + 1;
                 let n = &mut self.row;
                 n[..seen].copy_from_slice(&row[..seen]);
                 value_weight_row(&mut n[..seen], &self.value_norms);
-                weighted.add_row(doc, i, n, &mut self.separator_columns_vw);
+                weighted.add_row(doc, i, n, columns);
             }
             self.next_row = i + 1;
         }
@@ -193,8 +191,7 @@ impl AttentionRows {
         AttentionFigures {
             plain: self.plain.finish(doc, true),
             weighted: self.weighted.map(|sums| sums.finish(doc, false)),
-            separator_columns: self.separator_columns,
-            separator_columns_vw: self.separator_columns_vw,
+            separators: self.separators,
         }
     }
 }
@@ -214,10 +211,16 @@ struct PassSums {
 
 impl PassSums {
     /// Adds query `i`'s row of attention (T), and writes its attention on
-    /// the separators into its row of `columns` (content × separators) if
-    /// it is a content row.
+    /// the separators it sees into `separators`: their sum, and each if it
+    /// is a content row.
     #[inline(always)]
-    fn add_row<'d>(&mut self, doc: &'d Document, i: usize, row: &[f32], columns: &mut [f32]) {
+    fn add_row<'d>(
+        &mut self,
+        doc: &'d Document,
+        i: usize,
+        row: &[f32],
+        separators: &mut SeparatorColumns,
+    ) {
         let t = doc.t;
         let special = &doc.tokens.special;
         let sum_at = |at: &[usize]| at.iter().map(|&k| f64::from(row[k])).sum::<f64>();
@@ -230,6 +233,7 @@ impl PassSums {
         let s = &mut self.stats;
         s.cls += sum_at(visible(&doc.cls));
         let separator = sum_at(seen_separators);
+        separators.row_sums[i] = separator;
         s.sep += separator;
         s.punctuation += sum_at(visible(&doc.punctuation));
         s.self_attention += f64::from(row[i]);
@@ -273,7 +277,8 @@ impl PassSums {
         // separators it does not see stay 0.
         let n = doc.separators.len();
         let c = doc.content_index[i] as usize;
-        for (column, &k) in columns[c * n..(c + 1) * n].iter_mut().zip(seen_separators) {
+        let columns = &mut separators.columns[c * n..(c + 1) * n];
+        for (column, &k) in columns.iter_mut().zip(seen_separators) {
             *column = row[k];
         }
     }

@@ -2,8 +2,8 @@
 //! layers' head-averaged, z-scored similarity over the candidate pairs.
 //!
 //! A layer's profile has a value per candidate pair (at 8,192 tokens, 33
-//! million), so no layer's is kept whole: the pairs are cut into tiles of
-//! consecutive rows, each tile's profiles are made again for every layer
+//! million), so no layer's is kept whole: the pairs are cut into square
+//! tiles of rows and columns, each tile's profiles are made again for every layer
 //! from its heads' S (rows of S from [`Captures::similarity_block`]) and
 //! the moments each head's analysis found, and the tile adds its sums and
 //! the layers' dot products; the tiles are summed in their order, so the
@@ -18,10 +18,27 @@ use super::widest::widest;
 use super::{finite, lock, Document};
 use crate::captures::{Captures, HeadId};
 
-/// Candidate pairs per tile: big enough that a tile's rows of S are a
-/// product worth making, small enough that its L profiles (8 bytes a
-/// pair) stay in cache.
-const TILE_PAIRS: usize = 1 << 16;
+/// Content tokens per side of a tile: a tile holds at most 256 × 256
+/// candidate pairs, whose L profiles (8 bytes a pair) stay in cache, and
+/// reads 512 of each head's output vectors to make its S. (Tiles of whole
+/// rows read every later vector of every head for a few rows: at 8,192
+/// tokens that was 276 GB from cache, 35 s of the analysis.)
+const TILE_SIDE: usize = 256;
+
+/// A tile: the candidate pairs (a, b), a < b, of content rows `rows` and
+/// content columns `columns` (indices among the content tokens).
+#[derive(Clone)]
+struct Tile {
+    rows: Range<usize>,
+    columns: Range<usize>,
+}
+
+impl Tile {
+    /// Row a's candidates in the tile: its columns after a.
+    fn columns_of(&self, a: usize) -> Range<usize> {
+        self.columns.start.max(a + 1)..self.columns.end.max(a + 1)
+    }
+}
 
 /// What the grid needs of one head: how its S becomes S' and, where it
 /// varies, the mean and std of its S' over the candidates (its z-scores).
@@ -108,45 +125,43 @@ pub(super) fn correlation_matrix(
     grid
 }
 
-/// The content rows (indices among the content tokens) of each tile, in
-/// order: consecutive rows until a tile holds [`TILE_PAIRS`] pairs.
-fn tiles(doc: &Document) -> Vec<Range<usize>> {
+/// The tiles of the candidate pairs, in order: blocks of [`TILE_SIDE`]
+/// content rows, each against the blocks of columns from its own on.
+fn tiles(doc: &Document) -> Vec<Tile> {
     let c = doc.content.len();
-    let mut tiles = Vec::new();
-    let (mut start, mut pairs) = (0, 0);
-    for a in 0..c {
-        pairs += c - 1 - a;
-        if pairs >= TILE_PAIRS || a + 1 == c {
-            tiles.push(start..a + 1);
-            (start, pairs) = (a + 1, 0);
-        }
-    }
-    tiles
+    let block = |start: usize| start..(start + TILE_SIDE).min(c);
+    (0..c)
+        .step_by(TILE_SIDE)
+        .flat_map(|row| {
+            (row..c).step_by(TILE_SIDE).map(move |column| Tile {
+                rows: block(row),
+                columns: block(column),
+            })
+        })
+        .collect()
 }
 
-/// Every layer's profile over the pairs of the content rows `rows`, then
-/// their sums and products.
+/// Every layer's profile over the pairs of `tile`, then their sums and
+/// products.
 fn tile_sums(
     doc: &Document,
     terms: &[Vec<ProfileTerms>],
     captures: &Captures,
-    rows: Range<usize>,
+    tile: Tile,
     scratch: &mut TileScratch,
 ) -> TileSums {
     let l = terms.len();
-    let c = doc.content.len();
-    let n: usize = rows.clone().map(|a| c - 1 - a).sum();
+    let n: usize = tile.rows.clone().map(|a| tile.columns_of(a).len()).sum();
     if n == 0 {
         return TileSums {
             sums: vec![0.0; l],
             products: vec![0.0; l * (l + 1) / 2],
         };
     }
-    // The positions of S the tile reads: its rows, against every position
-    // after its first.
-    let first = doc.content[rows.start];
-    let positions = first..doc.content[rows.end - 1] + 1;
-    let columns = first + 1..doc.t;
+    // The positions of S the tile reads: from its first row's to its last
+    // row's, against its first column's to its last column's.
+    let span = |range: &Range<usize>| doc.content[range.start]..doc.content[range.end - 1] + 1;
+    let (positions, columns) = (span(&tile.rows), span(&tile.columns));
     scratch.profiles.clear();
     scratch.profiles.resize(l * n, 0.0);
     for (layer, heads) in terms.iter().enumerate() {
@@ -160,21 +175,26 @@ fn tile_sums(
             captures.similarity_block(id, positions.clone(), columns.clone(), &mut scratch.block);
             let scale = 1.0 / moments.std;
             let mut at = 0;
-            for a in rows.clone() {
+            for a in tile.rows.clone() {
+                let candidates = tile.columns_of(a);
+                if candidates.is_empty() {
+                    continue;
+                }
                 let i = doc.content[a];
-                let block_row = &scratch.block[(i - first) * columns.len()..][..columns.len()];
-                // Row i's candidates in pair order: the content positions
-                // after it, run by run.
+                let block_row =
+                    &scratch.block[(i - positions.start) * columns.len()..][..columns.len()];
+                // Row i's candidates in pair order: the tile's content
+                // positions after it, run by run.
+                let (from, to) = (doc.content[candidates.start], columns.end);
                 scratch.row.clear();
-                let own_run = doc.content_runs.partition_point(|run| run.end <= i);
-                for run in &doc.content_runs[own_run..] {
-                    let from = run.start.max(i + 1);
-                    if from < run.end {
-                        let raw = &block_row[from - columns.start..run.end - columns.start];
-                        terms
-                            .transform
-                            .extend(i, from..run.end, raw, &mut scratch.row);
+                let first_run = doc.content_runs.partition_point(|run| run.end <= from);
+                for run in &doc.content_runs[first_run..] {
+                    let (start, end) = (run.start.max(from), run.end.min(to));
+                    if start >= end {
+                        break;
                     }
+                    let raw = &block_row[start - columns.start..end - columns.start];
+                    terms.transform.extend(i, start..end, raw, &mut scratch.row);
                 }
                 let values = &scratch.row;
                 for (x, &v) in profile[at..at + values.len()].iter_mut().zip(values) {

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::segmentation::SeparatorTokens;
 use crate::captures::HeadId;
 
 /// What a head's selected pairs mostly are (ANALYSIS.md §4).
@@ -189,10 +190,10 @@ pub struct HeadFigures {
     /// selected pair in rank order for above-mean, each row's k best in pair
     /// order for top-k per row. For highlighting; not exported. The figures
     /// weigh every selected pair, the tied ones too ([`TieShare`]). As
-    /// u32, half the memory: at 8,192 tokens a model of 270 heads selects
-    /// 90 million pairs.
+    /// one u32 a pair ([`SelectedPairs`]): at 8,192 tokens a model of 270
+    /// heads selects 90 million pairs.
     #[serde(skip)]
-    pub selected_pairs: Vec<(u32, u32)>,
+    pub selected_pairs: SelectedPairs,
     /// How the top-fraction rule's last places were shared (ANALYSIS.md
     /// §3); `None` for the other rules. Not exported.
     #[serde(skip)]
@@ -239,6 +240,13 @@ pub struct LayerFigures {
     /// Counts of j − i over the pooled selected pairs, each pair counted
     /// with its weight (§3); index = distance, length T (index 0 is always 0).
     pub distance_histogram: Vec<f64>,
+    /// Where the head-averaged P (and N′) on the separators puts each
+    /// token: what the Separators view draws (`None` without P). Not
+    /// exported.
+    #[serde(skip)]
+    pub separator_tokens: Option<SeparatorTokens>,
+    #[serde(skip)]
+    pub separator_tokens_vw: Option<SeparatorTokens>,
     pub heads: Vec<HeadFigures>,
 }
 
@@ -285,5 +293,93 @@ impl Analysis {
     /// The figures of one head, if the analysis has it.
     pub fn head(&self, id: HeadId) -> Option<&HeadFigures> {
         self.layers.get(id.layer)?.heads.get(id.head)
+    }
+}
+
+/// A head's selected pairs (i, j), i < j, in their order, each held in one
+/// u32: its place j(j − 1)/2 + i among the cells below the diagonal, which
+/// fits while T(T − 1)/2 does (the analysis' bound on its candidates).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SelectedPairs(Vec<u32>);
+
+impl SelectedPairs {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The pairs as positions (i, j), in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u32)> + '_ {
+        self.0.iter().map(|&cell| Self::pair(cell))
+    }
+
+    fn cell((i, j): (u32, u32)) -> u32 {
+        assert!(i < j, "a selected pair has i < j");
+        let (i, j) = (u64::from(i), u64::from(j));
+        u32::try_from(j * (j - 1) / 2 + i).expect("at most 2³² cells below the diagonal")
+    }
+
+    fn pair(cell: u32) -> (u32, u32) {
+        let cell = u64::from(cell);
+        // The largest j with j(j − 1)/2 ≤ cell: the root's estimate, then
+        // exact integer steps (it is off by at most one).
+        let mut j = ((1.0 + (1.0 + 8.0 * cell as f64).sqrt()) / 2.0) as u64;
+        while j * (j - 1) / 2 > cell {
+            j -= 1;
+        }
+        while (j + 1) * j / 2 <= cell {
+            j += 1;
+        }
+        ((cell - j * (j - 1) / 2) as u32, j as u32)
+    }
+}
+
+impl FromIterator<(u32, u32)> for SelectedPairs {
+    fn from_iter<I: IntoIterator<Item = (u32, u32)>>(pairs: I) -> Self {
+        let mut cells: Vec<u32> = pairs.into_iter().map(Self::cell).collect();
+        // Collected in place from a Vec of pairs, it would keep that Vec's
+        // bytes: twice what it holds.
+        cells.shrink_to_fit();
+        Self(cells)
+    }
+}
+
+impl std::fmt::Debug for SelectedPairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq<Vec<(u32, u32)>> for SelectedPairs {
+    fn eq(&self, pairs: &Vec<(u32, u32)>) -> bool {
+        self.len() == pairs.len() && self.iter().eq(pairs.iter().copied())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SelectedPairs;
+
+    #[test]
+    fn selected_pairs_come_back_as_given() {
+        let far = 92_000u32;
+        let pairs = vec![
+            (0, 1),
+            (0, 2),
+            (1, 2),
+            (5, 9),
+            (0, far),
+            (far - 1, far),
+            (7, 3000),
+        ];
+        let held: SelectedPairs = pairs.iter().copied().collect();
+        assert_eq!(held, pairs);
+        assert_eq!(held.iter().collect::<Vec<_>>(), pairs);
+        // Every cell of a small triangle, in order.
+        let all: Vec<(u32, u32)> = (1..300).flat_map(|j| (0..j).map(move |i| (i, j))).collect();
+        assert_eq!(all.iter().copied().collect::<SelectedPairs>(), all);
     }
 }

@@ -46,18 +46,18 @@ use crate::tokens::TokenSequence;
 
 use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
-use segmentation::segmentation;
+use segmentation::{segmentation, HeadSeparators, LayerSeparators, SeparatorColumns};
 use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
-use similarity::{for_each_row, Moments, TransformKind};
+use similarity::{for_each_row_from_diagonal, Moments, TransformKind};
 use widest::widest;
 
 use figures::focus_counts;
 pub use figures::{
-    Analysis, AttentionStats, Category, HeadFigures, LayerFigures, Role, TieShare, ROLE_FLOOR,
-    ROLE_MARGIN,
+    Analysis, AttentionStats, Category, HeadFigures, LayerFigures, Role, SelectedPairs, TieShare,
+    ROLE_FLOOR, ROLE_MARGIN,
 };
 pub use options::{AnalysisOptions, Selection, SimilarityVariant};
-pub use segmentation::{choose_separator, SeparatorChoice, SEGMENTATION_TIE};
+pub use segmentation::{choose_separator, SeparatorChoice, SeparatorTokens, SEGMENTATION_TIE};
 pub use selection::{top_fraction_count, TIE_BAND};
 pub use similarity::{transformed_similarity, SimilarityTransform};
 
@@ -104,7 +104,13 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
 
     // Layers are independent; workers take them in turn.
     let layers = crate::threads::map_indices(layers, 8, |l| {
-        analyse_layer(doc, layer_squares(l), &mut Scratch::default(), &mut [])
+        analyse_layer(
+            doc,
+            layer_squares(l),
+            &mut Scratch::default(),
+            &mut [],
+            LayerSeparators::default(),
+        )
     });
     let mut analyser = analyser;
     analyser.layers = Mutex::new(layers.into_iter().map(Some).collect());
@@ -174,6 +180,8 @@ pub struct LayerAnalyser<'a> {
     layers: Mutex<Vec<Option<AnalysedLayer>>>,
     /// Per layer, per head: the heads given before their layer.
     given: Mutex<Vec<Vec<Option<HeadPart>>>>,
+    /// Per layer, the given heads' attention on the separators so far.
+    separators: Mutex<Vec<LayerSeparators>>,
     /// Buffers of the threads that analyse heads, reused.
     scratch: Mutex<Vec<Scratch>>,
 }
@@ -206,6 +214,7 @@ impl<'a> LayerAnalyser<'a> {
             doc,
             layers: Mutex::new((0..layers).map(|_| None).collect()),
             given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
+            separators: Mutex::new((0..layers).map(|_| LayerSeparators::default()).collect()),
             scratch: Mutex::new(Vec::new()),
         }
     }
@@ -242,8 +251,9 @@ impl<'a> LayerAnalyser<'a> {
                 || (all_given && squares.similarity.is_empty() && squares.attention.is_empty()),
             "similarity must be H×T×T"
         );
+        let separators = std::mem::take(&mut lock(&self.separators)[layer]);
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
-        let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given);
+        let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given, separators);
         lock(&self.scratch).push(scratch);
         lock(&self.layers)[layer] = Some(analysed);
     }
@@ -306,8 +316,11 @@ impl HeadAnalysis<'_, '_> {
         let analyser = self.analyser;
         let attention = self.rows.finish(&analyser.doc);
         let mut scratch = lock(&analyser.scratch).pop().unwrap_or_default();
-        let part = analyse_head(&analyser.doc, Some(attention), similarity, &mut scratch);
+        let mut part = analyse_head(&analyser.doc, Some(attention), similarity, &mut scratch);
         lock(&analyser.scratch).push(scratch);
+        if let Some(separators) = part.separators.take() {
+            lock(&analyser.separators)[layer].add(head, separators);
+        }
         let mut given = lock(&analyser.given);
         let heads = &mut given[layer];
         if heads.len() <= head {
@@ -451,10 +464,9 @@ struct HeadPart {
     /// The selected pairs' weight by distance (T).
     histogram: Vec<f64>,
     pooled: PooledPairs,
-    /// P[i, s] for content rows i and separator columns s (empty without P),
-    /// and N′[i, s] (empty without value norms).
-    separator_columns: Vec<f32>,
-    separator_columns_vw: Vec<f32>,
+    /// Its attention on the separators (`None` without P), for its
+    /// layer's [`LayerSeparators`].
+    separators: Option<HeadSeparators>,
 }
 
 /// A layer's sums over its heads, added to in head order: the same sums
@@ -464,10 +476,6 @@ struct LayerSums {
     terms: Vec<ProfileTerms>,
     histogram: Vec<f64>,
     pooled: PooledPairs,
-    /// Σ over heads of P[i, s] for content rows i and separator columns s,
-    /// and of N′[i, s].
-    separator_sums: Vec<f32>,
-    separator_sums_vw: Vec<f32>,
 }
 
 impl LayerSums {
@@ -477,8 +485,6 @@ impl LayerSums {
             terms: Vec::with_capacity(heads),
             histogram: vec![0.0; doc.t],
             pooled: PooledPairs::default(),
-            separator_sums: Vec::new(),
-            separator_sums_vw: Vec::new(),
         }
     }
 
@@ -491,18 +497,6 @@ impl LayerSums {
         self.pooled.weight += part.pooled.weight;
         self.pooled.distance += part.pooled.distance;
         self.pooled.same += part.pooled.same;
-        for (sums, columns) in [
-            (&mut self.separator_sums, part.separator_columns),
-            (&mut self.separator_sums_vw, part.separator_columns_vw),
-        ] {
-            if self.heads.is_empty() {
-                *sums = columns;
-            } else {
-                for (sum, p) in sums.iter_mut().zip(&columns) {
-                    *sum += p;
-                }
-            }
-        }
         self.heads.push(part.figures);
         self.terms.push(part.terms);
     }
@@ -516,21 +510,25 @@ widest! {
         squares: LayerSquares,
         scratch: &mut Scratch,
         given: &mut [Option<HeadPart>],
+        separators: LayerSeparators,
     ) -> AnalysedLayer = analyse_layer_body;
 }
 
+/// `separators` holds the given heads' attention on the separators
+/// already (they are added as they come, not kept with their parts).
 #[inline(always)]
 fn analyse_layer_body(
     doc: &Document,
     squares: LayerSquares,
     scratch: &mut Scratch,
     given: &mut [Option<HeadPart>],
+    mut separators: LayerSeparators,
 ) -> AnalysedLayer {
     let mut sums = LayerSums::new(doc, squares.heads);
     for h in 0..squares.heads {
         // Not `unwrap_or_else`: a closure would not be compiled for the
         // caller's vectors (see `widest`).
-        let part = match given.get_mut(h).and_then(Option::take) {
+        let mut part = match given.get_mut(h).and_then(Option::take) {
             Some(part) => part,
             None => {
                 let attention = if squares.has_attention() {
@@ -544,6 +542,9 @@ fn analyse_layer_body(
                 analyse_head_body(doc, attention, similarity, scratch)
             }
         };
+        if let Some(head) = part.separators.take() {
+            separators.add(h, head);
+        }
         sums.add(part);
     }
     let LayerSums {
@@ -551,10 +552,8 @@ fn analyse_layer_body(
         terms,
         histogram,
         pooled,
-        separator_sums,
-        separator_sums_vw,
-        ..
     } = sums;
+    let (separator_sums, separator_sums_vw) = separators.finish(squares.heads);
 
     // Means over every head of a per-head attention figure.
     let head_mean = |figure: fn(&HeadFigures) -> Option<f64>| {
@@ -569,7 +568,7 @@ fn analyse_layer_body(
     // The value-weighted twins, where every head has its value norms.
     let weighted = squares.has_attention()
         && squares.value_norms.len() == squares.heads * doc.t
-        && separator_sums_vw.len() == separator_sums.len();
+        && separator_sums_vw.is_some();
     let head_mean_vw = |figure: fn(&HeadFigures) -> Option<f64>| {
         if weighted {
             head_mean(figure)
@@ -581,12 +580,16 @@ fn analyse_layer_body(
     // selects at least one pair per head, as the default always does).
     let (distinct_focus, with_focus) = focus_counts(&heads);
 
-    let segmentation_of = |has: bool, sums: &[f32]| {
-        has.then(|| segmentation(doc, sums, squares.heads))
-            .flatten()
+    let segmentation_of = |has: bool, sums: &Option<SeparatorColumns>| {
+        let sums = sums.as_ref().filter(|_| has)?;
+        segmentation(doc, &sums.columns, squares.heads)
     };
     let segmentation_vw = segmentation_of(weighted, &separator_sums_vw);
     let segmentation = segmentation_of(squares.has_attention(), &separator_sums);
+    let tokens_of = |has: bool, sums: &Option<SeparatorColumns>| {
+        let sums = sums.as_ref().filter(|_| has)?;
+        Some(SeparatorTokens::new(doc, sums, squares.heads))
+    };
 
     let figures = LayerFigures {
         mean_distance: ratio(pooled.distance, pooled.weight),
@@ -604,6 +607,8 @@ fn analyse_layer_body(
         segmentation_share_vw: segmentation_vw.and_then(|s| s.share),
         sink_attention_vw: head_mean_vw(|h| h.sink_attention_vw),
         distance_histogram: histogram,
+        separator_tokens: tokens_of(squares.has_attention(), &separator_sums),
+        separator_tokens_vw: tokens_of(weighted, &separator_sums_vw),
         heads,
     };
     AnalysedLayer { figures, terms }
@@ -664,15 +669,17 @@ fn analyse_head_body(
     values.clear();
     // Row i's candidates are the content positions after i: the rest of its
     // own run, then every later run (pair order).
-    for_each_row(similarity, t, &mut block, |i, row| {
+    for_each_row_from_diagonal(similarity, t, &mut block, |i, row, first| {
         if doc.content_index[i] == u32::MAX {
             return;
         }
         let own = doc.content_runs.partition_point(|run| run.end <= i);
         let rest = i + 1..doc.content_runs[own].end;
-        transform.extend(i, rest.clone(), &row[rest], &mut values);
+        let at =
+            |columns: &std::ops::Range<usize>| &row[columns.start - first..columns.end - first];
+        transform.extend(i, rest.clone(), at(&rest), &mut values);
         for later in &doc.content_runs[own + 1..] {
-            transform.extend(i, later.clone(), &row[later.clone()], &mut values);
+            transform.extend(i, later.clone(), at(later), &mut values);
         }
     });
     let moments = Moments::of(&values);
@@ -730,7 +737,7 @@ fn analyse_head_body(
     let mut pooled = PooledPairs::default();
     let mut figures = pairs.finish(&mut pooled);
     figures.ties = ties;
-    let (mut separator_columns, mut separator_columns_vw) = (Vec::new(), Vec::new());
+    let mut separators = None;
     if let Some(attention) = attention {
         figures.attention_stats = Some(attention.plain.stats);
         let f = &mut figures;
@@ -754,10 +761,9 @@ fn analyse_head_body(
                 f.role_vw,
             ) = pass.head_figures();
         }
-        separator_columns = attention.separator_columns;
-        separator_columns_vw = attention.separator_columns_vw;
+        separators = Some(attention.separators);
     }
-    figures.selected_pairs = selected;
+    figures.selected_pairs = selected.into_iter().collect();
     scratch.values = values;
     scratch.block = block;
     HeadPart {
@@ -765,8 +771,7 @@ fn analyse_head_body(
         terms: ProfileTerms { transform, moments },
         histogram,
         pooled,
-        separator_columns,
-        separator_columns_vw,
+        separators,
     }
 }
 
@@ -1002,8 +1007,20 @@ mod tests {
                     ..AnalysisOptions::default()
                 };
                 let doc = Document::new(&tokens, &options);
-                let widest = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
-                let plain = analyse_layer_body(&doc, squares, &mut Scratch::default(), &mut []);
+                let widest = analyse_layer(
+                    &doc,
+                    squares,
+                    &mut Scratch::default(),
+                    &mut [],
+                    Default::default(),
+                );
+                let plain = analyse_layer_body(
+                    &doc,
+                    squares,
+                    &mut Scratch::default(),
+                    &mut [],
+                    Default::default(),
+                );
                 // Debug prints the shortest text that reads back to the same
                 // float, so equal texts are equal bits.
                 let text = |layer: &AnalysedLayer| {
@@ -1079,7 +1096,13 @@ mod tests {
             value_norms: &[],
             heads: heads.len(),
         };
-        let layer = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
+        let layer = analyse_layer(
+            &doc,
+            squares,
+            &mut Scratch::default(),
+            &mut [],
+            Default::default(),
+        );
         let scores = |h: usize| {
             let f = &layer.figures.heads[h];
             (
@@ -1129,7 +1152,13 @@ mod tests {
         let mut distinct = tokens.clone();
         distinct.input_ids = vec![1, 10, 11, 12, 13, 14, 2];
         let doc = Document::new(&distinct, &options);
-        let layer = analyse_layer(&doc, squares, &mut Scratch::default(), &mut []);
+        let layer = analyse_layer(
+            &doc,
+            squares,
+            &mut Scratch::default(),
+            &mut [],
+            Default::default(),
+        );
         let f = &layer.figures.heads[1];
         assert_eq!((f.duplicate_token_score, f.induction_score), (None, None));
         assert_eq!(f.role, Some(Role::PreviousToken));
@@ -1137,7 +1166,13 @@ mod tests {
             attention: &[],
             ..squares
         };
-        let layer = analyse_layer(&doc, without_p, &mut Scratch::default(), &mut []);
+        let layer = analyse_layer(
+            &doc,
+            without_p,
+            &mut Scratch::default(),
+            &mut [],
+            Default::default(),
+        );
         let f = &layer.figures.heads[0];
         assert_eq!((f.self_score, f.role), (None, None));
     }
@@ -1167,7 +1202,14 @@ mod tests {
                 value_norms: norms,
                 heads: 1,
             };
-            analyse_layer(&doc, squares, &mut Scratch::default(), &mut []).figures
+            analyse_layer(
+                &doc,
+                squares,
+                &mut Scratch::default(),
+                &mut [],
+                Default::default(),
+            )
+            .figures
         };
         let mut quiet_sink = vec![1.0f32; t];
         quiet_sink[0] = 0.1;

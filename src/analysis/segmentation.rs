@@ -104,3 +104,127 @@ pub(super) fn segmentation(
         share_chance: 1.0 / separators as f64,
     })
 }
+
+/// One head's attention on the separators, from P or from N′: each content
+/// row's value on every separator (content × separators; 0 on those it
+/// does not see) and, per position, the sum over the separators it sees.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SeparatorColumns {
+    pub(super) columns: Vec<f32>,
+    pub(super) row_sums: Vec<f64>,
+}
+
+impl SeparatorColumns {
+    pub(super) fn new(doc: &Document) -> Self {
+        Self {
+            columns: vec![0.0; doc.content.len() * doc.separators.len()],
+            row_sums: vec![0.0; doc.t],
+        }
+    }
+
+    /// Adds the next head's, element by element.
+    fn add(&mut self, head: &Self) {
+        for (sum, &p) in self.columns.iter_mut().zip(&head.columns) {
+            *sum += p;
+        }
+        for (sum, &p) in self.row_sums.iter_mut().zip(&head.row_sums) {
+            *sum += p;
+        }
+    }
+}
+
+/// What a head's passes over P (and N′, where it has value norms) give its
+/// layer's separator sums.
+#[derive(Debug, Clone)]
+pub(super) struct HeadSeparators {
+    pub(super) plain: SeparatorColumns,
+    pub(super) weighted: Option<SeparatorColumns>,
+}
+
+/// A layer's heads' [`HeadSeparators`] added up in head order (f32 sums, as
+/// [`choose_separator`] takes them), whatever order the heads come in: one
+/// that comes before those ahead of it waits, so that a layer holds the
+/// columns of the heads in flight, not of all its heads (at 8,192 tokens
+/// and 481 sentences a head's are 16 MB).
+#[derive(Debug, Default)]
+pub(super) struct LayerSeparators {
+    added: usize,
+    waiting: Vec<Option<HeadSeparators>>,
+    plain: Option<SeparatorColumns>,
+    /// `None` once a head came without N′.
+    weighted: Option<SeparatorColumns>,
+}
+
+impl LayerSeparators {
+    /// Takes head `head`'s, and every waiting head after it that is next.
+    pub(super) fn add(&mut self, head: usize, separators: HeadSeparators) {
+        if self.waiting.len() <= head {
+            self.waiting.resize_with(head + 1, || None);
+        }
+        self.waiting[head] = Some(separators);
+        while let Some(next) = self.waiting.get_mut(self.added).and_then(Option::take) {
+            match &mut self.plain {
+                None => {
+                    self.plain = Some(next.plain);
+                    self.weighted = next.weighted;
+                }
+                Some(plain) => {
+                    plain.add(&next.plain);
+                    self.weighted = match (self.weighted.take(), &next.weighted) {
+                        (Some(mut sums), Some(head)) => {
+                            sums.add(head);
+                            Some(sums)
+                        }
+                        _ => None,
+                    };
+                }
+            }
+            self.added += 1;
+        }
+    }
+
+    /// The sums of the layer's `heads` heads over P (content ×
+    /// separators) for its segmentation, and over N′ where every head had
+    /// it; `None` where no head came with P. Panics if a head is missing.
+    pub(super) fn finish(
+        self,
+        heads: usize,
+    ) -> (Option<SeparatorColumns>, Option<SeparatorColumns>) {
+        if self.plain.is_none() {
+            return (None, None);
+        }
+        assert_eq!(self.added, heads, "every head's separators must be added");
+        (self.plain, self.weighted)
+    }
+}
+
+/// Where a layer's head-averaged attention (P, or N′) on the separators
+/// puts each token: what the app's Separators view draws, made while the
+/// analysis holds the sums, so that no layer's columns are kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeparatorTokens {
+    /// Per position i: the mean over the layer's heads of Σ over the
+    /// `[SEP]` keys i sees of P[i, ·].
+    pub attention: Vec<f64>,
+    /// Per position: a content token's [`choose_separator`]; `None` for
+    /// special tokens and without separators.
+    pub assigned: Vec<Option<SeparatorChoice>>,
+}
+
+impl SeparatorTokens {
+    pub(super) fn new(doc: &Document, sums: &SeparatorColumns, heads: usize) -> Self {
+        let n = doc.separators.len();
+        let mut assigned = vec![None; doc.t];
+        for (&i, row) in doc.content.iter().zip(sums.columns.chunks_exact(n.max(1))) {
+            assigned[i] = choose_separator(row, heads);
+        }
+        Self {
+            attention: sums
+                .row_sums
+                .iter()
+                .map(|&sum| sum / heads.max(1) as f64)
+                .collect(),
+            assigned,
+        }
+    }
+}

@@ -221,6 +221,28 @@ impl Moments {
     }
 }
 
+/// Calls `f(i, row, first)` for every row i of one head's S, where
+/// `row[k]` is S[i, first + k] and `first` ≤ i: at least the columns from
+/// the diagonal on, a block of rows at a time
+/// ([`HeadSimilarity::block_from_diagonal`]: half the product of
+/// [`for_each_row`] where S is made from O).
+#[inline(always)]
+pub(super) fn for_each_row_from_diagonal(
+    similarity: HeadSimilarity,
+    t: usize,
+    buffer: &mut Vec<f32>,
+    mut f: impl FnMut(usize, &[f32], usize),
+) {
+    let rows = similarity.rows_per_block(t);
+    for b in 0..t.div_ceil(rows) {
+        let (block, first) = similarity.block_from_diagonal(b, t, buffer);
+        let width = t - first;
+        for (i, row) in (b * rows..).zip(block.chunks_exact(width.max(1))) {
+            f(i, row, first);
+        }
+    }
+}
+
 /// Calls `f(i, row)` for every row i of one head's S (T wide), a block of
 /// rows at a time.
 #[inline(always)]

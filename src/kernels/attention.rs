@@ -275,11 +275,41 @@ pub fn similarity_row_block(head_output: &[f32], head_dim: usize, block: usize, 
 
 /// Rows of S: the output vectors `rows` (`n × d`) against all `T` of the
 /// head's (`T × d`), into `similarity` (`n × T`).
+///
+/// Every entry has the same bits whatever the block's shape, so that any
+/// rectangle of S equals the same cells of S made whole: gemm's general
+/// path makes each entry one chain of fused multiply-adds over d wherever
+/// it sits, but a product of one row or column (gemv) or of at most 256
+/// entries (dot products reduced across lanes) takes other paths, which
+/// round differently. Such a block is made inside a larger one, padded
+/// with zero vectors.
 pub fn similarity_rows(rows: &[f32], all: &[f32], head_dim: usize, similarity: &mut [f32]) {
     let (n, tokens) = (
         rows.len().checked_div(head_dim).unwrap_or(0),
         all.len().checked_div(head_dim).unwrap_or(0),
     );
+    if n > 0 && tokens > 0 && head_dim > 0 && (n < 2 || tokens < 2 || n * tokens <= 256) {
+        let (padded_n, padded_tokens) = (n.max(17), tokens.max(17));
+        let pad = |vectors: &[f32], count: usize| {
+            let mut padded = vectors.to_vec();
+            padded.resize(count * head_dim, 0.0);
+            padded
+        };
+        let mut padded = vec![0.0f32; padded_n * padded_tokens];
+        similarity_rows(
+            &pad(rows, padded_n),
+            &pad(all, padded_tokens),
+            head_dim,
+            &mut padded,
+        );
+        for (out, row) in similarity
+            .chunks_exact_mut(tokens)
+            .zip(padded.chunks_exact(padded_tokens))
+        {
+            out.copy_from_slice(&row[..tokens]);
+        }
+        return;
+    }
     matmul(
         MatMut::new(similarity, n, tokens),
         MatRef::new(rows, n, head_dim),
@@ -354,6 +384,52 @@ mod tests {
 
     /// Every mask and a soft cap: P, O and S as their definitions give
     /// them, masked keys exactly 0, every row of P summing to 1.
+    /// Any rectangle of S, of any shape (one row, one column, a few
+    /// cells, which gemm makes on other paths), has the bits of S made
+    /// whole in blocks of rows.
+    #[test]
+    fn every_rectangle_of_s_has_the_bits_of_the_whole() {
+        let (t, d) = (400, 64);
+        let mut state = 12345u64;
+        let outputs: Vec<f32> = (0..t * d)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 40) as f32 / 16_777_216.0 - 0.5
+            })
+            .collect();
+        let mut whole = vec![0.0f32; t * t];
+        context_similarity(&outputs, d, &mut whole);
+        for (rows, columns) in [
+            (0..1, 0..400),
+            (0..1, 335..400),
+            (398..400, 335..400),
+            (384..400, 384..400),
+            (5..13, 6..400),
+            (7..71, 3..67),
+            (3..200, 399..400),
+            (256..400, 256..400),
+        ] {
+            let mut block = vec![0.0f32; rows.len() * columns.len()];
+            similarity_rows(
+                &outputs[rows.start * d..rows.end * d],
+                &outputs[columns.start * d..columns.end * d],
+                d,
+                &mut block,
+            );
+            for (i, row) in rows.clone().zip(block.chunks_exact(columns.len())) {
+                for (j, &value) in columns.clone().zip(row) {
+                    assert_eq!(
+                        value.to_bits(),
+                        whole[i * t + j].to_bits(),
+                        "S[{i}, {j}] in {rows:?} × {columns:?}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_core_computes_the_definitions() {
         // 19 tokens: one row block; 300: three, the last one short.

@@ -31,7 +31,6 @@ impl<'a> KeepAll<'a> {
         captures.tokens = tokens;
         captures.head_dim = head_dim;
         captures.recompute = None;
-        captures.separator_columns.clear();
         // Every value is overwritten by the forward pass, so buffers of the
         // right size are kept as they are; others are replaced by zeroed
         // allocations, which come straight from the OS (no fill pass).

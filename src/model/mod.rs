@@ -306,8 +306,8 @@ impl Model {
     /// it runs (on a GPU its P and S whole; on the tuned CPU pass, which
     /// makes one head at a time on each thread, a block of rows at a time,
     /// far less: each thread's values of the pairs, T²/2); and every
-    /// head's selected pairs (1% of T²/2
-    /// by default, two u32 each). The layer correlation grid keeps nothing
+    /// head's selected pairs (1% of T²/2 by default, one u32 each). The
+    /// layer correlation grid keeps nothing
     /// per pair (it makes S again, a tile at a time). Machine-independent,
     /// so that a window's cut is too. `None` for the BERT-like encoders,
     /// which always keep P and S.
@@ -320,7 +320,7 @@ impl Model {
         let kv_heads = self.config.key_value_heads() as u64;
         let vectors = layers * (2 * heads + kv_heads) * t * d;
         let layer_squares = 3 * heads * t * t;
-        let selected_pairs = layers * heads * t * t / 100;
+        let selected_pairs = layers * heads * t * t / 200;
         Some((vectors + layer_squares + selected_pairs) * 4)
     }
 

@@ -427,7 +427,6 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
     };
     let captures = Captures {
         recompute: None,
-        separator_columns: Vec::new(),
         layers: l,
         heads: h,
         tokens: t,

@@ -233,9 +233,6 @@ fn separators_ui(
             );
             ui.add_space(4.0);
             let layer = views.layer;
-            if let (true, Some(derived)) = (weighting.weighted, views.derived.as_mut()) {
-                derived.prepare_weighted(output, layer);
-            }
             let clicked = ui
                 .columns(2, |columns| {
                     let mut a = None;

@@ -392,7 +392,7 @@ fn similarity_line<'a>(
         .map(|f| {
             f.selected_pairs
                 .iter()
-                .filter_map(|&(i, j)| {
+                .filter_map(|(i, j)| {
                     let (i, j) = (i as usize, j as usize);
                     if i == position {
                         Some(j)

@@ -82,13 +82,11 @@ impl OutlinedCells {
     fn cells(&mut self, generation: u64, head: HeadId, output: &RunOutput) -> &[(u32, u32)] {
         if self.of != Some((generation, head)) {
             let causal = output.input.tokens.causal;
-            let pairs = output
-                .analysis
-                .head(head)
-                .map_or(&[][..], |f| f.selected_pairs.as_slice());
+            let pairs = output.analysis.head(head).map(|f| f.selected_pairs.iter());
             self.cells = pairs
-                .iter()
-                .flat_map(|&(i, j)| {
+                .into_iter()
+                .flatten()
+                .flat_map(|(i, j)| {
                     let lower = (j, i);
                     std::iter::once(lower).chain((!causal).then_some((i, j)))
                 })
@@ -757,7 +755,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 ui.weak(header);
             }
             ui.end_row();
-            for &(i, j) in f.selected_pairs.iter().take(shown) {
+            for (i, j) in f.selected_pairs.iter().take(shown) {
                 let (i, j) = (i as usize, j as usize);
                 ui.label(i.to_string());
                 ui.label(short_token(&tokens.readable(i)))

@@ -15,16 +15,15 @@
 //! for the raw variant; for the other variants, and when the pass kept no S
 //! (a long input), the chosen layer's heads are computed once (with the
 //! analysis' own transform) and kept until the layer, the variant or the
-//! result changes. A pass that kept no P computed the separator columns
-//! while P existed ([`Captures::separator_columns`]). The same arrays of
-//! the value-weighted attention N′ (ANALYSIS.md §9), for the Separators
-//! view's N′, are made for the chosen layer when asked and kept until the
-//! layer or the result changes.
+//! result changes. The separator arrays, of P and of the value-weighted
+//! attention N′ (ANALYSIS.md §9) for the Separators view's N′, are the
+//! analysis' own ([`SeparatorTokens`], made while it held the layer's
+//! sums), so no view reads a layer's P for them.
 
 use crate::analysis::{
-    choose_separator, transformed_similarity, SeparatorChoice, SimilarityVariant,
+    transformed_similarity, LayerFigures, SeparatorChoice, SeparatorTokens, SimilarityVariant,
 };
-use crate::captures::{Captures, HeadId, SeparatorColumns};
+use crate::captures::{Captures, HeadId};
 use crate::pipeline::RunOutput;
 use crate::tokens::ReadableTokens;
 
@@ -84,88 +83,65 @@ pub struct Derived {
     /// One entry per layer; empty when the captures are inconsistent.
     pub layers: Vec<LayerTokens>,
     similarity: Option<SimilarityLayer>,
-    /// One layer's arrays from N′: (layer, arrays).
-    weighted: Option<(usize, LayerTokens)>,
+    /// The same from N′, one entry per layer; empty without value norms.
+    weighted: Vec<LayerTokens>,
 }
 
 impl Derived {
-    /// Computes the per-layer arrays: L·H·T·(separators) reads of P.
+    /// Takes the per-layer arrays from the analysis.
     pub fn new(generation: u64, output: &RunOutput) -> Self {
         let tokens = &output.input.tokens;
-        let captures = &output.captures;
-        let t = captures.tokens;
-        let separators = tokens.separator_positions();
+        let t = output.captures.tokens;
         let consistent = tokens.len() == t
             && tokens.special.len() == t
             && tokens.sentence_ids.len() == t
-            && (captures.attentions.len() == captures.layers * captures.heads * t * t
-                || captures.separator_columns.len() == captures.layers);
+            && output.captures.heads > 0;
         let mut derived = Self {
             generation,
             labels: tokens.readable_tokens(),
             content: tokens.special.iter().filter(|&&s| !s).count(),
-            separators,
+            separators: tokens.separator_positions(),
             layers: Vec::new(),
             similarity: None,
-            weighted: None,
+            weighted: Vec::new(),
         };
-        if !consistent || captures.heads == 0 {
+        if !consistent {
             return derived;
         }
-        derived.layers = (0..captures.layers)
-            .map(|layer| derived.layer_tokens(output, layer))
-            .collect();
+        let layers = &output.analysis.layers;
+        let of_every_layer = |arrays: fn(&LayerFigures) -> Option<&SeparatorTokens>| {
+            layers
+                .iter()
+                .map(|layer| Some(derived.layer_tokens(output, arrays(layer)?)))
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default()
+        };
+        let plain = of_every_layer(|l| l.separator_tokens.as_ref());
+        let weighted = of_every_layer(|l| l.separator_tokens_vw.as_ref());
+        (derived.layers, derived.weighted) = (plain, weighted);
         derived
     }
 
-    fn layer_tokens(&self, output: &RunOutput, layer: usize) -> LayerTokens {
-        let captures = &output.captures;
-        let (t, heads) = (captures.tokens, captures.heads);
-        let seps = &self.separators;
-        let computed;
-        let columns = match captures.separator_columns.get(layer) {
-            Some(columns) => columns,
-            None => {
-                computed = SeparatorColumns::of_layer(
-                    |head| captures.attention(HeadId::new(layer, head)),
-                    heads,
-                    t,
-                    seps,
-                );
-                &computed
-            }
-        };
-        self.tokens_of_columns(output, columns)
-    }
-
-    /// A layer's per-token arrays from its separator columns.
-    fn tokens_of_columns(&self, output: &RunOutput, columns: &SeparatorColumns) -> LayerTokens {
-        let tokens = &output.input.tokens;
-        let (t, heads) = (output.captures.tokens, output.captures.heads);
-        let seps = &self.separators;
-        let n = seps.len();
-        let (separator_attention, sums) = (columns.per_token.clone(), &columns.sums);
-
+    /// A layer's arrays, with the tokens its assignment gets right.
+    fn layer_tokens(&self, output: &RunOutput, arrays: &SeparatorTokens) -> LayerTokens {
+        let ids = &output.input.tokens.sentence_ids;
         let (mut correct, mut undecided) = (0, 0);
-        let assigned: Vec<Option<SeparatorChoice>> = (0..t)
-            .map(|i| {
-                if tokens.special[i] {
-                    return None;
+        for (i, choice) in arrays.assigned.iter().enumerate() {
+            match choice {
+                Some(SeparatorChoice::Separator(s)) => {
+                    correct += usize::from(
+                        self.separators
+                            .get(*s)
+                            .is_some_and(|&k| ids.get(k) == ids.get(i)),
+                    );
                 }
-                let choice = choose_separator(&sums[i * n..(i + 1) * n], heads)?;
-                match choice {
-                    SeparatorChoice::Separator(s) => {
-                        correct +=
-                            usize::from(tokens.sentence_ids[seps[s]] == tokens.sentence_ids[i]);
-                    }
-                    SeparatorChoice::Undecided => undecided += 1,
-                }
-                Some(choice)
-            })
-            .collect();
+                Some(SeparatorChoice::Undecided) => undecided += 1,
+                None => {}
+            }
+        }
         LayerTokens {
-            separator_attention,
-            assigned,
+            separator_attention: arrays.attention.clone(),
+            assigned: arrays.assigned.clone(),
             correct,
             undecided,
         }
@@ -176,33 +152,9 @@ impl Derived {
         self.layers.get(layer)
     }
 
-    /// Makes [`Derived::weighted_layer`] ready for `layer`: its arrays
-    /// from N′ (H heads' N′ once), where the result has value norms.
-    pub fn prepare_weighted(&mut self, output: &RunOutput, layer: usize) {
-        let captures = &output.captures;
-        let current = self.weighted.as_ref().is_some_and(|(l, _)| *l == layer);
-        if current || layer >= self.layers.len() || !captures.has_value_norms() {
-            return;
-        }
-        let columns = SeparatorColumns::of_layer(
-            |head| {
-                let weighted = captures.value_weighted_attention(HeadId::new(layer, head));
-                std::borrow::Cow::Owned(weighted.unwrap_or_default())
-            },
-            captures.heads,
-            captures.tokens,
-            &self.separators,
-        );
-        self.weighted = Some((layer, self.tokens_of_columns(output, &columns)));
-    }
-
-    /// The arrays of `layer` from N′, once prepared
-    /// ([`Derived::prepare_weighted`]).
+    /// The arrays of `layer` from N′, if the result has value norms.
     pub fn weighted_layer(&self, layer: usize) -> Option<&LayerTokens> {
-        self.weighted
-            .as_ref()
-            .filter(|(l, _)| *l == layer)
-            .map(|(_, tokens)| tokens)
+        self.weighted.get(layer)
     }
 
     /// Makes [`Derived::similarity_row`] ready for `layer` under `variant`
