@@ -4,6 +4,7 @@
 use super::attention::{lane_sum, LaneSum};
 use super::SimilarityVariant;
 use crate::captures::HeadSimilarity;
+use crate::kernels::attention::{similarity_rows, ROW_BLOCK};
 
 /// One head's T×T similarity after `variant`. Cosine and row-over-diagonal
 /// give 0 where the diagonal makes the denominator zero; z-score gives 0
@@ -80,9 +81,22 @@ impl TransformKind {
     ) -> Self {
         let diagonal = |buffer: &mut Vec<f32>| {
             let mut diagonal = Vec::with_capacity(t);
-            for_each_row(similarity, t, buffer, |i, row| {
-                diagonal.push(f64::from(row[i]))
-            });
+            match similarity {
+                HeadSimilarity::Stored(square) => {
+                    diagonal.extend((0..t).map(|i| f64::from(square[i * t + i])));
+                }
+                // Each block of rows against itself (the same bits as
+                // whole rows), not S whole.
+                HeadSimilarity::Outputs(outputs, d) => {
+                    for start in (0..t).step_by(ROW_BLOCK) {
+                        let block = &outputs[start * d..(start + ROW_BLOCK).min(t) * d];
+                        let n = block.len() / d;
+                        buffer.resize(n * n, 0.0);
+                        similarity_rows(block, block, d, buffer);
+                        diagonal.extend((0..n).map(|i| f64::from(buffer[i * n + i])));
+                    }
+                }
+            }
             diagonal
         };
         match variant {

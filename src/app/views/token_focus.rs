@@ -304,7 +304,7 @@ fn picked_rows(
                 ));
             }
         });
-        let rows: Vec<(usize, &[f32])> = (0..heads)
+        let rows: Vec<(usize, Cow<[f32]>)> = (0..heads)
             .filter_map(|h| {
                 let head = HeadId::new(layer, h);
                 Some((
@@ -355,7 +355,8 @@ fn picked_rows(
                 // otherwise inherit the row's left-to-right layout).
                 ui.vertical(|ui| {
                     ui.spacing_mut().item_spacing.y = ROW_GAP;
-                    for &(h, row) in &rows {
+                    for (h, row) in &rows {
+                        let (h, row) = (*h, &row[..]);
                         let head = HeadId::new(layer, h);
                         similarity_line(
                             ui, output, head, row, position, settings, weak, picked, &flow, &layout,

@@ -11,19 +11,21 @@
 //! [`choose_separator`], so the tokens marked as misplaced or undecided are
 //! the ones `segmentation_accuracy` and `segmentation_undecided` count.
 //!
-//! Similarity rows (for the token focus view) read the captured S directly
-//! for the raw variant; for the other variants, and when the pass kept no S
-//! (a long input), the chosen layer's heads are computed once (with the
-//! analysis' own transform) and kept until the layer, the variant or the
-//! result changes. The separator arrays, of P and of the value-weighted
+//! Similarity rows (for the token focus view) read the captured S where it
+//! is kept and make one row from the head's outputs where it is not (a
+//! long input); a variant other than raw applies the analysis' own
+//! transform, whose per-head terms are made once per layer and variant.
+//! The separator arrays, of P and of the value-weighted
 //! attention N′ (ANALYSIS.md §9) for the Separators view's N′, are the
 //! analysis' own ([`SeparatorTokens`], made while it held the layer's
 //! sums), so no view reads a layer's P for them.
 
+use std::borrow::Cow;
+
 use crate::analysis::{
-    transformed_similarity, LayerFigures, SeparatorChoice, SeparatorTokens, SimilarityVariant,
+    LayerFigures, SeparatorChoice, SeparatorTokens, SimilarityTransform, SimilarityVariant,
 };
-use crate::captures::{Captures, HeadId};
+use crate::captures::{Captures, HeadId, HeadSimilarity};
 use crate::pipeline::RunOutput;
 use crate::tokens::ReadableTokens;
 
@@ -64,11 +66,11 @@ impl LayerTokens {
     }
 }
 
-/// The transformed similarity of one layer's heads.
+/// What one layer's heads need for their similarity rows under a variant.
 struct SimilarityLayer {
     layer: usize,
     variant: SimilarityVariant,
-    heads: Vec<Vec<f32>>,
+    heads: Vec<SimilarityTransform>,
 }
 
 /// Everything derived from one result.
@@ -157,8 +159,9 @@ impl Derived {
         self.weighted.get(layer)
     }
 
-    /// Makes [`Derived::similarity_row`] ready for `layer` under `variant`
-    /// (transforms the layer's heads once when the variant is not raw).
+    /// Makes [`Derived::similarity_row`] ready for `layer` under `variant`:
+    /// what a variant other than raw needs of each of the layer's heads,
+    /// once per layer and variant.
     pub fn prepare_similarity(
         &mut self,
         output: &RunOutput,
@@ -166,11 +169,7 @@ impl Derived {
         variant: SimilarityVariant,
     ) {
         let captures = &output.captures;
-        let t = captures.tokens;
-        if (variant == SimilarityVariant::Raw && captures.stores_squares())
-            || layer >= captures.layers
-            || !has_similarity(captures)
-        {
+        if layer >= captures.layers || !has_similarity(captures) {
             return;
         }
         let current = self
@@ -180,11 +179,8 @@ impl Derived {
         if !current {
             let heads = (0..captures.heads)
                 .map(|h| {
-                    let raw = captures.similarity(HeadId::new(layer, h));
-                    match variant {
-                        SimilarityVariant::Raw => raw.into_owned(),
-                        _ => transformed_similarity(&raw, t, variant),
-                    }
+                    let head = captures.head_similarity(HeadId::new(layer, h));
+                    SimilarityTransform::new(head, captures.tokens, variant)
                 })
                 .collect();
             self.similarity = Some(SimilarityLayer {
@@ -196,14 +192,16 @@ impl Derived {
     }
 
     /// Row `i` of head `head`'s similarity under `variant` (T values), if
-    /// available (see [`Derived::prepare_similarity`]).
+    /// available (see [`Derived::prepare_similarity`]): read where S is
+    /// kept, else made from the head's outputs, one row (a long input's
+    /// layer is never made whole: at 8,192 tokens it would be 2.4 GB).
     pub fn similarity_row<'a>(
         &'a self,
         output: &'a RunOutput,
         head: HeadId,
         variant: SimilarityVariant,
         i: usize,
-    ) -> Option<&'a [f32]> {
+    ) -> Option<Cow<'a, [f32]>> {
         let captures = &output.captures;
         let t = captures.tokens;
         if head.layer >= captures.layers
@@ -213,16 +211,20 @@ impl Derived {
         {
             return None;
         }
-        let matrix: &[f32] = if variant == SimilarityVariant::Raw && captures.stores_squares() {
-            &captures.similarity[(head.layer * captures.heads + head.head) * t * t..][..t * t]
-        } else {
-            let cached = self.similarity.as_ref()?;
-            if cached.layer != head.layer || cached.variant != variant {
-                return None;
-            }
-            cached.heads.get(head.head)?
+        let cached = self.similarity.as_ref()?;
+        if cached.layer != head.layer || cached.variant != variant {
+            return None;
+        }
+        let raw: Cow<[f32]> = match captures.head_similarity(head) {
+            HeadSimilarity::Stored(square) => Cow::Borrowed(&square[i * t..(i + 1) * t]),
+            HeadSimilarity::Outputs(..) => Cow::Owned(captures.similarity_row(head, i)),
         };
-        matrix.get(i * t..(i + 1) * t)
+        if variant == SimilarityVariant::Raw {
+            return Some(raw);
+        }
+        let mut row = Vec::with_capacity(t);
+        cached.heads.get(head.head)?.extend(i, 0..t, &raw, &mut row);
+        Some(Cow::Owned(row))
     }
 }
 
