@@ -303,7 +303,11 @@ fn assert_rows_are_the_squares(captures: &headscope::captures::Captures) {
                 );
             }
             let row = captures.similarity_row(id, token);
-            assert_eq!(row, similarity[token * t..(token + 1) * t], "{id} token {token}");
+            assert_eq!(
+                row,
+                similarity[token * t..(token + 1) * t],
+                "{id} token {token}"
+            );
         }
     }
 }

@@ -47,8 +47,10 @@ use crate::tokens::TokenSequence;
 use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::{segmentation, HeadSeparators, LayerSeparators, SeparatorColumns};
-use selection::{for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, TieRule};
-use similarity::{for_each_row_from_diagonal, Moments, TransformKind};
+use selection::{
+    for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, Candidates, TieRule,
+};
+use similarity::{for_each_row_from_diagonal, MomentSums, TransformKind};
 use widest::widest;
 
 use figures::focus_counts;
@@ -440,8 +442,8 @@ impl<'a> Document<'a> {
 /// Per-worker buffers reused from head to head.
 #[derive(Default)]
 struct Scratch {
-    /// S' of the N candidates.
-    values: Vec<f32>,
+    /// A head's candidates S' (every one, or the strongest).
+    candidates: Candidates,
     /// A block of rows of S, where it is made from O.
     block: Vec<f32>,
     keys: Vec<u64>,
@@ -642,6 +644,34 @@ fn add_attention_rows_body(
     rows.add_rows(doc, first, attention);
 }
 
+/// Hands `take` each content row's candidates S' in pair order, a row at a
+/// time (in `row`): the content positions after it, the rest of its own
+/// run, then every later run.
+#[inline(always)]
+fn candidate_rows(
+    doc: &Document,
+    similarity: HeadSimilarity,
+    transform: &TransformKind,
+    block: &mut Vec<f32>,
+    row: &mut Vec<f32>,
+    mut take: impl FnMut(&[f32]),
+) {
+    for_each_row_from_diagonal(similarity, doc.t, block, |i, s, first| {
+        if doc.content_index[i] == u32::MAX {
+            return;
+        }
+        let own = doc.content_runs.partition_point(|run| run.end <= i);
+        let rest = i + 1..doc.content_runs[own].end;
+        let at = |columns: &std::ops::Range<usize>| &s[columns.start - first..columns.end - first];
+        row.clear();
+        transform.extend(i, rest.clone(), at(&rest), row);
+        for later in &doc.content_runs[own + 1..] {
+            transform.extend(i, later.clone(), at(later), row);
+        }
+        take(row);
+    });
+}
+
 widest! {
     /// One head's figures and its part of its layer's sums.
     fn analyse_head(
@@ -665,42 +695,65 @@ fn analyse_head_body(
     let mut block = std::mem::take(&mut scratch.block);
     let transform = TransformKind::new(similarity, t, doc.options.similarity, &mut block);
 
-    let mut values = std::mem::take(&mut scratch.values);
-    values.clear();
-    // Row i's candidates are the content positions after i: the rest of its
-    // own run, then every later run (pair order).
-    for_each_row_from_diagonal(similarity, t, &mut block, |i, row, first| {
-        if doc.content_index[i] == u32::MAX {
-            return;
-        }
-        let own = doc.content_runs.partition_point(|run| run.end <= i);
-        let rest = i + 1..doc.content_runs[own].end;
-        let at =
-            |columns: &std::ops::Range<usize>| &row[columns.start - first..columns.end - first];
-        transform.extend(i, rest.clone(), at(&rest), &mut values);
-        for later in &doc.content_runs[own + 1..] {
-            transform.extend(i, later.clone(), at(later), &mut values);
-        }
+    let top_fraction_k = match doc.options.selection {
+        Selection::TopFraction { q } => Some(top_fraction_count(q, doc.pair_count)),
+        _ => None,
+    };
+    let mut candidates = std::mem::take(&mut scratch.candidates);
+    let mut row = std::mem::take(&mut scratch.row);
+    let mut sums = MomentSums::default();
+    candidates.begin(top_fraction_k, doc.pair_count);
+    candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
+        sums.add(row);
+        candidates.add(row);
     });
-    let moments = Moments::of(&values);
+    let moments = sums.moments();
 
     let mut histogram = vec![0.0; t];
     let mut pairs = WeightedPairs::new(doc, scratch, &mut histogram);
     let mut ties = None;
     let selected: Vec<(u32, u32)> = match doc.options.selection {
-        Selection::TopFraction { q } => {
-            let k = top_fraction_count(q, values.len());
-            let best = top_fraction(&values, k, &mut pairs.scratch.keys);
-            if let Some(&kth) = best.last() {
-                let rule = TieRule::new(&values, values[kth], k);
+        Selection::TopFraction { .. } => {
+            let k = top_fraction_k.unwrap_or(0);
+            let mut best = top_fraction(&candidates.values, k, &mut pairs.scratch.keys);
+            let mut rule = best.last().map(|&kth| {
+                TieRule::with_largest(
+                    &candidates.values,
+                    candidates.values[kth],
+                    k,
+                    candidates.largest,
+                )
+            });
+            if rule
+                .as_ref()
+                .is_some_and(|rule| !candidates.keeps_every_weighted(rule))
+            {
+                // A candidate let go might tie: every one, taken again.
+                candidates.begin(None, doc.pair_count);
+                candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
+                    candidates.add(row)
+                });
+                best = top_fraction(&candidates.values, k, &mut pairs.scratch.keys);
+                rule = best.last().map(|&kth| {
+                    TieRule::with_largest(
+                        &candidates.values,
+                        candidates.values[kth],
+                        k,
+                        candidates.largest,
+                    )
+                });
+            }
+            if let Some(rule) = rule {
                 // Most candidates weigh 0: one f32 comparison passes them over.
                 let lowest = rule.lowest_weighted();
-                for_each_at_least(&values, lowest, |p, v| {
-                    pairs.add(doc.pair(p), rule.weight(v))
+                for_each_at_least(&candidates.values, lowest, |at, v| {
+                    pairs.add(doc.pair(candidates.pair_index(at)), rule.weight(v))
                 });
                 ties = Some(rule.share);
             }
-            best.into_iter().map(|p| doc.pair(p)).collect()
+            best.into_iter()
+                .map(|at| doc.pair(candidates.pair_index(at)))
+                .collect()
         }
         Selection::AboveMean { z } => match moments {
             Some(m) => {
@@ -708,7 +761,8 @@ fn analyse_head_body(
                 let keys = &mut pairs.scratch.keys;
                 keys.clear();
                 keys.extend(
-                    values
+                    candidates
+                        .values
                         .iter()
                         .enumerate()
                         .filter(|&(_, &v)| f64::from(v) > threshold)
@@ -764,7 +818,8 @@ fn analyse_head_body(
         separators = Some(attention.separators);
     }
     figures.selected_pairs = selected.into_iter().collect();
-    scratch.values = values;
+    scratch.candidates = candidates;
+    scratch.row = row;
     scratch.block = block;
     HeadPart {
         figures,

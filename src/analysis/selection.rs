@@ -25,11 +25,18 @@ impl TieRule {
     /// The rule for selecting `k` of `values`, whose k-th best is `kth`.
     #[inline(always)]
     pub(super) fn new(values: &[f32], kth: f32, k: usize) -> Self {
+        Self::with_largest(values, kth, k, largest_magnitude(values))
+    }
+
+    /// The rule for selecting `k` of some candidates whose largest |S'| is
+    /// `largest`, from `values`, the candidates at or above the band's lower
+    /// edge (or more): the others add to neither count.
+    #[inline(always)]
+    pub(super) fn with_largest(values: &[f32], kth: f32, k: usize, largest: f32) -> Self {
         let kth = f64::from(kth);
         // Widening is exact and keeps the order: the largest |v| in f32 is
         // the largest in f64.
-        let largest = f64::from(largest_magnitude(values));
-        let epsilon = TIE_BAND * largest;
+        let epsilon = TIE_BAND * f64::from(largest);
         let (mut above, mut tied) = (0usize, 0usize);
         // Without branches, so that the loop runs in vector lanes.
         for &v in values {
@@ -62,17 +69,7 @@ impl TieRule {
     /// −∞ where the band is not finite.
     #[inline(always)]
     pub(super) fn lowest_weighted(&self) -> f32 {
-        let edge = self.kth - self.epsilon;
-        let lowest = edge - (self.kth.abs() + self.epsilon) * 1e-9;
-        if !lowest.is_finite() {
-            return f32::NEG_INFINITY;
-        }
-        let rounded = lowest as f32;
-        if f64::from(rounded) > lowest {
-            rounded.next_down()
-        } else {
-            rounded
-        }
+        band_floor(self.kth, self.epsilon)
     }
 
     /// The weight of a candidate whose value is `v`.
@@ -86,6 +83,161 @@ impl TieRule {
         } else {
             0.0
         }
+    }
+}
+
+/// An f32 below which no candidate weighs anything for a k-th value `kth`
+/// and a band `epsilon` (see [`TieRule::lowest_weighted`]).
+#[inline(always)]
+fn band_floor(kth: f64, epsilon: f64) -> f32 {
+    let edge = kth - epsilon;
+    let lowest = edge - (kth.abs() + epsilon) * 1e-9;
+    if !lowest.is_finite() {
+        return f32::NEG_INFINITY;
+    }
+    let rounded = lowest as f32;
+    if f64::from(rounded) > lowest {
+        rounded.next_down()
+    } else {
+        rounded
+    }
+}
+
+/// How many times ε the band of candidates kept around the k-th best so far
+/// spans (see [`Candidates`]).
+const BAND_MARGIN: f64 = 2.0;
+
+/// A head's candidates S', taken a row at a time in pair order: all of
+/// them, or, for the top-fraction rule, only those that may still weigh (a
+/// head's N candidates are T²/2: at 8,192 tokens, 134 MB on each thread).
+///
+/// Keeping the strongest: once the kept ones are `limit` many, those below
+/// the band of the k-th best so far are let go, and later ones below it
+/// are never kept. The k-th best of all is at least that k-th, so nothing
+/// let go is among the k best; the band is ε of the largest |S'| so far,
+/// twice over, so nothing let go ties either unless the largest of all is
+/// more than twice that ([`Candidates::keeps_every_weighted`] says whether;
+/// if not, the head is taken again with every candidate). A head whose
+/// band holds most of its candidates at the first letting go keeps every
+/// one from then on (4 bytes a candidate, not 8 and the room to select).
+#[derive(Default)]
+pub(super) struct Candidates {
+    /// Keep the k best (and their band), or every candidate (`None`).
+    strongest: Option<usize>,
+    /// The kept candidates' S', in pair order.
+    pub(super) values: Vec<f32>,
+    /// Their pair indices (empty when every candidate is kept).
+    pairs: Vec<u32>,
+    /// Room to find the k-th best of the kept ones.
+    order: Vec<f32>,
+    /// Below it a candidate is let go.
+    floor: f32,
+    /// The largest |S'| of every candidate taken.
+    pub(super) largest: f32,
+    /// The pair index of the next candidate.
+    next: usize,
+    /// How many are kept before the next letting go.
+    limit: usize,
+    /// The head's candidates.
+    total: usize,
+}
+
+impl Candidates {
+    /// Ready for a head of `total` candidates: keep the `strongest` k
+    /// (with their band) or every candidate. The buffers are reused, but
+    /// no larger than this head starts with (one head's all would
+    /// otherwise stay with its thread).
+    pub(super) fn begin(&mut self, strongest: Option<usize>, total: usize) {
+        self.strongest = strongest;
+        self.floor = f32::NEG_INFINITY;
+        self.largest = 0.0;
+        self.next = 0;
+        self.limit = strongest.map_or(usize::MAX, |k| (16 * k).max(1 << 16));
+        self.total = total;
+        let room = self.limit.min(total);
+        for buffer in [&mut self.values, &mut self.order] {
+            buffer.clear();
+            buffer.shrink_to(room);
+        }
+        self.pairs.clear();
+        self.pairs.shrink_to(room);
+        self.values.reserve_exact(room);
+    }
+
+    /// The next row's candidates, in pair order.
+    #[inline(always)]
+    pub(super) fn add(&mut self, row: &[f32]) {
+        self.largest = self.largest.max(largest_magnitude(row));
+        if self.strongest.is_none() {
+            self.values.extend_from_slice(row);
+            return;
+        }
+        let (values, pairs, next) = (&mut self.values, &mut self.pairs, self.next);
+        for_each_at_least(row, self.floor, |offset, v| {
+            values.push(v);
+            pairs.push((next + offset) as u32);
+        });
+        self.next += row.len();
+        if self.values.len() >= self.limit {
+            self.let_go();
+        }
+    }
+
+    /// Lets go of the kept candidates below the band of the k-th best.
+    fn let_go(&mut self) {
+        let Some(k) = self.strongest.filter(|&k| k > 0 && k < self.values.len()) else {
+            return;
+        };
+        self.order.clear();
+        self.order.extend_from_slice(&self.values);
+        let kth = *self
+            .order
+            .select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a))
+            .1;
+        let floor = band_floor(
+            f64::from(kth),
+            BAND_MARGIN * TIE_BAND * f64::from(self.largest),
+        );
+        let first = self.floor == f32::NEG_INFINITY;
+        if first && self.values.iter().filter(|&&v| v >= floor).count() * 3 > self.values.len() {
+            // A head whose band holds most candidates (its largest |S'| far
+            // above the rest): each kept one would take three times the
+            // room of keeping every candidate, and nothing was let go yet.
+            self.strongest = None;
+            self.pairs = Vec::new();
+            self.order = Vec::new();
+            self.values.reserve_exact(self.total - self.values.len());
+            return;
+        }
+        if floor > self.floor {
+            self.floor = floor;
+            let mut kept = 0;
+            for at in 0..self.values.len() {
+                if self.values[at] >= floor {
+                    self.values[kept] = self.values[at];
+                    self.pairs[kept] = self.pairs[at];
+                    kept += 1;
+                }
+            }
+            self.values.truncate(kept);
+            self.pairs.truncate(kept);
+        }
+        self.limit = self.limit.max(2 * self.values.len());
+    }
+
+    /// The pair index of kept candidate `index`.
+    #[inline(always)]
+    pub(super) fn pair_index(&self, index: usize) -> usize {
+        if self.strongest.is_some() {
+            self.pairs[index] as usize
+        } else {
+            index
+        }
+    }
+
+    /// Whether every candidate that weighs under `rule` was kept.
+    pub(super) fn keeps_every_weighted(&self, rule: &TieRule) -> bool {
+        self.floor <= rule.lowest_weighted()
     }
 }
 
@@ -297,6 +449,94 @@ pub(super) fn top_k_per_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seeded values in rows of varied lengths, some far above the rest.
+    fn rows_of_values(seed: u64) -> Vec<Vec<f32>> {
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / 16_777_216.0
+        };
+        (0..400)
+            .map(|i| {
+                let len = 400 - i;
+                (0..len)
+                    .map(|_| {
+                        let v = next();
+                        // Plateaus of equal values, as a flat head gives.
+                        if v < 0.2 {
+                            0.5
+                        } else {
+                            v * 3.0 - 1.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// What the top-fraction rule makes of kept candidates: the k best as
+    /// pair indices, and every weighted candidate with its weight.
+    fn selection(candidates: &Candidates, k: usize) -> (Vec<usize>, Vec<(usize, u64)>) {
+        let best = top_fraction(&candidates.values, k, &mut Vec::new());
+        let kth = candidates.values[*best.last().unwrap()];
+        let rule = TieRule::with_largest(&candidates.values, kth, k, candidates.largest);
+        assert!(candidates.keeps_every_weighted(&rule));
+        let mut weighted = Vec::new();
+        for_each_at_least(&candidates.values, rule.lowest_weighted(), |at, v| {
+            weighted.push((candidates.pair_index(at), rule.weight(v).to_bits()))
+        });
+        (
+            best.into_iter()
+                .map(|at| candidates.pair_index(at))
+                .collect(),
+            weighted,
+        )
+    }
+
+    /// Keeping only the strongest candidates selects what keeping every one
+    /// does, to the bit, whatever k (ties at a plateau included).
+    #[test]
+    fn the_strongest_kept_select_what_all_do() {
+        for (seed, k) in [(1, 1), (2, 80), (3, 800), (4, 8_000), (5, 40_000)] {
+            let rows = rows_of_values(seed);
+            let n_all = rows.iter().map(Vec::len).sum();
+            let mut strongest = Candidates::default();
+            strongest.begin(Some(k), n_all);
+            let mut all = Candidates::default();
+            all.begin(None, n_all);
+            for row in &rows {
+                strongest.add(row);
+                all.add(row);
+            }
+            let n: usize = rows.iter().map(Vec::len).sum();
+            assert_eq!(all.values.len(), n);
+            assert!(
+                strongest.values.len() < n || 16 * k >= n,
+                "k = {k}: some let go"
+            );
+            assert_eq!(selection(&strongest, k), selection(&all, k), "k = {k}");
+        }
+    }
+
+    /// A largest |S'| that comes late and widens the band past what was let
+    /// go is told, so that the head is taken again with every candidate.
+    #[test]
+    fn a_late_widening_of_the_band_is_told() {
+        let mut rows = rows_of_values(7);
+        rows.push(vec![-1e6]);
+        let mut strongest = Candidates::default();
+        strongest.begin(Some(100), rows.iter().map(Vec::len).sum());
+        for row in &rows {
+            strongest.add(row);
+        }
+        let best = top_fraction(&strongest.values, 100, &mut Vec::new());
+        let kth = strongest.values[*best.last().unwrap()];
+        let rule = TieRule::with_largest(&strongest.values, kth, 100, strongest.largest);
+        assert!(!strongest.keeps_every_weighted(&rule));
+    }
 
     #[test]
     fn the_skip_bound_passes_over_only_candidates_of_weight_zero() {

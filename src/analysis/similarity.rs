@@ -186,6 +186,63 @@ fn clean(v: f32) -> f32 {
     }
 }
 
+/// The moments of values handed in parts, in one pass over them: each
+/// chunk of [`MomentSums::CHUNK`] values (in the order they come, whatever
+/// the parts) summed about its own mean (two passes while it is in cache,
+/// in eight lanes), and the chunks merged in order (Chan et al.): no
+/// cancellation when the values sit far from 0 or from their first ones,
+/// and the parts' lengths do not change a bit.
+#[derive(Default)]
+pub(super) struct MomentSums {
+    /// The values of the chunk under way.
+    chunk: Vec<f32>,
+    count: usize,
+    mean: f64,
+    /// Σ (v − mean)² of the chunks merged.
+    squares: f64,
+}
+
+impl MomentSums {
+    const CHUNK: usize = 1024;
+
+    #[inline(always)]
+    pub(super) fn add(&mut self, mut values: &[f32]) {
+        while !values.is_empty() {
+            let taken = values.len().min(Self::CHUNK - self.chunk.len());
+            self.chunk.extend_from_slice(&values[..taken]);
+            values = &values[taken..];
+            if self.chunk.len() == Self::CHUNK {
+                self.merge_chunk();
+            }
+        }
+    }
+
+    fn merge_chunk(&mut self) {
+        let chunk = std::mem::take(&mut self.chunk);
+        let n = chunk.len();
+        if n > 0 {
+            let mean = lane_sum(&chunk, f64::from) / n as f64;
+            let squares = lane_sum(&chunk, |v| (f64::from(v) - mean).powi(2));
+            let total = self.count + n;
+            let delta = mean - self.mean;
+            self.mean += delta * n as f64 / total as f64;
+            self.squares += squares + delta * delta * (self.count as f64 * n as f64) / total as f64;
+            self.count = total;
+        }
+        self.chunk = chunk;
+        self.chunk.clear();
+    }
+
+    /// `None` without values or where they are not finite.
+    pub(super) fn moments(mut self) -> Option<Moments> {
+        self.merge_chunk();
+        if self.count == 0 {
+            return None;
+        }
+        Moments::of_mean_and_variance(self.mean, self.squares / self.count as f64)
+    }
+}
+
 /// Mean and population standard deviation, in f64.
 #[derive(Clone, Copy)]
 pub(super) struct Moments {
@@ -194,17 +251,6 @@ pub(super) struct Moments {
 }
 
 impl Moments {
-    #[inline(always)]
-    pub(super) fn of(values: &[f32]) -> Option<Moments> {
-        if values.is_empty() {
-            return None;
-        }
-        let n = values.len() as f64;
-        let mean = lane_sum(values, f64::from) / n;
-        let var = lane_sum(values, |v| (f64::from(v) - mean).powi(2)) / n;
-        Self::of_mean_and_variance(mean, var)
-    }
-
     /// Of every entry of one head's S (T×T), read a block of rows at a
     /// time: the same sums as [`Moments::of`] over the whole.
     #[inline(always)]
@@ -271,6 +317,61 @@ pub(super) fn for_each_row(
         let block = similarity.block(b, t, buffer);
         for (i, row) in (b * rows..).zip(block.chunks_exact(t)) {
             f(i, row);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MomentSums;
+
+    fn moments_in_parts(values: &[f32], part: usize) -> (u64, u64) {
+        let mut sums = MomentSums::default();
+        for chunk in values.chunks(part) {
+            sums.add(chunk);
+        }
+        let m = sums.moments().unwrap();
+        (m.mean.to_bits(), m.std.to_bits())
+    }
+
+    /// The moments do not depend on how the values are cut into parts, and
+    /// are those of the two-pass definition, far from 0 too.
+    #[test]
+    fn moments_in_one_pass() {
+        let mut state = 3u64;
+        let values: Vec<f32> = (0..10_007)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let noise = (state >> 40) as f32 / 16_777_216.0;
+                if i < 5_000 {
+                    1e4 + noise
+                } else {
+                    noise * 3.0 - 1.0
+                }
+            })
+            .collect();
+        let whole = moments_in_parts(&values, values.len());
+        for part in [1, 3, 7, 8, 100, 1023, 1024, 1025, 4096] {
+            assert_eq!(moments_in_parts(&values, part), whole, "parts of {part}");
+        }
+        for values in [&values[..], &values[..5_000], &values[..10]] {
+            let n = values.len() as f64;
+            let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+            let var = values
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / n;
+            let (m, s) = moments_in_parts(values, 64);
+            let (m, s) = (f64::from_bits(m), f64::from_bits(s));
+            assert!((m - mean).abs() <= 1e-12 * mean.abs(), "{m} vs {mean}");
+            assert!(
+                (s - var.sqrt()).abs() <= 1e-12 * var.sqrt(),
+                "{s} vs {}",
+                var.sqrt()
+            );
         }
     }
 }
