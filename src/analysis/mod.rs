@@ -447,7 +447,7 @@ struct Scratch {
     /// A block of rows of S, where it is made from O.
     block: Vec<f32>,
     keys: Vec<u64>,
-    /// One row of S' (top-k per row).
+    /// One row of S' (a row's candidates; top-k per row).
     row: Vec<f32>,
     /// Top-k per row: each candidate's weight (N).
     pair_weights: Vec<f64>,
