@@ -47,9 +47,7 @@ use crate::tokens::TokenSequence;
 use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::{segmentation, HeadSeparators, LayerSeparators, SeparatorColumns};
-use selection::{
-    for_each_at_least, key_index, rank_key, top_fraction, top_k_per_row, Candidates, TieRule,
-};
+use selection::{for_each_at_least, key_index, rank_key, top_k_per_row, Candidates};
 use similarity::{for_each_row_from_diagonal, MomentSums, TransformKind};
 use widest::widest;
 
@@ -715,16 +713,9 @@ fn analyse_head_body(
     let selected: Vec<(u32, u32)> = match doc.options.selection {
         Selection::TopFraction { .. } => {
             let k = top_fraction_k.unwrap_or(0);
-            let mut best = top_fraction(&candidates.values, k, &mut pairs.scratch.keys);
-            let mut rule = best.last().map(|&kth| {
-                TieRule::with_largest(
-                    &candidates.values,
-                    candidates.values[kth],
-                    k,
-                    candidates.largest,
-                )
-            });
-            if rule
+            let mut best = candidates.strongest(k, &mut pairs.scratch.keys);
+            if best
+                .1
                 .as_ref()
                 .is_some_and(|rule| !candidates.keeps_every_weighted(rule))
             {
@@ -733,16 +724,9 @@ fn analyse_head_body(
                 candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
                     candidates.add(row)
                 });
-                best = top_fraction(&candidates.values, k, &mut pairs.scratch.keys);
-                rule = best.last().map(|&kth| {
-                    TieRule::with_largest(
-                        &candidates.values,
-                        candidates.values[kth],
-                        k,
-                        candidates.largest,
-                    )
-                });
+                best = candidates.strongest(k, &mut pairs.scratch.keys);
             }
+            let (best, rule) = best;
             if let Some(rule) = rule {
                 // Most candidates weigh 0: one f32 comparison passes them over.
                 let lowest = rule.lowest_weighted();

@@ -235,6 +235,16 @@ impl Candidates {
         }
     }
 
+    /// The k best kept candidates in rank order (indices among the kept),
+    /// and the tie rule of the k-th (`None` without candidates).
+    pub(super) fn strongest(&self, k: usize, keys: &mut Vec<u64>) -> (Vec<usize>, Option<TieRule>) {
+        let best = top_fraction(&self.values, k, keys);
+        let rule = best
+            .last()
+            .map(|&kth| TieRule::with_largest(&self.values, self.values[kth], k, self.largest));
+        (best, rule)
+    }
+
     /// Whether every candidate that weighs under `rule` was kept.
     pub(super) fn keeps_every_weighted(&self, rule: &TieRule) -> bool {
         self.floor <= rule.lowest_weighted()
@@ -480,9 +490,8 @@ mod tests {
     /// What the top-fraction rule makes of kept candidates: the k best as
     /// pair indices, and every weighted candidate with its weight.
     fn selection(candidates: &Candidates, k: usize) -> (Vec<usize>, Vec<(usize, u64)>) {
-        let best = top_fraction(&candidates.values, k, &mut Vec::new());
-        let kth = candidates.values[*best.last().unwrap()];
-        let rule = TieRule::with_largest(&candidates.values, kth, k, candidates.largest);
+        let (best, rule) = candidates.strongest(k, &mut Vec::new());
+        let rule = rule.expect("candidates");
         assert!(candidates.keeps_every_weighted(&rule));
         let mut weighted = Vec::new();
         for_each_at_least(&candidates.values, rule.lowest_weighted(), |at, v| {
@@ -532,9 +541,10 @@ mod tests {
         for row in &rows {
             strongest.add(row);
         }
-        let best = top_fraction(&strongest.values, 100, &mut Vec::new());
-        let kth = strongest.values[*best.last().unwrap()];
-        let rule = TieRule::with_largest(&strongest.values, kth, 100, strongest.largest);
+        let rule = strongest
+            .strongest(100, &mut Vec::new())
+            .1
+            .expect("candidates");
         assert!(!strongest.keeps_every_weighted(&rule));
     }
 
