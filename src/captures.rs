@@ -17,6 +17,7 @@
 use crate::kernels::attention::{
     attention_rows, context_similarity, similarity_row_block, similarity_rows, ScoreRule, ROW_BLOCK,
 };
+use crate::vector_store::VectorStore;
 use std::borrow::Cow;
 
 /// Shapes: attentions and similarity are L×H×T×T, head outputs L×H×T×d.
@@ -57,8 +58,9 @@ pub enum CaptureMode {
 /// attention core ([`crate::kernels::attention`]) applies as in the pass.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttentionInputs {
-    /// L×H×T×d.
-    pub queries: Vec<f32>,
+    /// L×H×T×d; read only to recompute a head's P for a view, so on disk
+    /// when long ([`VectorStore`]).
+    pub queries: VectorStore,
     /// L×H_kv×T×d: query head h reads key head h / (H / H_kv).
     pub keys: Vec<f32>,
     pub kv_heads: usize,
@@ -335,7 +337,9 @@ impl Captures {
         let key_start = (id.layer * inputs.kv_heads + id.head / group.max(1)) * vectors;
         let mut attention = vec![0.0f32; queries.len() * t];
         attention_rows(
-            &inputs.queries[query_start + queries.start * d..query_start + queries.end * d],
+            &inputs
+                .queries
+                .read(query_start + queries.start * d..query_start + queries.end * d),
             &inputs.keys[key_start..key_start + vectors],
             d,
             queries.start,

@@ -58,4 +58,5 @@ pub mod report;
 pub mod textfile;
 pub mod threads;
 pub mod tokens;
+pub mod vector_store;
 pub mod worker;

@@ -16,7 +16,7 @@
 //! names the layer about to run: the progress is that layer's index.
 
 use crate::analysis::{
-    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares,
+    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, SelectedPairs,
 };
 use crate::captures::{CaptureMode, Captures, HeadSimilarity};
 use crate::comparison::{self, Comparison, Side};
@@ -85,12 +85,20 @@ fn capture_mode_within(model: &Model, tokens: usize, budget: u64) -> Option<Capt
         Some(CaptureMode::Stored)
     } else if model
         .recomputed_capture_bytes(tokens)
-        .is_some_and(|bytes| bytes <= budget)
+        .is_some_and(|bytes| bytes + kept_pair_bytes(model, tokens) <= budget)
     {
         Some(CaptureMode::Recomputed)
     } else {
         None
     }
+}
+
+/// Bytes of the selected pairs the analysis keeps for the views: each
+/// head's top 1% of T²/2 (the default rule) up to
+/// [`SelectedPairs::KEPT_AT_MOST`], one u32 each.
+fn kept_pair_bytes(model: &Model, tokens: usize) -> u64 {
+    let (heads, t) = ((model.layers() * model.heads()) as u64, tokens as u64);
+    heads * (t * t / 200).min(SelectedPairs::KEPT_AT_MOST as u64) * 4
 }
 
 /// The most tokens one window of `model` may hold: the model's limit, the

@@ -78,10 +78,9 @@ fn a_16k_head_map_zooms_from_blocks_to_cells_and_saves_the_region() {
         autosave_path: None,
         restore_text: false,
     });
-    // P and S of 16k tokens are 2 GB a head: the limit lets the pass
-    // hold one layer's (as a GPU would), not both, so it keeps what
-    // recomputes them and the window is not cut below 16k.
-    set_memory_limit(&mut harness, 3_000);
+    // P and S of 16k tokens are 2 GB a head: the pass keeps what
+    // recomputes them, and within the default memory limit the window
+    // is the model's whole context.
     wait_for_result(&mut harness);
     let output = harness.state().shown_output().unwrap().clone();
     let tokens = output.captures.tokens;
@@ -102,6 +101,18 @@ fn a_16k_head_map_zooms_from_blocks_to_cells_and_saves_the_region() {
         &format!("a pixel shows the max of {side} × {side} cells")
     ));
     save_window(&mut harness, "app_long_map-overview.png");
+
+    // A head's 1.3 million selected pairs are not kept at 16k, only their
+    // number: the detail makes them again off the UI thread and lists them.
+    let pairs = &output
+        .analysis
+        .head(HeadId::new(1, 0))
+        .unwrap()
+        .selected_pairs;
+    assert!(!pairs.is_kept() && pairs.len() > 1_000_000);
+    step_until(&mut harness, "the head's pairs made again", |h| {
+        shows(h, &format!("… and {} more", pairs.len() - 40))
+    });
 
     // Zoom in about a point near the diagonal until a pixel is a cell and
     // more: tiles of finer levels are made on the way down.

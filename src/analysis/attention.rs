@@ -274,7 +274,10 @@ impl PassSums {
             }
         }
         // The row's columns, among the content rows'; those of the
-        // separators it does not see stay 0.
+        // separators it does not see stay 0. None for a causal model.
+        if separators.columns.is_empty() {
+            return;
+        }
         let n = doc.separators.len();
         let c = doc.content_index[i] as usize;
         let columns = &mut separators.columns[c * n..(c + 1) * n];

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::options::AnalysisOptions;
 use super::segmentation::SeparatorTokens;
 use crate::captures::HeadId;
 
@@ -287,6 +288,11 @@ pub struct Analysis {
     /// L×L Pearson correlation of the head-averaged, per-head z-scored S over
     /// the candidate pairs; `None` where undefined.
     pub layer_correlation: Vec<Vec<Option<f64>>>,
+    /// The options the figures were made with (what makes a head's
+    /// selected pairs again where they were not kept). Not exported: the
+    /// report's caller writes them.
+    #[serde(skip)]
+    pub options: AnalysisOptions,
 }
 
 impl Analysis {
@@ -299,21 +305,48 @@ impl Analysis {
 /// A head's selected pairs (i, j), i < j, in their order, each held in one
 /// u32: its place j(j − 1)/2 + i among the cells below the diagonal, which
 /// fits while T(T − 1)/2 does (the analysis' bound on its candidates).
+///
+/// A head that selects more than [`SelectedPairs::KEPT_AT_MOST`] keeps only
+/// their number ([`SelectedPairs::counted`]): at 32,768 tokens a 24 × 14
+/// model selects 1% of 537 million pairs per head, 7 GB in all, for views
+/// that show one head at a time; [`super::head_selected_pairs`] makes one
+/// head's again.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct SelectedPairs(Vec<u32>);
+pub struct SelectedPairs {
+    cells: Vec<u32>,
+    count: usize,
+}
 
 impl SelectedPairs {
+    /// Pairs a head keeps (1 MB): every head's up to 7,240 tokens under the
+    /// default top 1%.
+    pub const KEPT_AT_MOST: usize = 1 << 18;
+
+    /// `count` pairs, not kept.
+    pub fn counted(count: usize) -> Self {
+        Self {
+            cells: Vec::new(),
+            count,
+        }
+    }
+
+    /// How many pairs the head selected, kept or not.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.count == 0
     }
 
-    /// The pairs as positions (i, j), in order.
+    /// Whether the pairs themselves are held (else only their number).
+    pub fn is_kept(&self) -> bool {
+        self.cells.len() == self.count
+    }
+
+    /// The pairs as positions (i, j), in order; none where not kept.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u32)> + '_ {
-        self.0.iter().map(|&cell| Self::pair(cell))
+        self.cells.iter().map(|&cell| Self::pair(cell))
     }
 
     fn cell((i, j): (u32, u32)) -> u32 {
@@ -343,7 +376,10 @@ impl FromIterator<(u32, u32)> for SelectedPairs {
         // Collected in place from a Vec of pairs, it would keep that Vec's
         // bytes: twice what it holds.
         cells.shrink_to_fit();
-        Self(cells)
+        Self {
+            count: cells.len(),
+            cells,
+        }
     }
 }
 
@@ -355,7 +391,7 @@ impl std::fmt::Debug for SelectedPairs {
 
 impl PartialEq<Vec<(u32, u32)>> for SelectedPairs {
     fn eq(&self, pairs: &Vec<(u32, u32)>) -> bool {
-        self.len() == pairs.len() && self.iter().eq(pairs.iter().copied())
+        self.is_kept() && self.len() == pairs.len() && self.iter().eq(pairs.iter().copied())
     }
 }
 

@@ -41,7 +41,7 @@ mod widest;
 
 use std::sync::Mutex;
 
-use crate::captures::{Captures, HeadSimilarity};
+use crate::captures::{Captures, HeadId, HeadSimilarity};
 use crate::tokens::TokenSequence;
 
 use attention::{AttentionFigures, AttentionRows};
@@ -294,8 +294,28 @@ impl<'a> LayerAnalyser<'a> {
             tokens_left_out: 0,
             layers: layer_figures,
             layer_correlation,
+            options: doc.options.clone(),
         }
     }
+}
+
+/// One head's selected pairs, every one, made again from its S as the
+/// analysis made them (the same pairs in the same order) for a head whose
+/// figures kept only their number ([`SelectedPairs::is_kept`]): a view
+/// shows one head's. As slow as that head's part of the analysis (about
+/// a second at 32,768 tokens): run it off the UI thread.
+pub fn head_selected_pairs(
+    tokens: &TokenSequence,
+    captures: &Captures,
+    options: &AnalysisOptions,
+    head: HeadId,
+) -> SelectedPairs {
+    let mut doc = Document::new(tokens, options);
+    doc.pairs_kept_at_most = usize::MAX;
+    let similarity = captures.head_similarity(head);
+    analyse_head(&doc, None, similarity, &mut Scratch::default())
+        .figures
+        .selected_pairs
 }
 
 /// One head's analysis under way ([`LayerAnalyser::begin_head`]).
@@ -354,6 +374,9 @@ struct Document<'a> {
     /// earlier occurrence of token i, newest first, in O(occurrences) for
     /// the role scores of ANALYSIS.md §9.
     earlier_occurrence: Vec<u32>,
+    /// A head keeps its selected pairs up to this many, else their number
+    /// ([`SelectedPairs::KEPT_AT_MOST`]).
+    pairs_kept_at_most: usize,
 }
 
 /// No earlier occurrence of a position's token.
@@ -395,6 +418,7 @@ impl<'a> Document<'a> {
             content_index,
             content_by_id,
             earlier_occurrence,
+            pairs_kept_at_most: SelectedPairs::KEPT_AT_MOST,
             separators: tokens.separator_positions(),
             cls: tokens.cls_positions(),
             punctuation: (0..tokens.len())
@@ -801,7 +825,11 @@ fn analyse_head_body(
         }
         separators = Some(attention.separators);
     }
-    figures.selected_pairs = selected.into_iter().collect();
+    figures.selected_pairs = if selected.len() <= doc.pairs_kept_at_most {
+        selected.into_iter().collect()
+    } else {
+        SelectedPairs::counted(selected.len())
+    };
     scratch.candidates = candidates;
     scratch.row = row;
     scratch.block = block;
@@ -1072,6 +1100,48 @@ mod tests {
                 assert!(widest.figures.heads[0].mean_distance.is_some());
                 assert!(widest.figures.heads[0].sink_attention_vw.is_some());
             }
+        }
+    }
+
+    /// A head that selects more pairs than it keeps keeps their number, and
+    /// `head_selected_pairs` makes them again: the same ranking whose first
+    /// pairs a head that kept fewer holds (the rank order is total), and
+    /// every pair of a head that kept them all.
+    #[test]
+    fn pairs_not_kept_are_made_again() {
+        let t = 800;
+        let tokens = tokens(t, false);
+        let (attention, similarity) = squares(t, 2, false);
+        let captures = Captures {
+            layers: 1,
+            heads: 2,
+            tokens: t,
+            attentions: attention,
+            similarity,
+            ..Captures::default()
+        };
+        let with = |q: f64| AnalysisOptions {
+            selection: Selection::TopFraction { q },
+            ..AnalysisOptions::default()
+        };
+        let (few, many) = (with(0.4), with(0.95));
+        let kept = analyze(&tokens, &captures, &few);
+        let counted = analyze(&tokens, &captures, &many);
+        assert_eq!(counted.options, many);
+        for h in 0..2 {
+            let head = HeadId::new(0, h);
+            let kept_pairs = &kept.head(head).unwrap().selected_pairs;
+            let counted_pairs = &counted.head(head).unwrap().selected_pairs;
+            assert!(kept_pairs.is_kept() && !counted_pairs.is_kept());
+            assert!(counted_pairs.len() > SelectedPairs::KEPT_AT_MOST);
+            assert_eq!(counted_pairs.iter().count(), 0);
+            let made = head_selected_pairs(&tokens, &captures, &many, head);
+            assert!(made.is_kept());
+            assert_eq!(made.len(), counted_pairs.len());
+            let first: Vec<_> = made.iter().take(kept_pairs.len()).collect();
+            assert_eq!(*kept_pairs, first, "head {h}");
+            let again = head_selected_pairs(&tokens, &captures, &few, head);
+            assert_eq!(again, *kept_pairs, "head {h}");
         }
     }
 

@@ -108,6 +108,10 @@ pub(super) fn segmentation(
 /// One head's attention on the separators, from P or from N′: each content
 /// row's value on every separator (content × separators; 0 on those it
 /// does not see) and, per position, the sum over the separators it sees.
+///
+/// A causal model has no segmentation (§8: a token does not see the end of
+/// its own sentence), so its columns, which grow with T × sentences (at
+/// 32,768 tokens of prose 220 MB a head), are not made: only the sums.
 #[derive(Debug, Clone, Default)]
 pub(super) struct SeparatorColumns {
     pub(super) columns: Vec<f32>,
@@ -117,7 +121,11 @@ pub(super) struct SeparatorColumns {
 impl SeparatorColumns {
     pub(super) fn new(doc: &Document) -> Self {
         Self {
-            columns: vec![0.0; doc.content.len() * doc.separators.len()],
+            columns: if doc.tokens.causal {
+                Vec::new()
+            } else {
+                vec![0.0; doc.content.len() * doc.separators.len()]
+            },
             row_sums: vec![0.0; doc.t],
         }
     }
@@ -207,7 +215,8 @@ pub struct SeparatorTokens {
     /// `[SEP]` keys i sees of P[i, ·].
     pub attention: Vec<f64>,
     /// Per position: a content token's [`choose_separator`]; `None` for
-    /// special tokens and without separators.
+    /// special tokens, without separators, and everywhere for a causal
+    /// model (no segmentation).
     pub assigned: Vec<Option<SeparatorChoice>>,
 }
 

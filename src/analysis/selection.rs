@@ -107,6 +107,11 @@ fn band_floor(kth: f64, epsilon: f64) -> f32 {
 /// spans (see [`Candidates`]).
 const BAND_MARGIN: f64 = 2.0;
 
+/// Candidates kept before the first letting go, per place selected: at
+/// 32,768 tokens the top 1% is 5.4 million pairs, so each thread holds up
+/// to 4 × 12 bytes of each (16 times was 1 GB a thread).
+const FIRST_BATCH_PER_PLACE: usize = 4;
+
 /// A head's candidates S', taken a row at a time in pair order: all of
 /// them, or, for the top-fraction rule, only those that may still weigh (a
 /// head's N candidates are T²/2: at 8,192 tokens, 134 MB on each thread).
@@ -152,7 +157,7 @@ impl Candidates {
         self.floor = f32::NEG_INFINITY;
         self.largest = 0.0;
         self.next = 0;
-        self.limit = strongest.map_or(usize::MAX, |k| (16 * k).max(1 << 16));
+        self.limit = strongest.map_or(usize::MAX, |k| (FIRST_BATCH_PER_PLACE * k).max(1 << 16));
         self.total = total;
         let room = self.limit.min(total);
         for buffer in [&mut self.values, &mut self.order] {
@@ -199,10 +204,12 @@ impl Candidates {
             BAND_MARGIN * TIE_BAND * f64::from(self.largest),
         );
         let first = self.floor == f32::NEG_INFINITY;
-        if first && self.values.iter().filter(|&&v| v >= floor).count() * 3 > self.values.len() {
-            // A head whose band holds most candidates (its largest |S'| far
-            // above the rest): each kept one would take three times the
-            // room of keeping every candidate, and nothing was let go yet.
+        let in_band = self.values.iter().filter(|&&v| v >= floor).count() - k;
+        if first && in_band * 3 > self.values.len() - k {
+            // A head whose band holds most candidates below the k best (its
+            // largest |S'| far above the rest): each kept one would take
+            // three times the room of keeping every candidate, and nothing
+            // was let go yet.
             self.strongest = None;
             self.pairs = Vec::new();
             self.order = Vec::new();
@@ -523,7 +530,7 @@ mod tests {
             let n: usize = rows.iter().map(Vec::len).sum();
             assert_eq!(all.values.len(), n);
             assert!(
-                strongest.values.len() < n || 16 * k >= n,
+                strongest.values.len() < n || FIRST_BATCH_PER_PLACE * k >= n,
                 "k = {k}: some let go"
             );
             assert_eq!(selection(&strongest, k), selection(&all, k), "k = {k}");

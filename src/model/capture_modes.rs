@@ -7,6 +7,7 @@
 use super::stack::{CaptureBuffers, ForwardError, LayerCaptures, LayerSink};
 use crate::captures::{AttentionInputs, Captures};
 use crate::kernels::attention::ScoreRule;
+use crate::vector_store::VectorStore;
 use candle_core::Tensor;
 
 /// Keeps every layer: the pass writes P, O and S straight into the
@@ -71,7 +72,7 @@ impl LayerSink for KeepAll<'_> {
 pub(super) struct Recomputable<'a> {
     on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
     captures: Captures,
-    queries: Vec<f32>,
+    queries: VectorStore,
     keys: Vec<f32>,
     kv_heads: usize,
     /// Values of the residual stream to keep (L × T × hidden, or 0).
@@ -99,7 +100,7 @@ impl<'a> Recomputable<'a> {
                 residuals: Vec::with_capacity(residuals),
                 ..Captures::default()
             },
-            queries: vec![0.0; layers * vectors],
+            queries: VectorStore::zeros(layers * vectors, &super::cache_dir().join("scratch")),
             keys: vec![0.0; layers * kv_vectors],
             kv_heads,
             residual_values: residuals,
@@ -135,7 +136,7 @@ impl LayerSink for Recomputable<'_> {
         let norms = captures.heads * captures.tokens;
         self.captures.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
         self.captures.value_norms[at(norms)].copy_from_slice(layer.value_norms);
-        self.queries[at(vectors)].copy_from_slice(layer.queries);
+        self.queries.write(index * vectors, layer.queries);
         self.keys[at(kv_vectors)].copy_from_slice(layer.keys);
         Ok(())
     }

@@ -51,7 +51,9 @@ pub mod tokenizer;
 pub mod weight;
 
 use crate::captures::Captures;
+use crate::kernels::attention::ROW_BLOCK;
 use crate::tokens::SpecialTokens;
+use crate::vector_store::ON_DISK_FROM_BYTES;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
@@ -66,6 +68,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 use weight::WeightBuilder;
+
+/// Threads whose working memory [`Model::recomputed_capture_bytes`] counts:
+/// more than most desktops run, the same on every machine.
+pub const COUNTED_THREADS: u64 = 8;
 
 /// Where a model comes from, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -301,27 +307,36 @@ impl Model {
     }
 
     /// Bytes a `tokens`-token input takes when P and S are not kept but
-    /// recomputed per head ([`Model::capture_recomputable`]): O and the
-    /// queries and keys of every head; 3·H·T² for what a layer holds while
-    /// it runs (on a GPU its P and S whole; on the tuned CPU pass, which
-    /// makes one head at a time on each thread, a block of rows at a time,
-    /// far less: each thread's values of the pairs, T²/2); and every
-    /// head's selected pairs (1% of T²/2 by default, one u32 each). The
-    /// layer correlation grid keeps nothing
-    /// per pair (it makes S again, a tile at a time). Machine-independent,
-    /// so that a window's cut is too. `None` for the BERT-like encoders,
-    /// which always keep P and S.
+    /// recomputed per head ([`Model::capture_recomputable`]): O and the keys
+    /// of every head, and its queries where they stay in memory (past
+    /// [`ON_DISK_FROM_BYTES`] they go to a scratch file on disk); and what
+    /// the pass holds while it makes them: on the tuned CPU pass, which
+    /// makes each head a block of rows at a time, each thread's blocks and
+    /// the candidates of the top-fraction rule it keeps (counted for
+    /// [`COUNTED_THREADS`] whatever the machine), elsewhere a layer's P and
+    /// S whole, 3·H·T². Machine-independent, so that a window's cut is too.
+    /// `None` for the BERT-like encoders, which always keep P and S.
     pub fn recomputed_capture_bytes(&self, tokens: usize) -> Option<u64> {
-        if !self.network.stack().hands_out_layers() {
+        let stack = self.network.stack();
+        if !stack.hands_out_layers() {
             return None;
         }
         let (layers, heads, t) = (self.layers() as u64, self.heads() as u64, tokens as u64);
         let d = self.config.head_dim() as u64;
         let kv_heads = self.config.key_value_heads() as u64;
-        let vectors = layers * (2 * heads + kv_heads) * t * d;
-        let layer_squares = 3 * heads * t * t;
-        let selected_pairs = layers * heads * t * t / 200;
-        Some((vectors + layer_squares + selected_pairs) * 4)
+        let queries = layers * heads * t * d;
+        let queries_in_memory = if queries * 4 > ON_DISK_FROM_BYTES as u64 {
+            0
+        } else {
+            queries
+        };
+        let vectors = layers * (heads + kv_heads) * t * d + queries_in_memory;
+        let working = if stack.makes_heads_in_blocks() {
+            COUNTED_THREADS * (2 * ROW_BLOCK as u64 * t + t * t / 100)
+        } else {
+            3 * heads * t * t
+        };
+        Some((vectors + working) * 4)
     }
 
     /// Values of the residual stream a pass over `tokens` tokens keeps

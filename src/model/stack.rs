@@ -42,6 +42,13 @@ pub trait AttentionStack {
     /// per head needs); the BERT-like encoder only keeps every layer.
     fn hands_out_layers(&self) -> bool;
 
+    /// Whether a pass that hands out layers makes each head's P and S on
+    /// its own, a block of rows at a time (the tuned CPU pass), rather than
+    /// a layer's whole.
+    fn makes_heads_in_blocks(&self) -> bool {
+        false
+    }
+
     /// How each attention layer, in the order the pass runs them, makes
     /// its heads' attention (the same for every input).
     fn score_rules(&self) -> Vec<ScoreRule>;

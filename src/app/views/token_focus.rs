@@ -11,7 +11,9 @@
 //! whose focus token is a picked token are tinted here, starred in the
 //! rows and outlined in the Heads grid.
 
+use crate::analysis::SelectedPairs;
 use crate::app::settings::Settings;
+use crate::app::views::shared::pairs::HeadPairs;
 use crate::app::views::shared::{
     layer_picker, picked_colour, save_plot, with_pick, Shared, View, ViewAction, ViewContext,
 };
@@ -73,11 +75,21 @@ pub struct TokenFocusView {
     /// (position, layer) of the lines already scrolled to their token once
     /// (after that the user scrolls).
     centred: Vec<(usize, usize)>,
+    /// The layer's heads' selected pairs, where the analysis did not keep
+    /// them (a long input).
+    pairs: HeadPairs,
 }
 
 impl View for TokenFocusView {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &mut ViewContext<'_>) -> Option<ViewAction> {
-        focus_ui(ui, cx.output, cx.shared, cx.settings, &mut self.centred)
+        if !cx.shared.selection.is_empty() {
+            for h in 0..cx.output.captures.heads {
+                let head = HeadId::new(cx.shared.layer, h);
+                self.pairs.request(cx.output, cx.generation, head, cx.wake);
+            }
+        }
+        let state = (&mut self.centred, &self.pairs);
+        focus_ui(ui, cx.output, cx.shared, cx.settings, state)
     }
 }
 
@@ -87,7 +99,7 @@ fn focus_ui(
     output: &RunOutput,
     views: &mut Shared,
     settings: &Settings,
-    centred: &mut Vec<(usize, usize)>,
+    (centred, pairs): (&mut Vec<(usize, usize)>, &HeadPairs),
 ) -> Option<ViewAction> {
     let layers = output.captures.layers;
     if layers == 0 || output.analysis.layers.is_empty() {
@@ -134,11 +146,11 @@ fn focus_ui(
                         ui,
                         &format!("token-focus-rows-L{layer}"),
                         &format!("Similarity rows of the picked tokens, L{layer}"),
-                        |ui| picked_rows(ui, output, views, settings, layer, centred),
+                        |ui| picked_rows(ui, output, views, settings, layer, (centred, pairs)),
                     );
                     save_plot(&mut action, save);
                 } else {
-                    picked_rows(ui, output, views, settings, layer, centred);
+                    picked_rows(ui, output, views, settings, layer, (centred, pairs));
                 }
             });
     });
@@ -238,7 +250,7 @@ fn picked_rows(
     views: &Shared,
     settings: &Settings,
     layer: usize,
-    centred: &mut Vec<(usize, usize)>,
+    (centred, pairs): (&mut Vec<(usize, usize)>, &HeadPairs),
 ) {
     let input = &output.input.tokens;
     if views.selection.is_empty() {
@@ -358,8 +370,18 @@ fn picked_rows(
                     for (h, row) in &rows {
                         let (h, row) = (*h, &row[..]);
                         let head = HeadId::new(layer, h);
+                        let partners = pairs.get(output, head);
                         similarity_line(
-                            ui, output, head, row, position, settings, weak, picked, &flow, &layout,
+                            ui,
+                            (output, partners),
+                            head,
+                            row,
+                            position,
+                            settings,
+                            weak,
+                            picked,
+                            &flow,
+                            &layout,
                         );
                     }
                 });
@@ -375,7 +397,7 @@ const ROW_FONT: f32 = 12.5;
 #[allow(clippy::too_many_arguments)]
 fn similarity_line<'a>(
     ui: &mut egui::Ui,
-    output: &RunOutput,
+    (output, pairs): (&RunOutput, Option<&SelectedPairs>),
     head: HeadId,
     row: &[f32],
     position: usize,
@@ -387,11 +409,9 @@ fn similarity_line<'a>(
 ) {
     let input = &output.input.tokens;
     let text = input.readable(position);
-    let partners: Vec<usize> = output
-        .analysis
-        .head(head)
-        .map(|f| {
-            f.selected_pairs
+    let partners: Vec<usize> = pairs
+        .map(|pairs| {
+            pairs
                 .iter()
                 .filter_map(|(i, j)| {
                     let (i, j) = (i as usize, j as usize);

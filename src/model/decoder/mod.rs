@@ -408,6 +408,10 @@ impl AttentionStack for PreNormStack {
         true
     }
 
+    fn makes_heads_in_blocks(&self) -> bool {
+        self.cpu_pass
+    }
+
     fn score_rules(&self) -> Vec<ScoreRule> {
         self.layers
             .iter()

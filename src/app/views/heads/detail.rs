@@ -9,7 +9,9 @@
 //! whose Save buttons write the region in view.
 
 use super::ablation::toggle_label;
+use crate::analysis::SelectedPairs;
 use crate::app::settings::{MatrixKind, Settings};
+use crate::app::views::shared::pairs::HeadPairs;
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::app::widgets::pane;
@@ -65,6 +67,8 @@ pub struct HeadView {
     generation: u64,
     /// The cells of the shown head's selected pairs, by row.
     outlined: OutlinedCells,
+    /// The head's selected pairs, where the analysis did not keep them.
+    pairs: HeadPairs,
     /// The cell under the pointer this frame (row, column).
     hovered: Option<(usize, usize)>,
 }
@@ -74,15 +78,22 @@ pub struct HeadView {
 /// only for a causal model, whose upper triangle is masked.
 #[derive(Default)]
 struct OutlinedCells {
-    of: Option<(u64, HeadId)>,
+    /// The result, the head, and whether its pairs were there.
+    of: Option<(u64, HeadId, bool)>,
     cells: Vec<(u32, u32)>,
 }
 
 impl OutlinedCells {
-    fn cells(&mut self, generation: u64, head: HeadId, output: &RunOutput) -> &[(u32, u32)] {
-        if self.of != Some((generation, head)) {
+    fn cells(
+        &mut self,
+        (generation, head): (u64, HeadId),
+        output: &RunOutput,
+        pairs: Option<&SelectedPairs>,
+    ) -> &[(u32, u32)] {
+        if self.of != Some((generation, head, pairs.is_some())) {
             let causal = output.input.tokens.causal;
-            let pairs = output.analysis.head(head).map(|f| f.selected_pairs.iter());
+            let there = pairs.is_some();
+            let pairs = pairs.map(SelectedPairs::iter);
             self.cells = pairs
                 .into_iter()
                 .flatten()
@@ -92,7 +103,7 @@ impl OutlinedCells {
                 })
                 .collect();
             self.cells.sort_unstable();
-            self.of = Some((generation, head));
+            self.of = Some((generation, head, there));
         }
         &self.cells
     }
@@ -109,6 +120,7 @@ impl Default for HeadView {
             wake: None,
             generation: 0,
             outlined: OutlinedCells::default(),
+            pairs: HeadPairs::default(),
             hovered: None,
         }
     }
@@ -125,6 +137,7 @@ impl HeadView {
         wake: &Waker,
     ) {
         self.map.update(ctx, output, key, head, reduction, wake);
+        self.pairs.request(output, key.generation, head, wake);
         self.wake = Some(wake.clone());
         self.generation = key.generation;
         let tokens = output.captures.tokens;
@@ -244,7 +257,7 @@ impl HeadView {
             .show(ui, |ui| {
                 pane::mark(ui);
                 egui::ScrollArea::vertical().show(ui, |ui| {
-                    figures_ui(ui, output, head, settings);
+                    figures_ui(ui, output, head, settings, self.pairs.get(output, head));
                 });
             });
         egui::CentralPanel::no_frame().show(ui, |ui| {
@@ -444,7 +457,8 @@ impl HeadView {
                 (cell_px * 0.12).clamp(1.0, 2.0),
                 outline_colour(settings.colormap),
             );
-            let cells = self.outlined.cells(self.generation, head, output);
+            let pairs = self.pairs.get(output, head);
+            let cells = self.outlined.cells((self.generation, head), output, pairs);
             // Only the visible rows' cells are looked at: a long input's
             // head selects millions of pairs.
             let rows = first_row as u32..last_row as u32;
@@ -593,7 +607,13 @@ fn short_token(text: &str) -> String {
     }
 }
 
-fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Settings) {
+fn figures_ui(
+    ui: &mut egui::Ui,
+    output: &RunOutput,
+    head: HeadId,
+    settings: &Settings,
+    pairs: Option<&SelectedPairs>,
+) {
     let analysis = &output.analysis;
     let Some(f) = analysis.head(head) else {
         ui.label("No figures for this head.");
@@ -755,7 +775,7 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 ui.weak(header);
             }
             ui.end_row();
-            for (i, j) in f.selected_pairs.iter().take(shown) {
+            for (i, j) in pairs.into_iter().flat_map(SelectedPairs::iter).take(shown) {
                 let (i, j) = (i as usize, j as usize);
                 ui.label(i.to_string());
                 ui.label(short_token(&tokens.readable(i)))
@@ -767,7 +787,14 @@ fn figures_ui(ui: &mut egui::Ui, output: &RunOutput, head: HeadId, settings: &Se
                 ui.end_row();
             }
         });
-    if selected > shown {
+    if pairs.is_none() && selected > 0 {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.weak(format!(
+                "making the {selected} pairs again (a long input keeps only their number)"
+            ));
+        });
+    } else if selected > shown {
         ui.weak(format!("… and {} more", selected - shown));
     }
     if selected == 0 {

@@ -12,6 +12,7 @@
 
 pub mod derived;
 pub mod lens;
+pub mod pairs;
 pub mod selection;
 
 use crate::analysis::Category;
