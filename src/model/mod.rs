@@ -69,9 +69,10 @@ use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 use weight::WeightBuilder;
 
-/// Threads whose working memory [`Model::recomputed_capture_bytes`] counts:
-/// more than most desktops run, the same on every machine.
-pub const COUNTED_THREADS: u64 = 8;
+/// Threads whose working memory [`Model::recomputed_capture_bytes`] counts,
+/// the same on every machine (a thread holds two blocks of rows and the
+/// top-fraction rule's first batch of candidates: 280 MB at 32,768 tokens).
+pub const COUNTED_THREADS: u64 = 4;
 
 /// Where a model comes from, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -332,7 +333,9 @@ impl Model {
         };
         let vectors = layers * (heads + kv_heads) * t * d + queries_in_memory;
         let working = if stack.makes_heads_in_blocks() {
-            COUNTED_THREADS * (2 * ROW_BLOCK as u64 * t + t * t / 100)
+            // A block of P and one of S; 4 × k candidates (k: 1% of T²/2)
+            // of 12 bytes each.
+            COUNTED_THREADS * (2 * ROW_BLOCK.min(tokens) as u64 * t + 6 * t * t / 100)
         } else {
             3 * heads * t * t
         };
