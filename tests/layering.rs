@@ -516,6 +516,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("textfile", 0),
     ("atomic_file", 0),
     ("threads", 0),
+    ("vector_store", 0),
 ];
 
 fn layer_of(module: &[String]) -> Option<u32> {
@@ -656,6 +657,7 @@ fn the_pure_modules_use_neither_egui_nor_candle() {
         "npz",
         "tokens",
         "atomic_file",
+        "vector_store",
         "threads",
         "textfile",
     ];
