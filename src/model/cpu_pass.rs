@@ -49,6 +49,7 @@ use std::sync::RwLock;
 /// the widest of a layer's buffers (Qwen2.5-0.5B's 4,864 a half, gated: at
 /// 32,768 tokens 1.3 GB for all rows).
 const FEED_FORWARD_ROWS: usize = 1024;
+
 /// One layer's parameters as slices.
 pub(super) struct LayerCpu<'a> {
     /// Pre-norm: the norm of the attention's input (`None`: ModernBERT's
@@ -973,7 +974,7 @@ impl Pass<'_> {
         for first in (0..tokens).step_by(FEED_FORWARD_ROWS) {
             let rows = first..(first + FEED_FORWARD_ROWS).min(tokens);
             let block = rows.len() * columns.len();
-            let (intermediate, multiplier) = (&mut intermediate[..block], &mut multiplier[..]);
+            let intermediate = &mut intermediate[..block];
             let states = MatRef::new(
                 &input[rows.start * hidden..rows.end * hidden],
                 rows.len(),

@@ -90,9 +90,9 @@ impl OutlinedCells {
         output: &RunOutput,
         pairs: Option<&SelectedPairs>,
     ) -> &[(u32, u32)] {
-        if self.of != Some((generation, head, pairs.is_some())) {
+        let of = Some((generation, head, pairs.is_some()));
+        if self.of != of {
             let causal = output.input.tokens.causal;
-            let there = pairs.is_some();
             let pairs = pairs.map(SelectedPairs::iter);
             self.cells = pairs
                 .into_iter()
@@ -103,7 +103,7 @@ impl OutlinedCells {
                 })
                 .collect();
             self.cells.sort_unstable();
-            self.of = Some((generation, head, there));
+            self.of = of;
         }
         &self.cells
     }
