@@ -1,6 +1,6 @@
 //! Panels that say where they are: egui gives a panel no node of its own
 //! in the accessibility tree, so a screen reader, and the layout test
-//! (`tests/app_overlaps.rs`), would not know the region a widget belongs
+//! (`tests/app/overlaps.rs`), would not know the region a widget belongs
 //! in. Every panel of the app, the shell's and a view's own, marks its
 //! contents with its rect through [`mark`].
 

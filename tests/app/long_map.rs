@@ -4,7 +4,7 @@
 //! to single cells with token labels, reads a hovered cell's exact value,
 //! and saves the region in view as a figure.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use common::*;

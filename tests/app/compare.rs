@@ -8,7 +8,7 @@
 //! Needs the models of `scripts/fetch-test-model.sh` and
 //! `scripts/fetch-bge-model.sh`.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui::Role;

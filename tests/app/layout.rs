@@ -8,7 +8,7 @@
 //! the pictures are checked and written to
 //! `$CARGO_TARGET_TMPDIR/app_layout/` for a person to look at.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui::Role;

@@ -11,7 +11,7 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui_kittest::kittest::Queryable;

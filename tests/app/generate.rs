@@ -6,7 +6,7 @@
 //! result (the last layer's top-1 at the prompt's last position is the
 //! first generated token), and a generation stopped midway.
 
-mod common;
+use crate::common;
 
 use common::app::{
     label_containing, open_tab, shows, start_with, step_until, type_number, wait_for_result,

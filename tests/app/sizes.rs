@@ -7,7 +7,7 @@
 //! The windows are rendered (wgpu, Mesa's software Vulkan here) into
 //! `$CARGO_TARGET_TMPDIR/app_sizes/` for a person to look at.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui_kittest::kittest::{NodeT, Queryable};

@@ -2,7 +2,7 @@
 //! SIGKILL mid-session, start it again, and the typed text is back (the
 //! analysis runs on it). Needs Xvfb and xdotool (`.ci/run` installs them).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::Read;

@@ -1,13 +1,13 @@
 //! The app on the causal decoders: each decoder fixture of
 //! `tests/fixtures/families` (GPT-2, Llama, Qwen2, Mistral, GPT-NeoX,
 //! Gemma 1–3, Qwen3, Phi-3, OLMo 2) opened with its
-//! text and driven by its labels like `tests/app_families.rs`. The grid
+//! text and driven by its labels like `tests/app/families.rs`. The grid
 //! shows every head, the heatmaps draw the cells above the diagonal as
 //! masked (hatched grey, not the colour map's low end), the Separators view
 //! says why a causal model has no segmentation, and the Layers view reads
 //! "—" for it.
 
-mod common;
+use crate::common;
 
 use common::app::{
     label_containing, open_tab, shows, start_on_family, step_until, text_of, wait_for_result,

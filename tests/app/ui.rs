@@ -9,7 +9,7 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui::Role;

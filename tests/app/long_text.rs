@@ -4,7 +4,7 @@
 //! shows layer k of L and the time left, and Cancel abandons it with the
 //! last result kept.
 
-mod common;
+use crate::common;
 
 use egui_kittest::kittest::Queryable;
 

@@ -3,7 +3,7 @@
 //! open headless), the numbers equal to the analysis, and an unwritable path
 //! reported in the window.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui_kittest::kittest::Queryable;

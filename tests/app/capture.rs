@@ -4,7 +4,7 @@
 //! without P the views say why; Compare puts a second capture, or a live
 //! model, beside it, and a capture as model B beside a live model.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use headscope::analysis::AnalysisOptions;

@@ -1,6 +1,6 @@
 //! The study's views (Layers, Separators, Token focus, Specialisation)
 //! driven through the app's accessibility tree with the real test model
-//! (all-MiniLM-L6-v2, 6 layers × 12 heads), like `tests/app_ui.rs`.
+//! (all-MiniLM-L6-v2, 6 layers × 12 heads), like `tests/app/ui.rs`.
 //!
 //! Each view must show the figures `headscope analyze` reports: every test
 //! runs [`pipeline::run`] on the same text with the app's own settings and
@@ -10,7 +10,7 @@
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui::Role;

@@ -1,12 +1,12 @@
 //! The app on every encoder family: each fixture model of
 //! `tests/fixtures/families` (BERT, RoBERTa, XLM-RoBERTa, CamemBERT,
 //! DistilBERT, ELECTRA, ALBERT) opened with its text, driven through the
-//! accessibility tree like `tests/app_ui.rs`: the grid shows every head of
+//! accessibility tree like `tests/app/ui.rs`: the grid shows every head of
 //! every attention layer, each of the study's views opens and shows the
 //! model's own tokens (`<s>` and `</s>` for the RoBERTa family), a head
 //! opens, and the model panel names the family.
 
-mod common;
+use crate::common;
 
 use common::app::{open_tab, start_on_family, step_until, text_of, wait_for_result};
 use common::*;

@@ -16,7 +16,7 @@
 //! `scripts/screenshots.sh` clicks by (`HEADSCOPE_TRACE_WIDGETS`) places
 //! them where the tree does.
 
-mod common;
+use crate::common;
 
 use common::app::*;
 use egui::accesskit::Role;
