@@ -257,7 +257,7 @@ impl HeadView {
             .show(ui, |ui| {
                 pane::mark(ui);
                 egui::ScrollArea::vertical().show(ui, |ui| {
-                    figures_ui(ui, output, head, settings, self.pairs.get(output, head));
+                    figures_ui(ui, output, head, settings, &self.pairs);
                 });
             });
         egui::CentralPanel::no_frame().show(ui, |ui| {
@@ -612,8 +612,9 @@ fn figures_ui(
     output: &RunOutput,
     head: HeadId,
     settings: &Settings,
-    pairs: Option<&SelectedPairs>,
+    made_pairs: &HeadPairs,
 ) {
+    let pairs = made_pairs.get(output, head);
     let analysis = &output.analysis;
     let Some(f) = analysis.head(head) else {
         ui.label("No figures for this head.");
@@ -787,7 +788,12 @@ fn figures_ui(
                 ui.end_row();
             }
         });
-    if pairs.is_none() && selected > 0 {
+    if pairs.is_none() && selected > 0 && made_pairs.failed(head) {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!("the {selected} pairs could not be made again (a long input keeps only their number)"),
+        );
+    } else if pairs.is_none() && selected > 0 {
         ui.horizontal(|ui| {
             ui.spinner();
             ui.weak(format!(
