@@ -1,7 +1,7 @@
 //! The app's tests, driven through its accessibility tree under
 //! egui_kittest (and one real window under Xvfb, `window`), in one test
 //! binary: each GUI test binary links egui, wgpu and the whole library,
-//! some 130 MB apiece, so one binary rather than fifteen keeps a clean
+//! some 150 MB apiece, so one binary rather than fifteen keeps a clean
 //! build's disk and link time small. `tests/app_models.rs` stays apart: it
 //! points `HOME` and the cache at a scratch folder for its whole process.
 
