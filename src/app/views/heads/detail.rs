@@ -788,18 +788,20 @@ fn figures_ui(
                 ui.end_row();
             }
         });
-    if pairs.is_none() && selected > 0 && made_pairs.failed(head) {
-        ui.colored_label(
-            ui.visuals().warn_fg_color,
-            format!("the {selected} pairs could not be made again (a long input keeps only their number)"),
-        );
-    } else if pairs.is_none() && selected > 0 {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            ui.weak(format!(
-                "making the {selected} pairs again (a long input keeps only their number)"
-            ));
-        });
+    if pairs.is_none() && selected > 0 {
+        if made_pairs.failed(head) {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("the {selected} pairs could not be made again (a long input keeps only their number)"),
+            );
+        } else {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.weak(format!(
+                    "making the {selected} pairs again (a long input keeps only their number)"
+                ));
+            });
+        }
     } else if selected > shown {
         ui.weak(format!("… and {} more", selected - shown));
     }
