@@ -4,14 +4,15 @@
 # all-MiniLM-L6-v2 and BERT-base- and RoBERTa-base-shaped models with random
 # weights, at 128 and 512 tokens, the decoders SmolLM2-135M-Instruct (real,
 # scripts/fetch-smollm2-model.sh) and a Qwen2-0.5B-shaped one at 512 and
-# 2,048 tokens, SmolLM2's Q4_1 GGUF file (and any GGUF_FILES) beside
-# llama.cpp's own prompt processing, a Llama-3-8B-shaped one in bfloat16
+# 2,048 tokens, the model part of four of them beside PyTorch's sgemm on
+# the same products (on real text, with the figures' share), SmolLM2's Q4_1
+# GGUF file (and any GGUF_FILES) beside llama.cpp's own prompt processing, a Llama-3-8B-shaped one in bfloat16
 # (time and peak memory alone), then the app's frame time and edit-to-grid time on the
 # BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
 # markdown tables.
 #
 #   scripts/bench.sh                      # needs the reference venv, see below
-#   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders gguf llama3 app
+#   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders sgemm gguf llama3 app
 #   ISA=avx2 SECTIONS="encoders" scripts/bench.sh
 #
 # ISA=avx2 measures both sides as on a CPU without AVX-512, on any x86-64
@@ -27,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-7}"
 ref_py="${REF_PY:-.venv-ref/bin/python}"
-sections=" ${SECTIONS:-encoders decoders gguf llama3 app} "
+sections=" ${SECTIONS:-encoders decoders sgemm gguf llama3 app} "
 # The reference each timing is set beside: transformers, or (the GGUF
 # section) llama.cpp.
 reference=("$ref_py" reference/torch_ref.py)
@@ -45,7 +46,7 @@ else
   bin=target/release/headscope
 fi
 base="${BERT_BASE_DIR:-target/bert-base-random}"
-if { wants encoders || wants app; } && [ ! -f "$base/model.safetensors" ]; then
+if { wants encoders || wants app || wants sgemm; } && [ ! -f "$base/model.safetensors" ]; then
   "$bin" make-random-model --like bert-base-uncased --tokenizer "$minilm/tokenizer.json" --out "$base"
 fi
 roberta="${ROBERTA_BASE_DIR:-target/roberta-base-random}"
@@ -94,13 +95,15 @@ fi
 # × 14 query heads, 2 key/value heads, hidden 896) has random weights. At
 # 2,048 tokens P and S are recomputed per head in headscope (the default
 # memory limit), while the reference holds every one at once.
-if wants decoders; then
+if wants decoders || wants sgemm; then
   smollm2="${SMOLLM2_DIR:-$(scripts/fetch-smollm2-model.sh)}"
   qwen="${QWEN2_DIR:-target/qwen2-0.5b-random}"
   if [ ! -f "$qwen/model.safetensors" ]; then
     "$bin" make-random-model --like qwen2-0.5b \
       --tokenizer tests/fixtures/families/qwen2/tokenizer.json --out "$qwen"
   fi
+fi
+if wants decoders; then
   echo
   printf '| decoder | tokens | headscope ms | reference ms | ratio (median of rounds) | headscope peak RSS MB | reference peak RSS MB |\n'
   printf '|---|---:|---:|---:|---:|---:|---:|\n'
@@ -110,6 +113,43 @@ if wants decoders; then
   # At 2,048 tokens the reference holds 19.5 GB: QWEN2_TOKENS=512 skips it.
   for tokens in ${QWEN2_TOKENS:-512 2048}; do
     alternate "${DECODER_RUNS:-2}" "Qwen2-0.5B (random)" "$qwen" "$tokens" --random-init
+  done
+fi
+
+# The model part beside PyTorch's sgemm on the model's own products
+# (reference/sgemm_rate.py: every linear layer, the attention's products
+# and S = O·Oᵀ, each shape timed with torch.matmul on the same threads), and
+# the figures beside the model part, on real text (docs/ANALYSIS.md, or
+# SGEMM_TEXT), at 512 tokens or the sentence end before it. The engine
+# issue's aims: the model part at 0.9 or more of that pace (the last
+# column), the figures at most 15% of the model part. Alternating, ROUNDS
+# rounds: the medians, and the median of the rounds' ratios.
+if wants sgemm; then
+  text="${SGEMM_TEXT:-docs/ANALYSIS.md}"
+  echo
+  printf '| model, real text | tokens | model part ms | figures ms | figures / model part | GFLOP | PyTorch sgemm GFLOP/s | model part GFLOP/s | model part / sgemm pace |\n'
+  printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+  for spec in "all-MiniLM-L6-v2:$minilm" "BERT-base (random):$base" \
+    "SmolLM2-135M-Instruct:$smollm2" "Qwen2-0.5B (random):$qwen"; do
+    IFS=: read -r name dir <<<"$spec"
+    ours=() theirs=()
+    for _ in $(seq "${ROUNDS:-3}"); do
+      ours+=("$("$bin" bench --model "$dir" --tokens 512 --runs "${SGEMM_RUNS:-3}" --text "$text" | tail -n 1)")
+      tokens="$(json tokens <<<"${ours[-1]}")"
+      theirs+=("$("$ref_py" reference/sgemm_rate.py --model "$dir" --tokens "$tokens" 2>/dev/null | tail -n 1)")
+    done
+    python3 - "$name" "$(printf '%s\n' "${ours[@]}")" "$(printf '%s\n' "${theirs[@]}")" <<'PY'
+import json, statistics as st, sys
+name, ours, theirs = sys.argv[1], sys.argv[2].splitlines(), sys.argv[3].splitlines()
+ours, theirs = [json.loads(o) for o in ours], [json.loads(t) for t in theirs]
+model = st.median(o["model_median_ms"] for o in ours)
+figures = st.median(o["analysis_median_ms"] for o in ours)
+gflop = theirs[0]["gflop"]
+pace = st.median(t["gflops"] for t in theirs)
+share = st.median(t["sgemm_ms"] / o["model_median_ms"] for o, t in zip(ours, theirs))
+print(f"| {name} | {ours[0]['tokens']} | {model:.0f} | {figures:.0f} | {figures / model:.0%} | {gflop:.1f} "
+      f"| {pace:.0f} | {gflop / model * 1000:.0f} | {share:.2f} |")
+PY
   done
 fi
 

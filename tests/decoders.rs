@@ -410,6 +410,20 @@ fn bench_runs_on_a_tiny_vocabulary_decoder() {
         stderr.contains("does not fit the capture memory limit of 0 MB (--capture-memory-mb)"),
         "{stderr}"
     );
+    // On real text: its first window of at most --tokens, whole sentences.
+    let output = run_ok(
+        headscope_command()
+            .args(["bench", "--tokens", "60", "--runs", "1", "--text"])
+            .arg(repo().join("reference/texts/long60.txt"))
+            .arg("--model")
+            .arg(&fixture),
+        "bench --text",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    let tokens = report["tokens"].as_u64().unwrap();
+    assert!((20..=60).contains(&tokens), "{report}");
 }
 
 /// `tokens` run through `model` in capture mode `mode` and analysed with

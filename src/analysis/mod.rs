@@ -734,34 +734,67 @@ fn analyse_head_body(
     let mut histogram = vec![0.0; t];
     let mut pairs = WeightedPairs::new(doc, scratch, &mut histogram);
     let mut ties = None;
+    // The number of selected pairs where they are not listed.
+    let mut counted_only = None;
     let selected: Vec<(u32, u32)> = match doc.options.selection {
         Selection::TopFraction { .. } => {
             let k = top_fraction_k.unwrap_or(0);
-            let mut best = candidates.strongest(k, &mut pairs.scratch.keys);
-            if best
-                .1
-                .as_ref()
-                .is_some_and(|rule| !candidates.keeps_every_weighted(rule))
-            {
-                // A candidate let go might tie: every one, taken again.
-                candidates.begin(None, doc.pair_count);
-                candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
-                    candidates.add(row)
-                });
-                best = candidates.strongest(k, &mut pairs.scratch.keys);
+            let keys = &mut pairs.scratch.keys;
+            let keep_best = k <= doc.pairs_kept_at_most;
+            let mut kept_best =
+                (!candidates.counted()).then(|| candidates.strongest(k, keys, keep_best));
+            if let Some((_, _, Some(rule))) = &kept_best {
+                if !candidates.keeps_every_weighted(rule) {
+                    // A candidate let go might tie: every one, taken again
+                    // (counted, past what a thread may keep).
+                    if candidates.may_keep_whole(doc.pair_count) {
+                        candidates.begin(None, doc.pair_count);
+                    } else {
+                        candidates.begin_counting(k, doc.pair_count);
+                    }
+                    candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
+                        candidates.add(row)
+                    });
+                    kept_best =
+                        (!candidates.counted()).then(|| candidates.strongest(k, keys, keep_best));
+                }
             }
-            let (best, rule) = best;
-            if let Some(rule) = rule {
-                // Most candidates weigh 0: one f32 comparison passes them over.
-                let lowest = rule.lowest_weighted();
-                for_each_at_least(&candidates.values, lowest, |at, v| {
-                    pairs.add(doc.pair(candidates.pair_index(at)), rule.weight(v))
-                });
-                ties = Some(rule.share);
+            match kept_best {
+                Some((found, best, rule)) => {
+                    if let Some(rule) = rule {
+                        // Most candidates weigh 0: one f32 comparison passes them over.
+                        let lowest = rule.lowest_weighted();
+                        for_each_at_least(&candidates.values, lowest, |at, v| {
+                            pairs.add(doc.pair(candidates.pair_index(at)), rule.weight(v))
+                        });
+                        ties = Some(rule.share);
+                    }
+                    if !keep_best {
+                        counted_only = Some(found);
+                    }
+                    best.into_iter()
+                        .map(|at| doc.pair(candidates.pair_index(at)))
+                        .collect()
+                }
+                None => {
+                    let (best, rule) = candidates.select_counted(
+                        k,
+                        keep_best,
+                        |take| {
+                            candidate_rows(doc, similarity, &transform, &mut block, &mut row, take)
+                        },
+                        |pair, weight| pairs.add(doc.pair(pair), weight),
+                    );
+                    ties = rule.map(|rule| rule.share);
+                    best.map_or_else(
+                        || {
+                            counted_only = Some(k);
+                            Vec::new()
+                        },
+                        |best| best.into_iter().map(|pair| doc.pair(pair)).collect(),
+                    )
+                }
             }
-            best.into_iter()
-                .map(|at| doc.pair(candidates.pair_index(at)))
-                .collect()
         }
         Selection::AboveMean { z } => match moments {
             Some(m) => {
@@ -825,7 +858,9 @@ fn analyse_head_body(
         }
         separators = Some(attention.separators);
     }
-    figures.selected_pairs = if selected.len() <= doc.pairs_kept_at_most {
+    figures.selected_pairs = if let Some(count) = counted_only {
+        SelectedPairs::counted(count)
+    } else if selected.len() <= doc.pairs_kept_at_most {
         selected.into_iter().collect()
     } else {
         SelectedPairs::counted(selected.len())
@@ -1046,6 +1081,62 @@ mod tests {
         (attention, similarity)
     }
 
+    /// A layer's figures and moments as text: Debug prints the shortest
+    /// text that reads back to the same float, so equal texts are equal
+    /// bits.
+    fn layer_text(layer: &AnalysedLayer) -> String {
+        let moments: Vec<_> = (layer.terms.iter())
+            .map(|terms| terms.moments.map(|m| (m.mean, m.std)))
+            .collect();
+        format!("{:?} {moments:?}", layer.figures)
+    }
+
+    /// A flat head counted instead of kept whole (as past what a thread
+    /// keeps, at long inputs) has the figures of one kept whole, to the
+    /// bit, its pairs listed or only counted.
+    #[test]
+    fn counted_candidates_give_the_figures_of_kept_ones() {
+        // 79,800 candidates: past the first letting go (65,536).
+        let (t, heads) = (400, 3);
+        for causal in [false, true] {
+            let tokens = tokens(t, causal);
+            let (attention, similarity) = squares(t, heads, causal);
+            let value_norms = vec![1.0; heads * t];
+            let squares = LayerSquares {
+                attention: &attention,
+                similarity: &similarity,
+                value_norms: &value_norms,
+                heads,
+            };
+            for (similarity, pairs_kept_at_most) in [
+                (SimilarityVariant::Raw, SelectedPairs::KEPT_AT_MOST),
+                (SimilarityVariant::Cosine, 10),
+            ] {
+                let options = AnalysisOptions {
+                    similarity,
+                    ..AnalysisOptions::default()
+                };
+                let mut doc = Document::new(&tokens, &options);
+                doc.pairs_kept_at_most = pairs_kept_at_most;
+                let layer = |scratch: &mut Scratch| {
+                    analyse_layer(&doc, squares, scratch, &mut [], Default::default())
+                };
+                let kept = layer(&mut Scratch::default());
+                let mut counting = Scratch {
+                    candidates: Candidates::keeping_whole_at_most(0),
+                    ..Scratch::default()
+                };
+                let counted = layer(&mut counting);
+                // The last head, the flat one, was counted.
+                assert!(counting.candidates.counted());
+                assert_eq!(layer_text(&kept), layer_text(&counted), "{options:?}");
+                let flat = &counted.figures.heads[heads - 1];
+                assert_eq!(flat.selected_pairs.is_kept(), pairs_kept_at_most > 10);
+                assert!(flat.ties.is_some_and(|ties| ties.tied > 70_000));
+            }
+        }
+    }
+
     /// The figures compiled for the CPU's widest vectors (`widest!`) are
     /// those of the plain code to the bit, for every rule and variant. (The
     /// vectors differ only in an optimised build: `cargo test --release`.)
@@ -1088,15 +1179,11 @@ mod tests {
                     &mut [],
                     Default::default(),
                 );
-                // Debug prints the shortest text that reads back to the same
-                // float, so equal texts are equal bits.
-                let text = |layer: &AnalysedLayer| {
-                    let moments: Vec<_> = (layer.terms.iter())
-                        .map(|terms| terms.moments.map(|m| (m.mean, m.std)))
-                        .collect();
-                    format!("{:?} {moments:?}", layer.figures)
-                };
-                assert_eq!(text(&widest), text(&plain), "{options:?}, causal {causal}");
+                assert_eq!(
+                    layer_text(&widest),
+                    layer_text(&plain),
+                    "{options:?}, causal {causal}"
+                );
                 assert!(widest.figures.heads[0].mean_distance.is_some());
                 assert!(widest.figures.heads[0].sink_attention_vw.is_some());
             }

@@ -45,6 +45,12 @@ impl TieRule {
             above += usize::from(is_above);
             tied += usize::from(!is_above && (v - kth).abs() <= epsilon);
         }
+        Self::from_counts(kth, epsilon, k, above, tied)
+    }
+
+    /// The rule for selecting `k` whose k-th best is `kth`, `above` of the
+    /// candidates above its band and `tied` in it.
+    fn from_counts(kth: f64, epsilon: f64, k: usize, above: usize, tied: usize) -> Self {
         // The k-th value ties with itself, so `tied` ≥ 1 and `above` < k,
         // unless it is not finite (then nothing ties and nothing is shared).
         let weight = if tied > 0 {
@@ -63,6 +69,20 @@ impl TieRule {
         }
     }
 
+    /// Where a candidate of value `v` lies for a k-th value `kth` and a band
+    /// `epsilon`: as [`TieRule::weight`] tells, with the same comparisons.
+    #[inline(always)]
+    fn place(kth: f64, epsilon: f64, v: f32) -> Place {
+        let v = f64::from(v);
+        if v > kth + epsilon {
+            Place::Above
+        } else if (v - kth).abs() <= epsilon {
+            Place::Tied
+        } else {
+            Place::Below
+        }
+    }
+
     /// A value below which every candidate's weight is 0 (the band's lower
     /// edge less a margin far above f64 rounding, as an f32), so that a
     /// pass over all candidates can skip them with one f32 comparison;
@@ -75,15 +95,22 @@ impl TieRule {
     /// The weight of a candidate whose value is `v`.
     #[inline(always)]
     pub(super) fn weight(&self, v: f32) -> f64 {
-        let v = f64::from(v);
-        if v > self.kth + self.epsilon {
-            1.0
-        } else if (v - self.kth).abs() <= self.epsilon {
-            self.share.weight
-        } else {
-            0.0
+        match Self::place(self.kth, self.epsilon, v) {
+            Place::Above => 1.0,
+            Place::Tied => self.share.weight,
+            Place::Below => 0.0,
         }
     }
+}
+
+/// A candidate's place under the tie rule: above the k-th value's band (it
+/// weighs 1), in it (it shares the last places) or below (0). Along the
+/// values it only rises.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Place {
+    Below,
+    Tied,
+    Above,
 }
 
 /// An f32 below which no candidate weighs anything for a k-th value `kth`
@@ -112,6 +139,21 @@ const BAND_MARGIN: f64 = 2.0;
 /// to 4 × 12 bytes of each (16 times was 1 GB a thread).
 const FIRST_BATCH_PER_PLACE: usize = 4;
 
+/// Above this many candidates, a head whose band of ties holds most of
+/// them is not kept whole (4 bytes a candidate: 2 GB a thread at 32,768
+/// tokens) but counted ([`Candidates::select_counted`]).
+const KEPT_WHOLE_AT_MOST: usize = 1 << 24;
+
+/// The counts of the candidates' ranks ([`rank_of`]) by their upper 16
+/// bits: 256 KB, so that counting stays in a core's cache.
+const RANK_BUCKETS: usize = 1 << 16;
+
+/// The buckets on each side of the k-th value's whose ranks are counted to
+/// the last bit on the second pass: the band's edges lie there unless the
+/// largest |S'| is far above the k-th value (ε is a thousandth of it, a
+/// bucket an 128th of its values' size).
+const NEAR_BUCKETS: usize = 2;
+
 /// A head's candidates S', taken a row at a time in pair order: all of
 /// them, or, for the top-fraction rule, only those that may still weigh (a
 /// head's N candidates are T²/2: at 8,192 tokens, 134 MB on each thread).
@@ -125,7 +167,11 @@ const FIRST_BATCH_PER_PLACE: usize = 4;
 /// if not, the head is taken again with every candidate). A head whose
 /// band holds most of its candidates at the first letting go keeps every
 /// one from then on (4 bytes a candidate, not 8 and the room to select).
-#[derive(Default)]
+/// Past [`KEPT_WHOLE_AT_MOST`] candidates, such a head, and one whose band
+/// holds more than the room kept (its largest |S'| far above the k-th),
+/// only counts their ranks instead, and the selection takes the candidates
+/// again (see [`Candidates::select_counted`]): the room stays that of the
+/// first letting go.
 pub(super) struct Candidates {
     /// Keep the k best (and their band), or every candidate (`None`).
     strongest: Option<usize>,
@@ -145,6 +191,29 @@ pub(super) struct Candidates {
     limit: usize,
     /// The head's candidates.
     total: usize,
+    /// Counting instead of keeping: the candidates per rank bucket
+    /// ([`RANK_BUCKETS`]); empty when keeping.
+    counts: Vec<u32>,
+    /// [`KEPT_WHOLE_AT_MOST`], lower in tests.
+    kept_whole_at_most: usize,
+}
+
+impl Default for Candidates {
+    fn default() -> Self {
+        Self {
+            strongest: None,
+            values: Vec::new(),
+            pairs: Vec::new(),
+            order: Vec::new(),
+            floor: f32::NEG_INFINITY,
+            largest: 0.0,
+            next: 0,
+            limit: 0,
+            total: 0,
+            counts: Vec::new(),
+            kept_whole_at_most: KEPT_WHOLE_AT_MOST,
+        }
+    }
 }
 
 impl Candidates {
@@ -159,6 +228,7 @@ impl Candidates {
         self.next = 0;
         self.limit = strongest.map_or(usize::MAX, |k| (FIRST_BATCH_PER_PLACE * k).max(1 << 16));
         self.total = total;
+        self.counts.clear();
         let room = self.limit.min(total);
         for buffer in [&mut self.values, &mut self.order] {
             buffer.clear();
@@ -169,10 +239,51 @@ impl Candidates {
         self.values.reserve_exact(room);
     }
 
+    /// Candidates that count any head past `limit` whose band holds most of
+    /// them.
+    #[cfg(test)]
+    pub(super) fn keeping_whole_at_most(limit: usize) -> Self {
+        Self {
+            kept_whole_at_most: limit,
+            ..Self::default()
+        }
+    }
+
+    /// Ready for a head of `total` candidates whose `k` best are selected by
+    /// counting ([`Candidates::select_counted`]).
+    pub(super) fn begin_counting(&mut self, k: usize, total: usize) {
+        self.begin(Some(k), total);
+        self.start_counting();
+    }
+
+    /// Whether every one of `total` candidates may be kept.
+    pub(super) fn may_keep_whole(&self, total: usize) -> bool {
+        total <= self.kept_whole_at_most
+    }
+
+    /// Whether the candidates are counted, not kept.
+    pub(super) fn counted(&self) -> bool {
+        !self.counts.is_empty()
+    }
+
+    /// From now on, count the candidates' ranks; the kept ones are counted
+    /// and let go.
+    fn start_counting(&mut self) {
+        self.counts = vec![0; RANK_BUCKETS];
+        count_ranks(&mut self.counts, &self.values);
+        self.values = Vec::new();
+        self.pairs = Vec::new();
+        self.order = Vec::new();
+    }
+
     /// The next row's candidates, in pair order.
     #[inline(always)]
     pub(super) fn add(&mut self, row: &[f32]) {
         self.largest = self.largest.max(largest_magnitude(row));
+        if self.counted() {
+            count_ranks(&mut self.counts, row);
+            return;
+        }
         if self.strongest.is_none() {
             self.values.extend_from_slice(row);
             return;
@@ -205,11 +316,25 @@ impl Candidates {
         );
         let first = self.floor == f32::NEG_INFINITY;
         let in_band = self.values.iter().filter(|&&v| v >= floor).count() - k;
-        if first && in_band * 3 > self.values.len() - k {
-            // A head whose band holds most candidates below the k best (its
-            // largest |S'| far above the rest): each kept one would take
-            // three times the room of keeping every candidate, and nothing
-            // was let go yet.
+        // A head whose band holds most candidates below the k best (its
+        // largest |S'| far above the rest): each kept one would take three
+        // times the room of keeping every candidate.
+        let flat = first && in_band * 3 > self.values.len() - k;
+        // Or whose band holds more than the room kept for it, which would
+        // grow with the head's candidates.
+        let kept = if floor > self.floor {
+            k + in_band
+        } else {
+            self.values.len()
+        };
+        if (flat || 2 * kept > self.limit) && !self.may_keep_whole(self.total) {
+            // Those let go so far stay let go: the selection tells whether
+            // one of them might weigh.
+            self.start_counting();
+            return;
+        }
+        if flat {
+            // Nothing was let go yet.
             self.strongest = None;
             self.pairs = Vec::new();
             self.order = Vec::new();
@@ -242,20 +367,189 @@ impl Candidates {
         }
     }
 
-    /// The k best kept candidates in rank order (indices among the kept),
-    /// and the tie rule of the k-th (`None` without candidates).
-    pub(super) fn strongest(&self, k: usize, keys: &mut Vec<u64>) -> (Vec<usize>, Option<TieRule>) {
-        let best = top_fraction(&self.values, k, keys);
-        let rule = best
-            .last()
-            .map(|&kth| TieRule::with_largest(&self.values, self.values[kth], k, self.largest));
-        (best, rule)
+    /// How many of the k best there are among the kept candidates, with
+    /// `list` those in rank order (indices among the kept; else none, as a
+    /// head that keeps only their number needs: sorting them took a second
+    /// a head at 32,768 tokens), and the tie rule of the k-th (`None`
+    /// without candidates).
+    pub(super) fn strongest(
+        &self,
+        k: usize,
+        keys: &mut Vec<u64>,
+        list: bool,
+    ) -> (usize, Vec<usize>, Option<TieRule>) {
+        let found = gather_best(&self.values, k, keys);
+        let best = &mut keys[..found];
+        let rule = best.iter().max().map(|&kth| {
+            TieRule::with_largest(&self.values, self.values[key_index(kth)], k, self.largest)
+        });
+        let listed = if list {
+            best.sort_unstable();
+            best.iter().map(|&key| key_index(key)).collect()
+        } else {
+            Vec::new()
+        };
+        (found, listed, rule)
     }
 
     /// Whether every candidate that weighs under `rule` was kept.
     pub(super) fn keeps_every_weighted(&self, rule: &TieRule) -> bool {
         self.floor <= rule.lowest_weighted()
     }
+
+    /// The top-fraction rule over counted candidates, the same selection
+    /// and weights as over every candidate kept, from two more passes over
+    /// them (`rows` hands them over again in pair order, as the first
+    /// time): one counts the ranks near the k-th's bucket to the last bit,
+    /// which gives the k-th value and, from every bucket's count, how many
+    /// lie above its band and in it (a third pass counts those where an
+    /// edge of the band falls in a bucket not counted to the bit); the
+    /// last hands `add` each candidate that may weigh, its pair index and
+    /// its weight, in pair order, and, with `keep_best`, returns the k best
+    /// pair indices in rank order. With the tie rule of the k-th (`None`
+    /// without candidates).
+    pub(super) fn select_counted(
+        &self,
+        k: usize,
+        keep_best: bool,
+        mut rows: impl FnMut(&mut dyn FnMut(&[f32])),
+        mut add: impl FnMut(usize, f64),
+    ) -> (Option<Vec<usize>>, Option<TieRule>) {
+        let counts = &self.counts;
+        let k = k.min(self.total);
+        if k == 0 {
+            return (keep_best.then(Vec::new), None);
+        }
+        // The bucket of the k-th best, and how many rank before it.
+        let (mut bucket, mut before) = (0, 0usize);
+        while before + (counts[bucket] as usize) < k {
+            before += counts[bucket] as usize;
+            bucket += 1;
+        }
+        let near =
+            bucket.saturating_sub(NEAR_BUCKETS)..(bucket + NEAR_BUCKETS + 1).min(RANK_BUCKETS);
+        let mut near_counts = vec![0u32; near.len() * RANK_BUCKETS];
+        rows(&mut |row| {
+            for &v in row {
+                let rank = rank_of(v) as usize;
+                let (upper, lower) = (rank / RANK_BUCKETS, rank % RANK_BUCKETS);
+                if near.contains(&upper) {
+                    near_counts[(upper - near.start) * RANK_BUCKETS + lower] += 1;
+                }
+            }
+        });
+        let counted_near = |rank: usize| near_counts[rank - near.start * RANK_BUCKETS];
+        let mut kth_rank = bucket * RANK_BUCKETS;
+        while before + (counted_near(kth_rank) as usize) < k {
+            before += counted_near(kth_rank) as usize;
+            kth_rank += 1;
+        }
+        // `before` now ranks above the k-th's rank: the k best are they and
+        // the first `k − before` of its rank in pair order.
+        let kth = f64::from(value_of_rank(kth_rank as u32));
+        let epsilon = TIE_BAND * f64::from(self.largest);
+        let place = |v: f32| TieRule::place(kth, epsilon, v);
+        let mut by_place = [0usize; 3];
+        // The counts lack the candidates let go before counting began, all
+        // below `floor`: told apart unless the band reaches below it.
+        let mut every_bucket_told = self.floor <= band_floor(kth, epsilon);
+        for (upper, &count) in counts.iter().enumerate() {
+            if !every_bucket_told {
+                break;
+            }
+            if count == 0 || upper == RANK_BUCKETS - 1 {
+                // The last bucket's ranks are NaN's alone: below, untied.
+                continue;
+            }
+            if near.contains(&upper) {
+                for rank in upper * RANK_BUCKETS..(upper + 1) * RANK_BUCKETS {
+                    by_place[place(value_of_rank(rank as u32)) as usize] +=
+                        counted_near(rank) as usize;
+                }
+                continue;
+            }
+            // The bucket's largest and smallest values, and a place rises
+            // with the value: one place for both is every one's.
+            let (high, low) = (
+                value_of_rank((upper * RANK_BUCKETS) as u32),
+                value_of_rank(((upper + 1) * RANK_BUCKETS - 1) as u32),
+            );
+            if high.is_nan() || low.is_nan() || place(high) != place(low) {
+                every_bucket_told = false;
+                break;
+            }
+            by_place[place(high) as usize] += count as usize;
+        }
+        if !every_bucket_told {
+            by_place = [0; 3];
+            rows(&mut |row| {
+                for &v in row {
+                    by_place[place(v) as usize] += 1;
+                }
+            });
+        }
+        let rule = TieRule::from_counts(
+            kth,
+            epsilon,
+            k,
+            by_place[Place::Above as usize],
+            by_place[Place::Tied as usize],
+        );
+        let lowest = rule.lowest_weighted();
+        let (mut best, mut of_kth_rank, mut next) = (Vec::new(), k - before, 0usize);
+        rows(&mut |row| {
+            for_each_at_least(row, lowest, |offset, v| add(next + offset, rule.weight(v)));
+            if keep_best {
+                let mut take = |offset: usize, v: f32| {
+                    let rank = rank_of(v) as usize;
+                    if rank < kth_rank || (rank == kth_rank && of_kth_rank > 0) {
+                        of_kth_rank -= usize::from(rank == kth_rank);
+                        best.push(rank_key(v, next + offset));
+                    }
+                };
+                if kth.is_nan() {
+                    row.iter()
+                        .enumerate()
+                        .for_each(|(offset, &v)| take(offset, v));
+                } else {
+                    // Every rank at least as good as the k-th's is ≥ it.
+                    for_each_at_least(row, kth as f32, take);
+                }
+            }
+            next += row.len();
+        });
+        let best = keep_best.then(|| {
+            best.sort_unstable();
+            best.into_iter().map(key_index).collect()
+        });
+        (best, Some(rule))
+    }
+}
+
+/// Counts each value's rank in its bucket.
+#[inline(always)]
+fn count_ranks(counts: &mut [u32], values: &[f32]) {
+    for &v in values {
+        counts[rank_of(v) as usize / RANK_BUCKETS] += 1;
+    }
+}
+
+/// A value's place in the ranking, smaller first (the upper half of
+/// [`rank_key`]: larger value first, −0 as +0, NaN last).
+#[inline(always)]
+fn rank_of(v: f32) -> u32 {
+    (rank_key(v, 0) >> 32) as u32
+}
+
+/// The value of rank `rank` (+0 for zero's; NaN for the ranks no value
+/// has).
+fn value_of_rank(rank: u32) -> f32 {
+    let ascending = !rank;
+    f32::from_bits(if ascending & 0x8000_0000 != 0 {
+        ascending & 0x7fff_ffff
+    } else {
+        !ascending
+    })
 }
 
 /// The largest |v| of the values that are not NaN (0 for none), in 16
@@ -347,13 +641,23 @@ pub(super) fn key_index(key: u64) -> usize {
 
 /// Indices of the k best values in rank order: numpy's
 /// `np.lexsort((np.arange(n), -v))[:k]`, without sorting all n.
+#[cfg(test)]
+fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec<usize> {
+    let k = gather_best(values, k, keys);
+    let best = &mut keys[..k];
+    best.sort_unstable();
+    best.iter().map(|&key| key_index(key)).collect()
+}
+
+/// Leaves in `keys[..k]` the rank keys of the k best values, in no order,
+/// and returns k (at most the number of values).
 #[inline(always)]
-pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec<usize> {
+fn gather_best(values: &[f32], k: usize, keys: &mut Vec<u64>) -> usize {
     let k = k.min(values.len());
-    if k == 0 {
-        return Vec::new();
-    }
     keys.clear();
+    if k == 0 {
+        return 0;
+    }
     // A cheap threshold from a strided sample usually leaves only a few times
     // k survivors; every value at least as good as the threshold survives
     // (IEEE comparison: ties and −0/+0 included, NaN, which ranks last, not),
@@ -381,9 +685,7 @@ pub(super) fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec
     if k < keys.len() {
         keys.select_nth_unstable(k - 1);
     }
-    let best = &mut keys[..k];
-    best.sort_unstable();
-    best.iter().map(|&key| key_index(key)).collect()
+    k
 }
 
 /// Each content token's k best partners by its row of S', as unordered pairs
@@ -494,10 +796,15 @@ mod tests {
             .collect()
     }
 
+    /// The k best pair indices in rank order, and every weighted
+    /// candidate's pair index with its weight's bits.
+    type Selected = (Vec<usize>, Vec<(usize, u64)>);
+
     /// What the top-fraction rule makes of kept candidates: the k best as
     /// pair indices, and every weighted candidate with its weight.
-    fn selection(candidates: &Candidates, k: usize) -> (Vec<usize>, Vec<(usize, u64)>) {
-        let (best, rule) = candidates.strongest(k, &mut Vec::new());
+    fn selection(candidates: &Candidates, k: usize) -> Selected {
+        let (found, best, rule) = candidates.strongest(k, &mut Vec::new(), true);
+        assert_eq!(found, best.len());
         let rule = rule.expect("candidates");
         assert!(candidates.keeps_every_weighted(&rule));
         let mut weighted = Vec::new();
@@ -537,6 +844,182 @@ mod tests {
         }
     }
 
+    /// What the top-fraction rule makes of counted candidates, as
+    /// [`selection`] tells it, and how many times the rows were taken again.
+    fn counted_selection(
+        candidates: &Candidates,
+        rows: &[Vec<f32>],
+        k: usize,
+    ) -> (Selected, usize) {
+        assert!(candidates.counted());
+        let mut passes = 0;
+        let mut weighted = Vec::new();
+        let (best, rule) = candidates.select_counted(
+            k,
+            true,
+            |take| {
+                passes += 1;
+                rows.iter().for_each(|row| take(row));
+            },
+            |pair, weight| weighted.push((pair, weight.to_bits())),
+        );
+        assert!(rule.is_some());
+        ((best.expect("kept"), weighted), passes)
+    }
+
+    /// The seeded rows with a few values that rank apart: NaN, −0 and +0,
+    /// and (`extremes`) ±∞.
+    fn rows_with_specials(seed: u64, extremes: bool) -> Vec<Vec<f32>> {
+        let mut rows = rows_of_values(seed);
+        rows[3][0] = f32::NAN;
+        rows[5][1] = -0.0;
+        rows[9][2] = 0.0;
+        if extremes {
+            rows[11][0] = f32::INFINITY;
+            rows[12][0] = f32::NEG_INFINITY;
+        }
+        rows
+    }
+
+    /// Counting the candidates' ranks selects what keeping every one does,
+    /// to the bit: the k best in rank order and every weight (ties at a
+    /// plateau, NaN, −0 and ±∞ included), from two more passes, or three
+    /// where a band's edge falls in a bucket not counted to the bit.
+    #[test]
+    fn counting_selects_what_keeping_every_one_does() {
+        for (seed, k, extremes) in [
+            (1, 1, false),
+            (2, 80, false),
+            (3, 800, true),
+            (4, 8_000, false),
+            (5, 40_000, false),
+            (6, 79_000, true),
+            (7, 80_200, false),
+        ] {
+            let rows = rows_with_specials(seed, extremes);
+            let n = rows.iter().map(Vec::len).sum();
+            let mut all = Candidates::default();
+            all.begin(None, n);
+            let mut counted = Candidates::default();
+            counted.begin_counting(k, n);
+            for row in &rows {
+                all.add(row);
+                counted.add(row);
+            }
+            let (selected, passes) = counted_selection(&counted, &rows, k);
+            assert_eq!(selected, selection(&all, k), "k = {k}");
+            assert_eq!(passes, if extremes { 3 } else { 2 }, "k = {k}");
+            let (best, _) = counted.select_counted(
+                k,
+                false,
+                |take| rows.iter().for_each(|row| take(row)),
+                |_, _| (),
+            );
+            assert!(best.is_none());
+        }
+    }
+
+    /// A head whose band holds most of its candidates, more than a thread
+    /// keeps whole, is counted from the first letting go on, and selects
+    /// what keeping every one does.
+    #[test]
+    fn a_long_flat_head_is_counted() {
+        let mut state = 99u64;
+        // Values within a ten-thousandth of 1: the band (a thousandth of
+        // the largest) holds all of them.
+        let rows: Vec<Vec<f32>> = (0..600)
+            .map(|i| {
+                (0..600 - i)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        1.0 + ((state >> 40) % 100) as f32 * 1e-6
+                    })
+                    .collect()
+            })
+            .collect();
+        let n = rows.iter().map(Vec::len).sum();
+        let k = n / 100;
+        let mut all = Candidates::default();
+        all.begin(None, n);
+        let mut counted = Candidates {
+            kept_whole_at_most: n / 2,
+            ..Candidates::default()
+        };
+        counted.begin(Some(k), n);
+        for row in &rows {
+            all.add(row);
+            counted.add(row);
+        }
+        assert!(counted.values.is_empty());
+        let (selected, passes) = counted_selection(&counted, &rows, k);
+        assert_eq!(passes, 2);
+        let expected = selection(&all, k);
+        assert!(expected.1.len() > n / 2, "most candidates tie");
+        assert_eq!(selected, expected);
+    }
+
+    /// A band that widens after some candidates were let go (a large |S'|
+    /// comes late) crowds the room kept: the head is counted from then on,
+    /// and the selection tells the candidates let go before apart again,
+    /// taking them all a third time.
+    #[test]
+    fn a_band_widened_late_is_counted() {
+        let mut state = 5u64;
+        // Rising along the rows, so that later rows pass the floor and
+        // the kept ones are let go again and again.
+        let mut rows: Vec<Vec<f32>> = (0..1000)
+            .map(|i| {
+                (0..500)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        i as f32 / 100.0 + (state >> 40) as f32 / 16_777_216.0
+                    })
+                    .collect()
+            })
+            .collect();
+        // Its band, 2 wide, holds every candidate.
+        rows[700][3] = 1000.0;
+        let n = rows.iter().map(Vec::len).sum();
+        let k = 1000;
+        let mut all = Candidates::default();
+        all.begin(None, n);
+        let mut counted = Candidates::keeping_whole_at_most(n / 2);
+        counted.begin(Some(k), n);
+        for (i, row) in rows.iter().enumerate() {
+            all.add(row);
+            counted.add(row);
+            // Counted from the first letting go after it.
+            assert!(i >= 700 || !counted.counted(), "row {i}");
+        }
+        assert!(counted.counted());
+        assert!(counted.floor > f32::NEG_INFINITY, "some were let go");
+        let (selected, passes) = counted_selection(&counted, &rows, k);
+        assert_eq!(passes, 3);
+        assert_eq!(selected, selection(&all, k));
+    }
+
+    #[test]
+    fn value_of_rank_undoes_rank_of() {
+        for v in [
+            1.5f32,
+            -2.25,
+            0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -1e-40,
+        ] {
+            assert_eq!(value_of_rank(rank_of(v)).to_bits(), v.to_bits());
+        }
+        assert_eq!(value_of_rank(rank_of(-0.0)).to_bits(), 0.0f32.to_bits());
+        assert!(value_of_rank(rank_of(f32::NAN)).is_nan());
+        assert_eq!(rank_of(f32::NAN), u32::MAX);
+    }
+
     /// A largest |S'| that comes late and widens the band past what was let
     /// go is told, so that the head is taken again with every candidate.
     #[test]
@@ -549,8 +1032,8 @@ mod tests {
             strongest.add(row);
         }
         let rule = strongest
-            .strongest(100, &mut Vec::new())
-            .1
+            .strongest(100, &mut Vec::new(), false)
+            .2
             .expect("candidates");
         assert!(!strongest.keeps_every_weighted(&rule));
     }

@@ -28,9 +28,15 @@ pub(crate) struct BenchArgs {
     /// Model folder, GGUF file or Hugging Face id.
     #[arg(long)]
     pub(crate) model: String,
-    /// Input length in tokens, [CLS] and [SEP] included.
+    /// Input length in tokens, [CLS] and [SEP] included (with --text, at
+    /// most: the window ends at a sentence's end, as in `analyze`).
     #[arg(long, default_value_t = 128)]
     pub(crate) tokens: usize,
+    /// Real text instead of seeded random ids: its first window of at most
+    /// --tokens tokens (the figures cost more where real text repeats
+    /// words and ties).
+    #[arg(long, value_name = "FILE", conflicts_with = "corpus")]
+    pub(crate) text: Option<PathBuf>,
     /// Timed runs after one warm-up run.
     #[arg(long, default_value_t = 7)]
     pub(crate) runs: usize,
@@ -50,15 +56,24 @@ pub(crate) fn bench(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         Some(crate::corpus::find_text_files(&args.corpus)?)
     };
+    let text = match &args.text {
+        Some(path) => Some(crate::textfile::read_text_file(path)?.text),
+        None => None,
+    };
     let model = load_model(&args.model)?;
     let Some(plan) = plan else {
-        let report = run_bench(&model, args.tokens, args.runs, args.capture_memory_mb)?;
+        let sequence = match text {
+            Some(text) => text_window(&model, &text, args.tokens)?,
+            None => synthetic_sequence(&model, args.tokens),
+        };
+        let report = run_bench(&model, &sequence, args.runs, args.capture_memory_mb)?;
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     };
     let corpus = run_corpus_bench(&model, plan)?;
     let tokens = (corpus.tokens_per_window.round() as usize).clamp(2, model.max_tokens());
-    let encoder = run_bench(&model, tokens, args.runs, args.capture_memory_mb)?;
+    let sequence = synthetic_sequence(&model, tokens);
+    let encoder = run_bench(&model, &sequence, args.runs, args.capture_memory_mb)?;
     println!(
         "{}",
         serde_json::json!({
@@ -142,14 +157,26 @@ pub fn synthetic_sequence(model: &Model, tokens: usize) -> TokenSequence {
     sequence
 }
 
-/// One warm-up run, then `runs` timed runs, P and S kept or recomputed as
-/// `capture_memory_mb` decides.
+/// The first window of `text` of at most `tokens` tokens, as `analyze
+/// --max-tokens` cuts it.
+pub fn text_window(model: &Model, text: &str, tokens: usize) -> anyhow::Result<TokenSequence> {
+    let input = InputOptions {
+        max_tokens: Some(tokens),
+        ..InputOptions::default()
+    };
+    let built = pipeline::prepare_input(model, text, &input).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(built.tokens)
+}
+
+/// One warm-up run, then `runs` timed runs of `sequence`, P and S kept or
+/// recomputed as `capture_memory_mb` decides.
 pub fn run_bench(
     model: &Model,
-    tokens: usize,
+    sequence: &TokenSequence,
     runs: usize,
     capture_memory_mb: u64,
 ) -> anyhow::Result<BenchReport> {
+    let tokens = sequence.len();
     if tokens < 2 || tokens > model.max_tokens() {
         anyhow::bail!(
             "--tokens {tokens} is outside 2..={} for this model",
@@ -159,7 +186,6 @@ pub fn run_bench(
     if runs == 0 {
         anyhow::bail!("--runs must be at least 1");
     }
-    let sequence = synthetic_sequence(model, tokens);
     let options = AnalysisOptions::default();
     let mut totals = Vec::with_capacity(runs);
     let mut model_times = Vec::with_capacity(runs);
@@ -181,7 +207,7 @@ pub fn run_bench(
         let start = Instant::now();
         let (analysis, stages) = pipeline::capture_and_analyze(
             model,
-            &sequence,
+            sequence,
             mode,
             false,
             &options,
