@@ -6,10 +6,10 @@
 # scripts/fetch-smollm2-model.sh) and a Qwen2-0.5B-shaped one at 512 and
 # 2,048 tokens, the model part of four of them beside PyTorch's sgemm on
 # the same products (on real text, with the figures' share), SmolLM2's Q4_1
-# GGUF file (and any GGUF_FILES) beside llama.cpp's own prompt processing, a Llama-3-8B-shaped one in bfloat16
-# (time and peak memory alone), then the app's frame time and edit-to-grid time on the
-# BERT-base-shaped model (`cargo bench --bench ui`), and prints the README's
-# markdown tables.
+# GGUF file (and any GGUF_FILES) beside llama.cpp's own prompt processing,
+# a Llama-3-8B-shaped one in bfloat16 (time and peak memory alone), then
+# the app's frame time and edit-to-grid time on the BERT-base-shaped model
+# (`cargo bench --bench ui`), and prints the README's markdown tables.
 #
 #   scripts/bench.sh                      # needs the reference venv, see below
 #   SECTIONS="decoders" scripts/bench.sh  # some of: encoders decoders sgemm gguf llama3 app

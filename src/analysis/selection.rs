@@ -449,45 +449,22 @@ impl Candidates {
         let kth = f64::from(value_of_rank(kth_rank as u32));
         let epsilon = TIE_BAND * f64::from(self.largest);
         let place = |v: f32| TieRule::place(kth, epsilon, v);
-        let mut by_place = [0usize; 3];
         // The counts lack the candidates let go before counting began, all
         // below `floor`: told apart unless the band reaches below it.
-        let mut every_bucket_told = self.floor <= band_floor(kth, epsilon);
-        for (upper, &count) in counts.iter().enumerate() {
-            if !every_bucket_told {
-                break;
-            }
-            if count == 0 || upper == RANK_BUCKETS - 1 {
-                // The last bucket's ranks are NaN's alone: below, untied.
-                continue;
-            }
-            if near.contains(&upper) {
-                for rank in upper * RANK_BUCKETS..(upper + 1) * RANK_BUCKETS {
-                    by_place[place(value_of_rank(rank as u32)) as usize] +=
-                        counted_near(rank) as usize;
-                }
-                continue;
-            }
-            // The bucket's largest and smallest values, and a place rises
-            // with the value: one place for both is every one's.
-            let (high, low) = (
-                value_of_rank((upper * RANK_BUCKETS) as u32),
-                value_of_rank(((upper + 1) * RANK_BUCKETS - 1) as u32),
-            );
-            if high.is_nan() || low.is_nan() || place(high) != place(low) {
-                every_bucket_told = false;
-                break;
-            }
-            by_place[place(high) as usize] += count as usize;
-        }
-        if !every_bucket_told {
-            by_place = [0; 3];
+        let told = if self.floor <= band_floor(kth, epsilon) {
+            places_from_counts(counts, near.clone(), &counted_near, place)
+        } else {
+            None
+        };
+        let by_place = told.unwrap_or_else(|| {
+            let mut by_place = [0usize; 3];
             rows(&mut |row| {
                 for &v in row {
                     by_place[place(v) as usize] += 1;
                 }
             });
-        }
+            by_place
+        });
         let rule = TieRule::from_counts(
             kth,
             epsilon,
@@ -524,6 +501,41 @@ impl Candidates {
         });
         (best, Some(rule))
     }
+}
+
+/// How many counted candidates lie below, in and above the band (by
+/// [`Place`]): a bucket's count where its largest and smallest values have
+/// one place (a place rises with the value), rank by rank in the buckets
+/// `near` the k-th's (`counted_near` of a rank); `None` where an edge of
+/// the band falls in a bucket counted only whole.
+fn places_from_counts(
+    counts: &[u32],
+    near: std::ops::Range<usize>,
+    counted_near: &impl Fn(usize) -> u32,
+    place: impl Fn(f32) -> Place,
+) -> Option<[usize; 3]> {
+    let mut by_place = [0usize; 3];
+    for (upper, &count) in counts.iter().enumerate() {
+        if count == 0 || upper == RANK_BUCKETS - 1 {
+            // The last bucket's ranks are NaN's alone: below, untied.
+            continue;
+        }
+        if near.contains(&upper) {
+            for rank in upper * RANK_BUCKETS..(upper + 1) * RANK_BUCKETS {
+                by_place[place(value_of_rank(rank as u32)) as usize] += counted_near(rank) as usize;
+            }
+            continue;
+        }
+        let (high, low) = (
+            value_of_rank((upper * RANK_BUCKETS) as u32),
+            value_of_rank(((upper + 1) * RANK_BUCKETS - 1) as u32),
+        );
+        if high.is_nan() || low.is_nan() || place(high) != place(low) {
+            return None;
+        }
+        by_place[place(high) as usize] += count as usize;
+    }
+    Some(by_place)
 }
 
 /// Counts each value's rank in its bucket.
@@ -639,18 +651,10 @@ pub(super) fn key_index(key: u64) -> usize {
     (key & 0xffff_ffff) as usize
 }
 
-/// Indices of the k best values in rank order: numpy's
-/// `np.lexsort((np.arange(n), -v))[:k]`, without sorting all n.
-#[cfg(test)]
-fn top_fraction(values: &[f32], k: usize, keys: &mut Vec<u64>) -> Vec<usize> {
-    let k = gather_best(values, k, keys);
-    let best = &mut keys[..k];
-    best.sort_unstable();
-    best.iter().map(|&key| key_index(key)).collect()
-}
-
 /// Leaves in `keys[..k]` the rank keys of the k best values, in no order,
-/// and returns k (at most the number of values).
+/// and returns k (at most the number of values); sorted, they are the
+/// indices numpy's `np.lexsort((np.arange(n), -v))[:k]` gives, without
+/// sorting all n.
 #[inline(always)]
 fn gather_best(values: &[f32], k: usize, keys: &mut Vec<u64>) -> usize {
     let k = k.min(values.len());
@@ -1120,7 +1124,7 @@ mod tests {
     }
 
     #[test]
-    fn top_fraction_matches_full_sort_with_ties() {
+    fn the_k_best_match_full_sort_with_ties() {
         // Quantised values make many ties, across the sampling threshold too.
         let mut state = 12345u64;
         let values: Vec<f32> = (0..100_000)
@@ -1133,12 +1137,13 @@ mod tests {
             .collect();
         let mut all: Vec<usize> = (0..values.len()).collect();
         all.sort_by(|&a, &b| values[b].partial_cmp(&values[a]).unwrap().then(a.cmp(&b)));
+        let mut candidates = Candidates::default();
+        candidates.begin(None, values.len());
+        candidates.add(&values);
         for k in [1, 7, 1000, 5000, 60_000, 100_000] {
-            assert_eq!(
-                top_fraction(&values, k, &mut Vec::new()),
-                all[..k].to_vec(),
-                "k = {k}"
-            );
+            let (found, best, _) = candidates.strongest(k, &mut Vec::new(), true);
+            assert_eq!(found, k);
+            assert_eq!(best, all[..k].to_vec(), "k = {k}");
         }
     }
 

@@ -33,8 +33,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 128)]
     pub(crate) tokens: usize,
     /// Real text instead of seeded random ids: its first window of at most
-    /// --tokens tokens (the figures cost more where real text repeats
-    /// words and ties).
+    /// --tokens tokens (real text repeats words and makes ties, which the
+    /// figures' time may feel).
     #[arg(long, value_name = "FILE", conflicts_with = "corpus")]
     pub(crate) text: Option<PathBuf>,
     /// Timed runs after one warm-up run.
