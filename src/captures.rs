@@ -30,6 +30,9 @@ pub struct Captures {
     pub tokens: usize,
     pub head_dim: usize,
     pub attentions: Vec<f32>,
+    /// Empty where a long pass put O on disk
+    /// ([`AttentionInputs::outputs_on_disk`]): read a head's through
+    /// [`Captures::head_output`].
     pub head_outputs: Vec<f32>,
     pub similarity: Vec<f32>,
     /// L×H×T: per head, the size of what each token's value writes
@@ -66,6 +69,10 @@ pub struct AttentionInputs {
     pub kv_heads: usize,
     /// One per layer.
     pub rules: Vec<ScoreRule>,
+    /// Every head's outputs O (L×H×T×d) where a long pass put them on
+    /// disk ([`VectorStore`]), `Captures::head_outputs` then empty: S is
+    /// made from them a head at a time. `None` where they are in memory.
+    pub outputs_on_disk: Option<VectorStore>,
 }
 
 /// One head's S = O·Oᵀ, read a block of rows at a time: kept whole, or made
@@ -239,7 +246,7 @@ impl Captures {
             return Cow::Borrowed(&self.similarity[self.square(&self.similarity, id)]);
         }
         let mut similarity = vec![0.0f32; self.tokens * self.tokens];
-        context_similarity(self.head_output(id), self.head_dim, &mut similarity);
+        context_similarity(&self.head_output(id), self.head_dim, &mut similarity);
         Cow::Owned(similarity)
     }
 
@@ -261,7 +268,7 @@ impl Captures {
             rows.len() * width,
             "block must be rows × columns"
         );
-        match self.head_similarity(id) {
+        self.with_head_similarity(id, |similarity| match similarity {
             HeadSimilarity::Outputs(outputs, d) => similarity_rows(
                 &outputs[rows.start * d..rows.end * d],
                 &outputs[columns.start * d..columns.end * d],
@@ -273,7 +280,7 @@ impl Captures {
                     out.copy_from_slice(&square[i * t + columns.start..i * t + columns.end]);
                 }
             }
-        }
+        })
     }
 
     /// Row `query` of the head's attention P: its attention to every key.
@@ -296,15 +303,57 @@ impl Captures {
         }
     }
 
-    /// The head's S as the analysis reads it a block at a time: made from
-    /// O where the captures hold it, else the kept S.
-    pub fn head_similarity(&self, id: HeadId) -> HeadSimilarity<'_> {
-        let (t, d) = (self.tokens, self.head_dim);
-        if d > 0 && self.head_outputs.len() == self.layers * self.heads * t * d {
-            HeadSimilarity::Outputs(self.head_output(id), d)
+    /// `read` of the head's S as the analysis reads it a block at a time:
+    /// made from O where the captures hold it (read from disk for the call
+    /// where a long pass put it there), else the kept S.
+    pub fn with_head_similarity<R>(&self, id: HeadId, read: impl FnOnce(HeadSimilarity) -> R) -> R {
+        if self.has_head_outputs() {
+            read(HeadSimilarity::Outputs(
+                &self.head_output(id),
+                self.head_dim,
+            ))
         } else {
-            HeadSimilarity::Stored(&self.similarity[self.square(&self.similarity, id)])
+            read(HeadSimilarity::Stored(
+                &self.similarity[self.square(&self.similarity, id)],
+            ))
         }
+    }
+
+    /// Whether the captures hold every head's outputs O, in memory or on
+    /// disk.
+    pub fn has_head_outputs(&self) -> bool {
+        let (t, d) = (self.tokens, self.head_dim);
+        d > 0
+            && (self.head_outputs.len() == self.layers * self.heads * t * d
+                || self.outputs_on_disk().is_some())
+    }
+
+    /// Every head's outputs O read into memory, and nothing else: what S is
+    /// made from, for a reader of every head's S in small pieces (the
+    /// layer correlation grid) where a long pass put O on disk, once the
+    /// pass's own buffers are gone (2.8 GB at 32,768 tokens on a 24 × 14
+    /// model, where that grid reads each head's S in 8,256 tiles). `None`
+    /// where O is not on disk.
+    pub fn outputs_read_in(&self) -> Option<Captures> {
+        let store = self.outputs_on_disk()?;
+        Some(Captures {
+            layers: self.layers,
+            heads: self.heads,
+            tokens: self.tokens,
+            head_dim: self.head_dim,
+            head_outputs: store.read(0..store.len()).into_owned(),
+            ..Captures::default()
+        })
+    }
+
+    /// Whether a long pass put every head's outputs O on disk (a head's
+    /// read costs a copy: a reader of many rectangles keeps it).
+    pub fn has_outputs_on_disk(&self) -> bool {
+        self.outputs_on_disk().is_some()
+    }
+
+    fn outputs_on_disk(&self) -> Option<&VectorStore> {
+        self.recompute.as_ref()?.outputs_on_disk.as_ref()
     }
 
     /// Row `token` of the head's similarity S: its output vector's dot
@@ -317,6 +366,7 @@ impl Captures {
         }
         let d = self.head_dim;
         let outputs = self.head_output(id);
+        let outputs = &outputs[..];
         let mut row = vec![0.0f32; t];
         similarity_rows(&outputs[token * d..(token + 1) * d], outputs, d, &mut row);
         row
@@ -349,11 +399,15 @@ impl Captures {
         attention
     }
 
-    /// The head's T×d output vectors, row i = token i.
-    pub fn head_output(&self, id: HeadId) -> &[f32] {
+    /// The head's T×d output vectors, row i = token i: read from disk
+    /// where a long pass put them there.
+    pub fn head_output(&self, id: HeadId) -> Cow<'_, [f32]> {
         let size = self.tokens * self.head_dim;
         let start = (id.layer * self.heads + id.head) * size;
-        &self.head_outputs[start..start + size]
+        match self.outputs_on_disk() {
+            Some(store) => store.read(start..start + size),
+            None => Cow::Borrowed(&self.head_outputs[start..start + size]),
+        }
     }
 
     /// Every head in layer-major order.

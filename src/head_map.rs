@@ -17,7 +17,7 @@
 //! thread in row order, so the figures do not depend on the thread count.
 
 use crate::analysis::{SimilarityTransform, SimilarityVariant};
-use crate::captures::{value_weight_row, Captures, HeadId};
+use crate::captures::{value_weight_row, Captures, HeadId, HeadSimilarity};
 use crate::kernels::attention::ROW_BLOCK;
 use std::ops::Range;
 use std::sync::Arc;
@@ -86,8 +86,13 @@ pub struct HeadMatrix {
 enum Source {
     /// P, or N′ where `weighted`.
     Attention { weighted: bool },
-    /// S, after the variant where there is one (raw S as it is).
-    Similarity(Option<Arc<SimilarityTransform>>),
+    /// S, after the variant where there is one (raw S as it is), with the
+    /// head's outputs O where a long pass put them on disk: read once, not
+    /// for each rectangle.
+    Similarity {
+        transform: Option<Arc<SimilarityTransform>>,
+        outputs: Option<Arc<[f32]>>,
+    },
     /// The captures do not hold it (a capture file without P, or
     /// without value norms): every cell without a value.
     Missing,
@@ -104,10 +109,16 @@ impl HeadMatrix {
                 Source::Attention { weighted: true }
             }
             MapMatrix::Attention | MapMatrix::ValueWeighted => Source::Missing,
-            MapMatrix::Similarity(SimilarityVariant::Raw) => Source::Similarity(None),
-            MapMatrix::Similarity(variant) => Source::Similarity(Some(Arc::new(
-                SimilarityTransform::new(captures.head_similarity(head), captures.tokens, variant),
-            ))),
+            MapMatrix::Similarity(variant) => {
+                let outputs = (captures.has_outputs_on_disk())
+                    .then(|| Arc::from(captures.head_output(head).into_owned()));
+                let transform = (variant != SimilarityVariant::Raw).then(|| {
+                    Arc::new(with_similarity(captures, head, outputs.as_deref(), |s| {
+                        SimilarityTransform::new(s, captures.tokens, variant)
+                    }))
+                });
+                Source::Similarity { transform, outputs }
+            }
         };
         Self {
             head,
@@ -157,22 +168,23 @@ impl HeadMatrix {
                     }
                 }
             }
-            Source::Similarity(transform) => {
-                let similarity = captures.head_similarity(self.head);
-                let per_block = similarity.rows_per_block(t);
-                let mut buffer = Vec::new();
-                for (first, range) in whole_blocks(rows.clone(), per_block, t) {
-                    let block = similarity.block(first / per_block, t, &mut buffer);
-                    debug_assert_eq!(block.len(), range.len() * t);
-                    for i in rows.start.max(first)..rows.end.min(first + per_block) {
-                        let row =
-                            &block[(i - first) * t + columns.start..(i - first) * t + columns.end];
-                        match transform {
-                            None => out.extend_from_slice(row),
-                            Some(transform) => transform.extend(i, columns.clone(), row, out),
+            Source::Similarity { transform, outputs } => {
+                with_similarity(captures, self.head, outputs.as_deref(), |similarity| {
+                    let per_block = similarity.rows_per_block(t);
+                    let mut buffer = Vec::new();
+                    for (first, range) in whole_blocks(rows.clone(), per_block, t) {
+                        let block = similarity.block(first / per_block, t, &mut buffer);
+                        debug_assert_eq!(block.len(), range.len() * t);
+                        for i in rows.start.max(first)..rows.end.min(first + per_block) {
+                            let row = &block
+                                [(i - first) * t + columns.start..(i - first) * t + columns.end];
+                            match transform {
+                                None => out.extend_from_slice(row),
+                                Some(transform) => transform.extend(i, columns.clone(), row, out),
+                            }
                         }
                     }
-                }
+                })
             }
         }
         if self.causal {
@@ -189,6 +201,20 @@ impl HeadMatrix {
         let mut out = Vec::with_capacity(1);
         self.read(captures, row..row + 1, column..column + 1, &mut out);
         out.first().copied().unwrap_or(f32::NAN)
+    }
+}
+
+/// `read` of the head's S: made from `outputs` where given, else as the
+/// captures hold it.
+fn with_similarity<R>(
+    captures: &Captures,
+    head: HeadId,
+    outputs: Option<&[f32]>,
+    read: impl FnOnce(HeadSimilarity) -> R,
+) -> R {
+    match outputs {
+        Some(outputs) => read(HeadSimilarity::Outputs(outputs, captures.head_dim)),
+        None => captures.with_head_similarity(head, read),
     }
 }
 

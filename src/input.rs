@@ -165,6 +165,10 @@ pub struct BuiltInput {
     /// (when they would not fit the memory limit).
     #[serde(default)]
     pub captures: CaptureMode,
+    /// Bytes of the run's captures kept in a scratch file on disk (a long
+    /// recomputed run's outputs O and queries), 0 where none.
+    #[serde(default)]
+    pub scratch_bytes: u64,
     /// Whether the run keeps the residual stream after each layer (a
     /// decoder's, for its logit lens, where asked and where it fits).
     #[serde(default)]
@@ -174,7 +178,7 @@ pub struct BuiltInput {
 /// Why a long input's heads show after a pause: said in the window and on
 /// stderr.
 pub const RECOMPUTED_NOTE: &str = "every head's attention P and similarity S \
-    would not fit the capture memory limit together: the figures were computed \
+    would not fit the capture memory limit together: the figures are computed \
     layer by layer during the pass, and P and S are recomputed for each head a \
     view or an export shows (raise Memory limit in the settings, or \
     --capture-memory-mb, to keep them)";
@@ -199,6 +203,18 @@ impl BuiltInput {
             Some(next) => next.sentence.saturating_sub(1).max(self.first_sentence),
             None => self.sentence_spans.len().saturating_sub(1),
         }
+    }
+
+    /// Where a long run keeps captures on disk, a note saying how much.
+    pub fn scratch_note(&self) -> Option<String> {
+        (self.scratch_bytes > 0).then(|| {
+            format!(
+                "every head's outputs O and queries ({:.1} GB) are kept in a scratch \
+                 file in headscope's cache folder while the run is open, not in memory \
+                 ($HEADSCOPE_SCRATCH_FROM_MB sets the size from which they are)",
+                self.scratch_bytes as f64 / 1e9
+            )
+        })
     }
 
     /// A warning for stderr or the status bar when something was left out.

@@ -117,7 +117,9 @@ pub fn token_limit(model: &Model, input: &InputOptions) -> TokenLimit {
     let mb = input.capture_memory_mb.unwrap_or(DEFAULT_CAPTURE_MEMORY_MB);
     let budget = capture_budget(input);
     if capture_mode_within(model, limit.tokens, budget).is_none() {
-        // The captures grow with T, so a bisection finds the largest T.
+        // The captures grow with T, so a bisection finds the largest T
+        // (but for the step where O and the queries go to disk, past which
+        // more fits: a bisection may stop below it, never past what fits).
         let (mut fits, mut too_many) = (0, limit.tokens);
         while too_many - fits > 1 {
             let middle = (fits + too_many) / 2;
@@ -378,6 +380,10 @@ pub fn fit_window(
 ) -> BuiltInput {
     built.limit = limit;
     built.captures = capture_mode(model, built.tokens.len(), input).unwrap_or(CaptureMode::Stored);
+    built.scratch_bytes = match built.captures {
+        CaptureMode::Recomputed => model.scratch_bytes(built.tokens.len()),
+        CaptureMode::Stored => 0,
+    };
     built.keeps_residuals = input.keep_residuals && model.keeps_residuals(built.tokens.len());
     built
 }
@@ -594,8 +600,21 @@ pub fn run(
     options: &AnalysisOptions,
     watch: &dyn RunWatch,
 ) -> Result<RunOutput, RunError> {
+    run_telling_window(model, text, input, options, watch, |_| {})
+}
+
+/// [`run`], telling `window` of the input it takes before the pass.
+pub fn run_telling_window(
+    model: &Model,
+    text: &str,
+    input: &InputOptions,
+    options: &AnalysisOptions,
+    watch: &dyn RunWatch,
+    window: impl FnOnce(&BuiltInput),
+) -> Result<RunOutput, RunError> {
     let start = Instant::now();
     let built = prepare_input(model, text, input)?;
+    window(&built);
     let input_ms = ms_since(start);
     let mut output = run_prepared(model, built, options, watch)?;
     output.timings.input_ms = input_ms;

@@ -4,8 +4,8 @@
 //! the process's memory.
 //!
 //! Every head's queries at 32,768 tokens on a 24-layer × 14-head model
-//! are 2.8 GB, read back one head at a time (8 MB) when a view recomputes
-//! that head's P. The file is made with no name in headscope's cache
+//! are 2.8 GB, and so are their outputs O, read back one head at a time
+//! (8 MB) when a view recomputes that head's P or S. The file is made with no name in headscope's cache
 //! folder (not `/tmp`, which may be memory) and vanishes with the process;
 //! the operating system's page cache keeps it in memory while there is
 //! room, outside the process's own.
@@ -17,8 +17,18 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Arrays larger than this go to disk (where a scratch file can be made).
+/// Arrays larger than this go to disk (where a scratch file can be made),
+/// unless `$HEADSCOPE_SCRATCH_FROM_MB` says otherwise ([`on_disk_from_bytes`]).
 pub const ON_DISK_FROM_BYTES: usize = 256 << 20;
+
+/// The size past which an array goes to disk: `$HEADSCOPE_SCRATCH_FROM_MB`
+/// megabytes where set (0: every long pass's), else [`ON_DISK_FROM_BYTES`].
+pub fn on_disk_from_bytes() -> usize {
+    std::env::var("HEADSCOPE_SCRATCH_FROM_MB")
+        .ok()
+        .and_then(|mb| mb.trim().parse::<usize>().ok())
+        .map_or(ON_DISK_FROM_BYTES, |mb| mb.saturating_mul(1 << 20))
+}
 
 /// The array, `len` values.
 #[derive(Debug, Clone, Default)]
@@ -30,10 +40,10 @@ pub struct VectorStore {
 }
 
 impl VectorStore {
-    /// `len` zeros: in memory up to [`ON_DISK_FROM_BYTES`], else in a
+    /// `len` zeros: in memory up to [`on_disk_from_bytes`], else in a
     /// scratch file in `folder` (or in memory if none can be made there).
     pub fn zeros(len: usize, folder: &Path) -> Self {
-        if len * 4 > ON_DISK_FROM_BYTES {
+        if len * 4 > on_disk_from_bytes() {
             if let Some(file) = scratch_file(folder, len) {
                 return Self {
                     len,
@@ -56,6 +66,14 @@ impl VectorStore {
     /// Whether the values are in a scratch file rather than in memory.
     pub fn is_on_disk(&self) -> bool {
         self.file.is_some()
+    }
+
+    /// The values themselves where they are in memory; else the store.
+    pub fn into_memory(self) -> Result<Vec<f32>, Self> {
+        match self.file {
+            None => Ok(self.memory),
+            Some(_) => Err(self),
+        }
     }
 
     /// Writes `values` from index `at`. Panics past the end or when the
@@ -141,5 +159,7 @@ mod tests {
         assert!(!small.is_on_disk());
         small.write(2, &[1.0, 2.0]);
         assert_eq!(small.read(1..4).as_ref(), &[0.0, 1.0, 2.0]);
+        assert_eq!(small.into_memory().unwrap()[..4], [0.0, 0.0, 1.0, 2.0]);
+        assert!(store.into_memory().is_err());
     }
 }

@@ -298,7 +298,8 @@ enum Command {
     Predict(predictions::PredictionJob),
     Probe(probe::ProbeJob),
     Ablate(ablation::AblationJob),
-    AblatedRun(ablation::AblatedRunJob),
+    /// Boxed: it holds a whole input, three times the others' size.
+    AblatedRun(Box<ablation::AblatedRunJob>),
     Importance(ablation::ImportanceJob),
     #[cfg(feature = "test-hooks")]
     Hook(test_hooks::Hook),

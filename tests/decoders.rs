@@ -577,7 +577,9 @@ fn long_inputs_made_in_blocks_equal_kept_ones() {
 
 /// `headscope analyze` on an input whose P and S would not fit the memory
 /// limit says on stderr that they are recomputed, and writes the same
-/// figures and (to float rounding) the same `.npz` as a run that kept them.
+/// figures and (to float rounding) the same `.npz` as a run that kept them;
+/// with O and the queries in a scratch file on disk (as past 256 MB), the
+/// same bits again.
 #[test]
 fn analyze_recomputes_what_does_not_fit() {
     use headscope::npz::read_captures_npz;
@@ -587,7 +589,7 @@ fn analyze_recomputes_what_does_not_fit() {
         // take 1.06 MB, what recomputes them 0.94 MB.
         let long = dir.path().join(format!("{name}.txt"));
         std::fs::write(&long, "She.\n".repeat(80)).unwrap();
-        let run = |limit: Option<&str>, stem: &str| {
+        let run = |limit: Option<&str>, stem: &str, scratch_from_mb: Option<&str>| {
             let (json, npz) = (
                 dir.path().join(format!("{stem}.json")),
                 dir.path().join(format!("{stem}.npz")),
@@ -598,6 +600,9 @@ fn analyze_recomputes_what_does_not_fit() {
                 .arg(family_fixture(name));
             if let Some(mb) = limit {
                 command.args(["--capture-memory-mb", mb]);
+            }
+            if let Some(mb) = scratch_from_mb {
+                command.env("HEADSCOPE_SCRATCH_FROM_MB", mb);
             }
             command
                 .arg("--json")
@@ -611,8 +616,8 @@ fn analyze_recomputes_what_does_not_fit() {
             let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
             (json, read_captures_npz(&npz).unwrap().1, stderr)
         };
-        let (kept_json, kept, kept_stderr) = run(None, &format!("{name}-kept"));
-        let (json, recomputed, stderr) = run(Some("1"), &format!("{name}-recomputed"));
+        let (kept_json, kept, kept_stderr) = run(None, &format!("{name}-kept"), None);
+        let (json, recomputed, stderr) = run(Some("1"), &format!("{name}-recomputed"), None);
         assert_eq!(kept_json["tokens"], 127, "{name}");
         assert!(!kept_stderr.contains("recomputed"), "{name}: {kept_stderr}");
         assert!(
@@ -623,6 +628,16 @@ fn analyze_recomputes_what_does_not_fit() {
         assert_close("P", &recomputed.attentions, &kept.attentions, 1e-6);
         assert_close("S", &recomputed.similarity, &kept.similarity, 1e-6);
         assert_eq!(recomputed.head_outputs, kept.head_outputs, "{name}");
+        assert!(!stderr.contains("scratch file"), "{name}: {stderr}");
+        let (scratch_json, on_disk, scratch_stderr) =
+            run(Some("1"), &format!("{name}-scratch"), Some("0"));
+        assert!(
+            scratch_stderr.contains("outputs O and queries (")
+                && scratch_stderr.contains("are kept in a scratch file"),
+            "{name}: {scratch_stderr}"
+        );
+        assert_eq!(scratch_json, json, "{name}: the figures, O on disk");
+        assert_eq!(on_disk, recomputed, "{name}: the arrays, O on disk");
 
         // `compare` says it of each model's window.
         let model = family_fixture(name);

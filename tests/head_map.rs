@@ -2,10 +2,14 @@
 //! matrix it stands for: on a causal decoder (grouped-query Llama) and a
 //! bidirectional encoder (ModernBERT) past two of the attention core's
 //! row blocks, P, N′ and S in three variants, from captures that kept
-//! every P and S and from captures that recompute them: a cell-level tile
-//! holds the matrix's own entries (the same bits, masked cells NaN), every
-//! block of every level holds the max and the mean of its cells, and the
+//! every P and S and from captures that recompute them (with O in memory
+//! or, as past 256 MB, in a scratch file on disk): a cell-level tile holds
+//! the matrix's own entries (the same bits, masked cells NaN), every block
+//! of every level holds the max and the mean of its cells, and the
 //! overview is the same at 1 and 2 threads.
+//!
+//! The test sets `$HEADSCOPE_SCRATCH_FROM_MB` for one run: it is this
+//! binary's only test, so no other reads the variable meanwhile.
 
 mod common;
 
@@ -153,9 +157,17 @@ fn check_head(captures: &Captures, head: HeadId, matrix: MapMatrix, causal: bool
 fn maps_at_every_zoom_hold_the_full_matrix() {
     for (name, causal) in [("llama", true), ("modernbert", false)] {
         let (_dir, model, tokens) = long_family_input(name);
-        for mode in [CaptureMode::Stored, CaptureMode::Recomputed] {
+        let mut in_memory: Option<(Captures, String)> = None;
+        for (mode, on_disk) in [
+            (CaptureMode::Stored, false),
+            (CaptureMode::Recomputed, false),
+            (CaptureMode::Recomputed, true),
+        ] {
+            if on_disk {
+                std::env::set_var("HEADSCOPE_SCRATCH_FROM_MB", "0");
+            }
             let mut captures = Captures::default();
-            headscope::pipeline::capture_and_analyze(
+            let (analysis, _) = headscope::pipeline::capture_and_analyze(
                 &model,
                 &tokens,
                 mode,
@@ -165,11 +177,31 @@ fn maps_at_every_zoom_hold_the_full_matrix() {
                 &|| false,
             )
             .unwrap();
+            std::env::remove_var("HEADSCOPE_SCRATCH_FROM_MB");
             assert_eq!(
                 captures.stores_squares(),
                 mode == CaptureMode::Stored,
                 "{name}"
             );
+            assert_eq!(captures.has_outputs_on_disk(), on_disk, "{name}");
+            // O read back from disk, and the figures made from it (the
+            // layer correlation grid reads it back whole), are those of
+            // the run that kept O in memory.
+            let figures = serde_json::to_string(&analysis).unwrap();
+            if mode == CaptureMode::Recomputed && !on_disk {
+                in_memory = Some((captures.clone(), figures.clone()));
+            }
+            if on_disk {
+                let (kept, kept_figures) = in_memory.as_ref().unwrap();
+                assert_eq!(&figures, kept_figures, "{name}: the figures");
+                for id in kept.head_ids() {
+                    assert_eq!(
+                        captures.head_output(id),
+                        kept.head_output(id),
+                        "{name} {id}"
+                    );
+                }
+            }
             let head = HeadId::new(captures.layers - 1, captures.heads - 1);
             for matrix in [
                 MapMatrix::Attention,
@@ -183,7 +215,7 @@ fn maps_at_every_zoom_hold_the_full_matrix() {
                     head,
                     matrix,
                     causal,
-                    &format!("{name} {mode:?} {matrix:?}"),
+                    &format!("{name} {mode:?} on disk {on_disk} {matrix:?}"),
                 );
             }
         }

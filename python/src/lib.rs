@@ -76,7 +76,8 @@ impl Run {
 
     /// L×H×T×d head outputs, float32 little-endian.
     fn head_outputs<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        float_bytes(py, &self.output.captures.head_outputs)
+        let c = &self.output.captures;
+        per_head(py, c, c.tokens * c.head_dim, |id| c.head_output(id))
     }
 
     /// L×H×T value norms ‖v_j W_O^h‖ (ANALYSIS.md §9), float32
@@ -122,11 +123,22 @@ fn squares<'py, 'c>(
     captures: &'c Captures,
     square: impl Fn(HeadId) -> Cow<'c, [f32]>,
 ) -> Bound<'py, PyBytes> {
-    let size = captures.tokens * captures.tokens * 4;
+    per_head(py, captures, captures.tokens * captures.tokens, square)
+}
+
+/// Every head's `values` values in layer-major order, one head at a time
+/// (a long run recomputes P and S per head and reads O from disk).
+fn per_head<'py, 'c>(
+    py: Python<'py>,
+    captures: &'c Captures,
+    values: usize,
+    head: impl Fn(HeadId) -> Cow<'c, [f32]>,
+) -> Bound<'py, PyBytes> {
+    let size = values * 4;
     let heads: Vec<HeadId> = captures.head_ids().collect();
     PyBytes::new_with(py, heads.len() * size, |out| {
         for (part, &id) in out.chunks_exact_mut(size.max(1)).zip(&heads) {
-            for (chunk, v) in part.chunks_exact_mut(4).zip(square(id).iter()) {
+            for (chunk, v) in part.chunks_exact_mut(4).zip(head(id).iter()) {
                 chunk.copy_from_slice(&v.to_le_bytes());
             }
         }

@@ -84,6 +84,8 @@ pub(super) fn correlation_matrix(
     if n < 2 || l == 0 {
         return grid;
     }
+    let read_in = captures.outputs_read_in();
+    let captures = read_in.as_ref().unwrap_or(captures);
     let tiles = tiles(doc);
     let pool: Mutex<Vec<TileScratch>> = Mutex::new(Vec::new());
     let per_tile = crate::threads::map_indices(tiles.len(), crate::threads::total(), |tile| {

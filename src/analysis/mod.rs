@@ -312,10 +312,11 @@ pub fn head_selected_pairs(
 ) -> SelectedPairs {
     let mut doc = Document::new(tokens, options);
     doc.pairs_kept_at_most = usize::MAX;
-    let similarity = captures.head_similarity(head);
-    analyse_head(&doc, None, similarity, &mut Scratch::default())
-        .figures
-        .selected_pairs
+    captures.with_head_similarity(head, |similarity| {
+        analyse_head(&doc, None, similarity, &mut Scratch::default())
+            .figures
+            .selected_pairs
+    })
 }
 
 /// One head's analysis under way ([`LayerAnalyser::begin_head`]).

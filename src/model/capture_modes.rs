@@ -65,13 +65,15 @@ impl LayerSink for KeepAll<'_> {
     }
 }
 
-/// Keeps every layer's O and the queries and keys P is made from, and
-/// where asked the residual stream; hands each layer's captures to
+/// Keeps every layer's O and the queries and keys P is made from (O and
+/// the queries on disk when long: [`VectorStore`]), and where asked the
+/// residual stream; hands each layer's captures to
 /// `on_layer` first (without P and S on the tuned CPU pass, which hands
 /// each head's to the head observer alone).
 pub(super) struct Recomputable<'a> {
     on_layer: &'a mut dyn FnMut(usize, &LayerCaptures),
     captures: Captures,
+    outputs: VectorStore,
     queries: VectorStore,
     keys: Vec<f32>,
     kv_heads: usize,
@@ -88,6 +90,7 @@ impl<'a> Recomputable<'a> {
     ) -> Self {
         let vectors = heads * tokens * head_dim;
         let kv_vectors = kv_heads * tokens * head_dim;
+        let scratch = super::cache_dir().join("scratch");
         Self {
             on_layer,
             captures: Captures {
@@ -95,12 +98,12 @@ impl<'a> Recomputable<'a> {
                 heads,
                 tokens,
                 head_dim,
-                head_outputs: vec![0.0; layers * vectors],
                 value_norms: vec![0.0; layers * heads * tokens],
                 residuals: Vec::with_capacity(residuals),
                 ..Captures::default()
             },
-            queries: VectorStore::zeros(layers * vectors, &super::cache_dir().join("scratch")),
+            outputs: VectorStore::zeros(layers * vectors, &scratch),
+            queries: VectorStore::zeros(layers * vectors, &scratch),
             keys: vec![0.0; layers * kv_vectors],
             kv_heads,
             residual_values: residuals,
@@ -109,12 +112,18 @@ impl<'a> Recomputable<'a> {
 
     /// The captures, with what recomputes P under `rules` (each layer's).
     pub(super) fn into_captures(self, rules: Vec<ScoreRule>) -> Captures {
+        let (head_outputs, outputs_on_disk) = match self.outputs.into_memory() {
+            Ok(outputs) => (outputs, None),
+            Err(on_disk) => (Vec::new(), Some(on_disk)),
+        };
         Captures {
+            head_outputs,
             recompute: Some(Box::new(AttentionInputs {
                 queries: self.queries,
                 keys: self.keys,
                 kv_heads: self.kv_heads,
                 rules,
+                outputs_on_disk,
             })),
             ..self.captures
         }
@@ -134,7 +143,7 @@ impl LayerSink for Recomputable<'_> {
         let kv_vectors = self.kv_heads * captures.tokens * captures.head_dim;
         let at = |size: usize| index * size..(index + 1) * size;
         let norms = captures.heads * captures.tokens;
-        self.captures.head_outputs[at(vectors)].copy_from_slice(layer.head_outputs);
+        self.outputs.write(index * vectors, layer.head_outputs);
         self.captures.value_norms[at(norms)].copy_from_slice(layer.value_norms);
         self.queries.write(index * vectors, layer.queries);
         self.keys[at(kv_vectors)].copy_from_slice(layer.keys);

@@ -53,7 +53,7 @@ pub mod weight;
 use crate::captures::Captures;
 use crate::kernels::attention::ROW_BLOCK;
 use crate::tokens::SpecialTokens;
-use crate::vector_store::ON_DISK_FROM_BYTES;
+use crate::vector_store::on_disk_from_bytes;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
@@ -308,9 +308,9 @@ impl Model {
     }
 
     /// Bytes a `tokens`-token input takes when P and S are not kept but
-    /// recomputed per head ([`Model::capture_recomputable`]): O and the keys
-    /// of every head, and its queries where they stay in memory (past
-    /// [`ON_DISK_FROM_BYTES`] they go to a scratch file on disk); and what
+    /// recomputed per head ([`Model::capture_recomputable`]): the keys of
+    /// every head, and its outputs O and queries where they stay in memory
+    /// (else they go to a scratch file: [`Model::scratch_bytes`]); and what
     /// the pass holds while it makes them: on the tuned CPU pass, which
     /// makes each head a block of rows at a time, each thread's blocks and
     /// the candidates of the top-fraction rule it keeps (counted for
@@ -325,13 +325,12 @@ impl Model {
         let (layers, heads, t) = (self.layers() as u64, self.heads() as u64, tokens as u64);
         let d = self.config.head_dim() as u64;
         let kv_heads = self.config.key_value_heads() as u64;
-        let queries = layers * heads * t * d;
-        let queries_in_memory = if queries * 4 > ON_DISK_FROM_BYTES as u64 {
-            0
-        } else {
-            queries
+        let outputs_and_queries = 2 * layers * heads * t * d;
+        let in_memory = match self.scratch_bytes(tokens) {
+            0 => outputs_and_queries,
+            _ => 0,
         };
-        let vectors = layers * (heads + kv_heads) * t * d + queries_in_memory;
+        let vectors = layers * kv_heads * t * d + in_memory;
         let working = if stack.makes_heads_in_blocks() {
             // A block of P and one of S; 4 × k candidates (k: 1% of T²/2)
             // of 12 bytes each.
@@ -340,6 +339,19 @@ impl Model {
             3 * heads * t * t
         };
         Some((vectors + working) * 4)
+    }
+
+    /// Bytes of a `tokens`-token pass that recomputes P and S
+    /// ([`Model::capture_recomputable`]) kept in a scratch file on disk:
+    /// every head's outputs O and queries, each L×H×T×d, where each is
+    /// larger than [`on_disk_from_bytes`]; else 0.
+    pub fn scratch_bytes(&self, tokens: usize) -> u64 {
+        let vectors = self.layers() * self.heads() * tokens * self.config.head_dim();
+        if vectors * 4 > on_disk_from_bytes() {
+            2 * vectors as u64 * 4
+        } else {
+            0
+        }
     }
 
     /// Values of the residual stream a pass over `tokens` tokens keeps

@@ -256,6 +256,7 @@ pub fn write_captures_npz(
     let heads: Vec<HeadId> = captures.head_ids().collect();
     let attention = |index: usize| captures.attention(heads[index]);
     let similarity = |index: usize| captures.similarity(heads[index]);
+    let head_output = |index: usize| captures.head_output(heads[index]);
     let squares = |data, part| squares_view(captures, data, part);
     let mut arrays = vec![
         (
@@ -268,9 +269,12 @@ pub fn write_captures_npz(
         ("attentions", squares(&captures.attentions, &attention)),
         (
             "heads",
-            NpyView::F32 {
+            // A head at a time: a long pass keeps O on disk.
+            NpyView::F32Parts {
                 shape: vec![l, h, t, d],
-                data: &captures.head_outputs,
+                parts: l * h,
+                part_len: t * d,
+                part: &head_output,
             },
         ),
         ("similarity", squares(&captures.similarity, &similarity)),

@@ -86,13 +86,13 @@ impl AnalysisWorker {
         progress: Arc<JobProgress>,
     ) -> Receiver<AblatedRunResult> {
         let (reply, receiver) = crossbeam_channel::bounded(1);
-        self.send(Command::AblatedRun(AblatedRunJob {
+        self.send(Command::AblatedRun(Box::new(AblatedRunJob {
             input,
             options,
             ablation,
             progress,
             reply,
-        }));
+        })));
         receiver
     }
 
@@ -158,14 +158,14 @@ impl WorkerThread {
         });
     }
 
-    pub(super) fn start_ablated_run(&self, job: AblatedRunJob) {
+    pub(super) fn start_ablated_run(&self, job: Box<AblatedRunJob>) {
         let AblatedRunJob {
             input,
             options,
             ablation,
             progress,
             reply,
-        } = job;
+        } = *job;
         self.answer_on_thread("ablated-run", "the ablated run", reply, move |model| {
             let cancelled = || progress.is_cancelled();
             let watch = AblatedWatch {

@@ -107,8 +107,12 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) -> Option<StatusA
                 ));
             if !output.captures.stores_squares() {
                 ui.separator();
+                let note = match output.input.scratch_note() {
+                    Some(scratch) => format!("{}; {scratch}", crate::input::RECOMPUTED_NOTE),
+                    None => crate::input::RECOMPUTED_NOTE.to_string(),
+                };
                 ui.label(crate::input::RECOMPUTED_NOTE_SHORT)
-                    .on_hover_text(crate::input::RECOMPUTED_NOTE);
+                    .on_hover_text(note);
             }
         }
         if let Some(window) = &info.window {

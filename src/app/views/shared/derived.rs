@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use crate::analysis::{
     LayerFigures, SeparatorChoice, SeparatorTokens, SimilarityTransform, SimilarityVariant,
 };
-use crate::captures::{Captures, HeadId, HeadSimilarity};
+use crate::captures::{Captures, HeadId};
 use crate::pipeline::RunOutput;
 use crate::tokens::ReadableTokens;
 
@@ -179,8 +179,9 @@ impl Derived {
         if !current {
             let heads = (0..captures.heads)
                 .map(|h| {
-                    let head = captures.head_similarity(HeadId::new(layer, h));
-                    SimilarityTransform::new(head, captures.tokens, variant)
+                    captures.with_head_similarity(HeadId::new(layer, h), |head| {
+                        SimilarityTransform::new(head, captures.tokens, variant)
+                    })
                 })
                 .collect();
             self.similarity = Some(SimilarityLayer {
@@ -215,12 +216,9 @@ impl Derived {
         if cached.layer != head.layer || cached.variant != variant {
             return None;
         }
-        let raw: Cow<[f32]> = match captures.head_similarity(head) {
-            HeadSimilarity::Stored(square) => Cow::Borrowed(&square[i * t..(i + 1) * t]),
-            HeadSimilarity::Outputs(..) => Cow::Owned(captures.similarity_row(head, i)),
-        };
+        let raw = captures.similarity_row(head, i);
         if variant == SimilarityVariant::Raw {
-            return Some(raw);
+            return Some(Cow::Owned(raw));
         }
         let mut row = Vec::with_capacity(t);
         cached.heads.get(head.head)?.extend(i, 0..t, &raw, &mut row);
@@ -234,6 +232,6 @@ fn has_similarity(captures: &Captures) -> bool {
     if captures.stores_squares() {
         captures.similarity.len() == heads * t * t
     } else {
-        captures.head_outputs.len() == heads * t * captures.head_dim
+        captures.has_head_outputs()
     }
 }
