@@ -400,13 +400,16 @@ impl ZoomMap {
         let stopped = stop.clone();
         let wake = wake.clone();
         // Tiles a few at a time on the budget's threads, each sent back
-        // as soon as it is there.
+        // as soon as it is there; the threads are held from one batch to
+        // the next, so that the grid's thumbnails, which lease a thread a
+        // head, wait for the zoom the user is looking at.
         let _ = spawn_job("headscope-map-tiles", wake.clone(), move || {
-            for batch in keys.chunks(crate::threads::total().max(1)) {
+            let lease = crate::threads::lease(keys.len().min(crate::threads::total()));
+            for batch in keys.chunks(lease.threads()) {
                 if stopped.load(Ordering::Relaxed) {
                     return;
                 }
-                let tiles = crate::threads::map_indices(batch.len(), batch.len(), |k| {
+                let tiles = lease.map_indices(batch.len(), |k| {
                     let key = batch[k];
                     let first = |t: usize| t * TILE_BLOCKS;
                     head_map::tile(
