@@ -18,16 +18,19 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Arrays larger than this go to disk (where a scratch file can be made),
-/// unless `$HEADSCOPE_SCRATCH_FROM_MB` says otherwise ([`on_disk_from_bytes`]).
+/// unless `$HEADSCOPE_SCRATCH_FROM_MB` says otherwise ([`goes_to_disk`]).
 pub const ON_DISK_FROM_BYTES: usize = 256 << 20;
 
-/// The size past which an array goes to disk: `$HEADSCOPE_SCRATCH_FROM_MB`
-/// megabytes where set (0: every long pass's), else [`ON_DISK_FROM_BYTES`].
-pub fn on_disk_from_bytes() -> usize {
-    std::env::var("HEADSCOPE_SCRATCH_FROM_MB")
+/// Whether an array of `len` values goes to disk: past
+/// `$HEADSCOPE_SCRATCH_FROM_MB` megabytes where set (0: every long pass's),
+/// else past [`ON_DISK_FROM_BYTES`]. The one rule for [`VectorStore::zeros`]
+/// and for what a pass is counted to keep in memory.
+pub fn goes_to_disk(len: usize) -> bool {
+    let from_bytes = std::env::var("HEADSCOPE_SCRATCH_FROM_MB")
         .ok()
         .and_then(|mb| mb.trim().parse::<usize>().ok())
-        .map_or(ON_DISK_FROM_BYTES, |mb| mb.saturating_mul(1 << 20))
+        .map_or(ON_DISK_FROM_BYTES, |mb| mb.saturating_mul(1 << 20));
+    len.saturating_mul(4) > from_bytes
 }
 
 /// The array, `len` values.
@@ -40,10 +43,10 @@ pub struct VectorStore {
 }
 
 impl VectorStore {
-    /// `len` zeros: in memory up to [`on_disk_from_bytes`], else in a
-    /// scratch file in `folder` (or in memory if none can be made there).
+    /// `len` zeros: in memory unless [`goes_to_disk`], else in a scratch
+    /// file in `folder` (or in memory if none can be made there).
     pub fn zeros(len: usize, folder: &Path) -> Self {
-        if len * 4 > on_disk_from_bytes() {
+        if goes_to_disk(len) {
             if let Some(file) = scratch_file(folder, len) {
                 return Self {
                     len,

@@ -95,6 +95,23 @@ impl PassProgress {
             bar.finish_and_clear();
         }
     }
+
+    /// What a log is told of `progress`, if anything.
+    fn log_line(&self, progress: &RunProgress) -> Option<String> {
+        if progress.elapsed < Self::LOG_AFTER {
+            return None;
+        }
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        let tenths = (progress.fraction() * 10.0) as usize;
+        let new = match progress.figures {
+            false => tenths > logged.0,
+            true => !logged.1,
+        };
+        new.then(|| {
+            *logged = (tenths, progress.figures);
+            progress.describe()
+        })
+    }
 }
 
 impl RunWatch for PassProgress {
@@ -111,25 +128,6 @@ impl RunWatch for PassProgress {
         if let Some(line) = self.log_line(&progress) {
             eprintln!("headscope: {line}");
         }
-    }
-}
-
-impl PassProgress {
-    /// What a log is told of `progress`, if anything.
-    fn log_line(&self, progress: &RunProgress) -> Option<String> {
-        if progress.elapsed < Self::LOG_AFTER {
-            return None;
-        }
-        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
-        let tenths = (progress.fraction() * 10.0) as usize;
-        let new = match progress.figures {
-            false => tenths > logged.0,
-            true => !logged.1,
-        };
-        new.then(|| {
-            *logged = (tenths, progress.figures);
-            progress.describe()
-        })
     }
 }
 

@@ -53,7 +53,7 @@ pub mod weight;
 use crate::captures::Captures;
 use crate::kernels::attention::ROW_BLOCK;
 use crate::tokens::SpecialTokens;
-use crate::vector_store::on_disk_from_bytes;
+use crate::vector_store::goes_to_disk;
 use anyhow::{anyhow, bail};
 use candle_core::{Device, Tensor};
 pub use config::ModelConfig;
@@ -343,11 +343,11 @@ impl Model {
 
     /// Bytes of a `tokens`-token pass that recomputes P and S
     /// ([`Model::capture_recomputable`]) kept in a scratch file on disk:
-    /// every head's outputs O and queries, each L×H×T×d, where each is
-    /// larger than [`on_disk_from_bytes`]; else 0.
+    /// every head's outputs O and queries, each L×H×T×d, where each
+    /// [`goes_to_disk`]; else 0.
     pub fn scratch_bytes(&self, tokens: usize) -> u64 {
         let vectors = self.layers() * self.heads() * tokens * self.config.head_dim();
-        if vectors * 4 > on_disk_from_bytes() {
+        if goes_to_disk(vectors) {
             2 * vectors as u64 * 4
         } else {
             0
