@@ -173,6 +173,10 @@ pub struct BuiltInput {
     /// decoder's, for its logit lens, where asked and where it fits).
     #[serde(default)]
     pub keeps_residuals: bool,
+    /// Whether the pass makes each head's thumbnails as it goes (the app,
+    /// where P and S are recomputed per head).
+    #[serde(default)]
+    pub keeps_thumbnails: bool,
 }
 
 /// Why a long input's heads show after a pause: said in the window and on

@@ -18,8 +18,9 @@
 use crate::analysis::{
     analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, SelectedPairs,
 };
-use crate::captures::{CaptureMode, Captures, HeadSimilarity};
+use crate::captures::{CaptureMode, Captures, HeadId, HeadSimilarity};
 use crate::comparison::{self, Comparison, Side};
+use crate::head_map::{HeadThumbnailsBuilder, PassThumbnails};
 use crate::input::{
     build_input, BuiltInput, InputError, InputMode, LimitedBy, TokenLimit, TokenizedText,
     WindowBounds, WindowStart,
@@ -30,7 +31,7 @@ use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which part of the text becomes the model input.
@@ -58,6 +59,11 @@ pub struct InputOptions {
     /// `analyze --logit-lens`). Outside the capture memory limit.
     #[serde(default)]
     pub keep_residuals: bool,
+    /// Where P and S are recomputed per head, have the pass make each
+    /// head's thumbnail as it goes ([`PassThumbnails`]) for the app's grid,
+    /// instead of a pass over each head's matrix after the run.
+    #[serde(default)]
+    pub keep_thumbnails: bool,
 }
 
 /// The captures of one window may take 2 GiB by default: BERT-large at 512
@@ -266,6 +272,8 @@ pub struct RunOutput {
     pub input: BuiltInput,
     pub captures: Captures,
     pub analysis: Analysis,
+    /// Each head's thumbnails, where the pass made them.
+    pub thumbnails: PassThumbnails,
     pub timings: Timings,
 }
 
@@ -385,6 +393,7 @@ pub fn fit_window(
         CaptureMode::Stored => 0,
     };
     built.keeps_residuals = input.keep_residuals && model.keeps_residuals(built.tokens.len());
+    built.keeps_thumbnails = input.keep_thumbnails && built.captures == CaptureMode::Recomputed;
     built
 }
 
@@ -397,11 +406,15 @@ pub fn run_prepared(
 ) -> Result<RunOutput, RunError> {
     let start = Instant::now();
     let mut captures = Captures::default();
-    let (mut analysis, stages) = capture_and_analyze(
+    let kept = Kept {
+        residuals: built.keeps_residuals,
+        thumbnails: built.keeps_thumbnails,
+    };
+    let (mut analysis, thumbnails, stages) = capture_and_analyze(
         model,
         &built.tokens,
         built.captures,
-        built.keeps_residuals,
+        kept,
         options,
         &mut captures,
         watch,
@@ -414,6 +427,7 @@ pub fn run_prepared(
         input: built,
         captures,
         analysis,
+        thumbnails,
         timings: Timings {
             input_ms: 0.0,
             model_ms,
@@ -432,23 +446,33 @@ pub struct StageTimes {
     pub analysis_ms: f64,
 }
 
+/// What a run keeps for the app's views beyond its figures and captures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kept {
+    /// The residual stream ([`BuiltInput::keeps_residuals`]).
+    pub residuals: bool,
+    /// Each head's thumbnails, made by a pass that recomputes P and S
+    /// ([`BuiltInput::keeps_thumbnails`]).
+    pub thumbnails: bool,
+}
+
 /// Runs the model on `tokens` into `captures` (whose buffers are reused
 /// when they have the right sizes) and computes the figures. With
 /// [`CaptureMode::Recomputed`] each layer is analysed as soon as the pass
 /// has computed it, and its P and S are freed; the captures keep what
-/// recomputes them and the columns the Separators view reads. Either mode
-/// keeps the residual stream where `keep_residuals` says
-/// ([`BuiltInput::keeps_residuals`]). `watch` is asked before each layer
-/// whether to stop, and told where the run stands.
+/// recomputes them and the columns the Separators view reads, and the
+/// pass makes each head's thumbnails where `kept` says. Either mode
+/// keeps the residual stream where `kept` says. `watch` is asked before
+/// each layer whether to stop, and told where the run stands.
 pub fn capture_and_analyze(
     model: &Model,
     tokens: &TokenSequence,
     mode: CaptureMode,
-    keep_residuals: bool,
+    kept: Kept,
     options: &AnalysisOptions,
     captures: &mut Captures,
     watch: &dyn RunWatch,
-) -> Result<(Analysis, StageTimes), RunError> {
+) -> Result<(Analysis, PassThumbnails, StageTimes), RunError> {
     let start = Instant::now();
     let layers = model.layers();
     let watching = |heads| PassWatch {
@@ -466,7 +490,7 @@ pub fn capture_and_analyze(
         })
     };
     if mode == CaptureMode::Stored {
-        model.capture_into(&tokens.input_ids, &watching(None), keep_residuals, captures)?;
+        model.capture_into(&tokens.input_ids, &watching(None), kept.residuals, captures)?;
         let model_ms = ms_since(start);
         if watch.cancelled() {
             return Err(RunError::Cancelled);
@@ -477,6 +501,7 @@ pub fn capture_and_analyze(
         let analysis_ms = ms_since(analysis_start);
         return Ok((
             analysis,
+            PassThumbnails::default(),
             StageTimes {
                 model_ms,
                 analysis_ms,
@@ -493,12 +518,16 @@ pub fn capture_and_analyze(
     // grows with T², not L·H·T²).
     let on_head = AnalysedHeads {
         analyser: &analyser,
+        thumbnails: kept.thumbnails.then(|| {
+            let made = PassThumbnails::new(layers, heads, options.similarity);
+            (Mutex::new(made), tokens.causal)
+        }),
     };
     let mut analysis_ms = 0.0;
     *captures = model.capture_recomputable(
         &tokens.input_ids,
         &watching(Some(&on_head)),
-        keep_residuals,
+        kept.residuals,
         &mut |index, layer| {
             let layer_start = Instant::now();
             // Every head was analysed as it was made: the layer's P and S,
@@ -513,12 +542,18 @@ pub fn capture_and_analyze(
             analysis_ms += ms_since(layer_start);
         },
     )?;
+    let thumbnails = on_head
+        .thumbnails
+        .map_or_else(PassThumbnails::default, |(made, _)| {
+            made.into_inner().unwrap_or_else(|e| e.into_inner())
+        });
     figures_begin();
     let analysis_start = Instant::now();
     let analysis = analyser.finish(captures);
     analysis_ms += ms_since(analysis_start);
     Ok((
         analysis,
+        thumbnails,
         StageTimes {
             model_ms: ms_since(start) - analysis_ms,
             analysis_ms,
@@ -527,22 +562,32 @@ pub fn capture_and_analyze(
 }
 
 /// The streamed analysis' [`HeadObserver`]: each head analysed as the pass
-/// makes it, a block of P's rows at a time.
+/// makes it, a block of P's rows at a time, and its thumbnails made from
+/// the same rows where asked (with whether the model is causal).
 struct AnalysedHeads<'a> {
     analyser: &'a LayerAnalyser<'a>,
+    thumbnails: Option<(Mutex<PassThumbnails>, bool)>,
 }
 
-/// One head under way in [`AnalysedHeads`].
+/// One head under way in [`AnalysedHeads`], with its thumbnails and
+/// where they go.
 struct AnalysedHead<'s, 'a> {
     id: (usize, usize),
     analysis: HeadAnalysis<'s, 'a>,
+    thumbnails: Option<(HeadThumbnailsBuilder, &'s Mutex<PassThumbnails>)>,
 }
 
 impl HeadObserver for AnalysedHeads<'_> {
     fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
+        let tokens = self.analyser.tokens();
+        let thumbnails = self.thumbnails.as_ref().map(|(made, causal)| {
+            let builder = HeadThumbnailsBuilder::new(tokens, *causal, value_norms);
+            (builder, made)
+        });
         Box::new(AnalysedHead {
             id: (layer, head),
             analysis: self.analyser.begin_head(value_norms),
+            thumbnails,
         })
     }
 }
@@ -550,10 +595,25 @@ impl HeadObserver for AnalysedHeads<'_> {
 impl HeadRows for AnalysedHead<'_, '_> {
     fn attention_rows(&mut self, first: usize, rows: &[f32]) {
         self.analysis.attention_rows(first, rows);
+        if let Some((builder, _)) = &mut self.thumbnails {
+            builder.attention_rows(first, rows);
+        }
     }
 
     fn finish(self: Box<Self>, similarity: HeadSimilarity) {
-        self.analysis.finish(self.id, similarity);
+        let Self {
+            id,
+            analysis,
+            thumbnails,
+        } = *self;
+        let Some((mut builder, made)) = thumbnails else {
+            analysis.finish(id, similarity, None);
+            return;
+        };
+        analysis.finish(id, similarity, Some(builder.similarity()));
+        made.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(HeadId::new(id.0, id.1), builder.finish());
     }
 }
 

@@ -435,11 +435,11 @@ fn analysed_in(
 ) -> (headscope::captures::Captures, headscope::analysis::Analysis) {
     let mut captures = headscope::captures::Captures::default();
     let options = headscope::analysis::AnalysisOptions::default();
-    let (analysis, _) = headscope::pipeline::capture_and_analyze(
+    let (analysis, _, _) = headscope::pipeline::capture_and_analyze(
         model,
         tokens,
         mode,
-        false,
+        Default::default(),
         &options,
         &mut captures,
         &|| false,
@@ -838,7 +838,7 @@ fn a_run_tells_its_progress_before_every_layer() {
                 &model,
                 &tokens,
                 mode,
-                false,
+                Default::default(),
                 &AnalysisOptions::default(),
                 &mut captures,
                 &watch,

@@ -6,7 +6,8 @@
 //! or, as past 256 MB, in a scratch file on disk): a cell-level tile holds
 //! the matrix's own entries (the same bits, masked cells NaN), every block
 //! of every level holds the max and the mean of its cells, and the
-//! overview is the same at 1 and 2 threads.
+//! overview is the same at 1 and 2 threads. The thumbnails a recomputing
+//! pass makes as it goes (of P, and of S in each variant) hold the same.
 //!
 //! The test sets `$HEADSCOPE_SCRATCH_FROM_MB` for one run: it is this
 //! binary's only test, so no other reads the variable meanwhile.
@@ -15,8 +16,12 @@ mod common;
 
 use common::*;
 use headscope::analysis::{transformed_similarity, SimilarityVariant};
+use headscope::analysis::{Analysis, AnalysisOptions};
 use headscope::captures::{CaptureMode, Captures, HeadId};
-use headscope::head_map::{self, BlockReduction, Blocks, HeadMatrix, MapMatrix};
+use headscope::head_map::{
+    self, BlockReduction, Blocks, HeadMatrix, MapMatrix, MapOverview, OverviewSize, PassThumbnails,
+};
+use headscope::pipeline::Kept;
 
 /// The full T × T matrix as the views drew it before maps: NaN above a
 /// causal model's diagonal.
@@ -129,28 +134,128 @@ fn check_head(captures: &Captures, head: HeadId, matrix: MapMatrix, causal: bool
     }
     // The overview: every level from the one that fits 40 blocks, the same
     // bits at 1 and 2 threads, and the sample at its cells.
+    let size = OverviewSize {
+        blocks: 40,
+        sample: head_map::SAMPLE_SIDE,
+    };
     let overview_at =
-        |threads| head_map::overview(captures, &map, 40, threads, &|| false, &|| {}).unwrap();
+        |threads| head_map::overview(captures, &map, size, threads, &|| false, &|| {}).unwrap();
     let (one, two) = (overview_at(1), overview_at(2));
-    assert_eq!(one.base, head_map::level_within(t, 40), "{what}");
     let mut level = one.base;
     while let Some(blocks) = one.level(level) {
         assert_eq!(Some(blocks), two.level(level), "{what}: threads");
-        assert_blocks_reduce(blocks, &full, t, what);
         if blocks.rows == 1 && blocks.columns == 1 {
             break;
         }
         level += 1;
     }
-    assert_eq!(one.sample_side, t.min(head_map::SAMPLE_SIDE), "{what}");
-    for (k, &v) in one.sample.iter().enumerate() {
-        let (i, j) = (k / one.sample_side, k % one.sample_side);
+    assert_overview(&one, &full, t, size, what);
+}
+
+/// `overview` of the matrix `full` holds every level from the one that
+/// fits its size up to one block, and its sample.
+fn assert_overview(overview: &MapOverview, full: &[f32], t: usize, size: OverviewSize, what: &str) {
+    assert_eq!(
+        overview.base,
+        head_map::level_within(t, size.blocks),
+        "{what}"
+    );
+    let mut level = overview.base;
+    while let Some(blocks) = overview.level(level) {
+        assert_blocks_reduce(blocks, full, t, what);
+        level += 1;
+    }
+    assert_sample(&overview.sample, overview.sample_side, full, t, size, what);
+}
+
+/// `sample` holds the cells (i, j) of `full` with i and j multiples of the
+/// step that makes at most `size.sample` a side.
+fn assert_sample(
+    sample: &[f32],
+    sample_side: usize,
+    full: &[f32],
+    t: usize,
+    size: OverviewSize,
+    what: &str,
+) {
+    let step = t.div_ceil(size.sample);
+    assert_eq!(sample_side, t.div_ceil(step), "{what}");
+    assert_eq!(sample.len(), sample_side * sample_side, "{what}");
+    for (k, &v) in sample.iter().enumerate() {
+        let (i, j) = (k / sample_side * step, k % sample_side * step);
         assert_eq!(
             v.to_bits(),
             full[i * t + j].to_bits(),
             "{what}: sample ({i}, {j})"
         );
     }
+}
+
+/// The thumbnails the pass made of P, N′ and S in `variant`, against the
+/// full matrices of `captures` (block means, sampled cells); none of
+/// another variant.
+fn check_pass_thumbnails(
+    captures: &Captures,
+    thumbnails: &PassThumbnails,
+    variant: SimilarityVariant,
+    causal: bool,
+    what: &str,
+) {
+    assert!(thumbnails.is_complete(), "{what}");
+    let t = captures.tokens;
+    let size = OverviewSize::THUMBNAIL;
+    let base = head_map::level_within(t, size.blocks);
+    let other = match variant {
+        SimilarityVariant::Raw => SimilarityVariant::Cosine,
+        _ => SimilarityVariant::Raw,
+    };
+    for head in [HeadId::new(0, 0), HeadId::new(captures.layers - 1, 1)] {
+        for matrix in [
+            MapMatrix::Attention,
+            MapMatrix::ValueWeighted,
+            MapMatrix::Similarity(variant),
+        ] {
+            let made = thumbnails.get(head, matrix).unwrap();
+            let full = full_matrix(captures, head, matrix, causal);
+            let what = format!("{what} {head} {matrix:?}: the pass's thumbnail");
+            assert_eq!(made.side, head_map::level_side(t, base), "{what}");
+            for (k, &got) in made.means.iter().enumerate() {
+                let (r, c) = (k / made.side, k % made.side);
+                let (_, mean) = block_of(&full, t, base, r, c);
+                let close = (got - mean).abs() <= 1e-6 * mean.abs().max(1e-3);
+                assert!(close || mean.is_nan() && got.is_nan(), "{what} ({r}, {c})");
+            }
+            assert_sample(&made.sample, made.sample_side, &full, t, size, &what);
+        }
+        let other = MapMatrix::Similarity(other);
+        assert!(thumbnails.get(head, other).is_none(), "{what} {other:?}");
+    }
+}
+
+/// A run of the model on `tokens` that keeps its thumbnails where it
+/// recomputes P and S.
+fn analyse(
+    model: &headscope::model::Model,
+    tokens: &headscope::tokens::TokenSequence,
+    mode: CaptureMode,
+    options: &AnalysisOptions,
+) -> (Captures, Analysis, PassThumbnails) {
+    let mut captures = Captures::default();
+    let kept = Kept {
+        residuals: false,
+        thumbnails: true,
+    };
+    let (analysis, thumbnails, _) = headscope::pipeline::capture_and_analyze(
+        model,
+        tokens,
+        mode,
+        kept,
+        options,
+        &mut captures,
+        &|| false,
+    )
+    .unwrap();
+    (captures, analysis, thumbnails)
 }
 
 #[test]
@@ -166,18 +271,17 @@ fn maps_at_every_zoom_hold_the_full_matrix() {
             if on_disk {
                 std::env::set_var("HEADSCOPE_SCRATCH_FROM_MB", "0");
             }
-            let mut captures = Captures::default();
-            let (analysis, _) = headscope::pipeline::capture_and_analyze(
-                &model,
-                &tokens,
-                mode,
-                false,
-                &Default::default(),
-                &mut captures,
-                &|| false,
-            )
-            .unwrap();
+            let options = AnalysisOptions::default();
+            let (captures, analysis, thumbnails) = analyse(&model, &tokens, mode, &options);
             std::env::remove_var("HEADSCOPE_SCRATCH_FROM_MB");
+            // Thumbnails come from a pass that keeps no P nor S, in the
+            // analysis's variant (the others: a pass each, below).
+            if mode == CaptureMode::Stored {
+                assert!(!thumbnails.is_complete(), "{name}: stored");
+            } else {
+                let what = format!("{name} on disk {on_disk}");
+                check_pass_thumbnails(&captures, &thumbnails, options.similarity, causal, &what);
+            }
             assert_eq!(
                 captures.stores_squares(),
                 mode == CaptureMode::Stored,
@@ -190,6 +294,19 @@ fn maps_at_every_zoom_hold_the_full_matrix() {
             let figures = serde_json::to_string(&analysis).unwrap();
             if mode == CaptureMode::Recomputed && !on_disk {
                 in_memory = Some((captures.clone(), figures.clone()));
+                for variant in [
+                    SimilarityVariant::Cosine,
+                    SimilarityVariant::RowOverDiagonal,
+                    SimilarityVariant::ZScore,
+                ] {
+                    let options = AnalysisOptions {
+                        similarity: variant,
+                        ..AnalysisOptions::default()
+                    };
+                    let (captures, _, thumbnails) = analyse(&model, &tokens, mode, &options);
+                    let what = format!("{name} {variant:?}");
+                    check_pass_thumbnails(&captures, &thumbnails, variant, causal, &what);
+                }
             }
             if on_disk {
                 let (kept, kept_figures) = in_memory.as_ref().unwrap();

@@ -103,11 +103,11 @@ fn induction_probe_finds_induction_and_previous_token_heads() {
         pipeline::run_prepared(model, built, &AnalysisOptions::default(), &|| false).unwrap();
     // The same bits when each head is analysed during the pass, on the
     // pass's threads (`LayerAnalyser::add_head`), as when P is kept.
-    let (during_pass, _) = pipeline::capture_and_analyze(
+    let (during_pass, _, _) = pipeline::capture_and_analyze(
         model,
         &tokens,
         CaptureMode::Recomputed,
-        false,
+        Default::default(),
         &AnalysisOptions::default(),
         &mut Captures::default(),
         &|| false,

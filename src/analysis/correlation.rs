@@ -14,9 +14,9 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use super::similarity::{Moments, TransformKind};
-use super::widest::widest;
 use super::{finite, lock, Document};
 use crate::captures::{Captures, HeadId};
+use crate::kernels::widest::widest;
 
 /// Content tokens per side of a tile: a tile holds at most 256 × 256
 /// candidate pairs, whose L profiles (8 bytes a pair) stay in cache, and

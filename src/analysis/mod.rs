@@ -37,19 +37,18 @@ pub mod options;
 mod segmentation;
 mod selection;
 mod similarity;
-mod widest;
 
 use std::sync::Mutex;
 
 use crate::captures::{Captures, HeadId, HeadSimilarity};
 use crate::tokens::TokenSequence;
 
+use crate::kernels::widest::widest;
 use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::{segmentation, HeadSeparators, LayerSeparators, SeparatorColumns};
 use selection::{for_each_at_least, key_index, rank_key, top_k_per_row, Candidates};
 use similarity::{for_each_row_from_diagonal, MomentSums, TransformKind};
-use widest::widest;
 
 use figures::focus_counts;
 pub use figures::{
@@ -224,6 +223,11 @@ impl<'a> LayerAnalyser<'a> {
     /// called for its layer: its P is then handed over a block of rows at
     /// a time ([`HeadAnalysis::attention_rows`]), and its S at the end
     /// ([`HeadAnalysis::finish`]), so that neither need be held whole.
+    /// The number of tokens analysed.
+    pub fn tokens(&self) -> usize {
+        self.doc.t
+    }
+
     pub fn begin_head(&self, value_norms: &[f32]) -> HeadAnalysis<'_, 'a> {
         assert!(
             value_norms.is_empty() || value_norms.len() == self.doc.t,
@@ -313,7 +317,7 @@ pub fn head_selected_pairs(
     let mut doc = Document::new(tokens, options);
     doc.pairs_kept_at_most = usize::MAX;
     captures.with_head_similarity(head, |similarity| {
-        analyse_head(&doc, None, similarity, &mut Scratch::default())
+        analyse_head(&doc, None, similarity, None, &mut Scratch::default())
             .figures
             .selected_pairs
     })
@@ -332,12 +336,23 @@ impl HeadAnalysis<'_, '_> {
     }
 
     /// Analyses the head, head `head` of layer `layer`, from its S, once
-    /// every row of its P was added.
-    pub fn finish(self, (layer, head): (usize, usize), similarity: HeadSimilarity) {
+    /// every row of its P was added; `triangles` sees its S'.
+    pub fn finish(
+        self,
+        (layer, head): (usize, usize),
+        similarity: HeadSimilarity,
+        triangles: Option<&mut dyn SimilarityTriangles>,
+    ) {
         let analyser = self.analyser;
         let attention = self.rows.finish(&analyser.doc);
         let mut scratch = lock(&analyser.scratch).pop().unwrap_or_default();
-        let mut part = analyse_head(&analyser.doc, Some(attention), similarity, &mut scratch);
+        let mut part = analyse_head(
+            &analyser.doc,
+            Some(attention),
+            similarity,
+            triangles,
+            &mut scratch,
+        );
         lock(&analyser.scratch).push(scratch);
         if let Some(separators) = part.separators.take() {
             lock(&analyser.separators)[layer].add(head, separators);
@@ -564,7 +579,7 @@ fn analyse_layer_body(
                     None
                 };
                 let similarity = HeadSimilarity::Stored(squares.head_similarity(h));
-                analyse_head_body(doc, attention, similarity, scratch)
+                analyse_head_body(doc, attention, similarity, None, scratch)
             }
         };
         if let Some(head) = part.separators.take() {
@@ -667,9 +682,24 @@ fn add_attention_rows_body(
     rows.add_rows(doc, first, attention);
 }
 
+/// Sees a head's S' (S after the analysis's variant) as the analysis
+/// reads it, every row from the diagonal on, so that a long pass can keep
+/// a picture of the head without making S again (the map's thumbnails).
+/// S is symmetric, and each row from the diagonal on is also the column
+/// from the diagonal down.
+pub trait SimilarityTriangles {
+    /// Whether it wants each row from the diagonal on too, not only the
+    /// column (a bidirectional model's map shows both triangles).
+    fn wants_rows(&self) -> bool;
+
+    /// S'[r, i] for r = i, …, T − 1 (`column`) and, where wanted, S'[i, r]
+    /// for the same r (`row`), for i = 0, 1, … in order.
+    fn add(&mut self, i: usize, column: &[f32], row: Option<&[f32]>);
+}
+
 /// Hands `take` each content row's candidates S' in pair order, a row at a
 /// time (in `row`): the content positions after it, the rest of its own
-/// run, then every later run.
+/// run, then every later run. `triangles` sees every row of S'.
 #[inline(always)]
 fn candidate_rows(
     doc: &Document,
@@ -677,9 +707,22 @@ fn candidate_rows(
     transform: &TransformKind,
     block: &mut Vec<f32>,
     row: &mut Vec<f32>,
+    mut triangles: Option<&mut dyn SimilarityTriangles>,
     mut take: impl FnMut(&[f32]),
 ) {
+    let (mut column, mut whole_row) = (Vec::new(), Vec::new());
     for_each_row_from_diagonal(similarity, doc.t, block, |i, s, first| {
+        if let Some(triangles) = triangles.as_deref_mut() {
+            let from_diagonal = &s[i - first..];
+            column.clear();
+            transform.extend_column(i, i..doc.t, from_diagonal, &mut column);
+            let whole_row = triangles.wants_rows().then(|| {
+                whole_row.clear();
+                transform.extend(i, i..doc.t, from_diagonal, &mut whole_row);
+                whole_row.as_slice()
+            });
+            triangles.add(i, &column, whole_row);
+        }
         if doc.content_index[i] == u32::MAX {
             return;
         }
@@ -701,17 +744,19 @@ widest! {
         doc: &Document,
         attention: Option<AttentionFigures>,
         similarity: HeadSimilarity,
+        triangles: Option<&mut dyn SimilarityTriangles>,
         scratch: &mut Scratch,
     ) -> HeadPart = analyse_head_body;
 }
 
 /// One head's figures from its S and, where given, its passes over P (and
-/// N′).
+/// N′); `triangles` sees S' as the first pass over it reads it.
 #[inline(always)]
 fn analyse_head_body(
     doc: &Document,
     attention: Option<AttentionFigures>,
     similarity: HeadSimilarity,
+    triangles: Option<&mut dyn SimilarityTriangles>,
     scratch: &mut Scratch,
 ) -> HeadPart {
     let t = doc.t;
@@ -726,10 +771,18 @@ fn analyse_head_body(
     let mut row = std::mem::take(&mut scratch.row);
     let mut sums = MomentSums::default();
     candidates.begin(top_fraction_k, doc.pair_count);
-    candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
-        sums.add(row);
-        candidates.add(row);
-    });
+    candidate_rows(
+        doc,
+        similarity,
+        &transform,
+        &mut block,
+        &mut row,
+        triangles,
+        |row| {
+            sums.add(row);
+            candidates.add(row);
+        },
+    );
     let moments = sums.moments();
 
     let mut histogram = vec![0.0; t];
@@ -753,9 +806,15 @@ fn analyse_head_body(
                     } else {
                         candidates.begin_counting(k, doc.pair_count);
                     }
-                    candidate_rows(doc, similarity, &transform, &mut block, &mut row, |row| {
-                        candidates.add(row)
-                    });
+                    candidate_rows(
+                        doc,
+                        similarity,
+                        &transform,
+                        &mut block,
+                        &mut row,
+                        None,
+                        |row| candidates.add(row),
+                    );
                     kept_best =
                         (!candidates.counted()).then(|| candidates.strongest(k, keys, keep_best));
                 }
@@ -782,7 +841,9 @@ fn analyse_head_body(
                         k,
                         keep_best,
                         |take| {
-                            candidate_rows(doc, similarity, &transform, &mut block, &mut row, take)
+                            candidate_rows(
+                                doc, similarity, &transform, &mut block, &mut row, None, take,
+                            )
                         },
                         |pair, weight| pairs.add(doc.pair(pair), weight),
                     );

@@ -151,6 +151,35 @@ impl TransformKind {
             }
         }
     }
+
+    /// Appends S'[r, i] for every r in `rows`, from S[i, r] (`raw`, one
+    /// per row): column i of S' from row i of S, which is symmetric (the
+    /// values [`TransformKind::extend`] makes from row r, S[r, i]).
+    #[inline(always)]
+    pub(super) fn extend_column(
+        &self,
+        i: usize,
+        rows: std::ops::Range<usize>,
+        raw: &[f32],
+        out: &mut Vec<f32>,
+    ) {
+        let values = raw.iter().copied();
+        match self {
+            TransformKind::Raw => out.extend(values.map(clean)),
+            TransformKind::Cosine(inv) => {
+                let b = inv[i];
+                out.extend(values.zip(&inv[rows]).map(|(s, &a)| clean(cosine(s, a, b))))
+            }
+            TransformKind::RowOverDiagonal(diag) => out.extend(
+                values
+                    .zip(&diag[rows])
+                    .map(|(s, &d)| clean(over_diagonal(s, d))),
+            ),
+            TransformKind::ZScore { mean, std } => {
+                out.extend(values.map(|s| clean(z_score(s, *mean, *std))))
+            }
+        }
+    }
 }
 
 #[inline(always)]

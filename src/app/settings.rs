@@ -271,6 +271,7 @@ impl Settings {
             max_tokens: (self.max_tokens > 0).then_some(self.max_tokens),
             capture_memory_mb: Some(self.capture_memory_mb.max(1)),
             keep_residuals: true,
+            keep_thumbnails: true,
         }
     }
 

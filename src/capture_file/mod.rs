@@ -120,6 +120,7 @@ impl CaptureFile {
             },
             captures: self.captures.clone(),
             analysis,
+            thumbnails: Default::default(),
             timings: Timings {
                 analysis_ms,
                 total_ms: analysis_ms,

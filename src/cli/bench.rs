@@ -43,6 +43,10 @@ pub(crate) struct BenchArgs {
     /// At most this much memory, in MB, for every head's P and S, as in `analyze`: a decoder whose P and S need more recomputes them, and a longer input is refused.
     #[arg(long, value_name = "MB", default_value_t = crate::pipeline::DEFAULT_CAPTURE_MEMORY_MB)]
     pub(crate) capture_memory_mb: u64,
+    /// Where P and S are recomputed, have the pass make each head's
+    /// thumbnails as it goes, as the app does.
+    #[arg(long)]
+    pub(crate) thumbnails: bool,
     /// Also run the corpus runner over these files and folders and compare
     /// its windows per second with the encoder's at the corpus's mean
     /// window length (which then replaces --tokens).
@@ -61,19 +65,23 @@ pub(crate) fn bench(args: BenchArgs) -> anyhow::Result<()> {
         None => None,
     };
     let model = load_model(&args.model)?;
+    let kept = crate::pipeline::Kept {
+        residuals: false,
+        thumbnails: args.thumbnails,
+    };
     let Some(plan) = plan else {
         let sequence = match text {
             Some(text) => text_window(&model, &text, args.tokens)?,
             None => synthetic_sequence(&model, args.tokens),
         };
-        let report = run_bench(&model, &sequence, args.runs, args.capture_memory_mb)?;
+        let report = run_bench(&model, &sequence, args.runs, args.capture_memory_mb, kept)?;
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     };
     let corpus = run_corpus_bench(&model, plan)?;
     let tokens = (corpus.tokens_per_window.round() as usize).clamp(2, model.max_tokens());
     let sequence = synthetic_sequence(&model, tokens);
-    let encoder = run_bench(&model, &sequence, args.runs, args.capture_memory_mb)?;
+    let encoder = run_bench(&model, &sequence, args.runs, args.capture_memory_mb, kept)?;
     println!(
         "{}",
         serde_json::json!({
@@ -169,12 +177,13 @@ pub fn text_window(model: &Model, text: &str, tokens: usize) -> anyhow::Result<T
 }
 
 /// One warm-up run, then `runs` timed runs of `sequence`, P and S kept or
-/// recomputed as `capture_memory_mb` decides.
+/// recomputed as `capture_memory_mb` decides, keeping what `kept` says.
 pub fn run_bench(
     model: &Model,
     sequence: &TokenSequence,
     runs: usize,
     capture_memory_mb: u64,
+    kept: pipeline::Kept,
 ) -> anyhow::Result<BenchReport> {
     let tokens = sequence.len();
     if tokens < 2 || tokens > model.max_tokens() {
@@ -205,11 +214,11 @@ pub fn run_bench(
     })?;
     for run in 0..=runs {
         let start = Instant::now();
-        let (analysis, stages) = pipeline::capture_and_analyze(
+        let (analysis, _, stages) = pipeline::capture_and_analyze(
             model,
             sequence,
             mode,
-            false,
+            kept,
             &options,
             &mut captures,
             &|| false,

@@ -22,6 +22,7 @@
 
 pub mod attention;
 mod elementwise;
+pub(crate) mod widest;
 
 pub use elementwise::*;
 use std::ops::Range;

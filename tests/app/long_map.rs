@@ -2,7 +2,8 @@
 //! layers of one head, so the suite stays fast) on a text of over 16,000
 //! tokens. The head's map opens as blocks, zooms from the overview down
 //! to single cells with token labels, reads a hovered cell's exact value,
-//! and saves the region in view as a figure.
+//! and saves the region in view as a figure. The grid's thumbnails are
+//! those the pass made.
 
 use crate::common;
 
@@ -86,6 +87,9 @@ fn a_16k_head_map_zooms_from_blocks_to_cells_and_saves_the_region() {
     let tokens = output.captures.tokens;
     assert!(tokens >= TOKENS, "{tokens} tokens analysed");
     assert!(!output.captures.stores_squares());
+    // The pass drew the grid's thumbnails as it went: the grid makes no
+    // head's matrix again.
+    assert!(output.thumbnails.is_complete());
 
     // The head opens as blocks: 16 × 16 cells a pixel, the max of each.
     open_tab(&mut harness, CentralView::Heads);

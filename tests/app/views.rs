@@ -1172,6 +1172,10 @@ fn a_heads_menu_ablates_it_and_undo_gives_it_back() {
                 .effect(h.state().shown_generation())
                 .is_some()
         });
+        // The frame the effect arrived in may still have drawn its
+        // progress row: one more, so that a click lands where the row's
+        // widgets now are.
+        harness.step();
         let generation = harness.state().shown_generation();
         let effect = harness
             .state()

@@ -18,11 +18,6 @@ use crate::pipeline::RunOutput;
 use egui::{Color32, ColorImage, Rect, Stroke, TextureHandle, TextureOptions};
 use std::sync::Arc;
 
-/// Thumbnails are at most this many pixels a side (larger inputs are
-/// averaged down), which keeps the grid of a 12×12 model at 512 tokens
-/// small in memory.
-pub const THUMBNAIL_PIXELS: usize = 128;
-
 /// The grey stripes of a masked cell.
 pub const MASKED_LIGHT: Color32 = Color32::from_rgb(118, 118, 118);
 pub const MASKED_DARK: Color32 = Color32::from_rgb(72, 72, 72);

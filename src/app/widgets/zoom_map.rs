@@ -14,7 +14,9 @@ use crate::app::jobs::{spawn_job, spawn_tracked_job, JobProgress};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::captures::HeadId;
 use crate::colormap::{ColorMap, ColourScale, ValueRange};
-use crate::head_map::{self, BlockReduction, Blocks, HeadMatrix, MapMatrix, MapOverview};
+use crate::head_map::{
+    self, BlockReduction, Blocks, HeadMatrix, MapMatrix, MapOverview, OverviewSize,
+};
 use crate::pipeline::RunOutput;
 use crate::worker::Waker;
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -517,7 +519,10 @@ fn make_map(
     let overview = head_map::overview(
         &output.captures,
         &matrix,
-        OVERVIEW_BLOCKS,
+        OverviewSize {
+            blocks: OVERVIEW_BLOCKS,
+            sample: head_map::SAMPLE_SIDE,
+        },
         threads,
         cancelled,
         done,

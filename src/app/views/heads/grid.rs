@@ -14,15 +14,16 @@ use crate::analysis::{Category, Role, ROLE_FLOOR, ROLE_MARGIN};
 use crate::app::jobs::{spawn_tracked_job, JobProgress};
 use crate::app::widgets::format::{category_style, figure, role_short_name, role_style, HIGHLIGHT};
 use crate::app::widgets::head_grid::HeadGrid;
-use crate::app::widgets::heatmap::{self, ViewKey, THUMBNAIL_PIXELS};
+use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::app::widgets::zoom_map::map_matrix;
 use crate::captures::HeadId;
 use crate::colormap::ValueRange;
-use crate::head_map::{self, BlockReduction, HeadMatrix};
+use crate::head_map::{self, HeadMatrix, OverviewSize, Thumbnail};
 use crate::pipeline::RunOutput;
 use crate::worker::Waker;
 use crossbeam_channel::Receiver;
 use egui::{Align2, Color32, ColorImage, FontId, Rect, Stroke, TextureHandle};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What the study's views draw over the grid (see [`super::HeadsView`]).
@@ -152,23 +153,30 @@ fn build_thumbnails(
             if progress.is_cancelled() {
                 return ((Vec::new(), 0), ValueRange::default());
             }
-            // Blocks of at most THUMBNAIL_PIXELS a side, averaged, made a
-            // band of rows at a time: a long input's head is never whole.
-            let matrix = HeadMatrix::new(captures, heads[index], map_matrix(&key), causal);
-            let cancelled = || progress.is_cancelled();
-            let Some(overview) =
-                head_map::overview(captures, &matrix, THUMBNAIL_PIXELS, 1, &cancelled, &|| {})
-            else {
-                return ((Vec::new(), 0), ValueRange::default());
+            // Blocks of at most 128 a side, averaged: made by the pass where
+            // it recomputes P and S, else a band of rows at a time.
+            let (head, matrix) = (heads[index], map_matrix(&key));
+            let thumbnail = match output.thumbnails.get(head, matrix) {
+                Some(made) => Cow::Borrowed(made),
+                None => {
+                    let matrix = HeadMatrix::new(captures, head, matrix, causal);
+                    let cancelled = || progress.is_cancelled();
+                    let size = OverviewSize::THUMBNAIL;
+                    match head_map::overview(captures, &matrix, size, 1, &cancelled, &|| {}) {
+                        Some(overview) => Cow::Owned(Thumbnail::of(overview)),
+                        None => return ((Vec::new(), 0), ValueRange::default()),
+                    }
+                }
             };
-            let (_, range) =
-                heatmap::picture(key.colormap, scale, &overview.sample, overview.sample_side);
-            let blocks = overview
-                .level(overview.base)
-                .expect("an overview holds its base level");
-            let values = scale.coloured(&blocks.values(BlockReduction::Mean));
+            let (_, range) = heatmap::picture(
+                key.colormap,
+                scale,
+                &thumbnail.sample,
+                thumbnail.sample_side,
+            );
+            let values = scale.coloured(&thumbnail.means);
             progress.step();
-            ((values, blocks.columns), range)
+            ((values, thumbnail.side), range)
         })
         .into_iter()
         .unzip();

@@ -13,14 +13,21 @@
 //! Every value is the full matrix's own: rows come from the same kernels
 //! and the same row blocks as [`Captures::attention`] and
 //! [`Captures::similarity`] (the same bits), a block's maximum is exact
-//! and its mean is summed in f64. A band of base blocks is summed by one
-//! thread in row order, so the figures do not depend on the thread count.
+//! and its mean is summed in f64 (a row's cells in a block in eight lanes,
+//! the rows in order). A band of base blocks is summed by one thread, so
+//! the figures do not depend on the thread count.
+//!
+//! A long pass makes each head's thumbnail as it goes ([`thumbnails`]).
 
 use crate::analysis::{SimilarityTransform, SimilarityVariant};
 use crate::captures::{value_weight_row, Captures, HeadId, HeadSimilarity};
 use crate::kernels::attention::ROW_BLOCK;
+use crate::kernels::widest::widest;
 use std::ops::Range;
 use std::sync::Arc;
+
+mod thumbnails;
+pub use thumbnails::{HeadThumbnails, HeadThumbnailsBuilder, PassThumbnails, Thumbnail};
 
 /// Which of a head's matrices a map shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -297,17 +304,16 @@ impl Blocks {
     /// The cells of one cell row `cells` (from cell column
     /// `first_column_cell`) into their blocks of block row `row`.
     fn add_cells(&mut self, row: usize, first_column_cell: usize, cells: &[f32]) {
-        let shift = self.level;
-        let base = row * self.columns;
-        for (j, &v) in (first_column_cell..).zip(cells) {
-            if v.is_nan() {
-                continue;
-            }
-            let k = base + (j >> shift) - self.first_column;
-            self.max[k] = self.max[k].max(v);
-            self.sum[k] += f64::from(v);
-            self.count[k] += 1;
-        }
+        add_row_cells(self, row, first_column_cell, cells);
+    }
+
+    /// A run of cells of block `k` into it.
+    #[inline(always)]
+    fn add_run(&mut self, k: usize, cells: &[f32]) {
+        let (max, sum, count) = reduce_run(cells);
+        self.max[k] = self.max[k].max(max);
+        self.sum[k] += sum;
+        self.count[k] += count;
     }
 
     /// The next level up of a rectangle that starts at block (0, 0): each
@@ -337,8 +343,104 @@ impl Blocks {
     }
 }
 
-/// Cells sampled for the colour range: at most this many a side.
+widest! {
+    /// [`Blocks::add_cells`], a block's run of cells at a time.
+    fn add_row_cells(blocks: &mut Blocks, row: usize, first_column_cell: usize, cells: &[f32]) -> () =
+        add_row_cells_body;
+}
+
+#[inline(always)]
+fn add_row_cells_body(blocks: &mut Blocks, row: usize, first_column_cell: usize, cells: &[f32]) {
+    let (first_block, first_column) = (row * blocks.columns, blocks.first_column);
+    block_runs(first_column_cell, cells, blocks.level, |column, run| {
+        blocks.add_run(first_block + column - first_column, run)
+    });
+}
+
+widest! {
+    /// Cells (r, `column`) for r = `first_row_cell`, … (`cells`) into
+    /// their blocks, a block's run at a time.
+    fn add_column_cells(blocks: &mut Blocks, column: usize, first_row_cell: usize, cells: &[f32]) -> () =
+        add_column_cells_body;
+}
+
+#[inline(always)]
+fn add_column_cells_body(blocks: &mut Blocks, column: usize, first_row_cell: usize, cells: &[f32]) {
+    let block_column = (column >> blocks.level) - blocks.first_column;
+    block_runs(first_row_cell, cells, blocks.level, |row, run| {
+        let block_row = row - blocks.first_row;
+        blocks.add_run(block_row * blocks.columns + block_column, run)
+    });
+}
+
+/// `cells` of one line of cells (a row or a column) from cell `first` on,
+/// cut where the blocks of level `level` end: `f(block, run)` for each
+/// run, with its block's index along the line.
+#[inline(always)]
+fn block_runs(first: usize, cells: &[f32], level: u32, mut f: impl FnMut(usize, &[f32])) {
+    let (mut at, mut rest) = (first, cells);
+    while !rest.is_empty() {
+        let block_end = ((at >> level) + 1) << level;
+        let (run, after) = rest.split_at(block_end.min(at + rest.len()) - at);
+        f(at >> level, run);
+        at += run.len();
+        rest = after;
+    }
+}
+
+/// The maximum, the sum (f64) and the count of the cells that have a
+/// value (masked cells are NaN), in eight lanes that vectorise: the order
+/// of the sum is the run's own, whatever the thread.
+#[inline(always)]
+fn reduce_run(cells: &[f32]) -> (f32, f64, u32) {
+    const LANES: usize = 8;
+    let mut max = [f32::NEG_INFINITY; LANES];
+    let mut sum = [0.0f64; LANES];
+    let mut count = [0u32; LANES];
+    let mut add = |lane: usize, v: f32| {
+        let kept = !v.is_nan();
+        // A NaN compares false and leaves the maximum.
+        max[lane] = if v > max[lane] { v } else { max[lane] };
+        sum[lane] += if kept { f64::from(v) } else { 0.0 };
+        count[lane] += u32::from(kept);
+    };
+    let chunks = cells.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in chunk.iter().enumerate() {
+            add(lane, v);
+        }
+    }
+    for (lane, &v) in rest.iter().enumerate() {
+        add(lane, v);
+    }
+    (
+        max.into_iter().fold(f32::NEG_INFINITY, f32::max),
+        sum.into_iter().sum(),
+        count.into_iter().sum(),
+    )
+}
+
+/// Cells a map's overview samples for the colour range, at most, a side.
 pub const SAMPLE_SIDE: usize = 512;
+
+/// How many blocks and sampled cells a side an overview holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverviewSize {
+    /// The base level is the finest whose side is at most this many blocks.
+    pub blocks: usize,
+    /// Cells sampled for the colour range: at most this many a side.
+    pub sample: usize,
+}
+
+impl OverviewSize {
+    /// A head's thumbnail in the grid: small, as a long pass keeps every
+    /// head's (128 KB a matrix).
+    pub const THUMBNAIL: OverviewSize = OverviewSize {
+        blocks: 128,
+        sample: 128,
+    };
+}
 
 /// What a map keeps of a head to draw it at coarse zooms: every level from
 /// `base` (the finest whose side fits the limit) up to one block, and a
@@ -349,8 +451,8 @@ pub struct MapOverview {
     /// Level `base + k` at index k.
     levels: Vec<Blocks>,
     /// The cells (i, j) with i and j multiples of `sample_step`, row-major:
-    /// `sample_side` × `sample_side`, the whole matrix when T ≤
-    /// [`SAMPLE_SIDE`]. Its first row and column are token 0's.
+    /// `sample_side` × `sample_side`, the whole matrix when T is at most
+    /// the size's sample. Its first row and column are token 0's.
     pub sample: Vec<f32>,
     pub sample_side: usize,
 }
@@ -364,23 +466,23 @@ impl MapOverview {
     }
 }
 
-/// The overview of `matrix`, made a band of rows at a time on up to
+/// The overview of `matrix` of `size`, made a band of rows at a time on up to
 /// `threads` threads leased from the budget (1: on the calling thread,
 /// leasing nothing, for a caller that holds a lease); `cancelled` stops it (`None`) and
 /// `done` is told of each band (of [`overview_bands`]) finished.
 pub fn overview(
     captures: &Captures,
     matrix: &HeadMatrix,
-    limit: usize,
+    size: OverviewSize,
     threads: usize,
     cancelled: &(dyn Fn() -> bool + Sync),
     done: &(dyn Fn() + Sync),
 ) -> Option<MapOverview> {
     let t = matrix.tokens();
-    let base = level_within(t, limit);
+    let base = level_within(t, size.blocks);
     let side = level_side(t, base);
-    let band_rows = overview_band_rows(t, limit);
-    let step = sample_step(t);
+    let band_rows = overview_band_rows(t, size.blocks);
+    let step = sample_step(t, size.sample);
     let read_band = |band: usize| {
         if cancelled() {
             return None;
@@ -442,8 +544,8 @@ fn overview_band_rows(tokens: usize, limit: usize) -> usize {
     (1usize << level_within(tokens, limit)).max(ROW_BLOCK)
 }
 
-fn sample_step(tokens: usize) -> usize {
-    tokens.div_ceil(SAMPLE_SIDE).max(1)
+fn sample_step(tokens: usize, side: usize) -> usize {
+    tokens.div_ceil(side.max(1)).max(1)
 }
 
 /// Blocks `block_rows` × `block_columns` of level `level` (cut at the

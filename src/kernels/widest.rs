@@ -1,4 +1,5 @@
-//! The analysis's loops compiled for the widest vectors the CPU has.
+//! Loops compiled for the widest vectors the CPU has: the analysis's
+//! passes over a head's P and S, and a map's sums of its blocks.
 //!
 //! The crate is built for plain x86-64 (two f64 lanes), so that one binary
 //! runs everywhere; the figures' passes over a head's P and S are mostly
@@ -46,4 +47,4 @@ macro_rules! widest {
     };
 }
 
-pub(super) use widest;
+pub(crate) use widest;
