@@ -93,6 +93,10 @@ fn a_16k_head_map_zooms_from_blocks_to_cells_and_saves_the_region() {
 
     // The head opens as blocks: 16 × 16 cells a pixel, the max of each.
     open_tab(&mut harness, CentralView::Heads);
+    step_until(&mut harness, "the grid's thumbnails", |h| {
+        h.state().overview_is_current()
+    });
+    save_window(&mut harness, "app_long_map-grid.png");
     harness.get_by_label_contains("L1 H0 ").click();
     step_until(&mut harness, "the head's map", |h| {
         h.state().detail_head() == Some(HeadId::new(1, 0)) && h.state().head_map().is_ready()
