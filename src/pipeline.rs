@@ -581,7 +581,9 @@ impl HeadObserver for AnalysedHeads<'_> {
     fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
         let tokens = self.analyser.tokens();
         let thumbnails = self.thumbnails.as_ref().map(|(made, causal)| {
-            let builder = HeadThumbnailsBuilder::new(tokens, *causal, value_norms);
+            // The analysis makes N′ where it has every key's value norm.
+            let weighted = value_norms.len() == tokens && tokens > 0;
+            let builder = HeadThumbnailsBuilder::new(tokens, *causal, weighted);
             (builder, made)
         });
         Box::new(AnalysedHead {
@@ -594,9 +596,16 @@ impl HeadObserver for AnalysedHeads<'_> {
 
 impl HeadRows for AnalysedHead<'_, '_> {
     fn attention_rows(&mut self, first: usize, rows: &[f32]) {
-        self.analysis.attention_rows(first, rows);
-        if let Some((builder, _)) = &mut self.thumbnails {
-            builder.attention_rows(first, rows);
+        let Some((builder, _)) = &mut self.thumbnails else {
+            self.analysis.attention_rows(first, rows, None);
+            return;
+        };
+        builder.attention_rows(first, rows);
+        match builder.value_weighted() {
+            Some(mut weighted) => self
+                .analysis
+                .attention_rows(first, rows, Some(&mut weighted)),
+            None => self.analysis.attention_rows(first, rows, None),
         }
     }
 

@@ -155,9 +155,17 @@ impl AttentionRows {
     }
 
     /// Adds rows `first`, … of P (each T wide); panics unless `first` is
-    /// the row after the last one added (a programming error).
+    /// the row after the last one added (a programming error). Where the
+    /// head has its value norms, `weighted_rows` sees each row of N′ (T
+    /// wide, 0 past a causal query).
     #[inline(always)]
-    pub(super) fn add_rows(&mut self, doc: &Document, first: usize, rows: &[f32]) {
+    pub(super) fn add_rows(
+        &mut self,
+        doc: &Document,
+        first: usize,
+        rows: &[f32],
+        mut weighted_rows: Option<super::RowSink<'_>>,
+    ) {
         let t = doc.t;
         assert_eq!(first, self.next_row, "attention rows must come in order");
         self.row.resize(t, 0.0);
@@ -180,6 +188,9 @@ impl AttentionRows {
                 n[..seen].copy_from_slice(&row[..seen]);
                 value_weight_row(&mut n[..seen], &self.value_norms);
                 weighted.add_row(doc, i, n, columns);
+                if let Some(weighted_rows) = weighted_rows.as_deref_mut() {
+                    weighted_rows(i, n);
+                }
             }
             self.next_row = i + 1;
         }

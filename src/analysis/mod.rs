@@ -323,6 +323,9 @@ pub fn head_selected_pairs(
     })
 }
 
+/// Sees each row i of a matrix the analysis makes, `(i, row)`, in order.
+pub type RowSink<'a> = &'a mut dyn FnMut(usize, &[f32]);
+
 /// One head's analysis under way ([`LayerAnalyser::begin_head`]).
 pub struct HeadAnalysis<'s, 'a> {
     analyser: &'s LayerAnalyser<'a>,
@@ -330,9 +333,17 @@ pub struct HeadAnalysis<'s, 'a> {
 }
 
 impl HeadAnalysis<'_, '_> {
-    /// Adds rows `first`, … of the head's P (each T wide), in order.
-    pub fn attention_rows(&mut self, first: usize, rows: &[f32]) {
-        add_attention_rows(&mut self.rows, &self.analyser.doc, first, rows);
+    /// Adds rows `first`, … of the head's P (each T wide), in order;
+    /// `weighted_rows` sees each row of N′ the analysis makes from them
+    /// (where the head has its value norms: T of them).
+    pub fn attention_rows(
+        &mut self,
+        first: usize,
+        rows: &[f32],
+        weighted_rows: Option<RowSink<'_>>,
+    ) {
+        let doc = &self.analyser.doc;
+        add_attention_rows(&mut self.rows, doc, first, rows, weighted_rows);
     }
 
     /// Analyses the head, head `head` of layer `layer`, from its S, once
@@ -573,7 +584,7 @@ fn analyse_layer_body(
             None => {
                 let attention = if squares.has_attention() {
                     let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
-                    rows.add_rows(doc, 0, squares.head_attention(h));
+                    rows.add_rows(doc, 0, squares.head_attention(h), None);
                     Some(rows.finish(doc))
                 } else {
                     None
@@ -669,6 +680,7 @@ widest! {
         doc: &Document,
         first: usize,
         attention: &[f32],
+        weighted_rows: Option<RowSink<'_>>,
     ) -> () = add_attention_rows_body;
 }
 
@@ -678,8 +690,9 @@ fn add_attention_rows_body(
     doc: &Document,
     first: usize,
     attention: &[f32],
+    weighted_rows: Option<RowSink<'_>>,
 ) {
-    rows.add_rows(doc, first, attention);
+    rows.add_rows(doc, first, attention, weighted_rows);
 }
 
 /// Sees a head's S' (S after the analysis's variant) as the analysis
@@ -711,31 +724,39 @@ fn candidate_rows(
     mut take: impl FnMut(&[f32]),
 ) {
     let (mut column, mut whole_row) = (Vec::new(), Vec::new());
-    for_each_row_from_diagonal(similarity, doc.t, block, |i, s, first| {
-        if let Some(triangles) = triangles.as_deref_mut() {
-            let from_diagonal = &s[i - first..];
-            column.clear();
-            transform.extend_column(i, i..doc.t, from_diagonal, &mut column);
-            let whole_row = triangles.wants_rows().then(|| {
-                whole_row.clear();
-                transform.extend(i, i..doc.t, from_diagonal, &mut whole_row);
-                whole_row.as_slice()
-            });
-            triangles.add(i, &column, whole_row);
-        }
-        if doc.content_index[i] == u32::MAX {
-            return;
-        }
-        let own = doc.content_runs.partition_point(|run| run.end <= i);
-        let rest = i + 1..doc.content_runs[own].end;
-        let at = |columns: &std::ops::Range<usize>| &s[columns.start - first..columns.end - first];
-        row.clear();
-        transform.extend(i, rest.clone(), at(&rest), row);
-        for later in &doc.content_runs[own + 1..] {
-            transform.extend(i, later.clone(), at(later), row);
-        }
-        take(row);
-    });
+    // Inlined into the caller's vectors (a closure is compiled apart).
+    for_each_row_from_diagonal(
+        similarity,
+        doc.t,
+        block,
+        #[inline(always)]
+        |i, s, first| {
+            if let Some(triangles) = triangles.as_deref_mut() {
+                let from_diagonal = &s[i - first..];
+                column.clear();
+                transform.extend_column(i, i..doc.t, from_diagonal, &mut column);
+                let whole_row = triangles.wants_rows().then(|| {
+                    whole_row.clear();
+                    transform.extend(i, i..doc.t, from_diagonal, &mut whole_row);
+                    whole_row.as_slice()
+                });
+                triangles.add(i, &column, whole_row);
+            }
+            if doc.content_index[i] == u32::MAX {
+                return;
+            }
+            let own = doc.content_runs.partition_point(|run| run.end <= i);
+            let rest = i + 1..doc.content_runs[own].end;
+            let at =
+                |columns: &std::ops::Range<usize>| &s[columns.start - first..columns.end - first];
+            row.clear();
+            transform.extend(i, rest.clone(), at(&rest), row);
+            for later in &doc.content_runs[own + 1..] {
+                transform.extend(i, later.clone(), at(later), row);
+            }
+            take(row);
+        },
+    );
 }
 
 widest! {
@@ -778,6 +799,7 @@ fn analyse_head_body(
         &mut block,
         &mut row,
         triangles,
+        #[inline(always)]
         |row| {
             sums.add(row);
             candidates.add(row);
@@ -813,6 +835,7 @@ fn analyse_head_body(
                         &mut block,
                         &mut row,
                         None,
+                        #[inline(always)]
                         |row| candidates.add(row),
                     );
                     kept_best =

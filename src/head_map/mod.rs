@@ -352,9 +352,14 @@ widest! {
 #[inline(always)]
 fn add_row_cells_body(blocks: &mut Blocks, row: usize, first_column_cell: usize, cells: &[f32]) {
     let (first_block, first_column) = (row * blocks.columns, blocks.first_column);
-    block_runs(first_column_cell, cells, blocks.level, |column, run| {
-        blocks.add_run(first_block + column - first_column, run)
-    });
+    // Inlined, so that the sums run in the widest vectors too.
+    block_runs(
+        first_column_cell,
+        cells,
+        blocks.level,
+        #[inline(always)]
+        |column, run| blocks.add_run(first_block + column - first_column, run),
+    );
 }
 
 widest! {
@@ -367,10 +372,16 @@ widest! {
 #[inline(always)]
 fn add_column_cells_body(blocks: &mut Blocks, column: usize, first_row_cell: usize, cells: &[f32]) {
     let block_column = (column >> blocks.level) - blocks.first_column;
-    block_runs(first_row_cell, cells, blocks.level, |row, run| {
-        let block_row = row - blocks.first_row;
-        blocks.add_run(block_row * blocks.columns + block_column, run)
-    });
+    block_runs(
+        first_row_cell,
+        cells,
+        blocks.level,
+        #[inline(always)]
+        |row, run| {
+            let block_row = row - blocks.first_row;
+            blocks.add_run(block_row * blocks.columns + block_column, run)
+        },
+    );
 }
 
 /// `cells` of one line of cells (a row or a column) from cell `first` on,

@@ -18,7 +18,7 @@ use super::{
     MapMatrix, MapOverview, OverviewSize,
 };
 use crate::analysis::{SimilarityTriangles, SimilarityVariant};
-use crate::captures::{value_weight_row, HeadId};
+use crate::captures::HeadId;
 
 /// What the grid draws of one head's matrix: the mean of each block of
 /// the finest level that fits [`OverviewSize::THUMBNAIL`], and a sample of
@@ -151,26 +151,23 @@ pub struct HeadThumbnails {
 }
 
 /// One head's thumbnails as the pass hands over its P, a block of rows at
-/// a time, then its S' to the analysis.
+/// a time, and the analysis its N′ and S'.
 pub struct HeadThumbnailsBuilder {
     attention: ThumbnailBuilder,
-    /// N′'s, with the value norms that weigh P's rows.
-    value_weighted: Option<(ThumbnailBuilder, Vec<f32>)>,
+    /// N′'s, where the head has its value norms.
+    value_weighted: Option<ThumbnailBuilder>,
     similarity: ThumbnailBuilder,
-    /// A row of N′, reused.
-    weighted_row: Vec<f32>,
 }
 
 impl HeadThumbnailsBuilder {
-    /// A head over `tokens` tokens whose keys write `value_norms` (empty:
-    /// unknown, no N′).
-    pub fn new(tokens: usize, causal: bool, value_norms: &[f32]) -> Self {
+    /// A head over `tokens` tokens; `value_weighted` where the analysis
+    /// makes its N′ (its keys' value norms known).
+    pub fn new(tokens: usize, causal: bool, value_weighted: bool) -> Self {
         let builder = || ThumbnailBuilder::new(tokens, causal);
         Self {
             attention: builder(),
-            value_weighted: (!value_norms.is_empty()).then(|| (builder(), value_norms.to_vec())),
+            value_weighted: value_weighted.then(builder),
             similarity: builder(),
-            weighted_row: Vec::new(),
         }
     }
 
@@ -178,17 +175,14 @@ impl HeadThumbnailsBuilder {
     pub fn attention_rows(&mut self, first: usize, rows: &[f32]) {
         let t = self.attention.tokens;
         for (i, row) in (first..).zip(rows.chunks_exact(t)) {
-            // A causal row is 0 past the diagonal: N′ of the cells up to it
-            // is the same without them (half the work).
-            let row = &row[..self.attention.cells_in_row(i)];
             self.attention.add_row(i, row);
-            if let Some((weighted, norms)) = &mut self.value_weighted {
-                self.weighted_row.clear();
-                self.weighted_row.extend_from_slice(row);
-                value_weight_row(&mut self.weighted_row, norms);
-                weighted.add_row(i, &self.weighted_row);
-            }
         }
+    }
+
+    /// What sees each row of N′ as the analysis makes it, where wanted.
+    pub fn value_weighted(&mut self) -> Option<impl FnMut(usize, &[f32]) + '_> {
+        let builder = self.value_weighted.as_mut()?;
+        Some(move |i, row: &[f32]| builder.add_row(i, row))
     }
 
     /// What sees S' as the analysis reads it.
@@ -199,7 +193,7 @@ impl HeadThumbnailsBuilder {
     pub fn finish(self) -> HeadThumbnails {
         HeadThumbnails {
             attention: self.attention.finish(),
-            value_weighted: self.value_weighted.map(|(weighted, _)| weighted.finish()),
+            value_weighted: self.value_weighted.map(ThumbnailBuilder::finish),
             similarity: self.similarity.finish(),
         }
     }
