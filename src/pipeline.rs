@@ -16,7 +16,8 @@
 //! names the layer about to run: the progress is that layer's index.
 
 use crate::analysis::{
-    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, SelectedPairs,
+    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, RowSink,
+    SelectedPairs,
 };
 use crate::captures::{CaptureMode, Captures, HeadId, HeadSimilarity};
 use crate::comparison::{self, Comparison, Side};
@@ -579,16 +580,15 @@ struct AnalysedHead<'s, 'a> {
 
 impl HeadObserver for AnalysedHeads<'_> {
     fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
-        let tokens = self.analyser.tokens();
+        let analysis = self.analyser.begin_head(value_norms);
         let thumbnails = self.thumbnails.as_ref().map(|(made, causal)| {
-            // The analysis makes N′ where it has every key's value norm.
-            let weighted = value_norms.len() == tokens && tokens > 0;
-            let builder = HeadThumbnailsBuilder::new(tokens, *causal, weighted);
-            (builder, made)
+            let tokens = self.analyser.tokens();
+            let weighted = analysis.weighs_values();
+            (HeadThumbnailsBuilder::new(tokens, *causal, weighted), made)
         });
         Box::new(AnalysedHead {
             id: (layer, head),
-            analysis: self.analyser.begin_head(value_norms),
+            analysis,
             thumbnails,
         })
     }
@@ -596,17 +596,12 @@ impl HeadObserver for AnalysedHeads<'_> {
 
 impl HeadRows for AnalysedHead<'_, '_> {
     fn attention_rows(&mut self, first: usize, rows: &[f32]) {
-        let Some((builder, _)) = &mut self.thumbnails else {
-            self.analysis.attention_rows(first, rows, None);
-            return;
-        };
-        builder.attention_rows(first, rows);
-        match builder.value_weighted() {
-            Some(mut weighted) => self
-                .analysis
-                .attention_rows(first, rows, Some(&mut weighted)),
-            None => self.analysis.attention_rows(first, rows, None),
-        }
+        let mut weighted = self.thumbnails.as_mut().and_then(|(builder, _)| {
+            builder.attention_rows(first, rows);
+            builder.value_weighted()
+        });
+        let weighted = weighted.as_mut().map(|w| w as RowSink<'_>);
+        self.analysis.attention_rows(first, rows, weighted);
     }
 
     fn finish(self: Box<Self>, similarity: HeadSimilarity) {

@@ -154,6 +154,11 @@ impl AttentionRows {
         }
     }
 
+    /// Whether it makes N′ (the head has its value norms).
+    pub(super) fn weighs_values(&self) -> bool {
+        self.weighted.is_some()
+    }
+
     /// Adds rows `first`, … of P (each T wide); panics unless `first` is
     /// the row after the last one added (a programming error). Where the
     /// head has its value norms, `weighted_rows` sees each row of N′ (T

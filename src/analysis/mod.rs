@@ -218,16 +218,16 @@ impl<'a> LayerAnalyser<'a> {
         }
     }
 
-    /// Begins the analysis of a head whose keys write `value_norms` (T, or
-    /// empty: no `_vw` figures), before [`LayerAnalyser::add_layer`] is
-    /// called for its layer: its P is then handed over a block of rows at
-    /// a time ([`HeadAnalysis::attention_rows`]), and its S at the end
-    /// ([`HeadAnalysis::finish`]), so that neither need be held whole.
     /// The number of tokens analysed.
     pub fn tokens(&self) -> usize {
         self.doc.t
     }
 
+    /// Begins the analysis of a head whose keys write `value_norms` (T, or
+    /// empty: no `_vw` figures), before [`LayerAnalyser::add_layer`] is
+    /// called for its layer: its P is then handed over a block of rows at
+    /// a time ([`HeadAnalysis::attention_rows`]), and its S at the end
+    /// ([`HeadAnalysis::finish`]), so that neither need be held whole.
     pub fn begin_head(&self, value_norms: &[f32]) -> HeadAnalysis<'_, 'a> {
         assert!(
             value_norms.is_empty() || value_norms.len() == self.doc.t,
@@ -333,6 +333,11 @@ pub struct HeadAnalysis<'s, 'a> {
 }
 
 impl HeadAnalysis<'_, '_> {
+    /// Whether it makes the head's N′ (it has every key's value norm).
+    pub fn weighs_values(&self) -> bool {
+        self.rows.weighs_values()
+    }
+
     /// Adds rows `first`, … of the head's P (each T wide), in order;
     /// `weighted_rows` sees each row of N′ the analysis makes from them
     /// (where the head has its value norms: T of them).

@@ -36,14 +36,24 @@ pub struct Thumbnail {
 impl Thumbnail {
     /// The thumbnail of an overview of [`OverviewSize::THUMBNAIL`].
     pub fn of(overview: MapOverview) -> Self {
-        let blocks = overview
-            .level(overview.base)
-            .expect("an overview holds its base level");
+        let MapOverview {
+            levels,
+            sample,
+            sample_side,
+            ..
+        } = overview;
+        // Level `base` is the first.
+        let blocks = levels.first().expect("an overview holds its base level");
+        Self::new(blocks, sample, sample_side)
+    }
+
+    /// The means of `blocks` (a whole level), with the sampled cells.
+    fn new(blocks: &Blocks, sample: Vec<f32>, sample_side: usize) -> Self {
         Self {
             means: blocks.values(BlockReduction::Mean),
             side: blocks.columns,
-            sample: overview.sample,
-            sample_side: overview.sample_side,
+            sample,
+            sample_side,
         }
     }
 }
@@ -104,12 +114,7 @@ impl ThumbnailBuilder {
     }
 
     fn finish(self) -> Thumbnail {
-        Thumbnail {
-            means: self.blocks.values(BlockReduction::Mean),
-            side: self.blocks.columns,
-            sample: self.sample,
-            sample_side: self.sample_side,
-        }
+        Thumbnail::new(&self.blocks, self.sample, self.sample_side)
     }
 }
 
@@ -220,20 +225,20 @@ impl PassThumbnails {
         }
     }
 
-    pub fn insert(&mut self, head: HeadId, thumbnails: HeadThumbnails) {
+    /// Where `head`'s thumbnails are kept, if it is one of the model's.
+    fn index(&self, head: HeadId) -> Option<usize> {
         let index = head.layer * self.heads_per_layer + head.head;
+        (head.head < self.heads_per_layer && index < self.heads.len()).then_some(index)
+    }
+
+    pub fn insert(&mut self, head: HeadId, thumbnails: HeadThumbnails) {
+        let index = self.index(head).expect("a head of the model");
         self.heads[index] = Some(thumbnails);
     }
 
     /// The thumbnail of `matrix` of `head`, where the pass made it.
     pub fn get(&self, head: HeadId, matrix: MapMatrix) -> Option<&Thumbnail> {
-        if head.head >= self.heads_per_layer {
-            return None;
-        }
-        let made = self
-            .heads
-            .get(head.layer * self.heads_per_layer + head.head)?
-            .as_ref()?;
+        let made = self.heads[self.index(head)?].as_ref()?;
         match matrix {
             MapMatrix::Attention => Some(&made.attention),
             MapMatrix::ValueWeighted => made.value_weighted.as_ref(),
