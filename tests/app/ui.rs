@@ -306,6 +306,13 @@ fn a_slow_model_does_not_freeze_the_ui() {
     );
     assert_eq!(shown_tokens(&harness), Some(old), "the old result stays");
     assert_grid_has_every_head(&harness, 6, 12);
+    // Its spinners ask for a few frames a second, not every frame: under a
+    // software renderer each frame takes the cores the run needs.
+    let next_frame = harness.output().viewport_output[&egui::ViewportId::ROOT].repaint_delay;
+    assert!(
+        next_frame >= Duration::from_millis(100),
+        "the next frame is asked for in {next_frame:?}"
+    );
     harness.get_by_label_contains("L0 H3 ").click();
     harness.step();
     harness.step();

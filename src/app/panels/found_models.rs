@@ -5,6 +5,7 @@
 //! and where it was found; a click opens it; one headscope cannot open is
 //! greyed, with the reason on hover.
 
+use crate::app::widgets::busy;
 use crate::app::widgets::format::human_bytes;
 use crate::model::discovery::{self, places::Roots, FoundModel};
 use crate::model::ModelSource;
@@ -64,7 +65,7 @@ impl FoundModels {
         ui.horizontal(|ui| {
             ui.strong("Models on this computer");
             if matches!(self.state, Search::Searching(_)) {
-                ui.add(egui::Spinner::new());
+                busy::spinner(ui);
                 ui.weak("looking in the Hugging Face cache, Ollama and LM Studio…");
             } else if ui
                 .small_button("Look again")

@@ -4,6 +4,7 @@
 //! generation. The shell sends the request to the worker and puts the
 //! continuation into the text as it comes.
 
+use crate::app::widgets::busy;
 use crate::model::predict::GenerationOptions;
 use crate::predictions::{Decoding, Sampling};
 use crate::worker::GenerationUpdate;
@@ -154,7 +155,7 @@ impl GeneratePanel {
                 {
                     action = Some(GenerateAction::Stop);
                 }
-                ui.add(egui::Spinner::new());
+                busy::spinner(ui);
             } else {
                 let button = ui.add_enabled(available.is_ok(), egui::Button::new(GENERATE_BUTTON));
                 let button = match available {

@@ -10,6 +10,7 @@
 //! notice that says what to do in the window.
 
 use super::found_models::FoundModels;
+use crate::app::widgets::busy;
 use crate::model::family::Family;
 use crate::model::{LoadProgress, ModelSource};
 use crate::worker::{ModelEvent, ModelInfo};
@@ -259,7 +260,7 @@ impl ModelPanel {
             LoadState::Idle => {}
             LoadState::Loading { source, progress } => {
                 ui.horizontal(|ui| {
-                    ui.add(egui::Spinner::new());
+                    busy::spinner(ui);
                     ui.label(format!("Loading model {source}…"));
                 });
                 progress_ui(ui, progress.as_ref());

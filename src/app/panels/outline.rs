@@ -12,6 +12,7 @@
 use crate::app::jobs::spawn_job;
 use crate::app::text::document::Document;
 use crate::app::text::find::{context, find_all, preview, FindMatch};
+use crate::app::widgets::busy;
 use crate::input::{WindowBounds, WindowStart};
 use crate::pipeline::InputOptions;
 use crate::worker::{AnalysisWorker, OutlineResult, Waker};
@@ -337,7 +338,7 @@ impl OutlinePanel {
         }
         let Some((key, found)) = &self.matches else {
             ui.horizontal(|ui| {
-                ui.add(egui::Spinner::new().size(12.0));
+                busy::spinner_of_side(ui, 12.0);
                 ui.label("Searching…");
             });
             return None;
@@ -350,7 +351,7 @@ impl OutlinePanel {
                 n => format!("{n} matches"),
             });
             if stale || self.search.is_some() {
-                ui.add(egui::Spinner::new().size(12.0));
+                busy::spinner_of_side(ui, 12.0);
             }
         });
         let text = document.text();
@@ -395,7 +396,7 @@ impl OutlinePanel {
             }
             (None, None) => {
                 ui.horizontal(|ui| {
-                    ui.add(egui::Spinner::new().size(12.0));
+                    busy::spinner_of_side(ui, 12.0);
                     ui.label("Cutting the text into windows…");
                 });
                 return None;
@@ -412,8 +413,7 @@ impl OutlinePanel {
                 spans.len()
             ));
             if !current || self.job.is_some() {
-                ui.add(egui::Spinner::new().size(12.0))
-                    .on_hover_text("The text changed: cutting it again");
+                busy::spinner_of_side(ui, 12.0).on_hover_text("The text changed: cutting it again");
             }
         });
         ui.checkbox(&mut self.every_sentence, "Every window's sentences");

@@ -9,6 +9,7 @@ use crate::app::views::heads::probe::ProbeSlot;
 use crate::app::views::logit_lens::LogitLensView;
 use crate::app::views::shared::ViewAction;
 use crate::app::views::ViewFrame;
+use crate::app::widgets::busy;
 use crate::app::HeadscopeApp;
 
 impl HeadscopeApp {
@@ -47,7 +48,7 @@ impl HeadscopeApp {
             if self.runs.error().is_none() {
                 ui.add_space(24.0);
                 ui.horizontal(|ui| {
-                    ui.add(egui::Spinner::new());
+                    busy::spinner(ui);
                     ui.label("Analysing…");
                 });
             }

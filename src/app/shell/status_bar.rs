@@ -5,6 +5,7 @@
 
 use crate::app::panels::model::LoadState;
 use crate::app::text::editor::WindowInfo;
+use crate::app::widgets::busy;
 use crate::app::widgets::progress::progress_bar;
 use crate::pipeline::{RunOutput, RunProgress};
 use crate::worker::ModelInfo;
@@ -55,7 +56,7 @@ pub fn status_bar_ui(ui: &mut egui::Ui, info: &StatusInfo<'_>) -> Option<StatusA
                 }
             }
             (true, None) => {
-                ui.add(egui::Spinner::new().size(14.0));
+                busy::spinner_of_side(ui, 14.0);
                 ui.label(WORKING_LABEL);
                 // Cancel alone, before the run's first progress.
                 if let Some(hint) = cancel_hint {

@@ -7,6 +7,7 @@
 //! megabytes and typing stays instant.
 
 use super::document::Document;
+use crate::app::widgets::busy;
 use crate::input::WindowStart;
 
 /// What the analysis of the current window covered, once it is known, in
@@ -214,7 +215,7 @@ pub fn editor_ui(
         .inner;
     let Some(document) = document else {
         ui.horizontal(|ui| {
-            ui.add(egui::Spinner::new());
+            busy::spinner(ui);
             ui.label(busy.unwrap_or("Preparing the text…"));
         });
         return output;
@@ -268,7 +269,7 @@ pub fn editor_ui(
     }
     if let Some(message) = busy {
         ui.horizontal(|ui| {
-            ui.add(egui::Spinner::new());
+            busy::spinner(ui);
             ui.label(message);
         });
     }

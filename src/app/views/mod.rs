@@ -24,6 +24,7 @@ pub mod token_focus;
 
 pub use crate::app::settings::CentralView;
 
+use crate::app::widgets::busy;
 use crate::pipeline::RunOutput;
 use compare::CompareView;
 use heads::HeadsView;
@@ -147,7 +148,7 @@ impl Views {
                     }
                 }
                 if working && *view != CentralView::Heads {
-                    ui.add(egui::Spinner::new());
+                    busy::spinner(ui);
                     ui.weak("updating…");
                 }
                 // At the right of the row where it fits; a right-to-left

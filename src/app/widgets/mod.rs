@@ -13,9 +13,11 @@
 //! - [`zoom_map`]: a head's heatmap at any zoom, from tiles made off the
 //!   UI thread;
 //! - [`progress`]: a slow stage's progress bar, time left and Cancel;
+//! - [`busy`]: the spinner, redrawn a few times a second;
 //! - [`pane`]: panels that give the accessibility tree their rect;
 //! - [`format`]: how figures, categories and sizes read on screen.
 
+pub mod busy;
 pub mod format;
 pub mod head_grid;
 pub mod heatmap;

@@ -27,6 +27,7 @@ mod grids;
 use crate::app::jobs::JobProgress;
 use crate::app::panels::model::{LoadState, ModelAction, ModelChange, ModelState};
 use crate::app::views::shared::{save_plot, View, ViewAction, ViewContext};
+use crate::app::widgets::busy;
 use crate::app::widgets::{plots, progress};
 use crate::captures::HeadId;
 use crate::model::ModelSource;
@@ -299,7 +300,7 @@ impl CompareView {
                 self.window_open = true;
             }
             if let LoadState::Loading { source, .. } = self.model.load_state() {
-                ui.add(egui::Spinner::new());
+                busy::spinner(ui);
                 ui.weak(format!("loading model B {source}…"));
             }
         });

@@ -12,6 +12,7 @@ use super::ablation::toggle_label;
 use crate::analysis::SelectedPairs;
 use crate::app::settings::{MatrixKind, Settings};
 use crate::app::views::shared::pairs::HeadPairs;
+use crate::app::widgets::busy;
 use crate::app::widgets::format::{category_style, figure};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::app::widgets::pane;
@@ -209,7 +210,7 @@ impl HeadView {
             ui.heading(format!("Layer {} · Head {}", head.layer, head.head));
             ui.label(egui::RichText::new(name).color(colour).strong());
             if working {
-                ui.add(egui::Spinner::new());
+                busy::spinner(ui);
             }
             if ui
                 .button(toggle_label(head, ablated))
@@ -796,7 +797,7 @@ fn figures_ui(
             );
         } else {
             ui.horizontal(|ui| {
-                ui.spinner();
+                busy::spinner(ui);
                 ui.weak(format!(
                     "making the {selected} pairs again (a long input keeps only their number)"
                 ));

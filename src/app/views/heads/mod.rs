@@ -16,6 +16,7 @@ pub mod probe;
 use crate::analysis::Category;
 use crate::app::settings::{GridCaptions, MatrixKind, Settings};
 use crate::app::views::shared::{Shared, View, ViewAction, ViewContext};
+use crate::app::widgets::busy;
 use crate::app::widgets::format::{category_style, HIGHLIGHT};
 use crate::app::widgets::heatmap::{self, ViewKey};
 use crate::app::widgets::progress;
@@ -579,7 +580,7 @@ fn view_controls(
         ui.end_row();
         heatmap::colour_bar(ui, settings.colormap, range, caption);
         if working {
-            ui.add(egui::Spinner::new());
+            busy::spinner(ui);
             ui.weak("updating…");
         }
     });
