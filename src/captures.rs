@@ -145,11 +145,30 @@ impl HeadSimilarity<'_> {
 /// A row whose keys write nothing stays 0.
 #[inline(always)]
 pub fn value_weight_row(row: &mut [f32], value_norms: &[f32]) {
-    let mut sum = 0.0f32;
-    for (p, &w) in row.iter_mut().zip(value_norms) {
-        *p *= w;
-        sum += *p;
+    const LANES: usize = 16;
+    // Sixteen running sums, entry k into sum k mod 16, added up in order at
+    // the end: one would be a chain of dependent additions as long as the
+    // row. A fixed order, so the same bits on every CPU; and zeros after
+    // the row's end change no sum, so a causal row cut at its query sums
+    // as the whole row does.
+    let n = row.len().min(value_norms.len());
+    let (mut rows, mut norms) = (
+        row[..n].chunks_exact_mut(LANES),
+        value_norms[..n].chunks_exact(LANES),
+    );
+    let mut lanes = [0.0f32; LANES];
+    for (block, weights) in (&mut rows).zip(&mut norms) {
+        for ((p, &w), lane) in block.iter_mut().zip(weights).zip(&mut lanes) {
+            *p *= w;
+            *lane += *p;
+        }
     }
+    let rest = rows.into_remainder().iter_mut().zip(norms.remainder());
+    for ((p, &w), lane) in rest.zip(&mut lanes) {
+        *p *= w;
+        *lane += *p;
+    }
+    let sum = lanes.iter().sum::<f32>();
     let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
     row.iter_mut().for_each(|n| *n *= scale);
 }
@@ -251,9 +270,8 @@ impl Captures {
     }
 
     /// S[i, j] of the head for the rows `rows` and the columns `columns`,
-    /// into `block` (rows × columns, row-major): made again from O where
-    /// the captures hold it, so that a pass that kept S and one that did
-    /// not give the same bits; read from S in captures of S alone.
+    /// into `block` (rows × columns, row-major): read from the kept S, else
+    /// made again from O ([`Captures::with_head_similarity`]).
     pub fn similarity_block(
         &self,
         id: HeadId,
@@ -304,10 +322,17 @@ impl Captures {
     }
 
     /// `read` of the head's S as the analysis reads it a block at a time:
-    /// made from O where the captures hold it (read from disk for the call
-    /// where a long pass put it there), else the kept S.
+    /// the kept S where the captures keep every head's (what the analysis
+    /// of a pass that kept them read), else made from O (read from disk
+    /// for the call where a long pass put it there). Any rectangle made
+    /// from O has the bits of the same cells of S made whole
+    /// ([`crate::kernels::attention::similarity_rows`]), so the two agree
+    /// where a pass made both.
     pub fn with_head_similarity<R>(&self, id: HeadId, read: impl FnOnce(HeadSimilarity) -> R) -> R {
-        if self.has_head_outputs() {
+        let square = self.tokens * self.tokens;
+        let keeps_similarity =
+            square > 0 && self.similarity.len() == self.layers * self.heads * square;
+        if !keeps_similarity && self.has_head_outputs() {
             read(HeadSimilarity::Outputs(
                 &self.head_output(id),
                 self.head_dim,

@@ -289,10 +289,18 @@ impl Candidates {
             return;
         }
         let (values, pairs, next) = (&mut self.values, &mut self.pairs, self.next);
-        for_each_at_least(row, self.floor, |offset, v| {
-            values.push(v);
-            pairs.push((next + offset) as u32);
-        });
+        // Before the first letting go every candidate but NaN is kept (the
+        // analysis's S' has none): copied whole, not pushed one by one. A
+        // fold, not `any`, compares the whole row in vector lanes.
+        if self.floor == f32::NEG_INFINITY && !row.iter().fold(false, |nan, v| nan | v.is_nan()) {
+            values.extend_from_slice(row);
+            pairs.extend(next as u32..(next + row.len()) as u32);
+        } else {
+            for_each_at_least(row, self.floor, |offset, v| {
+                values.push(v);
+                pairs.push((next + offset) as u32);
+            });
+        }
         self.next += row.len();
         if self.values.len() >= self.limit {
             self.let_go();

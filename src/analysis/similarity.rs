@@ -132,22 +132,18 @@ impl TransformKind {
         raw: &[f32],
         out: &mut Vec<f32>,
     ) {
-        let values = raw.iter().copied();
         match self {
-            TransformKind::Raw => out.extend(values.map(clean)),
+            TransformKind::Raw => append(out, raw, clean),
             TransformKind::Cosine(inv) => {
                 let a = inv[i];
-                out.extend(
-                    values
-                        .zip(&inv[columns])
-                        .map(|(s, &b)| clean(cosine(s, a, b))),
-                )
+                append_with(out, raw, &inv[columns], |s, b| clean(cosine(s, a, b)))
             }
             TransformKind::RowOverDiagonal(diag) => {
-                out.extend(values.map(|s| clean(over_diagonal(s, diag[i]))))
+                let d = diag[i];
+                append(out, raw, |s| clean(over_diagonal(s, d)))
             }
             TransformKind::ZScore { mean, std } => {
-                out.extend(values.map(|s| clean(z_score(s, *mean, *std))))
+                append(out, raw, |s| clean(z_score(s, *mean, *std)))
             }
         }
     }
@@ -163,22 +159,41 @@ impl TransformKind {
         raw: &[f32],
         out: &mut Vec<f32>,
     ) {
-        let values = raw.iter().copied();
         match self {
-            TransformKind::Raw => out.extend(values.map(clean)),
+            TransformKind::Raw => append(out, raw, clean),
             TransformKind::Cosine(inv) => {
                 let b = inv[i];
-                out.extend(values.zip(&inv[rows]).map(|(s, &a)| clean(cosine(s, a, b))))
+                append_with(out, raw, &inv[rows], |s, a| clean(cosine(s, a, b)))
             }
-            TransformKind::RowOverDiagonal(diag) => out.extend(
-                values
-                    .zip(&diag[rows])
-                    .map(|(s, &d)| clean(over_diagonal(s, d))),
-            ),
+            TransformKind::RowOverDiagonal(diag) => {
+                append_with(out, raw, &diag[rows], |s, d| clean(over_diagonal(s, d)))
+            }
             TransformKind::ZScore { mean, std } => {
-                out.extend(values.map(|s| clean(z_score(s, *mean, *std))))
+                append(out, raw, |s| clean(z_score(s, *mean, *std)))
             }
         }
+    }
+}
+
+/// Appends `f(s)` for each s of `raw`. Written into the grown vector
+/// through a slice, a loop that vectorises: `Vec::extend` over a mapped
+/// iterator stores one value at a time.
+#[inline(always)]
+fn append(out: &mut Vec<f32>, raw: &[f32], f: impl Fn(f32) -> f32) {
+    let start = out.len();
+    out.resize(start + raw.len(), 0.0);
+    for (o, &s) in out[start..].iter_mut().zip(raw) {
+        *o = f(s);
+    }
+}
+
+/// [`append`] of `f(s, x)` for each s of `raw` and x of `per_value` beside it.
+#[inline(always)]
+fn append_with(out: &mut Vec<f32>, raw: &[f32], per_value: &[f64], f: impl Fn(f32, f64) -> f32) {
+    let start = out.len();
+    out.resize(start + raw.len(), 0.0);
+    for ((o, &s), &x) in out[start..].iter_mut().zip(raw).zip(per_value) {
+        *o = f(s, x);
     }
 }
 
