@@ -301,7 +301,7 @@ impl ModelPanel {
                 if ui
                     .button("Open GGUF file…")
                     .on_hover_text(
-                        "A llama.cpp GGUF file (architecture llama or qwen2), or a capture \
+                        "A llama.cpp GGUF file of any family headscope runs, or a capture \
                          file (.safetensors, docs/CAPTURE.md) of a run made elsewhere",
                     )
                     .clicked()
@@ -313,7 +313,11 @@ impl ModelPanel {
             let label = ui.label("or a Hugging Face model id (downloaded once, then cached):");
             ui.horizontal(|ui| {
                 let edit = ui.add(
+                    // A fixed id: an automatic one would change, and the
+                    // field lose its focus and what is being typed, when
+                    // the found models' table above it fills in.
                     egui::TextEdit::singleline(&mut self.hub_id)
+                        .id_salt("hub model id")
                         .hint_text("bert-base-uncased")
                         .desired_width(220.0),
                 );
