@@ -190,6 +190,7 @@ fn append(out: &mut Vec<f32>, raw: &[f32], f: impl Fn(f32) -> f32) {
 /// [`append`] of `f(s, x)` for each s of `raw` and x of `per_value` beside it.
 #[inline(always)]
 fn append_with(out: &mut Vec<f32>, raw: &[f32], per_value: &[f64], f: impl Fn(f32, f64) -> f32) {
+    debug_assert_eq!(raw.len(), per_value.len(), "a value beside each of raw");
     let start = out.len();
     out.resize(start + raw.len(), 0.0);
     for ((o, &s), &x) in out[start..].iter_mut().zip(raw).zip(per_value) {
