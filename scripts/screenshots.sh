@@ -374,4 +374,24 @@ xdotool mousemove 1590 5
 sleep 150  # 270 ablated passes (a debug build takes longer: set HEADSCOPE_BIN to a release one)
 import -window root screenshots/decoder-importance.png
 
-echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,separators-value-weighted,specialisation,ablated-run,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance}.png" >&2
+# Each head's importance over a corpus: the Corpus window on the three
+# short texts of reference/texts/, each head ablated alone in every window;
+# the head grid opens on the loss change (L1 H5 hovered).
+mkdir -p "$scratch/short"
+cp reference/texts/code.txt reference/texts/market.txt reference/texts/science.txt "$scratch/short"
+xdotool windowfocus --sync "$window"
+click_label File
+click_label "Corpus statistics…"
+click_label "Ablate each head alone (importance)"
+click_label "Corpus folder or file"
+xdotool key ctrl+a BackSpace
+xdotool type --delay 20 "$scratch/short"
+xdotool key Return
+wait_for_log "headscope: corpus finished: 3 windows" 900
+xdotool mousemove 800 700
+for _ in $(seq 12); do xdotool click 5; sleep 0.1; done
+point_at_label "Corpus L1 H5:" prefix
+sleep 2
+import -window root screenshots/corpus-importance.png
+
+echo "screenshots: wrote screenshots/{overview,head,layers,separators,heads-marked,token-focus,separators-value-weighted,specialisation,ablated-run,corpus,twelve-layers,twelve-layers-layers,compare,compare-matching,decoder-smollm2,decoder-roles,decoder-value-weighted,decoder-probe-roles,roles-table,roles-scatter,decoder-ablation,decoder-importance,corpus-importance}.png" >&2

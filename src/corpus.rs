@@ -41,7 +41,7 @@ pub mod sources;
 
 pub use crate::corpus_stats::{
     CategoryCounts, CategoryFractions, CategoryShares, FocusToken, HeadSummary, LayerSummary,
-    Summary, HEAD_FIGURES, LAYER_FIGURES,
+    Summary, HEAD_FIGURES, IMPORTANCE_FIGURES, LAYER_FIGURES,
 };
 pub use captures::{find_captures, holds_captures, run_captures, CaptureCorpusError, CapturePlan};
 pub use documents::{DocumentText, SourceOptions, DEFAULT_TEXT_FIELD};
@@ -54,6 +54,7 @@ pub use sources::{find_documents, find_text_files, CorpusError, CorpusPlan, Sour
 
 use crate::analysis::AnalysisOptions;
 use crate::input::{InputMode, TokenizedText, WindowStart};
+use crate::model::ablation::AblationMode;
 use crate::model::Model;
 use crate::pipeline::{self, RunError};
 use serde::{Deserialize, Serialize};
@@ -68,6 +69,11 @@ pub struct CorpusOptions {
     pub analysis: AnalysisOptions,
     #[serde(default)]
     pub limits: WindowLimits,
+    /// Ablate each head alone in every window (ANALYSIS.md §9), L × H
+    /// passes a window, for each head's importance over the corpus;
+    /// `None`: not.
+    #[serde(default)]
+    pub importance: Option<AblationMode>,
 }
 
 /// The limits a window is cut to below the model's own, as for one text
@@ -102,6 +108,9 @@ pub struct Progress<'a> {
     pub bytes_done: u64,
     pub bytes_total: u64,
     pub elapsed: Duration,
+    /// Heads ablated so far of all in the window whose importance is being
+    /// measured (`--importance`), if one is.
+    pub heads_ablated: Option<(usize, usize)>,
 }
 
 impl Progress<'_> {
@@ -146,8 +155,12 @@ impl Progress<'_> {
             Some(eta) => format!("ETA {}", format_duration(eta)),
             None => "ETA —".into(),
         };
+        let ablating = match self.heads_ablated {
+            Some((done, total)) => format!(", importance: {done}/{total} heads"),
+            None => String::new(),
+        };
         format!(
-            "{}/{} documents, {} window{}, {}",
+            "{}/{} documents, {} window{}{ablating}, {}",
             self.files_done,
             self.files_total,
             self.windows_done,
@@ -202,6 +215,7 @@ impl Tracker {
             bytes_done: bytes,
             bytes_total: self.bytes_total,
             elapsed: self.start.elapsed(),
+            heads_ablated: None,
         })
     }
 }
@@ -261,6 +275,7 @@ pub fn run_shard(
         range.clone(),
     );
     part.limits = options.limits;
+    part.importance = options.importance;
     if shard.index == 0 {
         for problem in &plan.problems {
             on_event(CorpusEvent::Skipped(problem));
@@ -355,6 +370,44 @@ impl DocumentRun<'_, '_> {
         });
     }
 
+    /// Ablates each head of the model alone on the window `input_ids`
+    /// that [`CorpusStats::add`] added last, and adds each head's effect
+    /// to the statistics; progress moves through the window's `bytes` as
+    /// the heads are done.
+    ///
+    /// [`CorpusStats::add`]: crate::corpus_stats::CorpusStats::add
+    fn importance(
+        &mut self,
+        input_ids: &[u32],
+        mode: AblationMode,
+        bytes: std::ops::Range<u64>,
+    ) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let windows = self.part.stats.windows();
+        let on_event = std::cell::RefCell::new(&mut *self.on_event);
+        let progress = self.progress;
+        let heads_done = |done: usize, total: usize| {
+            let share = done as f64 / total.max(1) as f64;
+            let within = ((bytes.end - bytes.start) as f64 * share).round() as u64;
+            let mut event = progress(windows, bytes.start + within);
+            if let CorpusEvent::Progress(progress) = &mut event {
+                progress.heads_ablated = Some((done, total));
+            }
+            (on_event.borrow_mut())(event);
+        };
+        heads_done(0, self.model.layers() * self.model.heads());
+        let importance =
+            self.model
+                .head_importance(input_ids, mode, self.is_cancelled, &heads_done)?;
+        self.part.stats.add_importance(
+            importance.heads,
+            importance.delta_loss.as_deref(),
+            &importance.output_change,
+        );
+        self.part.model_seconds += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
     /// Cuts the text into windows and analyses each.
     fn run(&mut self, text: DocumentText) {
         let (model, options) = (self.model, self.options);
@@ -391,6 +444,8 @@ impl DocumentRun<'_, '_> {
         let input = options.input_options();
         let limit = pipeline::token_limit(model, &input);
         let mut start = Some(WindowStart::default());
+        // The bytes covered before the window being analysed.
+        let mut covered_before = 0;
         while let Some(first) = start {
             if (self.is_cancelled)() {
                 self.part.partial = true;
@@ -431,7 +486,24 @@ impl DocumentRun<'_, '_> {
                         _ => spans.get(built.last_sentence()).map(|s| s.1),
                     }
                     .unwrap_or(0);
-                    (self.on_event)((self.progress)(self.part.stats.windows(), covered(end)));
+                    if let Some(mode) = options.importance {
+                        let bytes = covered_before..covered(end);
+                        if let Err(e) = self.importance(&built.tokens.input_ids, mode, bytes) {
+                            if (self.is_cancelled)() {
+                                self.part.partial = true;
+                            } else {
+                                let reason = format!(
+                                    "the heads' importance failed: {e:#} (after {} windows; \
+                                     those are counted)",
+                                    document.windows
+                                );
+                                self.skip(id.clone(), reason);
+                            }
+                            break;
+                        }
+                    }
+                    covered_before = covered(end);
+                    (self.on_event)((self.progress)(self.part.stats.windows(), covered_before));
                     // Every window holds at least one sentence or piece, so
                     // `next` always moves on.
                     start = built.next;

@@ -109,6 +109,7 @@ impl Aggregate {
                 // The true mean is ≥ 0, so cutting the interval there
                 // covers it exactly as often as before.
                 Bounds::NonNegative => [interval[0].max(0.0), interval[1]],
+                Bounds::Unbounded => interval,
             });
         }
         summary
@@ -145,6 +146,8 @@ pub enum Bounds {
     Fraction,
     /// A distance or a count, ≥ 0.
     NonNegative,
+    /// Any real number (a change of the loss): the t-interval as it is.
+    Unbounded,
 }
 
 /// Wilson's score interval for the mean `mean` of `n` values in [0, 1]
@@ -277,8 +280,10 @@ pub struct FocusToken {
 }
 
 /// The per-head figures of ANALYSIS.md §4, then the role scores of §9,
-/// then the value-weighted twins of those made from P (§9), in table order.
-pub const HEAD_FIGURES: [&str; 17] = [
+/// then the value-weighted twins of those made from P (§9), then the
+/// head's importance (§9: the effect of ablating it alone, where the run
+/// ablated each head), in table order.
+pub const HEAD_FIGURES: [&str; 19] = [
     "mean_distance",
     "same_sentence_fraction",
     "repetition_fraction",
@@ -296,12 +301,28 @@ pub const HEAD_FIGURES: [&str; 17] = [
     "duplicate_token_score_vw",
     "induction_score_vw",
     "self_score_vw",
+    "importance_delta_loss",
+    "importance_output_change",
 ];
 
-/// The values each of [`HEAD_FIGURES`] can take: a distance, then shares.
+/// Where the importance figures sit in [`HEAD_FIGURES`]: [`CorpusStats::add`]
+/// leaves them out, [`CorpusStats::add_importance`] fills them in.
+const IMPORTANCE_DELTA_LOSS: usize = 17;
+const IMPORTANCE_OUTPUT_CHANGE: usize = 18;
+
+/// The head figures a run measures only when it ablates each head.
+pub const IMPORTANCE_FIGURES: [&str; 2] = [
+    HEAD_FIGURES[IMPORTANCE_DELTA_LOSS],
+    HEAD_FIGURES[IMPORTANCE_OUTPUT_CHANGE],
+];
+
+/// The values each of [`HEAD_FIGURES`] can take: a distance, shares, then
+/// a change of the loss (either sign) and 1 − cos (≥ 0).
 const HEAD_BOUNDS: [Bounds; HEAD_FIGURES.len()] = {
     let mut bounds = [Bounds::Fraction; HEAD_FIGURES.len()];
     bounds[0] = Bounds::NonNegative;
+    bounds[IMPORTANCE_DELTA_LOSS] = Bounds::Unbounded;
+    bounds[IMPORTANCE_OUTPUT_CHANGE] = Bounds::NonNegative;
     bounds
 };
 
@@ -352,6 +373,11 @@ pub struct HeadSummary {
     pub duplicate_token_score_vw: Summary,
     pub induction_score_vw: Summary,
     pub self_score_vw: Summary,
+    /// The mean change of the next-token loss when the head alone is
+    /// ablated (a causal decoder), and of 1 − cos of the last hidden
+    /// states (every model); n = 0 unless the run ablated each head.
+    pub importance_delta_loss: Summary,
+    pub importance_output_change: Summary,
     pub categories: CategoryShares,
     /// How often the head took each role of §9 over the windows, by P and
     /// by the value-weighted N′.
@@ -381,6 +407,8 @@ impl HeadSummary {
             (HEAD_FIGURES[14], self.duplicate_token_score_vw),
             (HEAD_FIGURES[15], self.induction_score_vw),
             (HEAD_FIGURES[16], self.self_score_vw),
+            (HEAD_FIGURES[17], self.importance_delta_loss),
+            (HEAD_FIGURES[18], self.importance_output_change),
         ]
     }
 }
@@ -616,6 +644,9 @@ impl CorpusStats {
                         f.duplicate_token_score_vw,
                         f.induction_score_vw,
                         f.self_score_vw,
+                        // Filled in by `add_importance`.
+                        None,
+                        None,
                     ]
                 });
                 for (figure, value) in head_aggregate.figures.iter_mut().zip(values) {
@@ -632,6 +663,33 @@ impl CorpusStats {
                     if entry.1.is_none() {
                         entry.1 = head.and_then(|f| f.focus_token.clone());
                     }
+                }
+            }
+        }
+    }
+
+    /// Adds the importance of each head (ANALYSIS.md §9) in the window
+    /// [`CorpusStats::add`] added last: layer-major grids of `heads` heads
+    /// a layer, `delta_loss` for a model with a next-token loss.
+    pub fn add_importance(
+        &mut self,
+        heads: usize,
+        delta_loss: Option<&[f64]>,
+        output_change: &[f64],
+    ) {
+        let grids = [
+            (IMPORTANCE_DELTA_LOSS, delta_loss),
+            (IMPORTANCE_OUTPUT_CHANGE, Some(output_change)),
+        ];
+        for (figure, grid) in grids {
+            for (index, &value) in grid.into_iter().flatten().enumerate() {
+                let (layer, head) = (index / heads.max(1), index % heads.max(1));
+                if let Some(aggregate) = self
+                    .layers
+                    .get_mut(layer)
+                    .and_then(|l| l.heads.get_mut(head))
+                {
+                    aggregate.figures[figure].push(Some(value));
                 }
             }
         }
@@ -744,7 +802,7 @@ fn within<const N: usize>(aggregates: &[Aggregate; N], bounds: [Bounds; N]) -> [
 }
 
 fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
-    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention, previous_token_score, duplicate_token_score, induction_score, self_score, separator_attention_vw, sink_attention_vw, previous_token_score_vw, duplicate_token_score_vw, induction_score_vw, self_score_vw] =
+    let [mean_distance, same_sentence_fraction, repetition_fraction, focus_share, local_fraction, separator_attention, sink_attention, previous_token_score, duplicate_token_score, induction_score, self_score, separator_attention_vw, sink_attention_vw, previous_token_score_vw, duplicate_token_score_vw, induction_score_vw, self_score_vw, importance_delta_loss, importance_output_change] =
         within(&head.figures, HEAD_BOUNDS);
     let windows = head.categories.total();
     // BTreeMap order makes the smallest id win ties.
@@ -787,6 +845,8 @@ fn head_summary(index: usize, head: &HeadAggregate) -> HeadSummary {
         duplicate_token_score_vw,
         induction_score_vw,
         self_score_vw,
+        importance_delta_loss,
+        importance_output_change,
         categories: CategoryShares {
             counts: head.categories,
             fractions: head.categories.fractions(),

@@ -226,6 +226,7 @@ pub struct CorpusProgress {
     pub bytes_done: u64,
     pub bytes_total: u64,
     pub elapsed: Duration,
+    pub heads_ablated: Option<(usize, usize)>,
 }
 
 impl CorpusProgress {
@@ -238,6 +239,7 @@ impl CorpusProgress {
             bytes_done: progress.bytes_done,
             bytes_total: progress.bytes_total,
             elapsed: progress.elapsed,
+            heads_ablated: progress.heads_ablated,
         }
     }
 
@@ -251,6 +253,7 @@ impl CorpusProgress {
             bytes_done: self.bytes_done,
             bytes_total: self.bytes_total,
             elapsed: self.elapsed,
+            heads_ablated: self.heads_ablated,
         }
     }
 }

@@ -9,7 +9,9 @@
 //! (an encoder on the pre-norm stack: its last hidden states through the
 //! final norm). SmolLM2's GGUF file, on
 //! candle's ops, gives what its converted folder gives on the tuned CPU
-//! pass; bad head lists are refused by name.
+//! pass; bad head lists are refused by name. `headscope corpus
+//! --importance` gives each head's mean over the corpus's windows of the
+//! grids `ablate --importance` gives each, whole or merged from shards.
 
 mod common;
 
@@ -246,4 +248,154 @@ fn importance_over_several_texts_is_their_mean_with_an_interval() {
     ]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("several texts need --importance"));
+}
+
+/// `headscope corpus --importance` on a folder of two texts (one window
+/// each): each head's importance is the mean of the two texts' own grids
+/// (`ablate --importance`, run alone), in the JSON and the CSV; two shards
+/// merge into the same report; a corpus of captures has no model to ablate.
+#[test]
+fn corpus_importance_is_the_mean_of_each_windows_grid() {
+    let model = repo().join("tests/fixtures/families/llama");
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    for name in ["llama", "gpt2"] {
+        let text = std::fs::read_to_string(fixture(&format!("families/{name}.txt"))).unwrap();
+        std::fs::write(corpus.join(format!("{name}.txt")), text).unwrap();
+    }
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path(name)).unwrap()).unwrap()
+    };
+    let model_arg = model.to_str().unwrap();
+    let corpus_arg = corpus.to_str().unwrap();
+    let mut command = headscope_command();
+    command.args(["corpus", "--importance", "--model", model_arg, "--json"]);
+    command.args([path("whole.json").as_str(), "--csv", &path("whole.csv")]);
+    let output = run_ok(command.arg(corpus_arg), "corpus --importance");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("importance: 8/8 heads"), "{stderr}");
+    let whole = read("whole.json");
+    assert_eq!(whole["importance"], "zero");
+    assert_eq!(whole["windows"], 2);
+
+    // The texts alone, in the corpus's order (by path).
+    let alone: Vec<Value> = ["gpt2", "llama"]
+        .iter()
+        .map(|name| {
+            let json = path(&format!("{name}-alone.json"));
+            let mut command = headscope_command();
+            command.args([
+                "ablate",
+                "--importance",
+                "--model",
+                model_arg,
+                "--json",
+                &json,
+            ]);
+            run_ok(command.arg(corpus.join(format!("{name}.txt"))), name);
+            read(&format!("{name}-alone.json"))
+        })
+        .collect();
+    let csv = std::fs::read_to_string(path("whole.csv")).unwrap();
+    let mut compared = 0;
+    for (figure, key) in [
+        ("importance_delta_loss", "head_importance_delta_loss"),
+        ("importance_output_change", "head_importance_output_change"),
+    ] {
+        for (l, layer) in whole["layers"].as_array().unwrap().iter().enumerate() {
+            for (h, head) in layer["heads"].as_array().unwrap().iter().enumerate() {
+                let values: Vec<f64> = alone
+                    .iter()
+                    .map(|a| a[key][l][h].as_f64().unwrap())
+                    .collect();
+                let mean = (values[0] + values[1]) / 2.0;
+                let got = head[figure]["mean"].as_f64().unwrap();
+                assert!(
+                    (got - mean).abs() < 1e-12,
+                    "{figure} {l}.{h}: {got} != {mean}"
+                );
+                assert_eq!(head[figure]["n"], 2);
+                let row = format!("{l},{h},{figure},{got},");
+                assert!(csv.contains(&row), "{row} not in the CSV");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 2 * 2 * 4);
+
+    // Two shards, merged: the same figures.
+    for k in 0..2 {
+        let mut command = headscope_command();
+        command.args(["corpus", "--importance", "--model", model_arg]);
+        command.args([
+            "--shard",
+            &format!("{k}/2"),
+            "--part",
+            &path(&format!("part{k}.json")),
+        ]);
+        run_ok(command.arg(corpus_arg), "a shard");
+    }
+    let mut command = headscope_command();
+    command.args([
+        "merge",
+        &path("part0.json"),
+        &path("part1.json"),
+        "--json",
+        &path("merged.json"),
+    ]);
+    run_ok(&mut command, "merge");
+    let merged = read("merged.json");
+    assert_eq!(merged["importance"], "zero");
+    for (a, b) in whole["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(merged["layers"].as_array().unwrap())
+    {
+        for (x, y) in a["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b["heads"].as_array().unwrap())
+        {
+            for figure in ["importance_delta_loss", "importance_output_change"] {
+                let (x, y) = (
+                    x[figure]["mean"].as_f64().unwrap(),
+                    y[figure]["mean"].as_f64().unwrap(),
+                );
+                assert!((x - y).abs() < 1e-12, "{figure}: {x} vs {y}");
+            }
+        }
+    }
+
+    // Without --importance the figures are there, never defined.
+    let mut command = headscope_command();
+    command.args([
+        "corpus",
+        "--model",
+        model_arg,
+        "--json",
+        &path("plain.json"),
+    ]);
+    run_ok(command.arg(corpus_arg), "corpus");
+    let plain = read("plain.json");
+    assert_eq!(plain["importance"], Value::Null);
+    assert_eq!(
+        plain["layers"][0]["heads"][0]["importance_output_change"]["n"],
+        0
+    );
+
+    // A corpus of captures has no model to ablate.
+    let output = headscope(&[
+        "corpus",
+        "--importance",
+        "--json",
+        &path("c.json"),
+        corpus_arg,
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--importance ablates heads"), "{stderr}");
 }

@@ -533,7 +533,7 @@ const LAYER_VALUES: [(&str, LayerValue); 14] = [
 
 /// Each per-head figure of the report by name, and how one window's
 /// analysis holds it.
-const HEAD_VALUES: [(&str, HeadValue); 17] = [
+const HEAD_VALUES: [(&str, HeadValue); 19] = [
     ("mean_distance", |x| x.mean_distance),
     ("same_sentence_fraction", |x| x.same_sentence_fraction),
     ("repetition_fraction", |x| x.repetition_fraction),
@@ -551,6 +551,10 @@ const HEAD_VALUES: [(&str, HeadValue); 17] = [
     ("duplicate_token_score_vw", |x| x.duplicate_token_score_vw),
     ("induction_score_vw", |x| x.induction_score_vw),
     ("self_score_vw", |x| x.self_score_vw),
+    // Measured by ablation (`--importance`), not in a window's analysis:
+    // undefined in a run without it.
+    ("importance_delta_loss", |_| None),
+    ("importance_output_change", |_| None),
 ];
 
 fn check_summary(summary: &Summary, values: Vec<Option<f64>>, what: &str) {

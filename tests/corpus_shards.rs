@@ -408,6 +408,13 @@ fn merge_refuses_mismatched_parts_and_names_missing_and_duplicated_shards() {
     let mut other = shard(1, 2);
     other.corpus.fingerprint = "feed".into();
     assert!(error(vec![shard(0, 2), other]).contains("corpus differs"));
+    let mut other = shard(1, 2);
+    other.importance = Some(headscope::model::ablation::AblationMode::Zero);
+    let message = error(vec![shard(0, 2), other]);
+    assert!(
+        message.contains("importance differs (--importance none vs zero)"),
+        "{message}"
+    );
     assert!(error(vec![shard(0, 2), shard(1, 3)]).contains("number of shards differs"));
 
     let message = error(vec![shard(0, 5), shard(2, 5), shard(2, 5), shard(4, 5)]);

@@ -275,7 +275,8 @@ impl Settings {
         }
     }
 
-    /// How the corpus window runs its documents: as one text is run.
+    /// How the corpus window runs its documents: as one text is run
+    /// (each head's importance is the window's own choice).
     pub fn corpus_options(&self) -> crate::corpus::CorpusOptions {
         let input = self.input_options(0);
         crate::corpus::CorpusOptions {
@@ -285,6 +286,7 @@ impl Settings {
                 max_tokens: input.max_tokens,
                 capture_memory_mb: input.capture_memory_mb,
             },
+            importance: None,
         }
     }
 

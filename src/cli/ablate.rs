@@ -252,17 +252,17 @@ impl ImportanceGrids {
             }
         }
         // 1 − cos is never negative; a change of the loss can be.
-        let summaries = |aggregates: &[Aggregate], bounds: Option<Bounds>| {
+        let summaries = |aggregates: &[Aggregate], bounds: Bounds| {
             (aggregates.iter())
-                .map(|a| bounds.map_or_else(|| a.summary(), |b| a.summary_within(b)))
+                .map(|a| a.summary_within(bounds))
                 .collect()
         };
         Self {
             heads,
             delta_loss: delta_loss
                 .filter(|_| every_text_has_loss)
-                .map(|d| summaries(&d, None)),
-            output_change: summaries(&output_change, Some(Bounds::NonNegative)),
+                .map(|d| summaries(&d, Bounds::Unbounded)),
+            output_change: summaries(&output_change, Bounds::NonNegative),
         }
     }
 

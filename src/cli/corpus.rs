@@ -5,6 +5,7 @@
 //! and `headscope merge`, which turns the shards' parts into the whole's
 //! report.
 
+use super::ablate::ModeArg;
 use super::args::{InputArgs, LimitArgs};
 use super::running::{check_writable, load_model};
 use crate::corpus::documents::{DEFAULT_ID_FIELD, DEFAULT_TEXT_FIELD};
@@ -51,6 +52,20 @@ pub(crate) struct CorpusArgs {
     /// The field or column naming each document (else FILE:LINE or FILE[ROW]).
     #[arg(long, default_value = DEFAULT_ID_FIELD)]
     id_field: String,
+    /// Also ablate each head alone in every window (ANALYSIS.md §9; L × H
+    /// passes a window, as `headscope ablate --importance`): each head's
+    /// importance_delta_loss and importance_output_change over the
+    /// corpus. `--importance` zeroes the head, `--importance=mean` puts its
+    /// mean output in its place.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "zero"
+    )]
+    importance: Option<ModeArg>,
     /// Files and folders: .txt, .md, .jsonl, .parquet and .gz text (folders
     /// are searched recursively); without --model, capture files and
     /// folders of them.
@@ -209,6 +224,7 @@ pub(crate) fn corpus(args: CorpusArgs) -> anyhow::Result<()> {
             max_tokens: input.max_tokens,
             capture_memory_mb: input.capture_memory_mb,
         },
+        importance: args.importance.map(Into::into),
     };
     // Check the outputs and find the documents before the model loads, so
     // a typo costs nothing.
@@ -254,6 +270,12 @@ fn capture_corpus(args: &CorpusArgs) -> anyhow::Result<()> {
         bail!(
             "a corpus of captures is analysed whole, without a model run: it takes no --shard \
              (a corpus of texts needs --model M)"
+        );
+    }
+    if args.importance.is_some() {
+        bail!(
+            "--importance ablates heads in the model's passes: a corpus of captures has no \
+             model (a corpus of texts needs --model M)"
         );
     }
     let options = args.input.analysis.options()?;

@@ -47,6 +47,7 @@ use super::WindowLimits;
 use crate::analysis::AnalysisOptions;
 use crate::corpus_stats::{CorpusStats, HEAD_FIGURES, LAYER_FIGURES};
 use crate::input::InputMode;
+use crate::model::ablation::AblationMode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -91,6 +92,9 @@ pub struct CorpusPart {
     /// The window limits below the model's own.
     #[serde(default)]
     pub limits: WindowLimits,
+    /// How each head was ablated alone in every window (`None`: it was not).
+    #[serde(default)]
+    pub importance: Option<AblationMode>,
     pub corpus: CorpusIdentity,
     pub shard: Shard,
     /// The shard's documents: numbers `first_document..end_document`.
@@ -140,6 +144,7 @@ impl CorpusPart {
             input_mode,
             options: options.clone(),
             limits: WindowLimits::default(),
+            importance: None,
             corpus,
             shard,
             first_document: documents.start,
@@ -217,6 +222,7 @@ fn report_of(parts: &[&CorpusPart]) -> CorpusReport {
         input_mode: first.input_mode,
         options: first.options.clone(),
         limits: first.limits,
+        importance: first.importance,
         files_found: first.corpus.documents + first.corpus.problems.len(),
         skipped: first.corpus.problems.clone(),
         ..Default::default()
@@ -363,6 +369,14 @@ fn difference(a: &CorpusPart, b: &CorpusPart) -> Option<String> {
             show(a.limits.capture_memory_mb),
             show(b.limits.max_tokens),
             show(b.limits.capture_memory_mb)
+        ));
+    }
+    if a.importance != b.importance {
+        let name = |mode: Option<AblationMode>| mode.map_or("none", AblationMode::name);
+        return Some(format!(
+            "the importance differs (--importance {} vs {})",
+            name(a.importance),
+            name(b.importance)
         ));
     }
     if a.corpus.fingerprint != b.corpus.fingerprint || a.corpus.documents != b.corpus.documents {

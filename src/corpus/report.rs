@@ -12,6 +12,7 @@
 //!   "model": "all-MiniLM-L6-v2",
 //!   "input_mode": "document",            // or "one_sentence_per_line", "plain"
 //!   "options": { ... },                  // AnalysisOptions, as in the app's settings
+//!   "importance": "zero",                // each head ablated alone in each window, or null
 //!   "partial": false,                    // true when cancelled before the end
 //!   "files_found": 52,                   // documents found, plus files that could not be read
 //!   "files": 50,                         // documents with at least one window analysed
@@ -48,6 +49,8 @@
 //!           "previous_token_score": SUMMARY, "duplicate_token_score": SUMMARY,
 //!           "induction_score": SUMMARY, "self_score": SUMMARY,   // ANALYSIS.md §9
 //!           "separator_attention_vw": SUMMARY, ..., "self_score_vw": SUMMARY, // N′ (§9)
+//!           "importance_delta_loss": SUMMARY,    // the head ablated alone (§9), a decoder's
+//!           "importance_output_change": SUMMARY, // n = 0 unless "importance" is set
 //!           "categories": {
 //!             "counts":    {"repetition": 3, "focus": 50, "local": 8, "mixed": 0, "none": 0},
 //!             "fractions": {"repetition": 0.05, "focus": 0.82, "local": 0.13, "mixed": 0.0, "none": 0.0},
@@ -76,10 +79,11 @@
 //!
 //! One row per figure: `layer,head,figure,mean,std,ci95_lo,ci95_hi,n`, with
 //! `head` empty for the per-layer figures and both `layer` and `head` empty
-//! for the document-level ones; undefined numbers are empty cells.
+//! for the document-level ones; undefined numbers are empty cells. The
+//! importance rows are there only when the run ablated each head.
 
 use crate::analysis::AnalysisOptions;
-use crate::corpus_stats::{LayerSummary, Summary};
+use crate::corpus_stats::{LayerSummary, Summary, IMPORTANCE_FIGURES};
 use crate::input::InputMode;
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +138,10 @@ pub struct CorpusReport {
     /// The window limits below the model's own (`null`: the default).
     #[serde(default)]
     pub limits: super::WindowLimits,
+    /// How each head was ablated alone in every window for its importance
+    /// (`null`: it was not).
+    #[serde(default)]
+    pub importance: Option<crate::model::ablation::AblationMode>,
     pub partial: bool,
     pub files_found: usize,
     pub files: usize,
@@ -195,8 +203,13 @@ impl CorpusReport {
                 row(Some(layer.layer), None, name, &summary);
             }
             for head in &layer.heads {
+                // The importance only where the run ablated each head.
+                let measured =
+                    |name: &&str| self.importance.is_some() || !IMPORTANCE_FIGURES.contains(name);
                 for (name, summary) in head.figures() {
-                    row(Some(layer.layer), Some(head.head), name, &summary);
+                    if measured(&name) {
+                        row(Some(layer.layer), Some(head.head), name, &summary);
+                    }
                 }
                 // Each role's share of the windows (§9), as `role_<name>`,
                 // and by N′ as `role_vw_<name>`.

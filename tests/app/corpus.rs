@@ -6,7 +6,8 @@
 //! the worker's artificial delay) gives a result marked partial, and the
 //! interactive analysis keeps working after both. A folder of capture
 //! files runs in the window as in the library, and without a model on the
-//! worker. Two more worker-level tests cover `AnalysisWorker::run_corpus`
+//! worker. Ticking "Ablate each head alone" adds each head's importance,
+//! the library's, and the head grid opens on it. Two more worker-level tests cover `AnalysisWorker::run_corpus`
 //! without a model and a worker dropped in the middle of a corpus run.
 //!
 //! Needs the model that `scripts/fetch-test-model.sh` unpacks.
@@ -17,10 +18,11 @@ use common::app::*;
 use egui_kittest::kittest::Queryable;
 use headscope::app::corpus::{
     self as corpus_window, head_cell_label, layer_cell_label, summary_text, CANCEL_LABEL,
-    FOLDER_LABEL, MENU_LABEL, RUN_LABEL, TEXT_FIELD_LABEL,
+    FOLDER_LABEL, IMPORTANCE_LABEL, MENU_LABEL, RUN_LABEL, TEXT_FIELD_LABEL,
 };
 use headscope::app::text::editor::EDITOR_LABEL;
 use headscope::corpus::{self, CorpusOptions, CorpusReport, SourceOptions, Summary};
+use headscope::model::ablation::AblationMode;
 use headscope::model::{test_model_dir, Model, ModelSource};
 use headscope::worker::{AnalysisWorker, CorpusUpdate, ModelEvent, WorkerEvent};
 use std::path::Path;
@@ -233,6 +235,59 @@ fn the_corpus_window_shows_what_the_library_computes() {
     assert!(shows(&harness, &message), "the error is shown: {message}");
 
     assert_interactive_analysis_works(&mut harness);
+}
+
+/// Ticked, "Ablate each head alone" ablates every head in every window:
+/// the report holds each head's importance (MiniLM, an encoder: the output
+/// change only), equal to the library's with the same options, and the
+/// head grid shows it.
+#[test]
+fn the_corpus_window_measures_each_heads_importance() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("corpus");
+    write_corpus(&dir, 3);
+    let mut harness = start();
+    open_corpus_window(&mut harness);
+    harness.get_by_label(IMPORTANCE_LABEL).click();
+    harness.step();
+    harness.get_by_label("mean").click();
+    harness.step();
+    type_folder_and_run(&mut harness, &dir);
+    let report = finished_report(&mut harness);
+    assert_eq!(report.importance, Some(AblationMode::Mean));
+
+    let mut options = harness.state().settings().corpus_options();
+    options.importance = Some(AblationMode::Mean);
+    let model =
+        Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
+    let list = corpus::find_text_files(std::slice::from_ref(&dir)).expect("text files");
+    let expected = corpus::run_files(&model, list, &options, &mut |_| {}, &AtomicBool::new(false));
+    assert_eq!(report.windows, 3);
+    let figure = headscope::corpus::HEAD_FIGURES
+        .iter()
+        .position(|&f| f == "importance_output_change")
+        .unwrap();
+    for (ours, theirs) in report.layers.iter().zip(&expected.layers) {
+        for (head, other) in ours.heads.iter().zip(&theirs.heads) {
+            let what = format!("L{} H{}", ours.layer, head.head);
+            assert_eq!(head.importance_output_change.n, 3, "{what}");
+            assert!(head.importance_output_change.mean.unwrap() > 0.0, "{what}");
+            assert_eq!(
+                head.importance_delta_loss.n, 0,
+                "{what}: an encoder has no loss"
+            );
+            assert_summary_close(
+                &head.importance_output_change,
+                &other.importance_output_change,
+                &what,
+            );
+            // The grid opened on the importance, each head's number shown.
+            harness.get_by_label(&head_cell_label(ours.layer, head, figure));
+        }
+    }
+    assert!(shows(&harness, "importance: output change"));
+    assert!(shows(&harness, "each head ablated alone (mean ablation)"));
+    save_window(&mut harness, "corpus-importance.png");
 }
 
 /// A JSON Lines corpus whose text is in a field named by the user: every

@@ -8,7 +8,9 @@ use crate::app::widgets::head_grid::HeadGrid;
 use crate::app::widgets::heatmap;
 use crate::app::widgets::plots;
 use crate::colormap::{ColorMap, ValueRange};
-use crate::corpus::{CorpusReport, HeadSummary, Summary, HEAD_FIGURES, LAYER_FIGURES};
+use crate::corpus::{
+    CorpusReport, HeadSummary, Summary, HEAD_FIGURES, IMPORTANCE_FIGURES, LAYER_FIGURES,
+};
 use crate::tokens::VocabularyStyle;
 use egui::{Color32, RichText, Sense, Stroke};
 use egui_plot::{FilledArea, HLine, Line, LineStyle, MarkerShape, Plot, Points};
@@ -45,6 +47,8 @@ pub fn figure_title(name: &str) -> &'static str {
         "duplicate_token_score_vw" => "duplicate-token score (N′)",
         "induction_score_vw" => "induction score (N′)",
         "self_score_vw" => "self score (N′)",
+        "importance_delta_loss" => "importance: loss change (nats)",
+        "importance_output_change" => "importance: output change",
         _ => "figure",
     }
 }
@@ -351,6 +355,18 @@ pub(super) fn layer_table(ui: &mut egui::Ui, report: &CorpusReport) {
     .on_hover_text(summary_details(baseline));
 }
 
+/// The index in [`HEAD_FIGURES`] of the importance the heads are ranked
+/// by: the change of the loss where the report has it, else the output's.
+pub(super) fn importance_figure(report: &CorpusReport) -> usize {
+    let [delta_loss, output_change] = IMPORTANCE_FIGURES;
+    let name = if has_figure(report, delta_loss) {
+        delta_loss
+    } else {
+        output_change
+    };
+    HEAD_FIGURES.iter().position(|&f| f == name).unwrap_or(0)
+}
+
 /// The mean of head figure `figure` (an index into [`HEAD_FIGURES`]).
 fn head_mean(head: &HeadSummary, figure: usize) -> Option<f64> {
     head.figures()[figure].1.mean.filter(|v| v.is_finite())
@@ -368,9 +384,28 @@ pub fn head_cell_label(layer: usize, head: &HeadSummary, figure: usize) -> Strin
     )
 }
 
-fn head_tooltip(layer: usize, head: &HeadSummary, style: VocabularyStyle) -> String {
+/// Whether `report` has head figure `name`: the importance only where the
+/// run ablated each head, its loss change only for a model with a loss.
+fn has_figure(report: &CorpusReport, name: &str) -> bool {
+    let [delta_loss, output_change] = IMPORTANCE_FIGURES;
+    if name == delta_loss {
+        (report.layers.iter())
+            .flat_map(|l| &l.heads)
+            .any(|h| h.importance_delta_loss.n > 0)
+    } else {
+        name != output_change || report.importance.is_some()
+    }
+}
+
+fn head_tooltip(
+    report: &CorpusReport,
+    layer: usize,
+    head: &HeadSummary,
+    style: VocabularyStyle,
+) -> String {
     let mut lines = vec![format!("L{layer} H{}", head.head)];
-    for (name, summary) in head.figures() {
+    let figures = head.figures();
+    for (name, summary) in figures.into_iter().filter(|(n, _)| has_figure(report, n)) {
         lines.push(format!(
             "{}: {}",
             figure_title(name),
@@ -429,7 +464,9 @@ pub(super) fn head_grid(
             .selected_text(figure_title(HEAD_FIGURES[*figure]))
             .show_ui(ui, |ui| {
                 for (index, name) in HEAD_FIGURES.iter().enumerate() {
-                    ui.selectable_value(figure, index, figure_title(name));
+                    if has_figure(report, name) {
+                        ui.selectable_value(figure, index, figure_title(name));
+                    }
                 }
             });
     });
@@ -506,7 +543,7 @@ pub(super) fn head_grid(
             }
             let label = head_cell_label(layer.layer, head, figure);
             cell.response
-                .on_hover_text(head_tooltip(layer.layer, head, style))
+                .on_hover_text(head_tooltip(report, layer.layer, head, style))
                 .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Cell, true, &label));
         });
     ui.horizontal_wrapped(|ui| {

@@ -20,7 +20,9 @@
 //! with its 95% interval shaded; the same-sentence plot adds the chance
 //! baseline), a table of the same numbers, and a grid of every head coloured
 //! by the mean of a chosen per-head figure, with each head's most common
-//! category as a strip and everything else on hover. "Save JSON…" writes
+//! category as a strip and everything else on hover. With "Ablate each head
+//! alone" ticked, every window also runs L × H ablated passes (ANALYSIS.md
+//! §9), and the grid opens on each head's importance. "Save JSON…" writes
 //! [`CorpusReport::to_json`] through [`crate::export::save_text`].
 
 mod charts;
@@ -31,6 +33,7 @@ use crate::app::files::dialogs::{self, Dialog, DialogRequest};
 use crate::app::settings::Settings;
 use crate::app::widgets::progress::{row_text, ProgressRow};
 use crate::corpus::{self, CorpusReport, FileWarning, SkippedFile};
+use crate::model::ablation::AblationMode;
 use crate::tokens::VocabularyStyle;
 use crate::worker::{AnalysisWorker, CorpusProgress, CorpusUpdate, Waker};
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -55,6 +58,8 @@ pub const SAVE_LABEL: &str = "Save JSON…";
 pub const PROGRESS_LABEL: &str = "Corpus progress";
 /// What the progress row says the run does.
 pub const PROGRESS_WHAT: &str = "Analysing the corpus";
+/// The check box that ablates each head alone in every window.
+pub const IMPORTANCE_LABEL: &str = "Ablate each head alone (importance)";
 
 /// A run in progress.
 struct Run {
@@ -91,6 +96,9 @@ pub struct CorpusView {
     head_figure: usize,
     /// A plot whose save button was clicked, for the app to export.
     plot_request: Option<crate::app::widgets::plots::SaveRequest>,
+    /// Whether a run ablates each head alone in every window, and how.
+    importance: bool,
+    importance_mode: AblationMode,
 }
 
 impl CorpusView {
@@ -161,7 +169,8 @@ impl CorpusView {
             );
             return;
         }
-        let options = settings.corpus_options();
+        let mut options = settings.corpus_options();
+        options.importance = self.importance.then_some(self.importance_mode);
         let text_field = self.text_field.trim();
         let sources = corpus::SourceOptions {
             text_field: if text_field.is_empty() {
@@ -240,6 +249,12 @@ impl CorpusView {
                     );
                 }
                 self.report_folder = run.folder.clone();
+                if report.importance.is_some() {
+                    // What the run was asked for: the heads' importance,
+                    // by the loss where the model has one.
+                    let ranked = charts::importance_figure(&report);
+                    self.head_figure = ranked;
+                }
                 self.report = Some(report);
                 self.run = None;
             }
@@ -450,6 +465,29 @@ impl CorpusView {
             );
             ui.weak("for JSON Lines and Parquet files; a record's \"id\" names it in the result");
         });
+        ui.horizontal(|ui| {
+            ui.add_enabled(
+                !running,
+                egui::Checkbox::new(&mut self.importance, IMPORTANCE_LABEL),
+            )
+            .on_hover_text(
+                "In every window, run the model once more for each head with that head \
+                 ablated (ANALYSIS.md §9), and average over the windows how much the \
+                 next-token loss (a decoder's) and the last hidden states moved: L × H \
+                 passes a window, so this takes many times longer",
+            );
+            ui.add_enabled_ui(!running && self.importance, |ui| {
+                for mode in [AblationMode::Zero, AblationMode::Mean] {
+                    ui.radio_value(&mut self.importance_mode, mode, mode.name())
+                        .on_hover_text(match mode {
+                            AblationMode::Zero => "The head writes nothing",
+                            AblationMode::Mean => {
+                                "The head writes its mean output over the window's positions"
+                            }
+                        });
+                }
+            });
+        });
         let mode = match settings.input_mode {
             crate::input::InputMode::Document => "document mode",
             crate::input::InputMode::OneSentencePerLine => "one sentence per line",
@@ -486,8 +524,12 @@ fn progress_ui(ui: &mut egui::Ui, run: &Run) -> bool {
     let (fraction, text) = match &run.progress {
         Some(progress) => {
             let p = progress.progress();
+            let ablating = match p.heads_ablated {
+                Some((done, total)) => format!(" · importance: {done} of {total} heads"),
+                None => String::new(),
+            };
             let count = format!(
-                "{} of {} documents · {} window{}",
+                "{} of {} documents · {} window{}{ablating}",
                 p.files_done,
                 p.files_total,
                 p.windows_done,
@@ -548,9 +590,13 @@ fn summary_ui(ui: &mut egui::Ui, report: &CorpusReport, folder: &str) {
         Some(mean) => format!(" ({mean:.0} per window)"),
         None => String::new(),
     };
+    let importance = match report.importance {
+        Some(mode) => format!(" · each head ablated alone ({} ablation)", mode.name()),
+        None => String::new(),
+    };
     ui.label(format!(
         "{folder}: {} of {} documents analysed · {} windows · {} tokens{tokens} · {} sentences{} · \
-         {:.1} s · model {}",
+         {:.1} s{importance} · model {}",
         report.files,
         report.files_found,
         report.windows,

@@ -3,7 +3,8 @@
 //! place a head's output is ablated ([`LayerAblation::apply`]).
 
 /// What an ablated head's output becomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AblationMode {
     /// Zero at every position.
     #[default]
