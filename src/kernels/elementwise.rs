@@ -259,6 +259,28 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     }
 }
 
+/// Values of [`exp_sum`] added in f32 before their sum joins the total in
+/// f64.
+const EXP_SUM_BLOCK: usize = 1024;
+
+/// The largest value m of `row` and Σ e^(v − m) over it (the terms in f32,
+/// a block of [`EXP_SUM_BLOCK`] at a time, the blocks added in f64): a
+/// softmax's normaliser, as a next-token loss needs it for a vocabulary
+/// of logits.
+pub fn exp_sum(row: &[f32]) -> (f32, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512F (checked at run time just above).
+        return unsafe { avx512::exp_sum(row) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        return unsafe { avx2::exp_sum(row) };
+    }
+    scalar::exp_sum(row)
+}
+
 /// Whether the AVX-512 element-wise kernels can run (std caches the
 /// answer); never without the `avx512` feature. The analysis's loops ask
 /// the same (`analysis::widest`).
@@ -315,6 +337,14 @@ mod consts {
 /// Portable versions, for CPUs without AVX-512.
 pub(super) mod scalar {
     use super::consts::*;
+
+    pub fn exp_sum(row: &[f32]) -> (f32, f64) {
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let sum = (row.chunks(super::EXP_SUM_BLOCK))
+            .map(|block| f64::from(block.iter().map(|&v| (v - max).exp()).sum::<f32>()))
+            .sum();
+        (max, sum)
+    }
 
     pub fn softmax(row: &mut [f32]) {
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -391,6 +421,26 @@ macro_rules! vector_kernels {
             for chunk in row.chunks_mut(LANES) {
                 store(chunk, mul(load(chunk, 0.0), inverse));
             }
+        }
+
+        /// [`super::exp_sum`] in this module's lanes.
+        #[target_feature(enable = $feature)]
+        pub fn exp_sum(row: &[f32]) -> (f32, f64) {
+            let mut maxima = [splat(f32::NEG_INFINITY); 4];
+            for (i, chunk) in row.chunks(LANES).enumerate() {
+                maxima[i % 4] = max(maxima[i % 4], load(chunk, f32::NEG_INFINITY));
+            }
+            let top = reduce_max(max(max(maxima[0], maxima[1]), max(maxima[2], maxima[3])));
+            let mut total = 0.0f64;
+            for block in row.chunks(super::EXP_SUM_BLOCK) {
+                let mut sum = splat(0.0);
+                for chunk in block.chunks(LANES) {
+                    let e = exp(sub(load(chunk, f32::NEG_INFINITY), splat(top)));
+                    sum = add_first(sum, e, chunk.len());
+                }
+                total += f64::from(reduce_add(sum));
+            }
+            (top, total)
         }
 
         #[target_feature(enable = $feature)]

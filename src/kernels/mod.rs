@@ -447,6 +447,30 @@ mod tests {
         }
     }
 
+    /// A vocabulary's normaliser, on the widest path and the portable one:
+    /// rows of every length around the lanes and the blocks, with a
+    /// row's largest value anywhere.
+    #[test]
+    fn exp_sum_matches_double_precision() {
+        for width in [1, 7, 16, 33, 1023, 1024, 1025, 49_152] {
+            let row: Vec<f32> = (0..width)
+                .map(|i| ((i * 7_919 % 1_013) as f32 - 500.0) * 0.031)
+                .collect();
+            let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let exact: f64 = row
+                .iter()
+                .map(|&v| (f64::from(v) - f64::from(max)).exp())
+                .sum();
+            for (top, sum) in [exp_sum(&row), scalar::exp_sum(&row)] {
+                assert_eq!(top, max, "width {width}");
+                assert!(
+                    (sum - exact).abs() <= 2e-6 * exact,
+                    "width {width}: {sum} vs {exact}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn softmax_matches_double_precision() {
         for width in [1, 5, 16, 17, 100, 512] {

@@ -26,15 +26,11 @@ thread_local! {
     static LOGITS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// −log softmax(logits)[next]: exponentials in f32 (vectorised; one
-/// logit row is a vocabulary of them, T rows a pass), summed in f64 a
-/// block at a time.
+/// −log softmax(logits)[next]: exponentials in f32, in the CPU's widest
+/// vectors (one logit row is a vocabulary of them, T rows a pass; an
+/// importance grid makes 271 passes), summed in f64 a block at a time.
 fn next_token_loss(logits: &[f32], next: usize) -> f64 {
-    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let sum: f64 = logits
-        .chunks(1024)
-        .map(|block| f64::from(block.iter().map(|&v| (v - max).exp()).sum::<f32>()))
-        .sum();
+    let (max, sum) = crate::kernels::exp_sum(logits);
     sum.ln() - f64::from(logits[next] - max)
 }
 
