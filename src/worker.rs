@@ -735,6 +735,14 @@ fn run_corpus_job(model: Option<&Model>, job: CorpusJob, hooks: Hooks, wake: &Wa
         };
         if captures {
             match corpus::find_captures(&job.paths) {
+                Ok(_) if job.options.importance.is_some() => {
+                    return Err(
+                        "each head's importance ablates heads in the model's passes: a \
+                                corpus of captures has no model to run (untick \"Ablate each \
+                                head alone\")"
+                            .into(),
+                    )
+                }
                 Ok(plan) => {
                     let part =
                         corpus::run_captures(&plan, &job.options.analysis, &mut on_event, cancel);

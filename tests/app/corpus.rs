@@ -592,4 +592,20 @@ fn a_corpus_of_captures_needs_no_model() {
         }
         other => panic!("expected a report, got {other:?}"),
     }
+    // No model to ablate: the importance is refused, with what to do.
+    let updates = worker.run_corpus(
+        vec![scratch.path().to_path_buf()],
+        SourceOptions::default(),
+        CorpusOptions {
+            importance: Some(AblationMode::Zero),
+            ..options
+        },
+        Arc::new(AtomicBool::new(false)),
+    );
+    match drain(&updates, PATIENCE).last() {
+        Some(CorpusUpdate::Failed(message)) => {
+            assert!(message.contains("no model to run"), "{message}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
