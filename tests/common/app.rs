@@ -103,7 +103,13 @@ pub fn start_sized_with_outline(
 pub fn step_until(harness: &mut AppHarness, what: &str, mut done: impl FnMut(&AppHarness) -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !done(harness) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            // What the window showed, for the person reading the failure.
+            save_window(harness, "timed-out.png");
+            panic!(
+                "timed out waiting for {what} (the window: timed-out.png in CARGO_TARGET_TMPDIR)"
+            );
+        }
         harness.step();
         std::thread::sleep(Duration::from_millis(10));
     }

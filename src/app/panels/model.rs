@@ -283,10 +283,6 @@ impl ModelPanel {
         ui.weak(families_line());
         let loading = matches!(load, LoadState::Loading { .. });
         ui.add_space(8.0);
-        if let Some(source) = self.found.ui(ui, recent, !loading) {
-            action = Some(ModelAction::Load(source));
-        }
-        ui.add_space(8.0);
         ui.add_enabled_ui(!loading, |ui| {
             ui.horizontal(|ui| {
                 if ui
@@ -313,9 +309,9 @@ impl ModelPanel {
             let label = ui.label("or a Hugging Face model id (downloaded once, then cached):");
             ui.horizontal(|ui| {
                 let edit = ui.add(
-                    // A fixed id: an automatic one would change, and the
-                    // field lose its focus and what is being typed, when
-                    // the found models' table above it fills in.
+                    // A fixed id: an automatic one would change with the
+                    // widgets laid out before it, and the field lose its
+                    // focus and what is being typed.
                     egui::TextEdit::singleline(&mut self.hub_id)
                         .id_salt("hub model id")
                         .hint_text("bert-base-uncased")
@@ -337,6 +333,13 @@ impl ModelPanel {
                 ui.colored_label(ui.visuals().error_fg_color, error);
             }
         });
+        // Below the buttons and the field: the list fills in when the
+        // search of this computer ends, and would move them under the
+        // pointer (a click on Load became one on "Open GGUF file…").
+        ui.add_space(8.0);
+        if let Some(source) = self.found.ui(ui, recent, !loading) {
+            action = Some(ModelAction::Load(source));
+        }
         action
     }
 }
@@ -374,10 +377,13 @@ pub fn families_line() -> String {
         let (last, rest) = names.split_last().expect("families");
         format!("{} and {last}", rest.join(", "))
     };
+    let architectures = crate::model::gguf::config::architectures();
+    let (last, rest) = architectures.split_last().expect("GGUF architectures");
     format!(
         "Loads {} encoders and {} decoders (model_type in config.json), and GGUF files of \
-         the llama and qwen2 architectures.",
+         the {} and {last} architectures.",
         prose(&Family::ENCODERS),
-        prose(&Family::DECODERS)
+        prose(&Family::DECODERS),
+        rest.join(", ")
     )
 }
