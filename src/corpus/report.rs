@@ -173,6 +173,12 @@ impl CorpusReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
+    /// Whether the run measured head figure `name`: every figure but the
+    /// importance, which only a run that ablated each head has.
+    pub fn measures(&self, name: &str) -> bool {
+        self.importance.is_some() || !IMPORTANCE_FIGURES.contains(&name)
+    }
+
     /// The flat table written by `--csv`: one row per layer/head figure.
     pub fn to_csv(&self) -> String {
         let mut out = String::from("layer,head,figure,mean,std,ci95_lo,ci95_hi,n\n");
@@ -203,11 +209,8 @@ impl CorpusReport {
                 row(Some(layer.layer), None, name, &summary);
             }
             for head in &layer.heads {
-                // The importance only where the run ablated each head.
-                let measured =
-                    |name: &&str| self.importance.is_some() || !IMPORTANCE_FIGURES.contains(name);
                 for (name, summary) in head.figures() {
-                    if measured(&name) {
+                    if self.measures(name) {
                         row(Some(layer.layer), Some(head.head), name, &summary);
                     }
                 }

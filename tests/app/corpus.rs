@@ -102,10 +102,18 @@ fn finished_report(harness: &mut AppHarness) -> Arc<CorpusReport> {
     view.report().expect("a report").clone()
 }
 
-/// What the library gives on the same folder with the app's settings.
-fn library_report(harness: &AppHarness, dir: &Path) -> CorpusReport {
+/// What the library gives on the same folder with the app's settings,
+/// each head ablated alone in every window where `importance` says how.
+fn library_report(
+    harness: &AppHarness,
+    dir: &Path,
+    importance: Option<AblationMode>,
+) -> CorpusReport {
     let settings = harness.state().settings();
-    let options = settings.corpus_options();
+    let options = CorpusOptions {
+        importance,
+        ..settings.corpus_options()
+    };
     let model =
         Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
     let list = corpus::find_text_files(&[dir.to_path_buf()]).expect("text files");
@@ -157,7 +165,7 @@ fn the_corpus_window_shows_what_the_library_computes() {
     assert!(!report.partial);
     assert!(shows(&harness, "Complete result"));
 
-    let expected = library_report(&harness, &dir);
+    let expected = library_report(&harness, &dir, None);
     assert_eq!(report.files, 5);
     assert_eq!(report.files, expected.files);
     assert_eq!(report.windows, expected.windows);
@@ -256,12 +264,7 @@ fn the_corpus_window_measures_each_heads_importance() {
     let report = finished_report(&mut harness);
     assert_eq!(report.importance, Some(AblationMode::Mean));
 
-    let mut options = harness.state().settings().corpus_options();
-    options.importance = Some(AblationMode::Mean);
-    let model =
-        Model::load(&ModelSource::Folder(test_model_dir()), &mut |_| {}).expect("load the model");
-    let list = corpus::find_text_files(std::slice::from_ref(&dir)).expect("text files");
-    let expected = corpus::run_files(&model, list, &options, &mut |_| {}, &AtomicBool::new(false));
+    let expected = library_report(&harness, &dir, Some(AblationMode::Mean));
     assert_eq!(report.windows, 3);
     let figure = headscope::corpus::HEAD_FIGURES
         .iter()

@@ -384,17 +384,16 @@ pub fn head_cell_label(layer: usize, head: &HeadSummary, figure: usize) -> Strin
     )
 }
 
-/// Whether `report` has head figure `name`: the importance only where the
-/// run ablated each head, its loss change only for a model with a loss.
+/// Whether `report` has head figure `name`: what the run measured
+/// ([`CorpusReport::measures`]), the loss change only for a model with a
+/// loss.
 fn has_figure(report: &CorpusReport, name: &str) -> bool {
-    let [delta_loss, output_change] = IMPORTANCE_FIGURES;
-    if name == delta_loss {
-        (report.layers.iter())
-            .flat_map(|l| &l.heads)
-            .any(|h| h.importance_delta_loss.n > 0)
-    } else {
-        name != output_change || report.importance.is_some()
-    }
+    let [delta_loss, _] = IMPORTANCE_FIGURES;
+    report.measures(name)
+        && (name != delta_loss
+            || (report.layers.iter())
+                .flat_map(|l| &l.heads)
+                .any(|h| h.importance_delta_loss.n > 0))
 }
 
 fn head_tooltip(

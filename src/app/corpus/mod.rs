@@ -252,8 +252,7 @@ impl CorpusView {
                 if report.importance.is_some() {
                     // What the run was asked for: the heads' importance,
                     // by the loss where the model has one.
-                    let ranked = charts::importance_figure(&report);
-                    self.head_figure = ranked;
+                    self.head_figure = charts::importance_figure(&report);
                 }
                 self.report = Some(report);
                 self.run = None;
