@@ -145,6 +145,22 @@ impl HeadSimilarity<'_> {
 /// A row whose keys write nothing stays 0.
 #[inline(always)]
 pub fn value_weight_row(row: &mut [f32], value_norms: &[f32]) {
+    let scale = value_weight_scale(row, value_norms);
+    let n = row.len().min(value_norms.len());
+    let (weighted, rest) = row.split_at_mut(n);
+    for (p, &w) in weighted.iter_mut().zip(value_norms) {
+        *p = *p * w * scale;
+    }
+    rest.iter_mut().for_each(|p| *p *= scale);
+}
+
+/// What [`value_weight_row`] multiplies each weighted entry by after
+/// weighting it: 1 over the sum of the row's entries each times the size
+/// of what its key writes (0 where that sum is not positive). Entry k of
+/// N′ is then `row[k] * value_norms[k] * scale`, to the bit, without
+/// making the whole row.
+#[inline(always)]
+pub fn value_weight_scale(row: &[f32], value_norms: &[f32]) -> f32 {
     const LANES: usize = 16;
     // Sixteen running sums, entry k into sum k mod 16, added up in order at
     // the end: one would be a chain of dependent additions as long as the
@@ -152,26 +168,31 @@ pub fn value_weight_row(row: &mut [f32], value_norms: &[f32]) {
     // the row's end change no sum, so a causal row cut at its query sums
     // as the whole row does.
     let n = row.len().min(value_norms.len());
-    let (mut rows, mut norms) = (
-        row[..n].chunks_exact_mut(LANES),
+    let (rows, norms) = (
+        row[..n].chunks_exact(LANES),
         value_norms[..n].chunks_exact(LANES),
     );
     let mut lanes = [0.0f32; LANES];
-    for (block, weights) in (&mut rows).zip(&mut norms) {
-        for ((p, &w), lane) in block.iter_mut().zip(weights).zip(&mut lanes) {
-            *p *= w;
-            *lane += *p;
+    let rest = rows.remainder().iter().zip(norms.remainder());
+    for (block, weights) in rows.zip(norms) {
+        for ((&p, &w), lane) in block.iter().zip(weights).zip(&mut lanes) {
+            *lane += p * w;
         }
     }
-    let rest = rows.into_remainder().iter_mut().zip(norms.remainder());
-    for ((p, &w), lane) in rest.zip(&mut lanes) {
-        *p *= w;
-        *lane += *p;
+    for ((&p, &w), lane) in rest.zip(&mut lanes) {
+        *lane += p * w;
     }
     let sum = lanes.iter().sum::<f32>();
-    let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-    row.iter_mut().for_each(|n| *n *= scale);
+    if sum > 0.0 {
+        1.0 / sum
+    } else {
+        0.0
+    }
 }
+
+/// How many rows ahead a reader of a head's S in pieces asks for a row's
+/// piece ([`crate::kernels::prefetch`]).
+pub(crate) const PREFETCH_ROWS: usize = 4;
 
 /// One head of one layer, both 0-based.
 #[derive(
@@ -294,8 +315,15 @@ impl Captures {
                 block,
             ),
             HeadSimilarity::Stored(square) => {
+                let piece = |i: usize| &square[i * t + columns.start..i * t + columns.end];
+                let end = rows.end;
                 for (i, out) in rows.zip(block.chunks_exact_mut(width.max(1))) {
-                    out.copy_from_slice(&square[i * t + columns.start..i * t + columns.end]);
+                    // Each row is a short piece of a large S: ask for a
+                    // later row's ahead.
+                    if i + PREFETCH_ROWS < end {
+                        crate::kernels::prefetch(piece(i + PREFETCH_ROWS));
+                    }
+                    out.copy_from_slice(piece(i));
                 }
             }
         })

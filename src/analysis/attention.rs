@@ -14,7 +14,7 @@
 
 use super::segmentation::{HeadSeparators, SeparatorColumns};
 use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
-use crate::captures::value_weight_row;
+use crate::captures::{value_weight_row, value_weight_scale};
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -186,15 +186,24 @@ impl AttentionRows {
             if let (Some(weighted), Some(columns)) =
                 (&mut self.weighted, &mut self.separators.weighted)
             {
-                // A causal row's keys after the query hold 0 in P, and
-                // stay 0 here: no earlier row wrote past its own.
                 let seen = last_seen + 1;
-                let n = &mut self.row;
-                n[..seen].copy_from_slice(&row[..seen]);
-                value_weight_row(&mut n[..seen], &self.value_norms);
-                weighted.add_row(doc, i, n, columns);
                 if let Some(weighted_rows) = weighted_rows.as_deref_mut() {
+                    // A causal row's keys after the query hold 0 in P, and
+                    // stay 0 here: no earlier row wrote past its own.
+                    let n = &mut self.row;
+                    n[..seen].copy_from_slice(&row[..seen]);
+                    value_weight_row(&mut n[..seen], &self.value_norms);
+                    weighted.add_row(doc, i, &n[..], columns);
                     weighted_rows(i, n);
+                } else {
+                    // Only a few entries of N′ are read: each is made as
+                    // it is, the same bits as in the whole row.
+                    let n = WeightedRow {
+                        attention: &row[..seen],
+                        value_norms: &self.value_norms,
+                        scale: value_weight_scale(&row[..seen], &self.value_norms),
+                    };
+                    weighted.add_row(doc, i, n, columns);
                 }
             }
             self.next_row = i + 1;
@@ -234,7 +243,7 @@ impl PassSums {
         &mut self,
         doc: &'d Document,
         i: usize,
-        row: &[f32],
+        row: impl AttentionRow,
         separators: &mut SeparatorColumns,
     ) {
         let t = doc.t;
@@ -251,21 +260,21 @@ impl PassSums {
         separators.row_sums[i] = separator;
         s.sep += separator;
         s.punctuation += sum_at(row, visible(&doc.punctuation));
-        s.self_attention += f64::from(row[i]);
+        s.self_attention += f64::from(row.at(i));
         if i >= 1 {
-            s.previous += f64::from(row[i - 1]);
+            s.previous += f64::from(row.at(i - 1));
         }
         if i + 1 < t {
-            s.next += f64::from(row[i + 1]);
+            s.next += f64::from(row.at(i + 1));
         }
         if special[i] {
             return;
         }
         self.content_separator += separator;
-        self.content_sink += f64::from(row[0]);
-        self.self_score.add(f64::from(row[i]));
+        self.content_sink += f64::from(row.at(0));
+        self.self_score.add(f64::from(row.at(i)));
         if i >= 1 && !special[i - 1] {
-            self.previous_token.add(f64::from(row[i - 1]));
+            self.previous_token.add(f64::from(row.at(i - 1)));
         }
         // Every earlier occurrence p of the query's token (duplicate), and
         // the token after it, p + 1, while that is before the query
@@ -276,9 +285,9 @@ impl PassSums {
             let mut has_successor = false;
             while earlier != NO_OCCURRENCE {
                 let p = earlier as usize;
-                on_duplicates += f64::from(row[p]);
+                on_duplicates += f64::from(row.at(p));
                 if p + 1 < i {
-                    on_successors += f64::from(row[p + 1]);
+                    on_successors += f64::from(row.at(p + 1));
                     has_successor = true;
                 }
                 earlier = doc.earlier_occurrence[p];
@@ -297,7 +306,7 @@ impl PassSums {
         let c = doc.content_index[i] as usize;
         let columns = &mut separators.columns[c * n..(c + 1) * n];
         for (column, &k) in columns.iter_mut().zip(seen_separators) {
-            *column = row[k];
+            *column = row.at(k);
         }
     }
 
@@ -338,6 +347,39 @@ impl PassSums {
     }
 }
 
+/// A row of P or of N′ as a pass reads it, an entry at a time.
+trait AttentionRow: Copy {
+    fn at(self, k: usize) -> f32;
+}
+
+impl AttentionRow for &[f32] {
+    #[inline(always)]
+    fn at(self, k: usize) -> f32 {
+        self[k]
+    }
+}
+
+/// A row of N′ whose entries are made as they are read, as
+/// [`value_weight_row`] makes them; 0 past the keys the query sees.
+#[derive(Clone, Copy)]
+struct WeightedRow<'r> {
+    /// The row of P up to the last key the query sees.
+    attention: &'r [f32],
+    value_norms: &'r [f32],
+    /// [`value_weight_scale`] of the row.
+    scale: f32,
+}
+
+impl AttentionRow for WeightedRow<'_> {
+    #[inline(always)]
+    fn at(self, k: usize) -> f32 {
+        match self.attention.get(k) {
+            Some(&p) => p * self.value_norms[k] * self.scale,
+            None => 0.0,
+        }
+    }
+}
+
 /// The entries `row_entropy` computes in f32 before adding them in f64.
 const ENTROPY_BLOCK: usize = 64;
 
@@ -345,17 +387,17 @@ const ENTROPY_BLOCK: usize = 64;
 /// order: one would wait on each addition before the next (a sentence's
 /// punctuation is a tenth of its tokens).
 #[inline(always)]
-fn sum_at(row: &[f32], at: &[usize]) -> f64 {
+fn sum_at(row: impl AttentionRow, at: &[usize]) -> f64 {
     let mut lanes = [0.0f64; 4];
     let positions = at.chunks_exact(4);
     let rest: f64 = positions
         .remainder()
         .iter()
-        .map(|&k| f64::from(row[k]))
+        .map(|&k| f64::from(row.at(k)))
         .sum();
     for four in positions {
         for (lane, &k) in lanes.iter_mut().zip(four) {
-            *lane += f64::from(row[k]);
+            *lane += f64::from(row.at(k));
         }
     }
     lanes.iter().sum::<f64>() + rest

@@ -127,15 +127,31 @@ pub(super) fn correlation_matrix(
     grid
 }
 
+/// Tiles at least, where the input allows: a tile's time grows with its
+/// side more than with its pairs (each head's rows of S are read from
+/// their start), and a short input cut into three tiles kept one of two
+/// threads idle a third of the time. Not the thread count: the tiles, and
+/// so the grid's sums, are the same on every machine.
+const TILES_AT_LEAST: usize = 8;
+
 /// The tiles of the candidate pairs, in order: blocks of [`TILE_SIDE`]
-/// content rows, each against the blocks of columns from its own on.
+/// content rows (halved, down to 64, while that makes fewer than
+/// [`TILES_AT_LEAST`]), each against the blocks of columns from its own on.
 fn tiles(doc: &Document) -> Vec<Tile> {
     let c = doc.content.len();
-    let block = |start: usize| start..(start + TILE_SIDE).min(c);
+    let count = |side: usize| {
+        let blocks = c.div_ceil(side);
+        blocks * (blocks + 1) / 2
+    };
+    let mut side = TILE_SIDE;
+    while side > 64 && count(side) < TILES_AT_LEAST {
+        side /= 2;
+    }
+    let block = |start: usize| start..(start + side).min(c);
     (0..c)
-        .step_by(TILE_SIDE)
+        .step_by(side)
         .flat_map(|row| {
-            (row..c).step_by(TILE_SIDE).map(move |column| Tile {
+            (row..c).step_by(side).map(move |column| Tile {
                 rows: block(row),
                 columns: block(column),
             })

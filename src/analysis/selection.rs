@@ -312,12 +312,7 @@ impl Candidates {
         let Some(k) = self.strongest.filter(|&k| k > 0 && k < self.values.len()) else {
             return;
         };
-        self.order.clear();
-        self.order.extend_from_slice(&self.values);
-        let kth = *self
-            .order
-            .select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a))
-            .1;
+        let kth = kth_best(&self.values, k, &mut self.order);
         let floor = band_floor(
             f64::from(kth),
             BAND_MARGIN * TIE_BAND * f64::from(self.largest),
@@ -659,6 +654,45 @@ pub(super) fn key_index(key: u64) -> usize {
     (key & 0xffff_ffff) as usize
 }
 
+/// A cheap threshold below which the k best of `values` (k ≥ 1) most
+/// likely do not lie, from a strided sample: it usually leaves only a few
+/// times k survivors. Every value at least as good as it survives (IEEE
+/// comparison: ties and −0/+0 included, NaN, which ranks last, not), so
+/// when at least k do, the k best are among them. `None` where the values
+/// are too few to sample.
+fn sampled_threshold(values: &[f32], k: usize) -> Option<f32> {
+    let stride = (values.len() / 4096).max(1);
+    if stride == 1 {
+        return None;
+    }
+    let mut sample: Vec<f32> = values
+        .iter()
+        .step_by(stride)
+        .copied()
+        .filter(|v| !v.is_nan())
+        .collect();
+    let rank = ((k as f64 / values.len() as f64) * sample.len() as f64 * 2.0) as usize + 8;
+    (rank < sample.len()).then(|| *sample.select_nth_unstable_by(rank, |a, b| b.total_cmp(a)).1)
+}
+
+/// The k-th best of `values` (1 ≤ k ≤ their number) in descending total
+/// order, selected among the survivors of [`sampled_threshold`] where at
+/// least k survive (their k-th best is then every value's), else among
+/// all; `order` is room for them.
+fn kth_best(values: &[f32], k: usize, order: &mut Vec<f32>) -> f32 {
+    order.clear();
+    if let Some(threshold) = sampled_threshold(values, k) {
+        for_each_at_least(values, threshold, |_, v| order.push(v));
+        if order.len() < k {
+            order.clear();
+        }
+    }
+    if order.is_empty() {
+        order.extend_from_slice(values);
+    }
+    *order.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
+}
+
 /// Leaves in `keys[..k]` the rank keys of the k best values, in no order,
 /// and returns k (at most the number of values); sorted, they are the
 /// indices numpy's `np.lexsort((np.arange(n), -v))[:k]` gives, without
@@ -670,25 +704,10 @@ fn gather_best(values: &[f32], k: usize, keys: &mut Vec<u64>) -> usize {
     if k == 0 {
         return 0;
     }
-    // A cheap threshold from a strided sample usually leaves only a few times
-    // k survivors; every value at least as good as the threshold survives
-    // (IEEE comparison: ties and −0/+0 included, NaN, which ranks last, not),
-    // so when at least k do, the k best are among them.
-    let stride = (values.len() / 4096).max(1);
-    if stride > 1 {
-        let mut sample: Vec<f32> = values
-            .iter()
-            .step_by(stride)
-            .copied()
-            .filter(|v| !v.is_nan())
-            .collect();
-        let rank = ((k as f64 / values.len() as f64) * sample.len() as f64 * 2.0) as usize + 8;
-        if rank < sample.len() {
-            let threshold = *sample.select_nth_unstable_by(rank, |a, b| b.total_cmp(a)).1;
-            for_each_at_least(values, threshold, |p, v| keys.push(rank_key(v, p)));
-            if keys.len() < k {
-                keys.clear();
-            }
+    if let Some(threshold) = sampled_threshold(values, k) {
+        for_each_at_least(values, threshold, |p, v| keys.push(rank_key(v, p)));
+        if keys.len() < k {
+            keys.clear();
         }
     }
     if keys.is_empty() {
@@ -1152,6 +1171,37 @@ mod tests {
             let (found, best, _) = candidates.strongest(k, &mut Vec::new(), true);
             assert_eq!(found, k);
             assert_eq!(best, all[..k].to_vec(), "k = {k}");
+        }
+    }
+
+    /// The k-th best found among a sample's survivors is the k-th best of
+    /// a full selection, ties and signed zeros included.
+    #[test]
+    fn the_kth_best_of_the_survivors_is_every_values() {
+        let mut state = 777u64;
+        let values: Vec<f32> = (0..70_000)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let v = ((state >> 33) % 50) as f32 - 40.0;
+                if v == 0.0 && i % 2 == 1 {
+                    -0.0
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let mut sorted = values.clone();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let mut order = Vec::new();
+        for k in [1, 9, 700, 6_000, 12_000, 50_000, 70_000] {
+            let kth = kth_best(&values, k, &mut order);
+            assert_eq!(kth.to_bits(), sorted[k - 1].to_bits(), "k = {k}");
+            assert!(
+                k > 6_000 || order.len() < values.len() / 2,
+                "k = {k}: sampled"
+            );
         }
     }
 

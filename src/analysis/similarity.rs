@@ -342,7 +342,16 @@ pub(super) fn for_each_row_from_diagonal(
     for b in 0..t.div_ceil(rows) {
         let (block, first) = similarity.block_from_diagonal(b, t, buffer);
         let width = t - first;
-        for (i, row) in (b * rows..).zip(block.chunks_exact(width.max(1))) {
+        let block_rows = block.len() / width.max(1);
+        for (r, row) in block.chunks_exact(width.max(1)).enumerate() {
+            let i = b * rows + r;
+            // Row i's part from the diagonal on is a short piece of a
+            // large S: ask for a later row's ahead.
+            let ahead = r + crate::captures::PREFETCH_ROWS;
+            if ahead < block_rows {
+                let from = ahead * width + (b * rows + ahead - first);
+                crate::kernels::prefetch(&block[from..(ahead + 1) * width]);
+            }
             f(i, row, first);
         }
     }
