@@ -14,7 +14,7 @@
 
 use super::segmentation::{HeadSeparators, SeparatorColumns};
 use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
-use crate::captures::{value_weight_row, value_weight_scale};
+use crate::captures::{value_weight_row, value_weight_scale, PREFETCH_ROWS};
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -174,10 +174,20 @@ impl AttentionRows {
         let t = doc.t;
         assert_eq!(first, self.next_row, "attention rows must come in order");
         self.row.resize(t, 0.0);
+        let seen_by = |i: usize| if doc.tokens.causal { i + 1 } else { t };
         for (i, row) in (first..).zip(rows.chunks_exact(t.max(1))) {
+            // A causal row is read up to its query, a piece of each row:
+            // ask for a later row's ahead, as the hardware's prefetchers
+            // stop at each page. (Whole rows are one stream, which they
+            // follow: asking there cost time.)
+            let ahead = (i - first + PREFETCH_ROWS) * t;
+            if doc.tokens.causal && ahead < rows.len() {
+                let seen = seen_by(i + PREFETCH_ROWS).min(t);
+                crate::kernels::prefetch(&rows[ahead..ahead + seen]);
+            }
             // The last key the query sees: a causal query's keys after itself
             // hold 0 (half of a decoder's P).
-            let last_seen = if doc.tokens.causal { i } else { t - 1 };
+            let last_seen = seen_by(i) - 1;
             // Those zeros are not read: whole blocks of 64 are left out, as
             // `row_entropy` sums them, so the sum is the same to the bit.
             self.plain.stats.entropy +=

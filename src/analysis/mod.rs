@@ -796,7 +796,10 @@ fn analyse_head_body(
     let mut candidates = std::mem::take(&mut scratch.candidates);
     let mut row = std::mem::take(&mut scratch.row);
     let mut sums = MomentSums::default();
-    candidates.begin(top_fraction_k, doc.pair_count);
+    // A head of few candidates keeps every one: letting go of the weakest
+    // as they come costs more there than selecting once.
+    let strongest = top_fraction_k.filter(|_| !candidates.keeps_whole_from_start(doc.pair_count));
+    candidates.begin(strongest, doc.pair_count);
     candidate_rows(
         doc,
         similarity,
