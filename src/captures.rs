@@ -17,6 +17,7 @@
 use crate::kernels::attention::{
     attention_rows, context_similarity, similarity_row_block, similarity_rows, ScoreRule, ROW_BLOCK,
 };
+use crate::kernels::{prefetch, PREFETCH_ROWS};
 use crate::vector_store::VectorStore;
 use std::borrow::Cow;
 
@@ -190,10 +191,6 @@ pub fn value_weight_scale(row: &[f32], value_norms: &[f32]) -> f32 {
     }
 }
 
-/// How many rows ahead a reader of a head's S in pieces asks for a row's
-/// piece ([`crate::kernels::prefetch`]).
-pub(crate) const PREFETCH_ROWS: usize = 4;
-
 /// One head of one layer, both 0-based.
 #[derive(
     Debug,
@@ -321,7 +318,7 @@ impl Captures {
                     // Each row is a short piece of a large S: ask for a
                     // later row's ahead.
                     if i + PREFETCH_ROWS < end {
-                        crate::kernels::prefetch(piece(i + PREFETCH_ROWS));
+                        prefetch(piece(i + PREFETCH_ROWS));
                     }
                     out.copy_from_slice(piece(i));
                 }

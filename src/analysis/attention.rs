@@ -14,7 +14,8 @@
 
 use super::segmentation::{HeadSeparators, SeparatorColumns};
 use super::{finite, AttentionStats, Document, Role, NO_OCCURRENCE};
-use crate::captures::{value_weight_row, value_weight_scale, PREFETCH_ROWS};
+use crate::captures::{value_weight_row, value_weight_scale};
+use crate::kernels::{prefetch, PREFETCH_ROWS};
 
 /// What one pass over a head's attention yields.
 pub(super) struct AttentionPass {
@@ -183,7 +184,7 @@ impl AttentionRows {
             let ahead = (i - first + PREFETCH_ROWS) * t;
             if doc.tokens.causal && ahead < rows.len() {
                 let seen = seen_by(i + PREFETCH_ROWS).min(t);
-                crate::kernels::prefetch(&rows[ahead..ahead + seen]);
+                prefetch(&rows[ahead..ahead + seen]);
             }
             // The last key the query sees: a causal query's keys after itself
             // hold 0 (half of a decoder's P).
@@ -206,8 +207,8 @@ impl AttentionRows {
                     weighted.add_row(doc, i, &n[..], columns);
                     weighted_rows(i, n);
                 } else {
-                    // Only a few entries of N′ are read: each is made as
-                    // it is, the same bits as in the whole row.
+                    // Only a few entries of N′ are read: each is made as it
+                    // is read, the same bits as in the whole row.
                     let n = WeightedRow {
                         attention: &row[..seen],
                         value_norms: &self.value_norms,

@@ -5,6 +5,7 @@ use super::attention::{lane_sum, LaneSum};
 use super::SimilarityVariant;
 use crate::captures::HeadSimilarity;
 use crate::kernels::attention::{similarity_rows, ROW_BLOCK};
+use crate::kernels::{prefetch, PREFETCH_ROWS};
 
 /// One head's T×T similarity after `variant`. Cosine and row-over-diagonal
 /// give 0 where the diagonal makes the denominator zero; z-score gives 0
@@ -347,10 +348,10 @@ pub(super) fn for_each_row_from_diagonal(
             let i = b * rows + r;
             // Row i's part from the diagonal on is a short piece of a
             // large S: ask for a later row's ahead.
-            let ahead = r + crate::captures::PREFETCH_ROWS;
+            let ahead = r + PREFETCH_ROWS;
             if ahead < block_rows {
                 let from = ahead * width + (b * rows + ahead - first);
-                crate::kernels::prefetch(&block[from..(ahead + 1) * width]);
+                prefetch(&block[from..(ahead + 1) * width]);
             }
             f(i, row, first);
         }

@@ -369,11 +369,16 @@ fn panel_block(values: &[f32], offset: usize, rows: usize, count: usize) -> MatR
     MatRef::strided(&values[offset..], rows, count, PANEL, 1)
 }
 
+/// How many rows ahead a reader of a matrix in short pieces asks for the
+/// next ones ([`prefetch`]): more was not faster.
+pub const PREFETCH_ROWS: usize = 4;
+
 /// Asks the CPU to bring `values` into its caches ahead of a read: a
 /// hint, which changes no result. For rows read a short piece at a time
-/// from a large matrix (a head's S from its diagonal on, a tile's block
-/// of it), where the hardware's prefetchers stop at each 4 KB page and a
-/// piece waits for memory at its start.
+/// from a large matrix (a head's S from its diagonal on, a causal row of
+/// P up to its query, a tile's block of S), where the hardware's
+/// prefetchers stop at each 4 KB page and a piece waits for memory at its
+/// start.
 #[inline(always)]
 pub fn prefetch(values: &[f32]) {
     #[cfg(target_arch = "x86_64")]
