@@ -49,7 +49,7 @@ pub(super) struct ProfileTerms {
 
 impl ProfileTerms {
     /// A constant head has no z-scores and adds nothing to its layer.
-    fn z_scores(&self) -> Option<Moments> {
+    pub(super) fn z_scores(&self) -> Option<Moments> {
         self.moments.filter(|m| m.std > 0.0)
     }
 }
@@ -69,13 +69,15 @@ struct TileScratch {
     profiles: Vec<f64>,
 }
 
-/// The L×L grid, from every layer's heads' terms (`terms[l][h]`) and the
+/// The L×L grid, from every layer's profile where the analysis made them
+/// (`profiles`), else from its heads' terms (`terms[l][h]`) and the
 /// captures that give their S; `None` for a layer whose profile is constant
 /// up to rounding (it has no direction to correlate) and everywhere with
 /// fewer than two candidate pairs.
 pub(super) fn correlation_matrix(
     doc: &Document,
     terms: &[Vec<ProfileTerms>],
+    profiles: Option<&[Vec<f64>]>,
     captures: &Captures,
 ) -> Vec<Vec<Option<f64>>> {
     let l = terms.len();
@@ -84,13 +86,20 @@ pub(super) fn correlation_matrix(
     if n < 2 || l == 0 {
         return grid;
     }
-    let read_in = captures.outputs_read_in();
+    let read_in = profiles
+        .is_none()
+        .then(|| captures.outputs_read_in())
+        .flatten();
     let captures = read_in.as_ref().unwrap_or(captures);
     let tiles = tiles(doc);
     let pool: Mutex<Vec<TileScratch>> = Mutex::new(Vec::new());
     let per_tile = crate::threads::map_indices(tiles.len(), crate::threads::total(), |tile| {
         let mut scratch = lock(&pool).pop().unwrap_or_default();
-        let sums = tile_sums(doc, terms, captures, tiles[tile].clone(), &mut scratch);
+        let tile = tiles[tile].clone();
+        let sums = match profiles {
+            Some(profiles) => tile_sums_of_profiles(doc, profiles, tile, &mut scratch),
+            None => tile_sums(doc, terms, captures, tile, &mut scratch),
+        };
         lock(&pool).push(scratch);
         sums
     });
@@ -159,6 +168,32 @@ fn tiles(doc: &Document) -> Vec<Tile> {
         .collect()
 }
 
+/// [`tile_sums`] from every layer's whole profile (in pair order): the
+/// tile's pairs taken from them, a segment of each row, the same values.
+fn tile_sums_of_profiles(
+    doc: &Document,
+    profiles: &[Vec<f64>],
+    tile: Tile,
+    scratch: &mut TileScratch,
+) -> TileSums {
+    let l = profiles.len();
+    let c = doc.content.len();
+    // Row a's first pair (a, a + 1) in pair order.
+    let row_start = |a: usize| a * c - a * (a + 1) / 2;
+    scratch.profiles.clear();
+    for profile in profiles {
+        for a in tile.rows.clone() {
+            let columns = tile.columns_of(a);
+            let first = row_start(a) + columns.start - a - 1;
+            scratch
+                .profiles
+                .extend_from_slice(&profile[first..first + columns.len()]);
+        }
+    }
+    let n = scratch.profiles.len() / l.max(1);
+    sums_of(&scratch.profiles, l, n)
+}
+
 /// Every layer's profile over the pairs of `tile`, then their sums and
 /// products.
 fn tile_sums(
@@ -222,7 +257,11 @@ fn tile_sums(
             }
         }
     }
-    let profiles = &scratch.profiles;
+    sums_of(&scratch.profiles, l, n)
+}
+
+/// A tile's sums and products from its `l` profiles of `n` values.
+fn sums_of(profiles: &[f64], l: usize, n: usize) -> TileSums {
     let sums = (0..l).map(|a| sum(&profiles[a * n..(a + 1) * n])).collect();
     let products = products(profiles, l, n);
     TileSums { sums, products }

@@ -163,6 +163,9 @@ impl<'a> LayerSquares<'a> {
 struct AnalysedLayer {
     figures: LayerFigures,
     terms: Vec<ProfileTerms>,
+    /// The layer's profile for the correlation grid, where its heads' S′
+    /// passed through here whole ([`LayerProfile`]).
+    profile: Option<Vec<f64>>,
 }
 
 /// The analysis one layer at a time, for a pass that hands each layer's P
@@ -280,12 +283,16 @@ impl<'a> LayerAnalyser<'a> {
         let layers = self.layers.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut layer_figures = Vec::with_capacity(layers.len());
         let mut terms = Vec::with_capacity(layers.len());
+        let mut profiles = Vec::with_capacity(layers.len());
         for layer in layers {
             let layer = layer.expect("every layer analysed");
             layer_figures.push(layer.figures);
             terms.push(layer.terms);
+            profiles.push(layer.profile);
         }
-        let layer_correlation = correlation_matrix(&doc, &terms, captures);
+        // Every layer's profile, or the grid makes them from the heads' S.
+        let profiles: Option<Vec<Vec<f64>>> = profiles.into_iter().collect();
+        let layer_correlation = correlation_matrix(&doc, &terms, profiles.as_deref(), captures);
         Analysis {
             tokens: doc.t,
             content_tokens: doc.content.len(),
@@ -581,11 +588,11 @@ fn analyse_layer_body(
     mut separators: LayerSeparators,
 ) -> AnalysedLayer {
     let mut sums = LayerSums::new(doc, squares.heads);
+    let mut profile = LayerProfile::new(doc);
     for h in 0..squares.heads {
         // Not `unwrap_or_else`: a closure would not be compiled for the
         // caller's vectors (see `widest`).
         let mut part = match given.get_mut(h).and_then(Option::take) {
-            Some(part) => part,
             None => {
                 let attention = if squares.has_attention() {
                     let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
@@ -595,7 +602,14 @@ fn analyse_layer_body(
                     None
                 };
                 let similarity = HeadSimilarity::Stored(squares.head_similarity(h));
-                analyse_head_body(doc, attention, similarity, None, scratch)
+                let part = analyse_head_body(doc, attention, similarity, None, scratch);
+                profile.add(&part.terms, &scratch.candidates);
+                part
+            }
+            // Its S′ is gone with the thread that analysed it.
+            Some(part) => {
+                profile.abandon();
+                part
             }
         };
         if let Some(head) = part.separators.take() {
@@ -667,7 +681,59 @@ fn analyse_layer_body(
         separator_tokens_vw: tokens_of(weighted, &separator_sums_vw),
         heads,
     };
-    AnalysedLayer { figures, terms }
+    AnalysedLayer {
+        figures,
+        terms,
+        profile: profile.finish(),
+    }
+}
+
+/// A layer's profile for the correlation grid (ANALYSIS.md §5): per
+/// candidate pair, in pair order, the sum over its heads of their z-scored
+/// S′, each head added as its analysis ends, in head order, from the S′
+/// its candidates kept whole (up to [`Candidates::keeps_whole_from_start`]'s
+/// count, 2 MB a layer). The grid then multiplies the profiles and does
+/// not read every head's S again; the same sums, in the same order, as
+/// when it makes them from S. Dropped where a head's S′ is not here
+/// whole (a longer input, or a head analysed elsewhere).
+struct LayerProfile {
+    sums: Option<Vec<f64>>,
+}
+
+impl LayerProfile {
+    fn new(doc: &Document) -> Self {
+        let whole = Candidates::default().keeps_whole_from_start(doc.pair_count);
+        Self {
+            sums: whole.then(|| vec![0.0; doc.pair_count]),
+        }
+    }
+
+    /// Adds a head whose analysis left its candidates in `candidates`; a
+    /// constant head adds nothing, as in the grid made from S.
+    #[inline(always)]
+    fn add(&mut self, terms: &ProfileTerms, candidates: &Candidates) {
+        let Some(sums) = &mut self.sums else { return };
+        let Some(values) = candidates.every_one(sums.len()) else {
+            self.sums = None;
+            return;
+        };
+        if let Some(moments) = terms.z_scores() {
+            let scale = 1.0 / moments.std;
+            for (x, &v) in sums.iter_mut().zip(values) {
+                *x += (f64::from(v) - moments.mean) * scale;
+            }
+        }
+    }
+
+    /// A head's S′ did not pass through here: the grid makes the layer's
+    /// profile from S.
+    fn abandon(&mut self) {
+        self.sums = None;
+    }
+
+    fn finish(self) -> Option<Vec<f64>> {
+        self.sums
+    }
 }
 
 /// Weighted sums over the selected pairs of every head of a layer.

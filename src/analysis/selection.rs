@@ -275,6 +275,13 @@ impl Candidates {
         total <= KEPT_WHOLE_UP_TO.min(self.kept_whole_at_most)
     }
 
+    /// Every one of a head's `total` candidates in pair order, where they
+    /// were all kept (none let go, none only counted).
+    pub(super) fn every_one(&self, total: usize) -> Option<&[f32]> {
+        (self.strongest.is_none() && !self.counted() && self.values.len() == total)
+            .then_some(self.values.as_slice())
+    }
+
     /// Whether the candidates are counted, not kept.
     pub(super) fn counted(&self) -> bool {
         !self.counts.is_empty()
