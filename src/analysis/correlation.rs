@@ -177,14 +177,11 @@ fn tile_sums_of_profiles(
     scratch: &mut TileScratch,
 ) -> TileSums {
     let l = profiles.len();
-    let c = doc.content.len();
-    // Row a's first pair (a, a + 1) in pair order.
-    let row_start = |a: usize| a * c - a * (a + 1) / 2;
     scratch.profiles.clear();
     for profile in profiles {
         for a in tile.rows.clone() {
             let columns = tile.columns_of(a);
-            let first = row_start(a) + columns.start - a - 1;
+            let first = doc.row_starts[a] + columns.start - a - 1;
             scratch
                 .profiles
                 .extend_from_slice(&profile[first..first + columns.len()]);

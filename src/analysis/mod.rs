@@ -473,8 +473,7 @@ impl<'a> Document<'a> {
             self.content_index[i.min(j)] as usize,
             self.content_index[i.max(j)] as usize,
         );
-        let c = self.content.len();
-        a * c - a * (a + 1) / 2 + (b - a - 1)
+        self.row_starts[a] + (b - a - 1)
     }
 
     /// Candidate pair `p` as positions (i, j).
@@ -588,7 +587,7 @@ fn analyse_layer_body(
     mut separators: LayerSeparators,
 ) -> AnalysedLayer {
     let mut sums = LayerSums::new(doc, squares.heads);
-    let mut profile = LayerProfile::new(doc);
+    let mut profile = LayerProfile::new(doc, &scratch.candidates);
     for h in 0..squares.heads {
         // Not `unwrap_or_else`: a closure would not be compiled for the
         // caller's vectors (see `widest`).
@@ -701,8 +700,10 @@ struct LayerProfile {
 }
 
 impl LayerProfile {
-    fn new(doc: &Document) -> Self {
-        let whole = Candidates::default().keeps_whole_from_start(doc.pair_count);
+    /// Ready for a layer whose heads' analyses keep their candidates in
+    /// `candidates`.
+    fn new(doc: &Document, candidates: &Candidates) -> Self {
+        let whole = candidates.keeps_whole_from_start(doc.pair_count);
         Self {
             sums: whole.then(|| vec![0.0; doc.pair_count]),
         }
