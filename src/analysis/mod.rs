@@ -1251,6 +1251,21 @@ mod tests {
         format!("{:?} {moments:?}", layer.figures)
     }
 
+    /// Every candidate index names the pair the pair order puts there,
+    /// from 2 content positions to many.
+    #[test]
+    fn each_pair_index_finds_its_pair() {
+        let options = AnalysisOptions::default();
+        for t in [3, 4, 5, 40, 75, 400, 2_000] {
+            let tokens = tokens(t, false);
+            let doc = Document::new(&tokens, &options);
+            for (p, pair) in doc.pairs().enumerate() {
+                assert_eq!(doc.pair(p), pair, "T {t}, pair {p}");
+                assert_eq!(doc.pair_index(pair.0 as usize, pair.1 as usize), p);
+            }
+        }
+    }
+
     /// A flat head counted instead of kept whole (as past what a thread
     /// keeps, at long inputs) has the figures of one kept whole, to the
     /// bit, its pairs listed or only counted.

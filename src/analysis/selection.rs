@@ -7,6 +7,7 @@
 use super::similarity::{for_each_row, TransformKind};
 use super::{Document, Scratch, TieShare};
 use crate::captures::HeadSimilarity;
+use crate::kernels::widest::widest;
 
 /// ε of the tie rule, relative to the largest |S'| among the candidates.
 pub const TIE_BAND: f64 = 1e-3;
@@ -402,6 +403,16 @@ impl Candidates {
         keys: &mut Vec<u64>,
         list: bool,
     ) -> (usize, Vec<usize>, Option<TieRule>) {
+        strongest_widest(self, k, keys, list)
+    }
+
+    #[inline(always)]
+    fn strongest_body(
+        &self,
+        k: usize,
+        keys: &mut Vec<u64>,
+        list: bool,
+    ) -> (usize, Vec<usize>, Option<TieRule>) {
         let found = gather_best(&self.values, k, keys);
         let best = &mut keys[..found];
         let rule = best.iter().max().map(|&kth| {
@@ -712,6 +723,18 @@ fn kth_best(values: &[f32], k: usize, order: &mut Vec<f32>) -> f32 {
         order.extend_from_slice(values);
     }
     *order.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
+}
+
+widest! {
+    /// [`Candidates::strongest`] in the CPU's widest vectors: its passes
+    /// over every candidate count and compare in them (integer counts, so
+    /// the same on every CPU).
+    fn strongest_widest(
+        candidates: &Candidates,
+        k: usize,
+        keys: &mut Vec<u64>,
+        list: bool,
+    ) -> (usize, Vec<usize>, Option<TieRule>) = Candidates::strongest_body;
 }
 
 /// Leaves in `keys[..k]` the rank keys of the k best values, in no order,

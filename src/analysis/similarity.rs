@@ -263,6 +263,8 @@ impl MomentSums {
         }
     }
 
+    // Inlined, so that the analysis' widest vectors sum the chunk.
+    #[inline(always)]
     fn merge_chunk(&mut self) {
         let chunk = std::mem::take(&mut self.chunk);
         let n = chunk.len();
