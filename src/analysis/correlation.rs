@@ -181,7 +181,7 @@ fn tile_sums_of_profiles(
     for profile in profiles {
         for a in tile.rows.clone() {
             let columns = tile.columns_of(a);
-            let first = doc.row_starts[a] + columns.start - a - 1;
+            let first = doc.content_pair_index(a, columns.start);
             scratch
                 .profiles
                 .extend_from_slice(&profile[first..first + columns.len()]);

@@ -473,6 +473,11 @@ impl<'a> Document<'a> {
             self.content_index[i.min(j)] as usize,
             self.content_index[i.max(j)] as usize,
         );
+        self.content_pair_index(a, b)
+    }
+
+    /// The index among the candidates of the pair of content indices a < b.
+    fn content_pair_index(&self, a: usize, b: usize) -> usize {
         self.row_starts[a] + (b - a - 1)
     }
 

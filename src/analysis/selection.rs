@@ -707,21 +707,28 @@ fn sampled_threshold(values: &[f32], k: usize) -> Option<f32> {
     (rank < sample.len()).then(|| *sample.select_nth_unstable_by(rank, |a, b| b.total_cmp(a)).1)
 }
 
-/// The k-th best of `values` (1 ≤ k ≤ their number) in descending total
-/// order, selected among the survivors of [`sampled_threshold`] where at
-/// least k survive (their k-th best is then every value's), else among
-/// all; `order` is room for them.
-fn kth_best(values: &[f32], k: usize, order: &mut Vec<f32>) -> f32 {
-    order.clear();
+/// Leaves in `out`, in order, what may be among the k best of `values`
+/// (k ≥ 1), each made by `make` from its index and value: the survivors of
+/// [`sampled_threshold`] where at least k survive, else every value.
+#[inline(always)]
+fn survivors<T>(values: &[f32], k: usize, out: &mut Vec<T>, make: impl Fn(usize, f32) -> T) {
+    out.clear();
     if let Some(threshold) = sampled_threshold(values, k) {
-        for_each_at_least(values, threshold, |_, v| order.push(v));
-        if order.len() < k {
-            order.clear();
+        for_each_at_least(values, threshold, |p, v| out.push(make(p, v)));
+        if out.len() < k {
+            out.clear();
         }
     }
-    if order.is_empty() {
-        order.extend_from_slice(values);
+    if out.is_empty() {
+        out.extend(values.iter().enumerate().map(|(p, &v)| make(p, v)));
     }
+}
+
+/// The k-th best of `values` (1 ≤ k ≤ their number) in descending total
+/// order, selected among their [`survivors`] (the k-th best of those is
+/// every value's); `order` is room for them.
+fn kth_best(values: &[f32], k: usize, order: &mut Vec<f32>) -> f32 {
+    survivors(values, k, order, |_, v| v);
     *order.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
 }
 
@@ -748,15 +755,7 @@ fn gather_best(values: &[f32], k: usize, keys: &mut Vec<u64>) -> usize {
     if k == 0 {
         return 0;
     }
-    if let Some(threshold) = sampled_threshold(values, k) {
-        for_each_at_least(values, threshold, |p, v| keys.push(rank_key(v, p)));
-        if keys.len() < k {
-            keys.clear();
-        }
-    }
-    if keys.is_empty() {
-        keys.extend(values.iter().enumerate().map(|(p, &v)| rank_key(v, p)));
-    }
+    survivors(values, k, keys, |p, v| rank_key(v, p));
     if k < keys.len() {
         keys.select_nth_unstable(k - 1);
     }
