@@ -193,7 +193,8 @@ impl AttentionRows {
             // `row_entropy` sums them, so the sum is the same to the bit.
             self.plain.stats.entropy +=
                 row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
-            self.plain.add_row(doc, i, row, &mut self.separators.plain);
+            self.plain
+                .add_row(doc, i, row, &mut self.separators.plain, true);
             if let (Some(weighted), Some(columns)) =
                 (&mut self.weighted, &mut self.separators.weighted)
             {
@@ -204,7 +205,7 @@ impl AttentionRows {
                     let n = &mut self.row;
                     n[..seen].copy_from_slice(&row[..seen]);
                     value_weight_row(&mut n[..seen], &self.value_norms);
-                    weighted.add_row(doc, i, &n[..], columns);
+                    weighted.add_row(doc, i, &n[..], columns, false);
                     weighted_rows(i, n);
                 } else {
                     // Only a few entries of N′ are read: each is made as it
@@ -214,7 +215,7 @@ impl AttentionRows {
                         value_norms: &self.value_norms,
                         scale: value_weight_scale(&row[..seen], &self.value_norms),
                     };
-                    weighted.add_row(doc, i, n, columns);
+                    weighted.add_row(doc, i, n, columns, false);
                 }
             }
             self.next_row = i + 1;
@@ -248,7 +249,9 @@ struct PassSums {
 impl PassSums {
     /// Adds query `i`'s row of attention (T), and writes its attention on
     /// the separators it sees into `separators`: their sum, and each if it
-    /// is a content row.
+    /// is a content row. The classic statistics only `with_stats`: N′'s
+    /// are not reported, and its punctuation sum alone would cost as much
+    /// as the rest of its row.
     #[inline(always)]
     fn add_row<'d>(
         &mut self,
@@ -256,6 +259,7 @@ impl PassSums {
         i: usize,
         row: impl AttentionRow,
         separators: &mut SeparatorColumns,
+        with_stats: bool,
     ) {
         let t = doc.t;
         let special = &doc.tokens.special;
@@ -265,18 +269,20 @@ impl PassSums {
         // out.
         let visible = |at: &'d [usize]| &at[..at.partition_point(|&k| k <= last_seen)];
         let seen_separators = visible(&doc.separators);
-        let s = &mut self.stats;
-        s.cls += sum_at(row, visible(&doc.cls));
         let separator = sum_at(row, seen_separators);
         separators.row_sums[i] = separator;
-        s.sep += separator;
-        s.punctuation += sum_at(row, visible(&doc.punctuation));
-        s.self_attention += f64::from(row.at(i));
-        if i >= 1 {
-            s.previous += f64::from(row.at(i - 1));
-        }
-        if i + 1 < t {
-            s.next += f64::from(row.at(i + 1));
+        if with_stats {
+            let s = &mut self.stats;
+            s.cls += sum_at(row, visible(&doc.cls));
+            s.sep += separator;
+            s.punctuation += sum_at(row, visible(&doc.punctuation));
+            s.self_attention += f64::from(row.at(i));
+            if i >= 1 {
+                s.previous += f64::from(row.at(i - 1));
+            }
+            if i + 1 < t {
+                s.next += f64::from(row.at(i + 1));
+            }
         }
         if special[i] {
             return;
