@@ -31,6 +31,11 @@ pub struct Captures {
     pub tokens: usize,
     pub head_dim: usize,
     pub attentions: Vec<f32>,
+    /// L×H×T: the entropy of each row of P, as the attention core made it
+    /// with P (from the scores, not a logarithm per entry). Empty where the
+    /// input came without it (a capture file, an `.npz`, a capture from
+    /// Python): the analysis then computes it from P.
+    pub attention_entropy: Vec<f32>,
     /// Empty where a long pass put O on disk
     /// ([`AttentionInputs::outputs_on_disk`]): read a head's through
     /// [`Captures::head_output`].
@@ -445,6 +450,7 @@ impl Captures {
             queries.start,
             &inputs.rules[id.layer],
             &mut attention,
+            None,
         );
         attention
     }

@@ -535,6 +535,7 @@ pub fn capture_and_analyze(
             // where the pass still hands them over, are not read again.
             let squares = LayerSquares {
                 attention: &[],
+                attention_entropy: &[],
                 similarity: &[],
                 value_norms: layer.value_norms,
                 heads,
@@ -595,13 +596,14 @@ impl HeadObserver for AnalysedHeads<'_> {
 }
 
 impl HeadRows for AnalysedHead<'_, '_> {
-    fn attention_rows(&mut self, first: usize, rows: &[f32]) {
+    fn attention_rows(&mut self, first: usize, rows: &[f32], entropies: &[f32]) {
         let mut weighted = self.thumbnails.as_mut().and_then(|(builder, _)| {
             builder.attention_rows(first, rows);
             builder.value_weighted()
         });
         let weighted = weighted.as_mut().map(|w| w as RowSink<'_>);
-        self.analysis.attention_rows(first, rows, weighted);
+        self.analysis
+            .attention_rows(first, (rows, entropies), weighted);
     }
 
     fn finish(self: Box<Self>, similarity: HeadSimilarity) {

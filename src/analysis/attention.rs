@@ -5,8 +5,10 @@
 //! layer's segmentation. In a causal model a query's separator attention
 //! counts only the separators it can see, at or before itself (§8).
 //!
-//! The role scores read each content row where the entropy has just read
-//! it: the previous key, the diagonal and the keys of the earlier
+//! The entropy of each row comes with P from the pass that made it (the
+//! attention core's softmax); P read from a file has none, and each row's
+//! is computed here. The role scores read each content row in the same
+//! pass: the previous key, the diagonal and the keys of the earlier
 //! occurrences of the query's token (and the keys after them), O(T·k) per
 //! head for k repeats, with no pass over P of their own. The same row-wise
 //! sums run over the value-weighted attention N′ (§9), a row at a time,
@@ -160,16 +162,18 @@ impl AttentionRows {
         self.weighted.is_some()
     }
 
-    /// Adds rows `first`, … of P (each T wide); panics unless `first` is
-    /// the row after the last one added (a programming error). Where the
-    /// head has its value norms, `weighted_rows` sees each row of N′ (T
-    /// wide, 0 past a causal query).
+    /// Adds rows `first`, … of P (each T wide), with their entropies as
+    /// the pass made them with P (one a row), or empty: each row's is then
+    /// computed here; panics unless `first` is the row after the last one
+    /// added (a programming error). Where the head has its value norms,
+    /// `weighted_rows` sees each row of N′ (T wide, 0 past a causal query).
     #[inline(always)]
     pub(super) fn add_rows(
         &mut self,
         doc: &Document,
         first: usize,
         rows: &[f32],
+        entropies: &[f32],
         mut weighted_rows: Option<super::RowSink<'_>>,
     ) {
         let t = doc.t;
@@ -189,10 +193,12 @@ impl AttentionRows {
             // The last key the query sees: a causal query's keys after itself
             // hold 0 (half of a decoder's P).
             let last_seen = seen_by(i) - 1;
-            // Those zeros are not read: whole blocks of 64 are left out, as
-            // `row_entropy` sums them, so the sum is the same to the bit.
-            self.plain.stats.entropy +=
-                row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]);
+            self.plain.stats.entropy += match entropies.get(i - first) {
+                Some(&entropy) => f64::from(entropy),
+                // Those zeros are not read: whole blocks of 64 are left out,
+                // as `row_entropy` sums them, so the sum is the same to the bit.
+                None => row_entropy(&row[..(last_seen + 1).next_multiple_of(ENTROPY_BLOCK).min(t)]),
+            };
             self.plain
                 .add_row(doc, i, row, &mut self.separators.plain, true);
             if let (Some(weighted), Some(columns)) =

@@ -73,6 +73,7 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     let (layers, heads) = (captures.layers, captures.heads);
     let has_attention = captures.attentions.len() == layers * heads * t * t;
     let has_norms = has_attention && captures.value_norms.len() == layers * heads * t;
+    let has_entropy = has_attention && captures.attention_entropy.len() == layers * heads * t;
     assert!(
         has_attention || captures.attentions.is_empty(),
         "attentions must be L×H×T×T or absent"
@@ -89,6 +90,11 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     let layer_squares = |l: usize| LayerSquares {
         attention: if has_attention {
             &captures.attentions[l * square..(l + 1) * square]
+        } else {
+            &[]
+        },
+        attention_entropy: if has_entropy {
+            &captures.attention_entropy[l * heads * t..(l + 1) * heads * t]
         } else {
             &[]
         },
@@ -122,6 +128,9 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
 #[derive(Clone, Copy)]
 pub struct LayerSquares<'a> {
     pub attention: &'a [f32],
+    /// Each head's row entropies of P as the pass made them (H×T), or
+    /// empty: the analysis computes them from P.
+    pub attention_entropy: &'a [f32],
     pub similarity: &'a [f32],
     pub value_norms: &'a [f32],
     pub heads: usize,
@@ -141,6 +150,16 @@ impl<'a> LayerSquares<'a> {
     /// Whether the layer came with its attention P.
     pub fn has_attention(&self) -> bool {
         self.attention.len() == self.similarity.len()
+    }
+
+    /// Head `h`'s row entropies of P (T), empty where the pass did not
+    /// make them.
+    pub fn head_attention_entropy(&self, h: usize) -> &'a [f32] {
+        if self.attention_entropy.is_empty() {
+            &[]
+        } else {
+            Self::head(self.attention_entropy, self.heads, h)
+        }
     }
 
     /// Head `h`'s value norms (T), empty without them.
@@ -345,17 +364,19 @@ impl HeadAnalysis<'_, '_> {
         self.rows.weighs_values()
     }
 
-    /// Adds rows `first`, … of the head's P (each T wide), in order;
+    /// Adds rows `first`, … of the head's P (each T wide), in order, with
+    /// their entropies as the pass made them (or none: made from P here);
     /// `weighted_rows` sees each row of N′ the analysis makes from them
     /// (where the head has its value norms: T of them).
     pub fn attention_rows(
         &mut self,
         first: usize,
-        rows: &[f32],
+        (rows, entropies): (&[f32], &[f32]),
         weighted_rows: Option<RowSink<'_>>,
     ) {
         let doc = &self.analyser.doc;
-        add_attention_rows(&mut self.rows, doc, first, rows, weighted_rows);
+        let attention = (rows, entropies);
+        add_attention_rows(&mut self.rows, doc, first, attention, weighted_rows);
     }
 
     /// Analyses the head, head `head` of layer `layer`, from its S, once
@@ -600,7 +621,8 @@ fn analyse_layer_body(
             None => {
                 let attention = if squares.has_attention() {
                     let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
-                    rows.add_rows(doc, 0, squares.head_attention(h), None);
+                    let entropies = squares.head_attention_entropy(h);
+                    rows.add_rows(doc, 0, squares.head_attention(h), entropies, None);
                     Some(rows.finish(doc))
                 } else {
                     None
@@ -751,12 +773,13 @@ struct PooledPairs {
 }
 
 widest! {
-    /// Adds rows `first`, … of a head's P to its passes.
+    /// Adds rows `first`, … of a head's P, and where the pass made them
+    /// their entropies (else empty), to its passes.
     fn add_attention_rows(
         rows: &mut AttentionRows,
         doc: &Document,
         first: usize,
-        attention: &[f32],
+        attention: (&[f32], &[f32]),
         weighted_rows: Option<RowSink<'_>>,
     ) -> () = add_attention_rows_body;
 }
@@ -766,10 +789,10 @@ fn add_attention_rows_body(
     rows: &mut AttentionRows,
     doc: &Document,
     first: usize,
-    attention: &[f32],
+    (attention, entropies): (&[f32], &[f32]),
     weighted_rows: Option<RowSink<'_>>,
 ) {
-    rows.add_rows(doc, first, attention, weighted_rows);
+    rows.add_rows(doc, first, attention, entropies, weighted_rows);
 }
 
 /// Sees a head's S' (S after the analysis's variant) as the analysis
@@ -1284,6 +1307,7 @@ mod tests {
             let value_norms = vec![1.0; heads * t];
             let squares = LayerSquares {
                 attention: &attention,
+                attention_entropy: &[],
                 similarity: &similarity,
                 value_norms: &value_norms,
                 heads,
@@ -1329,6 +1353,7 @@ mod tests {
             let value_norms: Vec<f32> = (0..heads * t).map(|k| (k % 17) as f32 * 0.3).collect();
             let squares = LayerSquares {
                 attention: &attention,
+                attention_entropy: &[],
                 similarity: &similarity,
                 value_norms: &value_norms,
                 heads,
@@ -1468,6 +1493,7 @@ mod tests {
         let doc = Document::new(&tokens, &options);
         let squares = LayerSquares {
             attention: &attention,
+            attention_entropy: &[],
             similarity: &similarity,
             value_norms: &[],
             heads: heads.len(),
@@ -1574,6 +1600,7 @@ mod tests {
         let figures = |norms: &[f32]| {
             let squares = LayerSquares {
                 attention: &head,
+                attention_entropy: &[],
                 similarity: &similarity,
                 value_norms: norms,
                 heads: 1,

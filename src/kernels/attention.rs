@@ -7,9 +7,12 @@
 //! and masked: a causal query sees no later key, a sliding window no key
 //! too far away ([`AttentionMask`]). Each row is softmaxed over the keys it
 //! sees; the others get exactly 0, as transformers' masked softmax gives
-//! them (its mask adds the smallest float, whose exponential is 0).
+//! them (its mask adds the smallest float, whose exponential is 0). The
+//! softmax also gives each row's entropy, which the analysis's classic
+//! statistics read: from the scores it costs a product an entry, from the
+//! finished P a logarithm an entry (a third of a small model's figures).
 
-use super::{matmul, softmax_rows, MatMut, MatRef};
+use super::{matmul, softmax_entropy, MatMut, MatRef};
 use std::ops::Range;
 
 /// Which keys a query sees in one layer.
@@ -96,8 +99,11 @@ fn row_blocks(
 
 /// Rows of one head's attention P: queries `n × d` at positions
 /// `first_query`, `first_query + 1`, … against all `T` keys (`T × d`),
-/// into `attention` (`n × T`). With `first_query` 0 and n = T, the whole P;
-/// a decoder that caches its keys makes the rows of its new tokens so.
+/// into `attention` (`n × T`), and, where given, each row's entropy into
+/// `entropies` (n; [`softmax_entropy`]: the analysis then reads P's
+/// entropy here, not by a logarithm per entry). With `first_query` 0 and
+/// n = T, the whole P; a decoder that caches its keys makes the rows of
+/// its new tokens so.
 pub fn attention_rows(
     query: &[f32],
     key: &[f32],
@@ -105,6 +111,7 @@ pub fn attention_rows(
     first_query: usize,
     rule: &ScoreRule,
     attention: &mut [f32],
+    mut entropies: Option<&mut [f32]>,
 ) {
     let rows = query.len().checked_div(head_dim).unwrap_or(0);
     let tokens = key.len().checked_div(head_dim).unwrap_or(0);
@@ -134,7 +141,10 @@ pub fn attention_rows(
                     .iter_mut()
                     .for_each(|score| *score = cap * (*score / cap).tanh());
             }
-            softmax_rows(visible, seen.len());
+            let entropy = softmax_entropy(visible);
+            if let Some(entropies) = entropies.as_deref_mut() {
+                entropies[row_index] = entropy;
+            }
             row[..seen.start].fill(0.0);
             row[seen.end..].fill(0.0);
         }
@@ -143,8 +153,8 @@ pub fn attention_rows(
 
 /// One head's self-attention over all T tokens, from its contiguous
 /// queries, keys and values (each `T × d`): P into `attention` (`T × T`),
-/// O = P·V into `head_output` (`T × d`) and S = O·Oᵀ into `similarity`
-/// (`T × T`).
+/// its rows' entropies into `entropies` (T), O = P·V into `head_output`
+/// (`T × d`) and S = O·Oᵀ into `similarity` (`T × T`).
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     query: &[f32],
@@ -152,16 +162,26 @@ pub fn attend(
     value: &[f32],
     head_dim: usize,
     rule: &ScoreRule,
-    attention: &mut [f32],
+    (attention, entropies): (&mut [f32], &mut [f32]),
     head_output: &mut [f32],
     similarity: &mut [f32],
 ) {
-    attend_rows(query, key, value, head_dim, 0, rule, attention, head_output);
+    attend_rows(
+        query,
+        key,
+        value,
+        head_dim,
+        0,
+        rule,
+        (attention, Some(entropies)),
+        head_output,
+    );
     context_similarity(head_output, head_dim, similarity);
 }
 
-/// The rows of P (`n × T`) and O = P·V (`n × d`) of queries `n × d` at
-/// positions `first_query`, … against all `T` keys and values (`T × d`).
+/// The rows of P (`n × T`), where given their entropies (n), and O = P·V
+/// (`n × d`) of queries `n × d` at positions `first_query`, … against all
+/// `T` keys and values (`T × d`).
 #[allow(clippy::too_many_arguments)]
 pub fn attend_rows(
     query: &[f32],
@@ -170,12 +190,20 @@ pub fn attend_rows(
     head_dim: usize,
     first_query: usize,
     rule: &ScoreRule,
-    attention: &mut [f32],
+    (attention, entropies): (&mut [f32], Option<&mut [f32]>),
     head_output: &mut [f32],
 ) {
     let rows = query.len().checked_div(head_dim).unwrap_or(0);
     let tokens = key.len().checked_div(head_dim).unwrap_or(0);
-    attention_rows(query, key, head_dim, first_query, rule, attention);
+    attention_rows(
+        query,
+        key,
+        head_dim,
+        first_query,
+        rule,
+        attention,
+        entropies,
+    );
     // Each block's rows against the values its keys hold: P is 0 elsewhere.
     for (block, keys) in row_blocks(rule.mask, first_query, rows, tokens) {
         matmul(
@@ -455,7 +483,17 @@ mod tests {
                     };
                     let (mut p, mut o, mut s) =
                         (vec![0.0; t * t], vec![0.0; t * d], vec![0.0; t * t]);
-                    attend(&q, &k, &v, d, &rule, &mut p, &mut o, &mut s);
+                    let mut entropies = vec![f32::NAN; t];
+                    attend(
+                        &q,
+                        &k,
+                        &v,
+                        d,
+                        &rule,
+                        (&mut p, &mut entropies),
+                        &mut o,
+                        &mut s,
+                    );
                     let [rp, ro, rs] = reference(&q, &k, &v, d, &rule);
                     for (name, ours, theirs) in [("P", &p, &rp), ("O", &o, &ro), ("S", &s, &rs)] {
                         for (a, b) in ours.iter().zip(theirs) {
@@ -466,6 +504,17 @@ mod tests {
                         }
                     }
                     for (i, row) in p.chunks(t).enumerate() {
+                        // −Σ p ln p of the reference's row.
+                        let entropy: f64 = rp[i * t..(i + 1) * t]
+                            .iter()
+                            .filter(|&&p| p > 0.0)
+                            .map(|&p| -p * p.ln())
+                            .sum();
+                        assert!(
+                            (f64::from(entropies[i]) - entropy).abs() <= 1e-5 * entropy.max(1.0),
+                            "{rule:?} row {i}'s entropy: {} vs {entropy}",
+                            entropies[i]
+                        );
                         let sum: f32 = row.iter().sum();
                         assert!((sum - 1.0).abs() < 1e-5, "{rule:?} row {i} sums to {sum}");
                         for (j, &value) in row.iter().enumerate() {
@@ -487,7 +536,7 @@ mod tests {
                         d,
                         first,
                         &rule,
-                        &mut rows_p,
+                        (&mut rows_p, None),
                         &mut rows_o,
                     );
                     for (name, ours, whole) in [

@@ -236,28 +236,43 @@ pub fn activate(x: &mut [f32], bias: &[f32], act: Activation) {
     }
 }
 
-/// Softmax of each row of `width` values, in place.
-pub fn softmax_rows(x: &mut [f32], width: usize) {
+/// Softmax of one row, in place, and the row's entropy −Σ p ln p (nats),
+/// made from the scores as the softmax reads them: with x the scores less
+/// their largest, ln Σ e^x − Σ e^x·x / Σ e^x, two sums of non-negative
+/// terms (no cancellation) for one more product per entry, where −Σ p ln p
+/// over the finished row costs a logarithm per entry.
+pub fn softmax_entropy(row: &mut [f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if has_avx512() {
-        for row in x.chunks_mut(width) {
-            // SAFETY: the CPU has AVX-512F (checked at run time just above).
-            unsafe { avx512::softmax(row) };
-        }
-        return;
+        // SAFETY: the CPU has AVX-512F (checked at run time just above).
+        return unsafe { avx512::softmax(row) };
     }
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
-        for row in x.chunks_mut(width) {
-            // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-            unsafe { avx2::softmax(row) };
-        }
-        return;
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        return unsafe { avx2::softmax(row) };
     }
-    for row in x.chunks_mut(width) {
-        scalar::softmax(row);
+    scalar::softmax(row)
+}
+
+/// The entropy of a softmax row from Σ e^x and Σ e^x·x over it (x ≤ 0:
+/// the scores less their largest), in f64; 0 where it is not finite (a row
+/// of NaN scores), as −Σ p ln p passes NaN entries over.
+fn entropy_of_sums(sum: f32, weighted: f32) -> f32 {
+    let (sum, weighted) = (f64::from(sum), f64::from(weighted));
+    let entropy = sum.ln() - weighted / sum;
+    if entropy.is_finite() {
+        entropy.max(0.0) as f32
+    } else {
+        0.0
     }
 }
+
+/// The product e^x·x adds to a row's second sum: x below the smallest
+/// exponent `exp` takes (e^x is then 0 or the smallest denormal) is
+/// raised to it, so that a lane past the row's end (x = −∞) adds 0, not
+/// NaN.
+const LOWEST_EXPONENT: f32 = -104.0;
 
 /// Values of [`exp_sum`] added in f32 before their sum joins the total in
 /// f64.
@@ -346,15 +361,19 @@ pub(super) mod scalar {
         (max, sum)
     }
 
-    pub fn softmax(row: &mut [f32]) {
+    /// [`super::softmax_entropy`].
+    pub fn softmax(row: &mut [f32]) -> f32 {
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
+        let (mut sum, mut weighted) = (0.0, 0.0);
         for v in row.iter_mut() {
-            *v = (*v - max).exp();
+            let x = *v - max;
+            *v = x.exp();
             sum += *v;
+            weighted += *v * x.max(super::LOWEST_EXPONENT);
         }
         let inverse = 1.0 / sum;
         row.iter_mut().for_each(|v| *v *= inverse);
+        super::entropy_of_sums(sum, weighted)
     }
 
     pub fn erf(x: f32) -> f32 {
@@ -402,8 +421,9 @@ macro_rules! vector_kernels {
             with_sign_of(fnmadd(poly, e, one), x)
         }
 
+        /// [`super::softmax_entropy`] in this module's lanes.
         #[target_feature(enable = $feature)]
-        pub fn softmax(row: &mut [f32]) {
+        pub fn softmax(row: &mut [f32]) -> f32 {
             // Four running maxima: one would make every step wait for the last.
             let mut maxima = [splat(f32::NEG_INFINITY); 4];
             for (i, chunk) in row.chunks(LANES).enumerate() {
@@ -411,16 +431,21 @@ macro_rules! vector_kernels {
             }
             let top = max(max(maxima[0], maxima[1]), max(maxima[2], maxima[3]));
             let top = splat(reduce_max(top));
-            let mut sum = splat(0.0);
+            let (mut sum, mut weighted) = (splat(0.0), splat(0.0));
+            let lowest = splat(super::LOWEST_EXPONENT);
             for chunk in row.chunks_mut(LANES) {
-                let e = exp(sub(load(chunk, f32::NEG_INFINITY), top));
+                let x = sub(load(chunk, f32::NEG_INFINITY), top);
+                let e = exp(x);
                 store(chunk, e);
                 sum = add_first(sum, e, chunk.len());
+                weighted = add_first(weighted, mul(e, max(x, lowest)), chunk.len());
             }
-            let inverse = splat(1.0 / reduce_add(sum));
+            let sum = reduce_add(sum);
+            let inverse = splat(1.0 / sum);
             for chunk in row.chunks_mut(LANES) {
                 store(chunk, mul(load(chunk, 0.0), inverse));
             }
+            super::entropy_of_sums(sum, reduce_add(weighted))
         }
 
         /// [`super::exp_sum`] in this module's lanes.

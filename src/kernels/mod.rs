@@ -503,11 +503,28 @@ mod tests {
                 .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
                 .collect();
             let mut fast = row.clone();
-            softmax_rows(&mut fast, width);
+            let fast_entropy = softmax_entropy(&mut fast);
             let mut portable = row.clone();
-            scalar::softmax(&mut portable);
+            let portable_entropy = scalar::softmax(&mut portable);
             let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
             let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+            let entropy: f64 = row
+                .iter()
+                .map(|&v| {
+                    let p = (v as f64 - max).exp() / sum;
+                    if p > 0.0 {
+                        -p * p.ln()
+                    } else {
+                        0.0
+                    }
+                })
+                .sum();
+            for value in [fast_entropy, portable_entropy] {
+                assert!(
+                    (value as f64 - entropy).abs() <= 1e-6 * entropy + 1e-7,
+                    "entropy {value} vs {entropy} at {width}"
+                );
+            }
             for ((&v, &p), &q) in row.iter().zip(&fast).zip(&portable) {
                 let exact = (v as f64 - max).exp() / sum;
                 for value in [p, q] {

@@ -37,6 +37,7 @@ impl<'a> KeepAll<'a> {
         // allocations, which come straight from the OS (no fill pass).
         for (buffer, len) in [
             (&mut captures.attentions, square),
+            (&mut captures.attention_entropy, layers * heads * tokens),
             (
                 &mut captures.head_outputs,
                 layers * heads * tokens * head_dim,
@@ -57,6 +58,7 @@ impl LayerSink for KeepAll<'_> {
     fn kept(&mut self) -> Option<CaptureBuffers<'_>> {
         Some(CaptureBuffers {
             attention: &mut self.captures.attentions,
+            attention_entropy: &mut self.captures.attention_entropy,
             head_outputs: &mut self.captures.head_outputs,
             similarity: &mut self.captures.similarity,
             value_norms: &mut self.captures.value_norms,

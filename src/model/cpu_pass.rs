@@ -244,6 +244,7 @@ pub(super) fn run(
     };
     let mut layer_buffers = [
         (shape.heads * square, !squares_per_head),
+        (shape.heads * shape.tokens, !squares_per_head),
         (shape.heads * vectors, true),
         (shape.heads * square, !squares_per_head),
         (shape.heads * shape.tokens, captures_wanted),
@@ -257,10 +258,11 @@ pub(super) fn run(
             Vec::new()
         }
     });
-    let [attention_buffer, outputs_buffer, similarity_buffer, norms_buffer, queries_buffer, keys_buffer] =
+    let [attention_buffer, entropy_buffer, outputs_buffer, similarity_buffer, norms_buffer, queries_buffer, keys_buffer] =
         &mut layer_buffers;
     let streamed = StreamedLayer {
         attention: SharedBuffer::new(attention_buffer),
+        attention_entropy: SharedBuffer::new(entropy_buffer),
         head_outputs: SharedBuffer::new(outputs_buffer),
         similarity: SharedBuffer::new(similarity_buffer),
         value_norms: SharedBuffer::new(norms_buffer),
@@ -269,11 +271,18 @@ pub(super) fn run(
     };
     let kept = out.as_mut().map(|out| {
         let attention = team::pieces(out.attention, shape.heads, square, &head_ranges);
+        let entropies = team::pieces(
+            out.attention_entropy,
+            shape.heads,
+            shape.tokens,
+            &head_ranges,
+        );
         let outputs = team::pieces(out.head_outputs, shape.heads, vectors, &head_ranges);
         let similarity = team::pieces(out.similarity, shape.heads, square, &head_ranges);
         let norms = team::pieces(out.value_norms, shape.heads, shape.tokens, &head_ranges);
         attention
             .into_iter()
+            .zip(entropies)
             .zip(outputs)
             .zip(similarity)
             .zip(norms)
@@ -301,11 +310,14 @@ pub(super) fn run(
     let targets: Vec<Targets> = match kept {
         Some(kept) => kept
             .map(
-                |(((attention, head_outputs), similarity), value_norms)| Targets::Kept {
-                    attention,
-                    head_outputs,
-                    similarity,
-                    value_norms,
+                |((((attention, attention_entropy), head_outputs), similarity), value_norms)| {
+                    Targets::Kept {
+                        attention,
+                        attention_entropy,
+                        head_outputs,
+                        similarity,
+                        value_norms,
+                    }
                 },
             )
             .collect(),
@@ -412,10 +424,12 @@ impl SharedBuffer {
     }
 }
 
-/// One layer's captures, streamed: P, O, S and the value norms of every
-/// head, its rotated queries and its key/value heads' rotated keys.
+/// One layer's captures, streamed: P, its row entropies, O, S and the
+/// value norms of every head, its rotated queries and its key/value heads'
+/// rotated keys.
 struct StreamedLayer {
     attention: SharedBuffer,
+    attention_entropy: SharedBuffer,
     head_outputs: SharedBuffer,
     similarity: SharedBuffer,
     value_norms: SharedBuffer,
@@ -431,6 +445,7 @@ impl StreamedLayer {
         unsafe {
             LayerCaptures {
                 attention: self.attention.whole(),
+                attention_entropy: self.attention_entropy.whole(),
                 head_outputs: self.head_outputs.whole(),
                 similarity: self.similarity.whole(),
                 value_norms: self.value_norms.whole(),
@@ -490,6 +505,7 @@ enum Targets<'a> {
     /// Its heads' blocks of every layer.
     Kept {
         attention: Vec<&'a mut [f32]>,
+        attention_entropy: Vec<&'a mut [f32]>,
         head_outputs: Vec<&'a mut [f32]>,
         similarity: Vec<&'a mut [f32]>,
         value_norms: Vec<&'a mut [f32]>,
@@ -535,6 +551,8 @@ struct Scratch {
     /// A block of rows of one head's P (ROW_BLOCK × T), where the pass
     /// makes each head a block at a time.
     head_attention: Vec<f32>,
+    /// A streamed head's row entropies (T).
+    head_entropy: Vec<f32>,
 }
 
 impl Scratch {
@@ -575,6 +593,7 @@ impl Scratch {
             } else {
                 Vec::new()
             },
+            head_entropy: vec![0.0; tokens],
             heads,
             kv_heads,
             columns,
@@ -662,6 +681,7 @@ impl Pass<'_> {
             head_values,
             context,
             head_attention,
+            head_entropy,
             ..
         } = scratch;
         let (tokens, hidden, head_dim) = (shape.tokens, shape.hidden, shape.head_dim);
@@ -738,14 +758,16 @@ impl Pass<'_> {
                 rotary.apply(query, head_dim);
             }
             let kv = (head / group - kv_heads.start) * vectors;
-            let (p, o, s, n) = match &mut *targets {
+            let (p, e, o, s, n) = match &mut *targets {
                 Targets::Kept {
                     attention,
+                    attention_entropy,
                     head_outputs,
                     similarity,
                     value_norms,
                 } => (
                     &mut attention[l][i * square..(i + 1) * square],
+                    &mut attention_entropy[l][i * tokens..(i + 1) * tokens],
                     &mut head_outputs[l][i * vectors..(i + 1) * vectors],
                     &mut similarity[l][i * square..(i + 1) * square],
                     &mut value_norms[l][i * tokens..(i + 1) * tokens],
@@ -756,11 +778,12 @@ impl Pass<'_> {
                     let output = streamed
                         .head_outputs
                         .part(head * vectors..(head + 1) * vectors);
-                    let (p, s) = if self.squares_per_head {
-                        (&mut head_attention[..], &mut [][..])
+                    let (p, e, s) = if self.squares_per_head {
+                        (&mut head_attention[..], &mut head_entropy[..], &mut [][..])
                     } else {
                         (
                             streamed.attention.part(head * square..(head + 1) * square),
+                            (streamed.attention_entropy).part(head * tokens..(head + 1) * tokens),
                             streamed.similarity.part(head * square..(head + 1) * square),
                         )
                     };
@@ -775,7 +798,7 @@ impl Pass<'_> {
                     } else {
                         &mut [][..]
                     };
-                    (p, output, s, n)
+                    (p, e, output, s, n)
                 },
             };
             let (keys, values) = (&head_keys[kv..kv + vectors], &head_values[kv..kv + vectors]);
@@ -805,24 +828,25 @@ impl Pass<'_> {
                         head_dim,
                         first,
                         &layer.rule,
-                        p,
+                        (p, Some(&mut e[first..end])),
                         &mut o[first * head_dim..end * head_dim],
                     );
                     if let Some(made) = &mut made {
-                        made.attention_rows(first, p);
+                        made.attention_rows(first, p, &e[first..end]);
                     }
                 }
                 if let Some(made) = made {
                     made.finish(HeadSimilarity::Outputs(o, head_dim));
                 }
             } else {
+                let rule = &layer.rule;
                 if self.captures_wanted {
-                    attend(query, keys, values, head_dim, &layer.rule, p, o, s);
+                    attend(query, keys, values, head_dim, rule, (p, e), o, s);
                 } else {
-                    attend_rows(query, keys, values, head_dim, 0, &layer.rule, p, o);
+                    attend_rows(query, keys, values, head_dim, 0, rule, (p, Some(e)), o);
                 }
                 if let Some(mut made) = made {
-                    made.attention_rows(0, p);
+                    made.attention_rows(0, p, e);
                     made.finish(HeadSimilarity::Stored(s));
                 }
             }

@@ -123,8 +123,9 @@ pub trait HeadObserver: Sync {
 
 /// One head as the pass makes it ([`HeadObserver::begin`]).
 pub trait HeadRows {
-    /// Rows `first`, … of its P (each T wide), in order.
-    fn attention_rows(&mut self, first: usize, rows: &[f32]);
+    /// Rows `first`, … of its P (each T wide), in order, with each row's
+    /// entropy as the attention core made it with P.
+    fn attention_rows(&mut self, first: usize, rows: &[f32], entropies: &[f32]);
 
     /// The head is made: its S, kept whole or made from its outputs O in
     /// blocks (the tuned CPU pass keeps neither P nor S of a head whole).
@@ -226,14 +227,15 @@ pub(in crate::model) fn layer_ablation(
         .map_or(LayerAblation::NONE, |ablation| ablation.layer(layer))
 }
 
-/// Hands each head of layer `layer` (its P, S and value norms: H×T×T,
-/// H×T×T, H×T) to `observer`, where there is one: on candle's ops, the
-/// heads of a layer once it is made, on the calling thread.
+/// Hands each head of layer `layer` (its P, P's row entropies, S and
+/// value norms: H×T×T, H×T, H×T×T, H×T) to `observer`, where there is
+/// one: on candle's ops, the heads of a layer once it is made, on the
+/// calling thread.
 pub(in crate::model) fn hand_out_heads(
     observer: Option<&dyn HeadObserver>,
     layer: usize,
     tokens: usize,
-    [attention, similarity, value_norms]: [&[f32]; 3],
+    [attention, attention_entropy, similarity, value_norms]: [&[f32]; 4],
 ) {
     let Some(observer) = observer else {
         return;
@@ -243,11 +245,12 @@ pub(in crate::model) fn hand_out_heads(
     let norms = value_norms.chunks(row).chain(std::iter::repeat(&[][..]));
     let heads = attention
         .chunks(square)
+        .zip(attention_entropy.chunks(row))
         .zip(similarity.chunks(square))
         .zip(norms);
-    for (head, ((attention, similarity), value_norms)) in heads.enumerate() {
+    for (head, (((attention, entropies), similarity), value_norms)) in heads.enumerate() {
         let mut made = observer.begin(layer, head, value_norms);
-        made.attention_rows(0, attention);
+        made.attention_rows(0, attention, entropies);
         made.finish(HeadSimilarity::Stored(similarity));
     }
 }
@@ -327,11 +330,13 @@ impl LayerCache {
 }
 
 /// Where a pass writes what it captures: P and S are L×H×T×T, O is L×H×T×d,
-/// the value norms (‖v_j W_O^h‖, ANALYSIS.md §9) L×H×T, each row-major;
+/// P's row entropies (made with P by the attention core) and the value
+/// norms (‖v_j W_O^h‖, ANALYSIS.md §9) L×H×T, each row-major;
 /// and, where asked, the residual stream after each layer (L×T×hidden: a
 /// decoder's, which its logit lens reads; the BERT-like encoder keeps none).
 pub struct CaptureBuffers<'a> {
     pub attention: &'a mut [f32],
+    pub attention_entropy: &'a mut [f32],
     pub head_outputs: &'a mut [f32],
     pub similarity: &'a mut [f32],
     pub value_norms: &'a mut [f32],
@@ -347,6 +352,7 @@ impl CaptureBuffers<'_> {
             || self.similarity.len() != square
             || self.head_outputs.len() != layers * heads * tokens * head_dim
             || self.value_norms.len() != layers * heads * tokens
+            || self.attention_entropy.len() != layers * heads * tokens
         {
             return Err(candle_core::Error::Msg(
                 "capture buffers of the wrong size".into(),
@@ -367,6 +373,7 @@ impl CaptureBuffers<'_> {
         let at = |size: usize| index * size..(index + 1) * size;
         LayerAttention {
             attention: &mut self.attention[at(square)],
+            attention_entropy: &mut self.attention_entropy[at(heads * tokens)],
             head_outputs: &mut self.head_outputs[at(vectors)],
             similarity: &mut self.similarity[at(square)],
             value_norms: &mut self.value_norms[at(heads * tokens)],
@@ -406,11 +413,12 @@ pub enum Refusal {
 /// One layer's captures on the host, row-major: P and S (H×T×T), O
 /// (H×T×d), the value norms (H×T), and the queries (H×T×d) and keys
 /// (H_kv×T×d) as the scores read them (rotated, unscaled), from which P
-/// can be made again. On a generation step, the new tokens' rows: P and S
-/// H×n×T, O H×n×d, and no value norms, queries or keys (nothing
-/// recomputes rows).
+/// can be made again; P's row entropies (H×T). On a generation step, the
+/// new tokens' rows: P and S H×n×T, O H×n×d, the entropies H×n, and no
+/// value norms, queries or keys (nothing recomputes rows).
 pub struct LayerCaptures<'a> {
     pub attention: &'a [f32],
+    pub attention_entropy: &'a [f32],
     pub head_outputs: &'a [f32],
     pub similarity: &'a [f32],
     pub value_norms: &'a [f32],
@@ -418,10 +426,11 @@ pub struct LayerCaptures<'a> {
     pub keys: &'a [f32],
 }
 
-/// Where one layer's heads write P and S (H×T×T), O (H×T×d) and their
-/// value norms (H×T; empty: none made).
+/// Where one layer's heads write P and S (H×T×T), P's row entropies
+/// (H×T), O (H×T×d) and their value norms (H×T; empty: none made).
 pub struct LayerAttention<'a> {
     pub attention: &'a mut [f32],
+    pub attention_entropy: &'a mut [f32],
     pub head_outputs: &'a mut [f32],
     pub similarity: &'a mut [f32],
     pub value_norms: &'a mut [f32],
@@ -452,6 +461,7 @@ pub(in crate::model) fn attend_layer(
     let ranges = team::split_evenly(heads, lease.threads().min(heads.max(1)));
     let square = tokens * tokens;
     let mut attention = team::pieces(out.attention, heads, square, &ranges);
+    let mut entropies = team::pieces(out.attention_entropy, heads, tokens, &ranges);
     let mut head_outputs = team::pieces(out.head_outputs, heads, vectors, &ranges);
     let mut similarity = team::pieces(out.similarity, heads, square, &ranges);
     let norms = !value_grams.is_empty() && out.value_norms.len() == heads * tokens;
@@ -464,7 +474,11 @@ pub(in crate::model) fn attend_layer(
             .collect()
     };
     let gram = head_dim * head_dim;
-    let run = |range: Range<usize>, p: &mut [f32], o: &mut [f32], s: &mut [f32], n: &mut [f32]| {
+    let run = |range: Range<usize>,
+               (p, e): (&mut [f32], &mut [f32]),
+               o: &mut [f32],
+               s: &mut [f32],
+               n: &mut [f32]| {
         for (i, head) in range.enumerate() {
             let kv = head / group.max(1);
             let value = &values[kv * vectors..][..vectors];
@@ -474,7 +488,10 @@ pub(in crate::model) fn attend_layer(
                 value,
                 head_dim,
                 rule,
-                &mut p[i * square..][..square],
+                (
+                    &mut p[i * square..][..square],
+                    &mut e[i * tokens..][..tokens],
+                ),
                 &mut o[i * vectors..][..vectors],
                 &mut s[i * square..][..square],
             );
@@ -490,18 +507,19 @@ pub(in crate::model) fn attend_layer(
             .zip(
                 attention
                     .iter_mut()
+                    .zip(&mut entropies)
                     .zip(&mut head_outputs)
                     .zip(&mut similarity)
                     .zip(&mut value_norms),
             )
             .filter(|(range, _)| !range.is_empty());
         let first = shares.next();
-        for (range, (((p, o), s), n)) in shares {
+        for (range, ((((p, e), o), s), n)) in shares {
             let run = &run;
-            scope.spawn(move || run(range, p[0], o[0], s[0], n[0]));
+            scope.spawn(move || run(range, (p[0], e[0]), o[0], s[0], n[0]));
         }
-        if let Some((range, (((p, o), s), n))) = first {
-            run(range, p[0], o[0], s[0], n[0]);
+        if let Some((range, ((((p, e), o), s), n))) = first {
+            run(range, (p[0], e[0]), o[0], s[0], n[0]);
         }
     });
 }

@@ -436,6 +436,7 @@ pub fn read_captures_npz(path: &Path) -> Result<(Vec<u32>, Captures), NpzError> 
         tokens: t,
         head_dim: d,
         attentions: floats("attentions", attentions)?,
+        attention_entropy: Vec::new(),
         head_outputs: floats("heads", heads)?,
         similarity: floats("similarity", similarity)?,
         value_norms: value_norms

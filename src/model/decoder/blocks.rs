@@ -338,6 +338,7 @@ impl Attention {
             (&self.score_rule(), self.value_grams()?),
             &mut LayerAttention {
                 attention: &mut out.attention,
+                attention_entropy: &mut out.attention_entropy,
                 head_outputs: &mut out.head_outputs,
                 similarity: &mut out.similarity,
                 value_norms: &mut out.value_norms,
@@ -376,6 +377,7 @@ impl Attention {
         let tokens = cache.tokens;
         let first = tokens - n;
         rows.attention.resize(self.heads * n * tokens, 0.0);
+        rows.attention_entropy.resize(self.heads * n, 0.0);
         rows.similarity.resize(self.heads * n * tokens, 0.0);
         rows.head_outputs.resize(self.heads * n * d, 0.0);
         let group = self.heads / self.kv_heads.max(1);
@@ -392,6 +394,7 @@ impl Attention {
                 (&rule, &[]),
                 &mut LayerAttention {
                     attention: &mut rows.attention,
+                    attention_entropy: &mut rows.attention_entropy,
                     head_outputs: &mut rows.head_outputs,
                     similarity: &mut rows.similarity,
                     value_norms: &mut [],
@@ -412,7 +415,10 @@ impl Attention {
                     d,
                     first,
                     &rule,
-                    &mut rows.attention[head * square..][..square],
+                    (
+                        &mut rows.attention[head * square..][..square],
+                        Some(&mut rows.attention_entropy[head * n..][..n]),
+                    ),
                     output,
                 );
                 cache.outputs[head].extend_from_slice(output);
@@ -436,12 +442,13 @@ impl Attention {
 }
 
 /// One layer's attention as the decoder captures it, kept for the whole
-/// pass: P and S (H×T×T), O (H×T×d), the value norms (H×T; none on a
-/// generation step), and the rotated queries (H×T×d) and keys (H_kv×T×d)
-/// P is made from.
+/// pass: P and S (H×T×T), P's row entropies (H×T), O (H×T×d), the value
+/// norms (H×T; none on a generation step), and the rotated queries
+/// (H×T×d) and keys (H_kv×T×d) P is made from.
 #[derive(Default)]
 pub(super) struct AttentionBuffers {
     attention: Vec<f32>,
+    attention_entropy: Vec<f32>,
     head_outputs: Vec<f32>,
     similarity: Vec<f32>,
     value_norms: Vec<f32>,
@@ -452,6 +459,7 @@ pub(super) struct AttentionBuffers {
 impl AttentionBuffers {
     fn resize(&mut self, heads: usize, tokens: usize, head_dim: usize) {
         self.attention.resize(heads * tokens * tokens, 0.0);
+        self.attention_entropy.resize(heads * tokens, 0.0);
         self.similarity.resize(heads * tokens * tokens, 0.0);
         self.head_outputs.resize(heads * tokens * head_dim, 0.0);
         self.value_norms.resize(heads * tokens, 0.0);
@@ -460,6 +468,7 @@ impl AttentionBuffers {
     pub(super) fn captures(&self) -> LayerCaptures<'_> {
         LayerCaptures {
             attention: &self.attention,
+            attention_entropy: &self.attention_entropy,
             head_outputs: &self.head_outputs,
             similarity: &self.similarity,
             value_norms: &self.value_norms,

@@ -162,7 +162,12 @@ impl Encoder {
                 rows[index * size..][..size].copy_from_slice(&values);
             }
             let made = out.layer(index, heads, tokens, head_dim);
-            let made = [&*made.attention, made.similarity, made.value_norms];
+            let made = [
+                &*made.attention,
+                made.attention_entropy,
+                made.similarity,
+                made.value_norms,
+            ];
             hand_out_heads(observer.heads(), index, tokens, made);
         }
         Ok(())
@@ -296,8 +301,10 @@ mod tests {
         let mut o = vec![f32::NAN; l * h * t * config.head_dim()];
         let mut s = vec![f32::NAN; l * h * t * t];
         let mut n = vec![f32::NAN; l * h * t];
+        let mut e = vec![f32::NAN; l * h * t];
         let out = CaptureBuffers {
             attention: &mut p,
+            attention_entropy: &mut e,
             head_outputs: &mut o,
             similarity: &mut s,
             value_norms: &mut n,
@@ -367,8 +374,10 @@ mod tests {
             let mut s = vec![0.0; l * h * t * t];
             let mut residuals = vec![f32::NAN; l * t * config.hidden_size];
             let mut n = vec![0.0; l * h * t];
+            let mut e = vec![0.0; l * h * t];
             let out = CaptureBuffers {
                 attention: &mut p,
+                attention_entropy: &mut e,
                 head_outputs: &mut o,
                 similarity: &mut s,
                 value_norms: &mut n,
