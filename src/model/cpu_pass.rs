@@ -783,7 +783,9 @@ impl Pass<'_> {
                     } else {
                         (
                             streamed.attention.part(head * square..(head + 1) * square),
-                            (streamed.attention_entropy).part(head * tokens..(head + 1) * tokens),
+                            streamed
+                                .attention_entropy
+                                .part(head * tokens..(head + 1) * tokens),
                             streamed.similarity.part(head * square..(head + 1) * square),
                         )
                     };

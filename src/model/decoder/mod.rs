@@ -165,7 +165,9 @@ impl PreNormStack {
                 Capture::Kept(out) => {
                     let target = out.layer(index, heads, tokens, head_dim);
                     target.attention.copy_from_slice(captured.attention);
-                    (target.attention_entropy).copy_from_slice(captured.attention_entropy);
+                    target
+                        .attention_entropy
+                        .copy_from_slice(captured.attention_entropy);
                     target.head_outputs.copy_from_slice(captured.head_outputs);
                     target.similarity.copy_from_slice(captured.similarity);
                     target.value_norms.copy_from_slice(captured.value_norms);

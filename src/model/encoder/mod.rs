@@ -283,14 +283,14 @@ mod tests {
         Encoder::load(vb, config).unwrap()
     }
 
-    /// Runs one path into fresh buffers: (P, O, S, value norms); `threads`
-    /// 0 means the tensor path.
+    /// Runs one path into fresh buffers: (P, O, S, value norms, P's row
+    /// entropies); `threads` 0 means the tensor path.
     fn run(
         encoder: &Encoder,
         ids: &[u32],
         threads: usize,
         cancelled: &dyn Fn() -> bool,
-    ) -> std::result::Result<[Vec<f32>; 4], ForwardError> {
+    ) -> std::result::Result<[Vec<f32>; 5], ForwardError> {
         let config = &encoder.config;
         let (l, h, t) = (
             config.attention_layers(),
@@ -315,14 +315,14 @@ mod tests {
         } else {
             encoder.forward_cpu(ids, (0, None), &cancelled, Capture::Kept(out), threads)?;
         }
-        Ok([p, o, s, n])
+        Ok([p, o, s, n, e])
     }
 
     fn assert_paths_agree(encoder: &Encoder, ids: &[u32], what: &str) {
         let reference = run(encoder, ids, 0, &|| false).unwrap();
         for threads in [1, 2, 3] {
             let fast = run(encoder, ids, threads, &|| false).unwrap();
-            let names = ["P", "O", "S", "value norms"];
+            let names = ["P", "O", "S", "value norms", "entropies"];
             for (name, (ours, theirs)) in names.iter().zip(fast.iter().zip(&reference)) {
                 let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
                 for (a, b) in ours.iter().zip(theirs) {
