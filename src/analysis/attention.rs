@@ -178,6 +178,10 @@ impl AttentionRows {
     ) {
         let t = doc.t;
         assert_eq!(first, self.next_row, "attention rows must come in order");
+        assert!(
+            entropies.is_empty() || entropies.len() * t == rows.len(),
+            "one entropy per row of attention, or none"
+        );
         self.row.resize(t, 0.0);
         let seen_by = |i: usize| if doc.tokens.causal { i + 1 } else { t };
         for (i, row) in (first..).zip(rows.chunks_exact(t.max(1))) {

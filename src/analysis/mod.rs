@@ -371,11 +371,10 @@ impl HeadAnalysis<'_, '_> {
     pub fn attention_rows(
         &mut self,
         first: usize,
-        (rows, entropies): (&[f32], &[f32]),
+        attention: (&[f32], &[f32]),
         weighted_rows: Option<RowSink<'_>>,
     ) {
         let doc = &self.analyser.doc;
-        let attention = (rows, entropies);
         add_attention_rows(&mut self.rows, doc, first, attention, weighted_rows);
     }
 

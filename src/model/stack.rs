@@ -243,9 +243,13 @@ pub(in crate::model) fn hand_out_heads(
     let (square, row) = ((tokens * tokens).max(1), tokens.max(1));
     // A layer without value norms hands each head an empty slice.
     let norms = value_norms.chunks(row).chain(std::iter::repeat(&[][..]));
+    // Likewise without entropies: the analysis then makes them from P.
+    let entropies = attention_entropy
+        .chunks(row)
+        .chain(std::iter::repeat(&[][..]));
     let heads = attention
         .chunks(square)
-        .zip(attention_entropy.chunks(row))
+        .zip(entropies)
         .zip(similarity.chunks(square))
         .zip(norms);
     for (head, (((attention, entropies), similarity), value_norms)) in heads.enumerate() {
