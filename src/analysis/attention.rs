@@ -185,12 +185,13 @@ impl AttentionRows {
         self.row.resize(t, 0.0);
         let seen_by = |i: usize| if doc.tokens.causal { i + 1 } else { t };
         for (i, row) in (first..).zip(rows.chunks_exact(t.max(1))) {
-            // A causal row is read up to its query, a piece of each row:
-            // ask for a later row's ahead, as the hardware's prefetchers
-            // stop at each page. (Whole rows are one stream, which they
-            // follow: asking there cost time.)
+            // Ask for a later row ahead: a causal row is read up to its
+            // query, a piece of each row, and the hardware's prefetchers
+            // stop at each page; a whole row's first reads are scattered
+            // (the separators' entries, where the entropy once read it
+            // from its start), which they do not follow.
             let ahead = (i - first + PREFETCH_ROWS) * t;
-            if doc.tokens.causal && ahead < rows.len() {
+            if ahead < rows.len() {
                 let seen = seen_by(i + PREFETCH_ROWS).min(t);
                 prefetch(&rows[ahead..ahead + seen]);
             }
@@ -276,8 +277,14 @@ impl PassSums {
         let last_seen = if doc.tokens.causal { i } else { t - 1 };
         // The positions it sees, at or before `last_seen`: the others hold
         // 0, and reading them would fetch the cache lines the entropy left
-        // out.
-        let visible = |at: &'d [usize]| &at[..at.partition_point(|&k| k <= last_seen)];
+        // out (a bidirectional query sees every one: no search).
+        let visible = |at: &'d [usize]| {
+            if doc.tokens.causal {
+                &at[..at.partition_point(|&k| k <= last_seen)]
+            } else {
+                at
+            }
+        };
         let seen_separators = visible(&doc.separators);
         let separator = sum_at(row, seen_separators);
         separators.row_sums[i] = separator;

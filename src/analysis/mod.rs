@@ -38,6 +38,7 @@ mod segmentation;
 mod selection;
 mod similarity;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::captures::{Captures, HeadId, HeadSimilarity};
@@ -47,8 +48,8 @@ use crate::kernels::widest::widest;
 use attention::{AttentionFigures, AttentionRows};
 use correlation::{correlation_matrix, ProfileTerms};
 use segmentation::{segmentation, HeadSeparators, LayerSeparators, SeparatorColumns};
-use selection::{for_each_at_least, key_index, rank_key, top_k_per_row, Candidates};
-use similarity::{for_each_row_from_diagonal, MomentSums, TransformKind};
+use selection::{key_index, largest_magnitude, rank_key, top_k_per_row, Candidates};
+use similarity::{for_each_row_from_diagonal, MomentSums, Moments, TransformKind};
 
 use figures::focus_counts;
 pub use figures::{
@@ -85,7 +86,6 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
     );
     assert_eq!(tokens.len(), t, "token sequence and captures disagree on T");
     let analyser = LayerAnalyser::new(tokens, options, layers);
-    let doc = &analyser.doc;
     let square = heads * t * t;
     let layer_squares = |l: usize| LayerSquares {
         attention: if has_attention {
@@ -107,18 +107,19 @@ pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOp
         heads,
     };
 
-    // Layers are independent; workers take them in turn.
-    let layers = crate::threads::map_indices(layers, 8, |l| {
-        analyse_layer(
-            doc,
-            layer_squares(l),
-            &mut Scratch::default(),
-            &mut [],
-            LayerSeparators::default(),
-        )
+    // Heads are independent: workers take them in turn, layer by layer,
+    // and the one that ends a layer's last head adds the layer up (in head
+    // order, whichever worker made each). Taken a layer at a time, the
+    // workers waited on the slowest layer's (six layers on two cores).
+    let heads_done: Vec<AtomicUsize> = (0..layers).map(|_| AtomicUsize::new(0)).collect();
+    crate::threads::map_indices(layers * heads, 8, |task| {
+        let (l, h) = (task / heads, task % heads);
+        let squares = layer_squares(l);
+        analyser.analyse_stored_head((l, h), squares);
+        if heads_done[l].fetch_add(1, Ordering::AcqRel) + 1 == heads {
+            analyser.add_layer(l, squares);
+        }
     });
-    let mut analyser = analyser;
-    analyser.layers = Mutex::new(layers.into_iter().map(Some).collect());
     analyser.finish(captures)
 }
 
@@ -205,6 +206,10 @@ pub struct LayerAnalyser<'a> {
     separators: Mutex<Vec<LayerSeparators>>,
     /// Buffers of the threads that analyse heads, reused.
     scratch: Mutex<Vec<Scratch>>,
+    /// Buffers a head's S′ is kept in until its layer's profile is made
+    /// ([`LayerProfile`]), reused by whichever thread analyses the next
+    /// head: each page of a new one faults the first time it is written.
+    spare_values: Mutex<Vec<Vec<f32>>>,
 }
 
 impl<'a> LayerAnalyser<'a> {
@@ -237,6 +242,7 @@ impl<'a> LayerAnalyser<'a> {
             given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
             separators: Mutex::new((0..layers).map(|_| LayerSeparators::default()).collect()),
             scratch: Mutex::new(Vec::new()),
+            spare_values: Mutex::new(Vec::new()),
         }
     }
 
@@ -261,6 +267,49 @@ impl<'a> LayerAnalyser<'a> {
         }
     }
 
+    /// Analyses head `head` of layer `layer` from its P (or none) and S in
+    /// `squares`, before [`LayerAnalyser::add_layer`] is called for its
+    /// layer.
+    fn analyse_stored_head(&self, (layer, head): (usize, usize), squares: LayerSquares) {
+        let doc = &self.doc;
+        let attention = squares.has_attention().then(|| {
+            let mut rows = AttentionRows::new(doc, squares.head_value_norms(head));
+            let rows_of_p = (
+                squares.head_attention(head),
+                squares.head_attention_entropy(head),
+            );
+            add_attention_rows(&mut rows, doc, 0, rows_of_p, None);
+            rows.finish(doc)
+        });
+        let similarity = HeadSimilarity::Stored(squares.head_similarity(head));
+        self.give_head((layer, head), attention, similarity, None);
+    }
+
+    /// Analyses a head and keeps its part until its layer is added.
+    fn give_head(
+        &self,
+        (layer, head): (usize, usize),
+        attention: Option<AttentionFigures>,
+        similarity: HeadSimilarity,
+        triangles: Option<&mut dyn SimilarityTriangles>,
+    ) {
+        let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
+        if scratch.spare_values.is_empty() {
+            scratch.spare_values.extend(lock(&self.spare_values).pop());
+        }
+        let mut part = analyse_head(&self.doc, attention, similarity, triangles, &mut scratch);
+        lock(&self.scratch).push(scratch);
+        if let Some(separators) = part.separators.take() {
+            lock(&self.separators)[layer].add(head, separators);
+        }
+        let mut given = lock(&self.given);
+        let heads = &mut given[layer];
+        if heads.len() <= head {
+            heads.resize_with(head + 1, || None);
+        }
+        heads[head] = Some(part);
+    }
+
     /// Analyses layer `layer` from its P (or none) and S: the heads not
     /// given to [`LayerAnalyser::add_head`], then the layer's figures.
     pub fn add_layer(&self, layer: usize, squares: LayerSquares) {
@@ -280,6 +329,7 @@ impl<'a> LayerAnalyser<'a> {
         let separators = std::mem::take(&mut lock(&self.separators)[layer]);
         let mut scratch = lock(&self.scratch).pop().unwrap_or_default();
         let analysed = analyse_layer(&self.doc, squares, &mut scratch, &mut given, separators);
+        lock(&self.spare_values).append(&mut scratch.spare_values);
         lock(&self.scratch).push(scratch);
         lock(&self.layers)[layer] = Some(analysed);
     }
@@ -388,24 +438,7 @@ impl HeadAnalysis<'_, '_> {
     ) {
         let analyser = self.analyser;
         let attention = self.rows.finish(&analyser.doc);
-        let mut scratch = lock(&analyser.scratch).pop().unwrap_or_default();
-        let mut part = analyse_head(
-            &analyser.doc,
-            Some(attention),
-            similarity,
-            triangles,
-            &mut scratch,
-        );
-        lock(&analyser.scratch).push(scratch);
-        if let Some(separators) = part.separators.take() {
-            lock(&analyser.separators)[layer].add(head, separators);
-        }
-        let mut given = lock(&analyser.given);
-        let heads = &mut given[layer];
-        if heads.len() <= head {
-            heads.resize_with(head + 1, || None);
-        }
-        heads[head] = Some(part);
+        analyser.give_head((layer, head), Some(attention), similarity, triangles);
     }
 }
 
@@ -419,8 +452,6 @@ struct Document<'a> {
     content_runs: Vec<std::ops::Range<usize>>,
     /// The number of candidate pairs.
     pair_count: usize,
-    /// Per content index a, the index of the first candidate pair (a, ·).
-    row_starts: Vec<usize>,
     separators: Vec<usize>,
     cls: Vec<usize>,
     punctuation: Vec<usize>,
@@ -445,7 +476,6 @@ impl<'a> Document<'a> {
     fn new(tokens: &'a TokenSequence, options: &'a AnalysisOptions) -> Self {
         let content = tokens.content_positions();
         let c = content.len();
-        let row_starts = (0..c).map(|a| a * c - a * (a + 1) / 2).collect();
         let mut content_runs: Vec<std::ops::Range<usize>> = Vec::new();
         for &i in &content {
             match content_runs.last_mut() {
@@ -472,7 +502,6 @@ impl<'a> Document<'a> {
             options,
             t: tokens.len(),
             pair_count: c * c.saturating_sub(1) / 2,
-            row_starts,
             content_runs,
             content_index,
             content_by_id,
@@ -498,14 +527,44 @@ impl<'a> Document<'a> {
 
     /// The index among the candidates of the pair of content indices a < b.
     fn content_pair_index(&self, a: usize, b: usize) -> usize {
-        self.row_starts[a] + (b - a - 1)
+        self.row_start(a) + (b - a - 1)
     }
 
-    /// Candidate pair `p` as positions (i, j).
+    /// The index of the first candidate pair of content index a: the
+    /// earlier rows hold c − 1, c − 2, … pairs.
+    #[inline(always)]
+    fn row_start(&self, a: usize) -> usize {
+        a * self.content.len() - a * (a + 1) / 2
+    }
+
+    /// Candidate pair `p` as positions (i, j). Its row is the root of the
+    /// quadratic [`Document::row_start`], set right by a step where the
+    /// square root rounds: a binary search over the rows' starts was a
+    /// chain of dependent loads, a tenth of the selected pairs' cost.
+    #[inline(always)]
     fn pair(&self, p: usize) -> (u32, u32) {
-        let a = self.row_starts.partition_point(|&start| start <= p) - 1;
-        let b = a + 1 + (p - self.row_starts[a]);
+        let c = self.content.len();
+        let width = (2 * c) as f64 - 1.0;
+        let root = ((width * width - 8.0 * p as f64).max(0.0)).sqrt();
+        let mut a = (((width - root) / 2.0) as usize).min(c.saturating_sub(1));
+        while a > 0 && self.row_start(a) > p {
+            a -= 1;
+        }
+        while a + 1 < c && self.row_start(a + 1) <= p {
+            a += 1;
+        }
+        let b = a + 1 + (p - self.row_start(a));
         (self.content[a] as u32, self.content[b] as u32)
+    }
+
+    /// Candidate pairs as positions, asked for in pair order: a step
+    /// from the last one's row, not a square root each.
+    fn pair_walk(&self) -> PairWalk<'_> {
+        PairWalk {
+            doc: self,
+            row: 0,
+            next_row_start: self.row_start(1.min(self.content.len())),
+        }
     }
 
     /// Every candidate pair as positions, in pair order.
@@ -521,6 +580,32 @@ impl<'a> Document<'a> {
     fn same_sentence(&self, i: usize, j: usize) -> bool {
         // Option equality, like the reference's integer ids (−1 for none).
         self.tokens.sentence_ids[i] == self.tokens.sentence_ids[j]
+    }
+}
+
+/// [`Document::pair`] for pairs asked for in pair order
+/// ([`Document::pair_walk`]).
+struct PairWalk<'d> {
+    doc: &'d Document<'d>,
+    /// The content index of the last pair's row, and where the next row
+    /// starts.
+    row: usize,
+    next_row_start: usize,
+}
+
+impl PairWalk<'_> {
+    /// Candidate pair `p` as positions (i, j); panics in debug builds if
+    /// `p` comes before the last pair's row.
+    #[inline(always)]
+    fn pair(&mut self, p: usize) -> (u32, u32) {
+        let doc = self.doc;
+        debug_assert!(p >= doc.row_start(self.row), "pairs must come in order");
+        while p >= self.next_row_start {
+            self.row += 1;
+            self.next_row_start = doc.row_start(self.row + 1);
+        }
+        let (a, b) = (self.row, self.row + 1 + (p - doc.row_start(self.row)));
+        (doc.content[a] as u32, doc.content[b] as u32)
     }
 }
 
@@ -540,6 +625,9 @@ struct Scratch {
     /// whose two tokens have its id (counted at the first) (T each).
     endpoint_weight: Vec<f64>,
     repeat_weight: Vec<f64>,
+    /// Buffers for the candidates' values, while a layer's profile keeps
+    /// those of its heads ([`LayerProfile`]).
+    spare_values: Vec<Vec<f32>>,
 }
 
 /// One head's figures and what it adds to its layer's sums, kept apart
@@ -554,6 +642,18 @@ struct HeadPart {
     /// Its attention on the separators (`None` without P), for its
     /// layer's [`LayerSeparators`].
     separators: Option<HeadSeparators>,
+    /// What it adds to its layer's profile.
+    profile: ProfileShare,
+}
+
+/// What a head adds to its layer's profile ([`LayerProfile`]).
+enum ProfileShare {
+    /// Its S′, every candidate in pair order, which its moments z-score.
+    Values(Vec<f32>),
+    /// Nothing: the head is constant.
+    Nothing,
+    /// Its S′ was not kept whole: the grid makes the layer's profile from S.
+    Unknown,
 }
 
 /// A layer's sums over its heads, added to in head order: the same sums
@@ -627,16 +727,12 @@ fn analyse_layer_body(
                     None
                 };
                 let similarity = HeadSimilarity::Stored(squares.head_similarity(h));
-                let part = analyse_head_body(doc, attention, similarity, None, scratch);
-                profile.add(&part.terms, &scratch.candidates);
-                part
+                analyse_head_body(doc, attention, similarity, None, scratch)
             }
-            // Its S′ is gone with the thread that analysed it.
-            Some(part) => {
-                profile.abandon();
-                part
-            }
+            Some(part) => part,
         };
+        let share = std::mem::replace(&mut part.profile, ProfileShare::Unknown);
+        profile.add(share, &part.terms, scratch);
         if let Some(head) = part.separators.take() {
             separators.add(h, head);
         }
@@ -709,20 +805,27 @@ fn analyse_layer_body(
     AnalysedLayer {
         figures,
         terms,
-        profile: profile.finish(),
+        profile: profile.finish(scratch),
     }
 }
 
 /// A layer's profile for the correlation grid (ANALYSIS.md §5): per
 /// candidate pair, in pair order, the sum over its heads of their z-scored
-/// S′, each head added as its analysis ends, in head order, from the S′
-/// its candidates kept whole (up to [`Candidates::keeps_whole_from_start`]'s
-/// count, 2 MB a layer). The grid then multiplies the profiles and does
-/// not read every head's S again; the same sums, in the same order, as
-/// when it makes them from S. Dropped where a head's S′ is not here
-/// whole (a longer input, or a head analysed elsewhere).
+/// S′, from the S′ each head's candidates kept whole (up to
+/// [`Candidates::keeps_whole_from_start`]'s count, 1 MB a head). The grid
+/// then multiplies the profiles and does not read every head's S again;
+/// the same sums, in the same order, as when it makes them from S. Dropped
+/// where a head's S′ was not kept whole (a longer input).
+///
+/// Each head's S′ is kept until the layer's end and the sums are made then,
+/// a block of pairs at a time over every head: added head by head as each
+/// ended, the 1 MB of sums went through memory once a head (a tenth of
+/// the figures).
 struct LayerProfile {
-    sums: Option<Vec<f64>>,
+    /// Each head's S′ and the moments that z-score it, in head order;
+    /// `None` once a head's S′ was not kept whole.
+    heads: Option<Vec<(Vec<f32>, Moments)>>,
+    pairs: usize,
 }
 
 impl LayerProfile {
@@ -731,35 +834,52 @@ impl LayerProfile {
     fn new(doc: &Document, candidates: &Candidates) -> Self {
         let whole = candidates.keeps_whole_from_start(doc.pair_count);
         Self {
-            sums: whole.then(|| vec![0.0; doc.pair_count]),
+            heads: whole.then(Vec::new),
+            pairs: doc.pair_count,
         }
     }
 
-    /// Adds a head whose analysis left its candidates in `candidates`; a
-    /// constant head adds nothing, as in the grid made from S.
-    #[inline(always)]
-    fn add(&mut self, terms: &ProfileTerms, candidates: &Candidates) {
-        let Some(sums) = &mut self.sums else { return };
-        let Some(values) = candidates.every_one(sums.len()) else {
-            self.sums = None;
-            return;
-        };
-        if let Some(moments) = terms.z_scores() {
-            let scale = 1.0 / moments.std;
-            for (x, &v) in sums.iter_mut().zip(values) {
-                *x += (f64::from(v) - moments.mean) * scale;
+    /// Adds the next head's share, whose z-scores `terms` give; what it no
+    /// longer needs goes to `scratch`'s spare buffers.
+    fn add(&mut self, share: ProfileShare, terms: &ProfileTerms, scratch: &mut Scratch) {
+        match (share, &mut self.heads, terms.z_scores()) {
+            (ProfileShare::Values(values), Some(heads), Some(moments)) => {
+                heads.push((values, moments));
+            }
+            (ProfileShare::Values(values), ..) => scratch.spare_values.push(values),
+            (ProfileShare::Nothing, ..) => {}
+            (ProfileShare::Unknown, ..) => {
+                if let Some(heads) = self.heads.take() {
+                    scratch
+                        .spare_values
+                        .extend(heads.into_iter().map(|(values, _)| values));
+                }
             }
         }
     }
 
-    /// A head's S′ did not pass through here: the grid makes the layer's
-    /// profile from S.
-    fn abandon(&mut self) {
-        self.sums = None;
-    }
-
-    fn finish(self) -> Option<Vec<f64>> {
-        self.sums
+    /// The sums, the kept S′ given back to `scratch`'s spares.
+    #[inline(always)]
+    fn finish(self, scratch: &mut Scratch) -> Option<Vec<f64>> {
+        let heads = self.heads?;
+        let mut sums = vec![0.0; self.pairs];
+        // 8 KB of sums at a time, which stay in the core's cache while
+        // every head adds to them in head order.
+        const BLOCK: usize = 1024;
+        for (b, block) in sums.chunks_mut(BLOCK).enumerate() {
+            let start = b * BLOCK;
+            for (values, moments) in &heads {
+                let scale = 1.0 / moments.std;
+                let values = &values[start..start + block.len()];
+                for (x, &v) in block.iter_mut().zip(values) {
+                    *x += (f64::from(v) - moments.mean) * scale;
+                }
+            }
+        }
+        scratch
+            .spare_values
+            .extend(heads.into_iter().map(|(values, _)| values));
+        Some(sums)
     }
 }
 
@@ -819,8 +939,34 @@ fn candidate_rows(
     transform: &TransformKind,
     block: &mut Vec<f32>,
     row: &mut Vec<f32>,
-    mut triangles: Option<&mut dyn SimilarityTriangles>,
+    triangles: Option<&mut dyn SimilarityTriangles>,
     mut take: impl FnMut(&[f32]),
+) {
+    row.clear();
+    grown_candidate_rows(
+        doc,
+        similarity,
+        transform,
+        block,
+        (row, false),
+        triangles,
+        #[inline(always)]
+        |row, _| take(row),
+    );
+}
+
+/// [`candidate_rows`], each row written into `row` in place of the last,
+/// or with `grow` after it: `row` then holds every candidate so far, and
+/// `take` is handed the whole of it with where the new row starts.
+#[inline(always)]
+fn grown_candidate_rows(
+    doc: &Document,
+    similarity: HeadSimilarity,
+    transform: &TransformKind,
+    block: &mut Vec<f32>,
+    (row, grow): (&mut Vec<f32>, bool),
+    mut triangles: Option<&mut dyn SimilarityTriangles>,
+    mut take: impl FnMut(&[f32], usize),
 ) {
     let (mut column, mut whole_row) = (Vec::new(), Vec::new());
     // Inlined into the caller's vectors (a closure is compiled apart).
@@ -848,12 +994,15 @@ fn candidate_rows(
             let rest = i + 1..doc.content_runs[own].end;
             let at =
                 |columns: &std::ops::Range<usize>| &s[columns.start - first..columns.end - first];
-            row.clear();
+            if !grow {
+                row.clear();
+            }
+            let start = row.len();
             transform.extend(i, rest.clone(), at(&rest), row);
             for later in &doc.content_runs[own + 1..] {
                 transform.extend(i, later.clone(), at(later), row);
             }
-            take(row);
+            take(row, start);
         },
     );
 }
@@ -894,19 +1043,46 @@ fn analyse_head_body(
     // as they come costs more there than selecting once.
     let strongest = top_fraction_k.filter(|_| !candidates.keeps_whole_from_start(doc.pair_count));
     candidates.begin(strongest, doc.pair_count);
-    candidate_rows(
-        doc,
-        similarity,
-        &transform,
-        &mut block,
-        &mut row,
-        triangles,
-        #[inline(always)]
-        |row| {
-            sums.add(row);
-            candidates.add(row);
-        },
-    );
+    if strongest.is_some() {
+        candidate_rows(
+            doc,
+            similarity,
+            &transform,
+            &mut block,
+            &mut row,
+            triangles,
+            #[inline(always)]
+            |row| {
+                sums.add(row);
+                candidates.add(row);
+            },
+        );
+    } else {
+        // Every candidate is kept: each row is written where it is kept,
+        // and its moments and largest |S'| read there while it is in the
+        // cache, not copied through a row and a chunk.
+        candidates.fill_every_one(
+            #[inline(always)]
+            |values| {
+                let mut largest = 0.0f32;
+                grown_candidate_rows(
+                    doc,
+                    similarity,
+                    &transform,
+                    &mut block,
+                    (values, true),
+                    triangles,
+                    #[inline(always)]
+                    |values, start| {
+                        largest = largest.max(largest_magnitude(&values[start..]));
+                        sums.add_grown(values, false);
+                    },
+                );
+                sums.add_grown(values, true);
+                largest
+            },
+        );
+    }
     let moments = sums.moments();
 
     let mut histogram = vec![0.0; t];
@@ -949,9 +1125,15 @@ fn analyse_head_body(
                     if let Some(rule) = rule {
                         // Most candidates weigh 0: one f32 comparison passes them over.
                         let lowest = rule.lowest_weighted();
-                        for_each_at_least(&candidates.values, lowest, |at, v| {
-                            pairs.add(doc.pair(candidates.pair_index(at)), rule.weight(v))
-                        });
+                        let mut walk = doc.pair_walk();
+                        candidates.for_each_at_least(
+                            lowest,
+                            #[inline(always)]
+                            |at, v| {
+                                let pair = walk.pair(candidates.pair_index(at));
+                                pairs.add(pair, rule.weight(v))
+                            },
+                        );
                         ties = Some(rule.share);
                     }
                     if !keep_best {
@@ -1052,15 +1234,29 @@ fn analyse_head_body(
     } else {
         SelectedPairs::counted(selected.len())
     };
+    // Its S′ for its layer's profile, where every candidate was kept (a
+    // spare buffer left in its place for the next head).
+    let terms = ProfileTerms { transform, moments };
+    let kept = candidates.keeps_whole_from_start(doc.pair_count)
+        && candidates.every_one(doc.pair_count).is_some();
+    let profile = match terms.z_scores() {
+        _ if !kept => ProfileShare::Unknown,
+        None => ProfileShare::Nothing,
+        Some(_) => {
+            let spare = scratch.spare_values.pop().unwrap_or_default();
+            ProfileShare::Values(candidates.swap_values(spare))
+        }
+    };
     scratch.candidates = candidates;
     scratch.row = row;
     scratch.block = block;
     HeadPart {
         figures,
-        terms: ProfileTerms { transform, moments },
+        terms,
         histogram,
         pooled,
         separators,
+        profile,
     }
 }
 
@@ -1286,8 +1482,13 @@ mod tests {
         for t in [3, 4, 5, 40, 75, 400, 2_000] {
             let tokens = tokens(t, false);
             let doc = Document::new(&tokens, &options);
+            let (mut walk, mut skipping) = (doc.pair_walk(), doc.pair_walk());
             for (p, pair) in doc.pairs().enumerate() {
                 assert_eq!(doc.pair(p), pair, "T {t}, pair {p}");
+                assert_eq!(walk.pair(p), pair, "walked, T {t}, pair {p}");
+                if p % 37 == 0 {
+                    assert_eq!(skipping.pair(p), pair, "skipped to, T {t}, pair {p}");
+                }
                 assert_eq!(doc.pair_index(pair.0 as usize, pair.1 as usize), p);
             }
         }

@@ -34,19 +34,9 @@ impl TieRule {
     /// edge (or more): the others add to neither count.
     #[inline(always)]
     pub(super) fn with_largest(values: &[f32], kth: f32, k: usize, largest: f32) -> Self {
-        let kth = f64::from(kth);
-        // Widening is exact and keeps the order: the largest |v| in f32 is
-        // the largest in f64.
-        let epsilon = TIE_BAND * f64::from(largest);
-        let (mut above, mut tied) = (0usize, 0usize);
-        // Without branches, so that the loop runs in vector lanes.
-        for &v in values {
-            let v = f64::from(v);
-            let is_above = v > kth + epsilon;
-            above += usize::from(is_above);
-            tied += usize::from(!is_above && (v - kth).abs() <= epsilon);
-        }
-        Self::from_counts(kth, epsilon, k, above, tied)
+        let mut places = PlaceCounts::new(kth, largest);
+        for_each_at_least(values, places.floor(), |_, v| places.add(v));
+        places.rule(k)
     }
 
     /// The rule for selecting `k` whose k-th best is `kth`, `above` of the
@@ -101,6 +91,53 @@ impl TieRule {
             Place::Tied => self.share.weight,
             Place::Below => 0.0,
         }
+    }
+}
+
+/// The candidates' places under the tie rule of a k-th value, counted
+/// from those at or above [`PlaceCounts::floor`] alone: the others lie
+/// below its band and add to neither count. They are a few in a thousand,
+/// and one f32 comparison passes over the others, where the place of every
+/// candidate in f64 took a tenth of the figures.
+pub(super) struct PlaceCounts {
+    kth: f64,
+    epsilon: f64,
+    by_place: [usize; 3],
+}
+
+impl PlaceCounts {
+    /// For the k-th value `kth` among candidates whose largest |S'| is
+    /// `largest`.
+    #[inline(always)]
+    pub(super) fn new(kth: f32, largest: f32) -> Self {
+        Self {
+            kth: f64::from(kth),
+            // Widening is exact and keeps the order: the largest |v| in
+            // f32 is the largest in f64.
+            epsilon: TIE_BAND * f64::from(largest),
+            by_place: [0; 3],
+        }
+    }
+
+    /// The candidates below it lie below the band.
+    #[inline(always)]
+    pub(super) fn floor(&self) -> f32 {
+        band_floor(self.kth, self.epsilon)
+    }
+
+    #[inline(always)]
+    pub(super) fn add(&mut self, v: f32) {
+        self.by_place[TieRule::place(self.kth, self.epsilon, v) as usize] += 1;
+    }
+
+    /// The rule for selecting `k`.
+    #[inline(always)]
+    pub(super) fn rule(self, k: usize) -> TieRule {
+        let (above, tied) = (
+            self.by_place[Place::Above as usize],
+            self.by_place[Place::Tied as usize],
+        );
+        TieRule::from_counts(self.kth, self.epsilon, k, above, tied)
     }
 }
 
@@ -189,6 +226,11 @@ pub(super) struct Candidates {
     pairs: Vec<u32>,
     /// Room to find the k-th best of the kept ones.
     order: Vec<f32>,
+    /// What [`Candidates::strongest`] last gathered as may be among the k
+    /// best (its survivors), as rank keys in pair order, and a value at or
+    /// above which every kept candidate is among them (+∞ before).
+    gathered: Vec<u64>,
+    gathered_floor: f32,
     /// Below it a candidate is let go.
     floor: f32,
     /// The largest |S'| of every candidate taken.
@@ -213,6 +255,8 @@ impl Default for Candidates {
             values: Vec::new(),
             pairs: Vec::new(),
             order: Vec::new(),
+            gathered: Vec::new(),
+            gathered_floor: f32::INFINITY,
             floor: f32::NEG_INFINITY,
             largest: 0.0,
             next: 0,
@@ -231,6 +275,8 @@ impl Candidates {
     /// otherwise stay with its thread).
     pub(super) fn begin(&mut self, strongest: Option<usize>, total: usize) {
         self.strongest = strongest;
+        self.gathered.clear();
+        self.gathered_floor = f32::INFINITY;
         self.floor = f32::NEG_INFINITY;
         self.largest = 0.0;
         self.next = 0;
@@ -283,6 +329,13 @@ impl Candidates {
             .then_some(self.values.as_slice())
     }
 
+    /// The kept candidates' values, `spare` (emptied) kept in their place
+    /// for the next head.
+    pub(super) fn swap_values(&mut self, mut spare: Vec<f32>) -> Vec<f32> {
+        spare.clear();
+        std::mem::replace(&mut self.values, spare)
+    }
+
     /// Whether the candidates are counted, not kept.
     pub(super) fn counted(&self) -> bool {
         !self.counts.is_empty()
@@ -298,9 +351,26 @@ impl Candidates {
         self.order = Vec::new();
     }
 
+    /// Every candidate, where every one is kept (no strongest, not
+    /// counted): `fill` appends them to the kept values in pair order,
+    /// straight where they are kept rather than a row at a time through
+    /// [`Candidates::add`], and returns their largest |S'|.
+    #[inline(always)]
+    pub(super) fn fill_every_one(&mut self, fill: impl FnOnce(&mut Vec<f32>) -> f32) {
+        assert!(
+            self.strongest.is_none() && !self.counted(),
+            "only candidates that keep every one are filled"
+        );
+        self.gathered_floor = f32::INFINITY;
+        let largest = fill(&mut self.values);
+        self.largest = self.largest.max(largest);
+    }
+
     /// The next row's candidates, in pair order.
     #[inline(always)]
     pub(super) fn add(&mut self, row: &[f32]) {
+        // What `strongest` gathered no longer holds every candidate.
+        self.gathered_floor = f32::INFINITY;
         self.largest = self.largest.max(largest_magnitude(row));
         if self.counted() {
             count_ranks(&mut self.counts, row);
@@ -398,7 +468,7 @@ impl Candidates {
     /// a head at 32,768 tokens), and the tie rule of the k-th (`None`
     /// without candidates).
     pub(super) fn strongest(
-        &self,
+        &mut self,
         k: usize,
         keys: &mut Vec<u64>,
         list: bool,
@@ -408,15 +478,18 @@ impl Candidates {
 
     #[inline(always)]
     fn strongest_body(
-        &self,
+        &mut self,
         k: usize,
         keys: &mut Vec<u64>,
         list: bool,
     ) -> (usize, Vec<usize>, Option<TieRule>) {
-        let found = gather_best(&self.values, k, keys);
+        let (found, floor) = gather_best(&self.values, k, keys, &mut self.gathered);
+        self.gathered_floor = floor;
         let best = &mut keys[..found];
         let rule = best.iter().max().map(|&kth| {
-            TieRule::with_largest(&self.values, self.values[key_index(kth)], k, self.largest)
+            let mut places = PlaceCounts::new(self.values[key_index(kth)], self.largest);
+            self.for_each_at_least(places.floor(), |_, v| places.add(v));
+            places.rule(k)
         });
         let listed = if list {
             best.sort_unstable();
@@ -425,6 +498,26 @@ impl Candidates {
             Vec::new()
         };
         (found, listed, rule)
+    }
+
+    /// Calls `f(index, value)` for every kept candidate at least
+    /// `threshold`, in pair order (as [`for_each_at_least`] over the kept
+    /// values): from those [`Candidates::strongest`] gathered where they
+    /// hold every one (a few in a thousand, where a pass over all of them
+    /// read 4 bytes a candidate again), else from all.
+    #[inline(always)]
+    pub(super) fn for_each_at_least(&self, threshold: f32, mut f: impl FnMut(usize, f32)) {
+        if self.gathered_floor <= threshold {
+            for &key in &self.gathered {
+                let v = value_of_rank(rank_of_key(key));
+                // −0 comes back +0, which compares the same.
+                if v >= threshold {
+                    f(key_index(key), v);
+                }
+            }
+        } else {
+            for_each_at_least(&self.values, threshold, f);
+        }
     }
 
     /// Whether every candidate that weighs under `rule` was kept.
@@ -585,11 +678,18 @@ fn count_ranks(counts: &mut [u32], values: &[f32]) {
 /// [`rank_key`]: larger value first, −0 as +0, NaN last).
 #[inline(always)]
 fn rank_of(v: f32) -> u32 {
-    (rank_key(v, 0) >> 32) as u32
+    rank_of_key(rank_key(v, 0))
+}
+
+/// The rank of a [`rank_key`]'s value.
+#[inline(always)]
+fn rank_of_key(key: u64) -> u32 {
+    (key >> 32) as u32
 }
 
 /// The value of rank `rank` (+0 for zero's; NaN for the ranks no value
 /// has).
+#[inline(always)]
 fn value_of_rank(rank: u32) -> f32 {
     let ascending = !rank;
     f32::from_bits(if ascending & 0x8000_0000 != 0 {
@@ -602,7 +702,7 @@ fn value_of_rank(rank: u32) -> f32 {
 /// The largest |v| of the values that are not NaN (0 for none), in 16
 /// running maxima (one would be a chain of dependent steps).
 #[inline(always)]
-fn largest_magnitude(values: &[f32]) -> f32 {
+pub(super) fn largest_magnitude(values: &[f32]) -> f32 {
     let keep_larger = |m: f32, v: f32| {
         let a = v.abs();
         // NaN compares false and is passed over.
@@ -627,11 +727,26 @@ fn largest_magnitude(values: &[f32]) -> f32 {
 }
 
 /// Calls `f(index, value)` for every value ≥ `threshold` (an IEEE
-/// comparison: NaN never is), in index order. The values are compared 16
-/// at a time, in vector lanes, and only a block with one at least as large
-/// is looked at one by one: the rules pass over a few in a thousand.
+/// comparison: NaN never is), in index order. The rules pass over a few
+/// in a thousand, and most blocks of 16 hold none: the values are compared
+/// 16 at a time into a mask of the block's hits, and only those are
+/// visited. In AVX2's lanes where the CPU has them (also the closure's
+/// code): the portable loop compiled to scalar steps where a block holds a
+/// hit, and took a tenth of the figures.
 #[inline(always)]
 pub(super) fn for_each_at_least(values: &[f32], threshold: f32, mut f: impl FnMut(usize, f32)) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::has_avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        unsafe { for_each_at_least_avx2(values, threshold, &mut f) };
+        return;
+    }
+    for_each_at_least_portable(values, threshold, f);
+}
+
+/// [`for_each_at_least`] in plain code.
+#[inline(always)]
+fn for_each_at_least_portable(values: &[f32], threshold: f32, mut f: impl FnMut(usize, f32)) {
     const BLOCK: usize = 16;
     let blocks = values.chunks_exact(BLOCK);
     let rest = blocks.remainder();
@@ -644,6 +759,42 @@ pub(super) fn for_each_at_least(values: &[f32], threshold: f32, mut f: impl FnMu
                     f(b * BLOCK + offset, v);
                 }
             }
+        }
+    }
+    let start = values.len() - rest.len();
+    for (offset, &v) in rest.iter().enumerate() {
+        if v >= threshold {
+            f(start + offset, v);
+        }
+    }
+}
+
+/// [`for_each_at_least`] in AVX2's lanes: each block's hits as a mask,
+/// visited lowest first.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn for_each_at_least_avx2(values: &[f32], threshold: f32, f: &mut impl FnMut(usize, f32)) {
+    use std::arch::x86_64::_CMP_GE_OQ;
+    use std::arch::x86_64::{_mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps};
+    const BLOCK: usize = 16;
+    let floor = _mm256_set1_ps(threshold);
+    let blocks = values.chunks_exact(BLOCK);
+    let rest = blocks.remainder();
+    for (b, block) in blocks.enumerate() {
+        // SAFETY: the block holds 16 floats, two loads of 8.
+        let (low, high) = unsafe {
+            (
+                _mm256_loadu_ps(block.as_ptr()),
+                _mm256_loadu_ps(block.as_ptr().add(8)),
+            )
+        };
+        // Ordered comparisons: NaN is never at least the threshold.
+        let mut hits = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(low, floor)) as u32
+            | (_mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(high, floor)) as u32) << 8;
+        while hits != 0 {
+            let offset = hits.trailing_zeros() as usize;
+            hits &= hits - 1;
+            f(b * BLOCK + offset, block[offset]);
         }
     }
     let start = values.len() - rest.len();
@@ -710,18 +861,20 @@ fn sampled_threshold(values: &[f32], k: usize) -> Option<f32> {
 /// Leaves in `out`, in order, what may be among the k best of `values`
 /// (k ≥ 1), each made by `make` from its index and value: the survivors of
 /// [`sampled_threshold`] where at least k survive, else every value.
+/// Returns a value at or above which every value is among them (−∞
+/// where they are every value).
 #[inline(always)]
-fn survivors<T>(values: &[f32], k: usize, out: &mut Vec<T>, make: impl Fn(usize, f32) -> T) {
+fn survivors<T>(values: &[f32], k: usize, out: &mut Vec<T>, make: impl Fn(usize, f32) -> T) -> f32 {
     out.clear();
     if let Some(threshold) = sampled_threshold(values, k) {
         for_each_at_least(values, threshold, |p, v| out.push(make(p, v)));
-        if out.len() < k {
-            out.clear();
+        if out.len() >= k {
+            return threshold;
         }
+        out.clear();
     }
-    if out.is_empty() {
-        out.extend(values.iter().enumerate().map(|(p, &v)| make(p, v)));
-    }
+    out.extend(values.iter().enumerate().map(|(p, &v)| make(p, v)));
+    f32::NEG_INFINITY
 }
 
 /// The k-th best of `values` (1 ≤ k ≤ their number) in descending total
@@ -737,7 +890,7 @@ widest! {
     /// over every candidate count and compare in them (integer counts, so
     /// the same on every CPU).
     fn strongest_widest(
-        candidates: &Candidates,
+        candidates: &mut Candidates,
         k: usize,
         keys: &mut Vec<u64>,
         list: bool,
@@ -747,19 +900,27 @@ widest! {
 /// Leaves in `keys[..k]` the rank keys of the k best values, in no order,
 /// and returns k (at most the number of values); sorted, they are the
 /// indices numpy's `np.lexsort((np.arange(n), -v))[:k]` gives, without
-/// sorting all n.
+/// sorting all n. Leaves in `gathered` the rank keys of the [`survivors`]
+/// it selected among, in order, and returns their floor too.
 #[inline(always)]
-fn gather_best(values: &[f32], k: usize, keys: &mut Vec<u64>) -> usize {
+fn gather_best(
+    values: &[f32],
+    k: usize,
+    keys: &mut Vec<u64>,
+    gathered: &mut Vec<u64>,
+) -> (usize, f32) {
     let k = k.min(values.len());
     keys.clear();
+    gathered.clear();
     if k == 0 {
-        return 0;
+        return (0, f32::INFINITY);
     }
-    survivors(values, k, keys, |p, v| rank_key(v, p));
+    let floor = survivors(values, k, keys, |p, v| rank_key(v, p));
+    gathered.extend_from_slice(keys);
     if k < keys.len() {
         keys.select_nth_unstable(k - 1);
     }
-    k
+    (k, floor)
 }
 
 /// Each content token's k best partners by its row of S', as unordered pairs
@@ -876,13 +1037,13 @@ mod tests {
 
     /// What the top-fraction rule makes of kept candidates: the k best as
     /// pair indices, and every weighted candidate with its weight.
-    fn selection(candidates: &Candidates, k: usize) -> Selected {
+    fn selection(candidates: &mut Candidates, k: usize) -> Selected {
         let (found, best, rule) = candidates.strongest(k, &mut Vec::new(), true);
         assert_eq!(found, best.len());
         let rule = rule.expect("candidates");
         assert!(candidates.keeps_every_weighted(&rule));
         let mut weighted = Vec::new();
-        for_each_at_least(&candidates.values, rule.lowest_weighted(), |at, v| {
+        candidates.for_each_at_least(rule.lowest_weighted(), |at, v| {
             weighted.push((candidates.pair_index(at), rule.weight(v).to_bits()))
         });
         (
@@ -914,7 +1075,11 @@ mod tests {
                 strongest.values.len() < n || FIRST_BATCH_PER_PLACE * k >= n,
                 "k = {k}: some let go"
             );
-            assert_eq!(selection(&strongest, k), selection(&all, k), "k = {k}");
+            assert_eq!(
+                selection(&mut strongest, k),
+                selection(&mut all, k),
+                "k = {k}"
+            );
         }
     }
 
@@ -981,7 +1146,7 @@ mod tests {
                 counted.add(row);
             }
             let (selected, passes) = counted_selection(&counted, &rows, k);
-            assert_eq!(selected, selection(&all, k), "k = {k}");
+            assert_eq!(selected, selection(&mut all, k), "k = {k}");
             assert_eq!(passes, if extremes { 3 } else { 2 }, "k = {k}");
             let (best, _) = counted.select_counted(
                 k,
@@ -1029,7 +1194,7 @@ mod tests {
         assert!(counted.values.is_empty());
         let (selected, passes) = counted_selection(&counted, &rows, k);
         assert_eq!(passes, 2);
-        let expected = selection(&all, k);
+        let expected = selection(&mut all, k);
         assert!(expected.1.len() > n / 2, "most candidates tie");
         assert_eq!(selected, expected);
     }
@@ -1073,7 +1238,7 @@ mod tests {
         assert!(counted.floor > f32::NEG_INFINITY, "some were let go");
         let (selected, passes) = counted_selection(&counted, &rows, k);
         assert_eq!(passes, 3);
-        assert_eq!(selected, selection(&all, k));
+        assert_eq!(selected, selection(&mut all, k));
     }
 
     #[test]
@@ -1149,6 +1314,34 @@ mod tests {
         assert_eq!(largest_magnitude(&[]), 0.0);
     }
 
+    /// After `strongest`, the kept candidates at least a threshold are
+    /// those of all the values, in the same order, from the survivors it
+    /// gathered or from every value, whatever the threshold.
+    #[test]
+    fn the_gathered_candidates_are_those_of_every_value() {
+        for (seed, k) in [(1, 1), (2, 80), (3, 800), (4, 8_000)] {
+            let rows = rows_of_values(seed);
+            let mut all = Candidates::default();
+            all.begin(None, rows.iter().map(Vec::len).sum());
+            for row in &rows {
+                all.add(row);
+            }
+            let (_, best, rule) = all.strongest(k, &mut Vec::new(), true);
+            let rule = rule.expect("candidates");
+            assert!(
+                all.gathered_floor <= rule.lowest_weighted(),
+                "k = {k}: the survivors hold the band"
+            );
+            let kth = all.values[best[best.len() - 1]];
+            for threshold in [rule.lowest_weighted(), kth, kth.next_down(), f32::MIN, 1e9] {
+                let (mut found, mut expected) = (Vec::new(), Vec::new());
+                all.for_each_at_least(threshold, |p, v| found.push((p, v)));
+                for_each_at_least(&all.values, threshold, |p, v| expected.push((p, v)));
+                assert_eq!(found, expected, "k = {k}, threshold {threshold}");
+            }
+        }
+    }
+
     #[test]
     fn for_each_at_least_finds_what_a_plain_filter_finds() {
         // Hits in the first and last place of a block, in the rest after
@@ -1160,13 +1353,16 @@ mod tests {
         values[20] = f32::NAN;
         values[21] = -0.0;
         for threshold in [9.0, 2.0, 0.0, -3.0, 10.0, f32::NAN] {
-            let mut found = Vec::new();
-            for_each_at_least(&values, threshold, |p, v| found.push((p, v.to_bits())));
             let expected: Vec<(usize, u32)> = (values.iter().enumerate())
                 .filter(|&(_, &v)| v >= threshold)
                 .map(|(p, v)| (p, v.to_bits()))
                 .collect();
+            let mut found = Vec::new();
+            for_each_at_least(&values, threshold, |p, v| found.push((p, v.to_bits())));
             assert_eq!(found, expected, "threshold {threshold}");
+            found.clear();
+            for_each_at_least_portable(&values, threshold, |p, v| found.push((p, v.to_bits())));
+            assert_eq!(found, expected, "portable, threshold {threshold}");
         }
     }
 

@@ -176,27 +176,32 @@ impl TransformKind {
     }
 }
 
-/// Appends `f(s)` for each s of `raw`. Written into the grown vector
-/// through a slice, a loop that vectorises: `Vec::extend` over a mapped
-/// iterator stores one value at a time.
+/// Appends `f(s)` for each s of `raw`. Written into the vector's spare
+/// room through a slice, a loop that vectorises: `Vec::extend` over a
+/// mapped iterator stores one value at a time, and growing it with zeros
+/// first wrote every value twice.
 #[inline(always)]
 fn append(out: &mut Vec<f32>, raw: &[f32], f: impl Fn(f32) -> f32) {
-    let start = out.len();
-    out.resize(start + raw.len(), 0.0);
-    for (o, &s) in out[start..].iter_mut().zip(raw) {
-        *o = f(s);
+    out.reserve(raw.len());
+    let room = &mut out.spare_capacity_mut()[..raw.len()];
+    for (o, &s) in room.iter_mut().zip(raw) {
+        o.write(f(s));
     }
+    // SAFETY: the loop wrote the `raw.len()` values past the old length.
+    unsafe { out.set_len(out.len() + raw.len()) };
 }
 
 /// [`append`] of `f(s, x)` for each s of `raw` and x of `per_value` beside it.
 #[inline(always)]
 fn append_with(out: &mut Vec<f32>, raw: &[f32], per_value: &[f64], f: impl Fn(f32, f64) -> f32) {
-    debug_assert_eq!(raw.len(), per_value.len(), "a value beside each of raw");
-    let start = out.len();
-    out.resize(start + raw.len(), 0.0);
-    for ((o, &s), &x) in out[start..].iter_mut().zip(raw).zip(per_value) {
-        *o = f(s, x);
+    assert_eq!(raw.len(), per_value.len(), "a value beside each of raw");
+    out.reserve(raw.len());
+    let room = &mut out.spare_capacity_mut()[..raw.len()];
+    for ((o, &s), &x) in room.iter_mut().zip(raw).zip(per_value) {
+        o.write(f(s, x));
     }
+    // SAFETY: the loop wrote the `raw.len()` values past the old length.
+    unsafe { out.set_len(out.len() + raw.len()) };
 }
 
 #[inline(always)]
@@ -263,22 +268,44 @@ impl MomentSums {
         }
     }
 
+    /// Merges the chunks of `values` not merged yet, every value handed so
+    /// far in order (a buffer they grow in, from its first: [`add`] is not
+    /// called on these sums), each whole chunk where it lies, not copied;
+    /// `last` merges the rest, a chunk short of the whole.
+    ///
+    /// [`add`]: MomentSums::add
+    #[inline(always)]
+    pub(super) fn add_grown(&mut self, values: &[f32], last: bool) {
+        debug_assert!(self.chunk.is_empty(), "values handed in parts too");
+        while values.len() - self.count >= Self::CHUNK {
+            self.merge(&values[self.count..self.count + Self::CHUNK]);
+        }
+        if last {
+            self.merge(&values[self.count..]);
+        }
+    }
+
     // Inlined, so that the analysis' widest vectors sum the chunk.
     #[inline(always)]
     fn merge_chunk(&mut self) {
         let chunk = std::mem::take(&mut self.chunk);
+        self.merge(&chunk);
+        self.chunk = chunk;
+        self.chunk.clear();
+    }
+
+    #[inline(always)]
+    fn merge(&mut self, chunk: &[f32]) {
         let n = chunk.len();
         if n > 0 {
-            let mean = lane_sum(&chunk, f64::from) / n as f64;
-            let squares = lane_sum(&chunk, |v| (f64::from(v) - mean).powi(2));
+            let mean = lane_sum(chunk, f64::from) / n as f64;
+            let squares = lane_sum(chunk, |v| (f64::from(v) - mean).powi(2));
             let total = self.count + n;
             let delta = mean - self.mean;
             self.mean += delta * n as f64 / total as f64;
             self.squares += squares + delta * delta * (self.count as f64 * n as f64) / total as f64;
             self.count = total;
         }
-        self.chunk = chunk;
-        self.chunk.clear();
     }
 
     /// `None` without values or where they are not finite.
