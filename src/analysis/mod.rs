@@ -271,17 +271,7 @@ impl<'a> LayerAnalyser<'a> {
     /// `squares`, before [`LayerAnalyser::add_layer`] is called for its
     /// layer.
     fn analyse_stored_head(&self, (layer, head): (usize, usize), squares: LayerSquares) {
-        let doc = &self.doc;
-        let attention = squares.has_attention().then(|| {
-            let mut rows = AttentionRows::new(doc, squares.head_value_norms(head));
-            let rows_of_p = (
-                squares.head_attention(head),
-                squares.head_attention_entropy(head),
-            );
-            add_attention_rows(&mut rows, doc, 0, rows_of_p, None);
-            rows.finish(doc)
-        });
-        let similarity = HeadSimilarity::Stored(squares.head_similarity(head));
+        let (attention, similarity) = stored_head(&self.doc, &squares, head);
         self.give_head((layer, head), attention, similarity, None);
     }
 
@@ -648,8 +638,9 @@ struct HeadPart {
 
 /// What a head adds to its layer's profile ([`LayerProfile`]).
 enum ProfileShare {
-    /// Its S′, every candidate in pair order, which its moments z-score.
-    Values(Vec<f32>),
+    /// Its S′, every candidate in pair order, and the moments that
+    /// z-score it.
+    Values(Vec<f32>, Moments),
     /// Nothing: the head is constant.
     Nothing,
     /// Its S′ was not kept whole: the grid makes the layer's profile from S.
@@ -718,21 +709,13 @@ fn analyse_layer_body(
         // caller's vectors (see `widest`).
         let mut part = match given.get_mut(h).and_then(Option::take) {
             None => {
-                let attention = if squares.has_attention() {
-                    let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
-                    let entropies = squares.head_attention_entropy(h);
-                    rows.add_rows(doc, 0, squares.head_attention(h), entropies, None);
-                    Some(rows.finish(doc))
-                } else {
-                    None
-                };
-                let similarity = HeadSimilarity::Stored(squares.head_similarity(h));
+                let (attention, similarity) = stored_head(doc, &squares, h);
                 analyse_head_body(doc, attention, similarity, None, scratch)
             }
             Some(part) => part,
         };
         let share = std::mem::replace(&mut part.profile, ProfileShare::Unknown);
-        profile.add(share, &part.terms, scratch);
+        profile.add(share, scratch);
         if let Some(head) = part.separators.take() {
             separators.add(h, head);
         }
@@ -809,6 +792,30 @@ fn analyse_layer_body(
     }
 }
 
+/// Head `h`'s passes over its P in `squares` (`None` without P), and its
+/// S there.
+#[inline(always)]
+fn stored_head<'s>(
+    doc: &Document,
+    squares: &LayerSquares<'s>,
+    h: usize,
+) -> (Option<AttentionFigures>, HeadSimilarity<'s>) {
+    // Not `then`: a closure would not be compiled for the caller's vectors
+    // (see `widest`).
+    let attention = if squares.has_attention() {
+        let mut rows = AttentionRows::new(doc, squares.head_value_norms(h));
+        let attention = (squares.head_attention(h), squares.head_attention_entropy(h));
+        add_attention_rows(&mut rows, doc, 0, attention, None);
+        Some(rows.finish(doc))
+    } else {
+        None
+    };
+    (
+        attention,
+        HeadSimilarity::Stored(squares.head_similarity(h)),
+    )
+}
+
 /// A layer's profile for the correlation grid (ANALYSIS.md §5): per
 /// candidate pair, in pair order, the sum over its heads of their z-scored
 /// S′, from the S′ each head's candidates kept whole (up to
@@ -839,16 +846,16 @@ impl LayerProfile {
         }
     }
 
-    /// Adds the next head's share, whose z-scores `terms` give; what it no
-    /// longer needs goes to `scratch`'s spare buffers.
-    fn add(&mut self, share: ProfileShare, terms: &ProfileTerms, scratch: &mut Scratch) {
-        match (share, &mut self.heads, terms.z_scores()) {
-            (ProfileShare::Values(values), Some(heads), Some(moments)) => {
+    /// Adds the next head's share; what it no longer needs goes to
+    /// `scratch`'s spare buffers.
+    fn add(&mut self, share: ProfileShare, scratch: &mut Scratch) {
+        match (share, &mut self.heads) {
+            (ProfileShare::Values(values, moments), Some(heads)) => {
                 heads.push((values, moments));
             }
-            (ProfileShare::Values(values), ..) => scratch.spare_values.push(values),
-            (ProfileShare::Nothing, ..) => {}
-            (ProfileShare::Unknown, ..) => {
+            (ProfileShare::Values(values, _), None) => scratch.spare_values.push(values),
+            (ProfileShare::Nothing, _) => {}
+            (ProfileShare::Unknown, _) => {
                 if let Some(heads) = self.heads.take() {
                     scratch
                         .spare_values
@@ -942,7 +949,6 @@ fn candidate_rows(
     triangles: Option<&mut dyn SimilarityTriangles>,
     mut take: impl FnMut(&[f32]),
 ) {
-    row.clear();
     grown_candidate_rows(
         doc,
         similarity,
@@ -1242,9 +1248,9 @@ fn analyse_head_body(
     let profile = match terms.z_scores() {
         _ if !kept => ProfileShare::Unknown,
         None => ProfileShare::Nothing,
-        Some(_) => {
+        Some(moments) => {
             let spare = scratch.spare_values.pop().unwrap_or_default();
-            ProfileShare::Values(candidates.swap_values(spare))
+            ProfileShare::Values(candidates.swap_values(spare), moments)
         }
     };
     scratch.candidates = candidates;

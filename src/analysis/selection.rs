@@ -574,32 +574,21 @@ impl Candidates {
         }
         // `before` now ranks above the k-th's rank: the k best are they and
         // the first `k − before` of its rank in pair order.
-        let kth = f64::from(value_of_rank(kth_rank as u32));
-        let epsilon = TIE_BAND * f64::from(self.largest);
-        let place = |v: f32| TieRule::place(kth, epsilon, v);
+        let mut places = PlaceCounts::new(value_of_rank(kth_rank as u32), self.largest);
+        let (kth, epsilon, floor) = (places.kth, places.epsilon, places.floor());
         // The counts lack the candidates let go before counting began, all
         // below `floor`: told apart unless the band reaches below it.
-        let told = if self.floor <= band_floor(kth, epsilon) {
+        let told = if self.floor <= floor {
+            let place = |v: f32| TieRule::place(kth, epsilon, v);
             places_from_counts(counts, near.clone(), &counted_near, place)
         } else {
             None
         };
-        let by_place = told.unwrap_or_else(|| {
-            let mut by_place = [0usize; 3];
-            rows(&mut |row| {
-                for &v in row {
-                    by_place[place(v) as usize] += 1;
-                }
-            });
-            by_place
-        });
-        let rule = TieRule::from_counts(
-            kth,
-            epsilon,
-            k,
-            by_place[Place::Above as usize],
-            by_place[Place::Tied as usize],
-        );
+        match told {
+            Some(by_place) => places.by_place = by_place,
+            None => rows(&mut |row| for_each_at_least(row, floor, |_, v| places.add(v))),
+        }
+        let rule = places.rule(k);
         let lowest = rule.lowest_weighted();
         let (mut best, mut of_kth_rank, mut next) = (Vec::new(), k - before, 0usize);
         rows(&mut |row| {
