@@ -9,6 +9,10 @@
 //! the layers' dot products; the tiles are summed in their order, so the
 //! grid does not depend on the thread count, and memory grows with a
 //! tile, not with L·T².
+//!
+//! Where the analysis kept every layer's profile whole (a shorter input),
+//! the pairs are cut into pieces in pair order instead, which read the
+//! profiles where they lie, and the pieces are summed in their order.
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -54,9 +58,9 @@ impl ProfileTerms {
     }
 }
 
-/// One tile's sums: per layer Σx, and Σ x_a·x_b for a ≤ b (row-major
-/// upper triangle).
-struct TileSums {
+/// One part's sums (a tile's, or a piece's of whole profiles): per layer
+/// Σx, and Σ x_a·x_b for a ≤ b (row-major upper triangle).
+struct PartSums {
     sums: Vec<f64>,
     products: Vec<f64>,
 }
@@ -91,24 +95,30 @@ pub(super) fn correlation_matrix(
         .then(|| captures.outputs_read_in())
         .flatten();
     let captures = read_in.as_ref().unwrap_or(captures);
-    let tiles = tiles(doc);
-    let pool: Mutex<Vec<TileScratch>> = Mutex::new(Vec::new());
-    let per_tile = crate::threads::map_indices(tiles.len(), crate::threads::total(), |tile| {
-        let mut scratch = lock(&pool).pop().unwrap_or_default();
-        let tile = tiles[tile].clone();
-        let sums = match profiles {
-            Some(profiles) => tile_sums_of_profiles(doc, profiles, tile, &mut scratch),
-            None => tile_sums(doc, terms, captures, tile, &mut scratch),
-        };
-        lock(&pool).push(scratch);
-        sums
-    });
+    let threads = crate::threads::total();
+    let per_part = match profiles {
+        Some(profiles) => crate::threads::map_indices(n.div_ceil(PIECE), threads, |piece| {
+            let pairs = piece * PIECE..((piece + 1) * PIECE).min(n);
+            let layers: Vec<&[f64]> = profiles.iter().map(|p| &p[pairs.clone()]).collect();
+            sums_of(&layers)
+        }),
+        None => {
+            let tiles = tiles(doc);
+            let pool: Mutex<Vec<TileScratch>> = Mutex::new(Vec::new());
+            crate::threads::map_indices(tiles.len(), threads, |tile| {
+                let mut scratch = lock(&pool).pop().unwrap_or_default();
+                let sums = tile_sums(doc, terms, captures, tiles[tile].clone(), &mut scratch);
+                lock(&pool).push(scratch);
+                sums
+            })
+        }
+    };
     let mut sums = vec![0.0; l];
     let mut products = vec![0.0; l * (l + 1) / 2];
-    for tile in per_tile {
-        sums.iter_mut().zip(&tile.sums).for_each(|(s, x)| *s += x);
+    for part in per_part {
+        sums.iter_mut().zip(&part.sums).for_each(|(s, x)| *s += x);
         (products.iter_mut())
-            .zip(&tile.products)
+            .zip(&part.products)
             .for_each(|(s, x)| *s += x);
     }
     let product = |a: usize, b: usize| products[a * l - a * (a + 1) / 2 + b];
@@ -135,6 +145,11 @@ pub(super) fn correlation_matrix(
     }
     grid
 }
+
+/// Pairs per piece of whole profiles: as many pieces as a short input's
+/// tiles ([`TILES_AT_LEAST`] at 500 tokens), each a few of the grid's
+/// blocks of [`PRODUCT_BLOCK`]. Not the thread count, for the same reason.
+const PIECE: usize = 16_384;
 
 /// Tiles at least, where the input allows: a tile's time grows with its
 /// side more than with its pairs (each head's rows of S are read from
@@ -168,29 +183,6 @@ fn tiles(doc: &Document) -> Vec<Tile> {
         .collect()
 }
 
-/// [`tile_sums`] from every layer's whole profile (in pair order): the
-/// tile's pairs taken from them, a segment of each row, the same values.
-fn tile_sums_of_profiles(
-    doc: &Document,
-    profiles: &[Vec<f64>],
-    tile: Tile,
-    scratch: &mut TileScratch,
-) -> TileSums {
-    let l = profiles.len();
-    scratch.profiles.clear();
-    for profile in profiles {
-        for a in tile.rows.clone() {
-            let columns = tile.columns_of(a);
-            let first = doc.content_pair_index(a, columns.start);
-            scratch
-                .profiles
-                .extend_from_slice(&profile[first..first + columns.len()]);
-        }
-    }
-    let n = scratch.profiles.len() / l.max(1);
-    sums_of(&scratch.profiles, l, n)
-}
-
 /// Every layer's profile over the pairs of `tile`, then their sums and
 /// products.
 fn tile_sums(
@@ -199,11 +191,11 @@ fn tile_sums(
     captures: &Captures,
     tile: Tile,
     scratch: &mut TileScratch,
-) -> TileSums {
+) -> PartSums {
     let l = terms.len();
     let n: usize = tile.rows.clone().map(|a| tile.columns_of(a).len()).sum();
     if n == 0 {
-        return TileSums {
+        return PartSums {
             sums: vec![0.0; l],
             products: vec![0.0; l * (l + 1) / 2],
         };
@@ -254,14 +246,16 @@ fn tile_sums(
             }
         }
     }
-    sums_of(&scratch.profiles, l, n)
+    let layers: Vec<&[f64]> = scratch.profiles.chunks_exact(n).collect();
+    sums_of(&layers)
 }
 
-/// A tile's sums and products from its `l` profiles of `n` values.
-fn sums_of(profiles: &[f64], l: usize, n: usize) -> TileSums {
-    let sums = (0..l).map(|a| sum(&profiles[a * n..(a + 1) * n])).collect();
-    let products = products(profiles, l, n);
-    TileSums { sums, products }
+/// A part's sums and products from its profile of each layer (all of one
+/// length).
+fn sums_of(layers: &[&[f64]]) -> PartSums {
+    let sums = layers.iter().map(|x| sum(x)).collect();
+    let products = products(layers);
+    PartSums { sums, products }
 }
 
 /// Pairs per block of [`products`]: the L profiles' values of a block (at
@@ -270,19 +264,20 @@ fn sums_of(profiles: &[f64], l: usize, n: usize) -> TileSums {
 const PRODUCT_BLOCK: usize = 256;
 
 widest! {
-    /// Σ x_a·x_b over the tile's pairs for every two layers a ≤ b
-    /// (row-major upper triangle), from `l` profiles of `n` values one
-    /// after another. Each sum runs in eight lanes, value k into lane k
-    /// mod 8, the lanes then added in order, as for one dot product; the
+    /// Σ x_a·x_b over a part's pairs for every two layers a ≤ b
+    /// (row-major upper triangle), from each layer's profile (all of one
+    /// length). Each sum runs in eight lanes, value k into lane k mod 8,
+    /// the lanes then added in order, as for one dot product; the
     /// pairs are taken a block at a time, every product of a block before
-    /// the next, so that a tile's profiles (at 30 layers, 16 MB) are read
+    /// the next, so that a part's profiles (at 30 layers, 16 MB) are read
     /// from memory once, not once per pair of layers.
-    fn products(profiles: &[f64], l: usize, n: usize) -> Vec<f64> = products_body;
+    fn products(layers: &[&[f64]]) -> Vec<f64> = products_body;
 }
 
 #[inline(always)]
-fn products_body(profiles: &[f64], l: usize, n: usize) -> Vec<f64> {
-    let layer = |a: usize| &profiles[a * n..(a + 1) * n];
+fn products_body(layers: &[&[f64]]) -> Vec<f64> {
+    let (l, n) = (layers.len(), layers.first().map_or(0, |x| x.len()));
+    let layer = |a: usize| &layers[a][..n];
     let mut lanes = vec![[0.0f64; 8]; l * (l + 1) / 2];
     let whole = n - n % 8;
     for start in (0..whole).step_by(PRODUCT_BLOCK) {
@@ -292,12 +287,14 @@ fn products_body(profiles: &[f64], l: usize, n: usize) -> Vec<f64> {
             let xa = &layer(a)[block.clone()];
             for b in a..l {
                 let xb = &layer(b)[block.clone()];
-                let lanes = &mut lanes[pair];
+                // Summed in registers, not in the vector's memory.
+                let mut sums = lanes[pair];
                 for (ca, cb) in xa.chunks_exact(8).zip(xb.chunks_exact(8)) {
-                    for ((lane, x), y) in lanes.iter_mut().zip(ca).zip(cb) {
+                    for ((lane, x), y) in sums.iter_mut().zip(ca).zip(cb) {
                         *lane += x * y;
                     }
                 }
+                lanes[pair] = sums;
                 pair += 1;
             }
         }
