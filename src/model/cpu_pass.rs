@@ -328,11 +328,17 @@ pub(super) fn run(
         .enumerate()
         .map(|(index, targets)| Worker { index, targets });
     let first = workers.next().expect("at least one thread");
-    std::thread::scope(|scope| {
-        for worker in workers {
-            let pass = &pass;
-            scope.spawn(move || pass.run(worker, None));
-        }
+    let pass = &pass;
+    let helpers = workers
+        .map(|worker| {
+            move || {
+                // A helper stops where the caller does, which returns
+                // why; a helper's panic poisons the barrier.
+                let _ = pass.run(worker, None);
+            }
+        })
+        .collect();
+    team::run_with_helpers(helpers, || {
         let caller = Caller {
             observer,
             sink: sink.as_mut().map(|sink| &mut **sink as &mut dyn LayerSink),
