@@ -17,9 +17,15 @@
 //! pieces rather than after the whole job.
 //!
 //! The budget is the number of cores, or `HEADSCOPE_THREADS` when set.
+//!
+//! The threads themselves are kept from one step to the next where they
+//! are free ([`run_with_helpers`]): started afresh for each forward pass,
+//! each new thread allocated its thread-local buffers (gemm's packing) and
+//! its memory again, page by page, and the figures after the pass ran
+//! slower too.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock, TryLockError};
 
 struct Budget {
     total: usize,
@@ -155,32 +161,79 @@ pub fn map_indices_in_turn<R: Send>(
     })
 }
 
-/// `f(0)`, …, `f(count − 1)` on `threads` scoped threads that take the
-/// indices in turn, the results put back in index order.
+/// `f(0)`, …, `f(count − 1)` on `threads` threads (this one and
+/// [`run_with_helpers`]'s) that take the indices in turn, the results put
+/// back in index order.
 fn in_turn<R: Send>(threads: usize, count: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        if index >= count {
-                            break done;
-                        }
-                        done.push((index, f(index)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().expect("a worker thread panicked"))
-            .collect()
-    });
+    let done = Mutex::new(Vec::with_capacity(count));
+    let take_turns = || {
+        let mut mine = Vec::new();
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            if index >= count {
+                break;
+            }
+            mine.push((index, f(index)));
+        }
+        done.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(&mut mine);
+    };
+    let helpers = (1..threads).map(|_| &take_turns).collect();
+    run_with_helpers(helpers, take_turns);
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_by_key(|(index, _)| *index);
     done.into_iter().map(|(_, result)| result).collect()
+}
+
+/// Runs each of `helpers` on a thread of its own and `caller` on this one,
+/// and returns `caller`'s result once all have ended. The helpers run on
+/// the kept threads where they are free and enough (one step at a time
+/// holds them, every one of its helpers started at once, as a pass's
+/// barriers need), else on threads started for this call.
+pub fn run_with_helpers<'env, H, R>(helpers: Vec<H>, caller: impl FnOnce() -> R) -> R
+where
+    H: FnOnce() + Send + 'env,
+{
+    static KEPT: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    static HELD: Mutex<()> = Mutex::new(());
+    let kept = KEPT.get_or_init(|| {
+        let threads = total().saturating_sub(1);
+        (threads > 0)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("headscope-helper-{i}"))
+                    .build()
+                    .ok()
+            })
+            .flatten()
+    });
+    let kept = (kept.as_ref())
+        .filter(|kept| helpers.len() <= kept.current_num_threads())
+        .and_then(|kept| match HELD.try_lock() {
+            Ok(held) => Some((kept, held)),
+            // A step that panicked leaves the threads free all the same.
+            Err(TryLockError::Poisoned(held)) => Some((kept, held.into_inner())),
+            Err(TryLockError::WouldBlock) => None,
+        });
+    match kept {
+        // Held: no other step's helper is on the kept threads, so each
+        // helper finds one free.
+        Some((kept, _held)) => kept.in_place_scope(|scope| {
+            for helper in helpers {
+                scope.spawn(move |_| helper());
+            }
+            caller()
+        }),
+        None => std::thread::scope(|scope| {
+            for helper in helpers {
+                scope.spawn(helper);
+            }
+            caller()
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +241,46 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+    use std::sync::Barrier;
+
+    /// Helpers that wait for each other and for the caller all start:
+    /// fewer than the kept threads, more (threads of their own), none,
+    /// and from passes run at once (one holds the kept threads, the others
+    /// start their own).
+    #[test]
+    fn every_helper_starts_however_many_and_from_passes_at_once() {
+        let pass = |helpers: usize| {
+            let barrier = Barrier::new(helpers + 1);
+            let done = AtomicUsize::new(0);
+            let work = (0..helpers)
+                .map(|_| {
+                    || {
+                        barrier.wait();
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .collect();
+            let result = run_with_helpers(work, || {
+                barrier.wait();
+                helpers
+            });
+            assert_eq!(result, helpers);
+            done.load(Ordering::Relaxed)
+        };
+        let kept = total().saturating_sub(1);
+        for round in 0..3 {
+            std::thread::scope(|scope| {
+                let passes: Vec<_> = [kept, kept + 2, 1, 0]
+                    .into_iter()
+                    .map(|helpers| scope.spawn(move || (helpers, pass(helpers))))
+                    .collect();
+                for running in passes {
+                    let (helpers, done) = running.join().unwrap();
+                    assert_eq!(done, helpers, "round {round}");
+                }
+            });
+        }
+    }
 
     #[test]
     fn map_indices_keeps_the_order() {

@@ -338,7 +338,7 @@ pub(super) fn run(
             }
         })
         .collect();
-    team::run_with_helpers(helpers, || {
+    crate::threads::run_with_helpers(helpers, || {
         let caller = Caller {
             observer,
             sink: sink.as_mut().map(|sink| &mut **sink as &mut dyn LayerSink),

@@ -9,62 +9,10 @@
 //! worker is slow to return when other processes compete for the cores).
 //!
 //! The helper threads themselves are kept from one pass to the next
-//! ([`run_with_helpers`]): started afresh for each pass, each new thread
-//! allocated its thread-local buffers (gemm's packing) and its memory
-//! again, page by page, and the figures after the pass ran slower too.
+//! ([`crate::threads::run_with_helpers`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, TryLockError};
-
-/// Runs each of `helpers` on a thread of its own and `caller` on this one,
-/// and returns `caller`'s result once all have ended. The helpers run on
-/// the kept threads where they are free and enough (one pass at a time
-/// holds them, every one of its helpers started at once, as its barriers
-/// need), else on threads started for this call.
-pub fn run_with_helpers<'env, H, R>(helpers: Vec<H>, caller: impl FnOnce() -> R) -> R
-where
-    H: FnOnce() + Send + 'env,
-{
-    static KEPT: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    static HELD: Mutex<()> = Mutex::new(());
-    let kept = KEPT.get_or_init(|| {
-        let threads = crate::threads::total().saturating_sub(1);
-        (threads > 0)
-            .then(|| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("headscope-pass-{i}"))
-                    .build()
-                    .ok()
-            })
-            .flatten()
-    });
-    let kept = (kept.as_ref())
-        .filter(|kept| helpers.len() <= kept.current_num_threads())
-        .and_then(|kept| match HELD.try_lock() {
-            Ok(held) => Some((kept, held)),
-            // A pass that panicked leaves the threads free all the same.
-            Err(TryLockError::Poisoned(held)) => Some((kept, held.into_inner())),
-            Err(TryLockError::WouldBlock) => None,
-        });
-    match kept {
-        // Held: no other pass's helper is on the kept threads, so each
-        // helper finds one free.
-        Some((kept, _held)) => kept.in_place_scope(|scope| {
-            for helper in helpers {
-                scope.spawn(move |_| helper());
-            }
-            caller()
-        }),
-        None => std::thread::scope(|scope| {
-            for helper in helpers {
-                scope.spawn(helper);
-            }
-            caller()
-        }),
-    }
-}
 
 /// A reusable barrier for a fixed number of threads. Waiters spin briefly
 /// (the others usually arrive within microseconds: the work is split
@@ -175,45 +123,6 @@ mod tests {
         let pieces = pieces(&mut buffer, 3, 2, &[0..1, 1..3]);
         assert_eq!(pieces[0], vec![&[0.0, 1.0][..], &[6.0, 7.0][..]]);
         assert_eq!(pieces[1][1], &[8.0, 9.0, 10.0, 11.0][..]);
-    }
-
-    /// Helpers that wait for each other and for the caller all start:
-    /// fewer than the kept threads, more (threads of their own), none,
-    /// and from passes run at once (one holds the kept threads, the others
-    /// start their own).
-    #[test]
-    fn every_helper_starts_however_many_and_from_passes_at_once() {
-        let pass = |helpers: usize| {
-            let barrier = Barrier::new(helpers + 1);
-            let done = AtomicUsize::new(0);
-            let work = (0..helpers)
-                .map(|_| {
-                    || {
-                        barrier.wait();
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
-                })
-                .collect();
-            let result = run_with_helpers(work, || {
-                barrier.wait();
-                helpers
-            });
-            assert_eq!(result, helpers);
-            done.load(Ordering::Relaxed)
-        };
-        let kept = crate::threads::total().saturating_sub(1);
-        for round in 0..3 {
-            std::thread::scope(|scope| {
-                let passes: Vec<_> = [kept, kept + 2, 1, 0]
-                    .into_iter()
-                    .map(|helpers| scope.spawn(move || (helpers, pass(helpers))))
-                    .collect();
-                for running in passes {
-                    let (helpers, done) = running.join().unwrap();
-                    assert_eq!(done, helpers, "round {round}");
-                }
-            });
-        }
     }
 
     #[test]
