@@ -196,6 +196,11 @@ pub fn run_with_helpers<'env, H, R>(helpers: Vec<H>, caller: impl FnOnce() -> R)
 where
     H: FnOnce() + Send + 'env,
 {
+    // Without helpers, holding the kept threads would only turn another
+    // step away from them (a one-thread job in turn runs for seconds).
+    if helpers.is_empty() {
+        return caller();
+    }
     static KEPT: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     static HELD: Mutex<()> = Mutex::new(());
     let kept = KEPT.get_or_init(|| {
