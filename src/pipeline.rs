@@ -16,8 +16,7 @@
 //! names the layer about to run: the progress is that layer's index.
 
 use crate::analysis::{
-    analyze, Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, RowSink,
-    SelectedPairs,
+    Analysis, AnalysisOptions, HeadAnalysis, LayerAnalyser, LayerSquares, RowSink, SelectedPairs,
 };
 use crate::captures::{CaptureMode, Captures, HeadId, HeadSimilarity};
 use crate::comparison::{self, Comparison, Side};
@@ -31,8 +30,10 @@ use crate::model::{ForwardError, HeadObserver, HeadRows, Model, PassObserver};
 use crate::report::{AnalysisReport, ComparisonReport, ModelReport};
 use crate::tokens::TokenSequence;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// Which part of the text becomes the model input.
@@ -438,9 +439,12 @@ pub fn run_prepared(
     })
 }
 
-/// Milliseconds in the model and in the analysis (during a pass that
+/// Milliseconds in the model and in the analysis. During a pass that
 /// analyses as it goes, the model's time holds the heads' analysis, made
-/// on the pass's threads, and the analysis' the layers' and the rest).
+/// on the pass's threads, and the analysis' the layers' and the rest.
+/// During a pass that keeps every P and S, the heads' passes over P, made
+/// on the pass's threads as it makes P, count as the analysis': the most
+/// time any one thread spent in them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StageTimes {
     pub model_ms: f64,
@@ -462,7 +466,9 @@ pub struct Kept {
 /// [`CaptureMode::Recomputed`] each layer is analysed as soon as the pass
 /// has computed it, and its P and S are freed; the captures keep what
 /// recomputes them and the columns the Separators view reads, and the
-/// pass makes each head's thumbnails where `kept` says. Either mode
+/// pass makes each head's thumbnails where `kept` says. With
+/// [`CaptureMode::Stored`] each head's passes over P are made as the pass
+/// makes P, and the rest from the kept captures after it. Either mode
 /// keeps the residual stream where `kept` says. `watch` is asked before
 /// each layer whether to stop, and told where the run stands.
 pub fn capture_and_analyze(
@@ -491,15 +497,35 @@ pub fn capture_and_analyze(
         })
     };
     if mode == CaptureMode::Stored {
-        model.capture_into(&tokens.input_ids, &watching(None), kept.residuals, captures)?;
-        let model_ms = ms_since(start);
+        // The heads' passes over P run as the model makes each block of
+        // its rows, in the cache; the analysis then reads only S.
+        let analyser = LayerAnalyser::new(tokens, options, layers);
+        let on_head = PassedAttention {
+            analyser: &analyser,
+            nanos: Mutex::new(HashMap::new()),
+        };
+        model.capture_into(
+            &tokens.input_ids,
+            &watching(Some(&on_head)),
+            kept.residuals,
+            captures,
+        )?;
+        // The stage times count those passes as the figures': the most
+        // any thread of the pass spent in them (the threads run side by
+        // side, and wait for the slowest at each layer's end).
+        let nanos = on_head
+            .nanos
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        let in_pass_ms = nanos.values().max().map_or(0.0, |&n| n as f64 / 1e6);
+        let model_ms = ms_since(start) - in_pass_ms;
         if watch.cancelled() {
             return Err(RunError::Cancelled);
         }
         figures_begin();
         let analysis_start = Instant::now();
-        let analysis = analyze(tokens, captures, options);
-        let analysis_ms = ms_since(analysis_start);
+        let analysis = analyser.analyse_captures(captures);
+        let analysis_ms = in_pass_ms + ms_since(analysis_start);
         return Ok((
             analysis,
             PassThumbnails::default(),
@@ -561,6 +587,59 @@ pub fn capture_and_analyze(
             analysis_ms,
         },
     ))
+}
+
+/// The stored analysis' [`HeadObserver`]: each head's passes over P made
+/// a block of rows at a time as the pass makes them, kept for
+/// [`LayerAnalyser::analyse_captures`], with the time they took on each
+/// thread.
+struct PassedAttention<'a> {
+    analyser: &'a LayerAnalyser<'a>,
+    nanos: Mutex<HashMap<ThreadId, u64>>,
+}
+
+/// One head under way in [`PassedAttention`], and the time spent on it.
+struct PassedHead<'s, 'a> {
+    id: (usize, usize),
+    analysis: HeadAnalysis<'s, 'a>,
+    nanos: u64,
+    of_pass: &'s PassedAttention<'a>,
+}
+
+impl HeadObserver for PassedAttention<'_> {
+    fn begin(&self, layer: usize, head: usize, value_norms: &[f32]) -> Box<dyn HeadRows + '_> {
+        let start = Instant::now();
+        let analysis = self.analyser.begin_head(value_norms);
+        Box::new(PassedHead {
+            id: (layer, head),
+            analysis,
+            nanos: nanos_since(start),
+            of_pass: self,
+        })
+    }
+}
+
+impl HeadRows for PassedHead<'_, '_> {
+    fn attention_rows(&mut self, first: usize, rows: &[f32], entropies: &[f32]) {
+        let start = Instant::now();
+        self.analysis.attention_rows(first, (rows, entropies), None);
+        self.nanos += nanos_since(start);
+    }
+
+    /// S is analysed from the captures, after the pass.
+    fn finish(self: Box<Self>, _similarity: HeadSimilarity) {
+        let start = Instant::now();
+        let Self {
+            id,
+            analysis,
+            nanos,
+            of_pass,
+        } = *self;
+        analysis.finish_attention(id);
+        let spent = nanos + nanos_since(start);
+        let mut per_thread = of_pass.nanos.lock().unwrap_or_else(|e| e.into_inner());
+        *per_thread.entry(std::thread::current().id()).or_default() += spent;
+    }
 }
 
 /// The streamed analysis' [`HeadObserver`]: each head analysed as the pass
@@ -752,6 +831,10 @@ pub fn compare_runs(a: Arc<RunOutput>, b: RunOutput, b_name: String) -> Comparis
         comparison,
         total_ms: ms_since(start),
     }
+}
+
+fn nanos_since(start: Instant) -> u64 {
+    start.elapsed().as_nanos().try_into().unwrap_or(u64::MAX)
 }
 
 fn ms_since(start: Instant) -> f64 {

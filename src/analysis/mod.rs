@@ -70,57 +70,7 @@ pub use similarity::{transformed_similarity, SimilarityTransform};
 /// Panics if the token sequence and the captures disagree on T or the
 /// capture buffers do not have their documented shapes (a programming error).
 pub fn analyze(tokens: &TokenSequence, captures: &Captures, options: &AnalysisOptions) -> Analysis {
-    let t = captures.tokens;
-    let (layers, heads) = (captures.layers, captures.heads);
-    let has_attention = captures.attentions.len() == layers * heads * t * t;
-    let has_norms = has_attention && captures.value_norms.len() == layers * heads * t;
-    let has_entropy = has_attention && captures.attention_entropy.len() == layers * heads * t;
-    assert!(
-        has_attention || captures.attentions.is_empty(),
-        "attentions must be L×H×T×T or absent"
-    );
-    assert_eq!(
-        captures.similarity.len(),
-        layers * heads * t * t,
-        "similarity must be L×H×T×T"
-    );
-    assert_eq!(tokens.len(), t, "token sequence and captures disagree on T");
-    let analyser = LayerAnalyser::new(tokens, options, layers);
-    let square = heads * t * t;
-    let layer_squares = |l: usize| LayerSquares {
-        attention: if has_attention {
-            &captures.attentions[l * square..(l + 1) * square]
-        } else {
-            &[]
-        },
-        attention_entropy: if has_entropy {
-            &captures.attention_entropy[l * heads * t..(l + 1) * heads * t]
-        } else {
-            &[]
-        },
-        similarity: &captures.similarity[l * square..(l + 1) * square],
-        value_norms: if has_norms {
-            &captures.value_norms[l * heads * t..(l + 1) * heads * t]
-        } else {
-            &[]
-        },
-        heads,
-    };
-
-    // Heads are independent: workers take them in turn, layer by layer,
-    // and the one that ends a layer's last head adds the layer up (in head
-    // order, whichever worker made each). Taken a layer at a time, the
-    // workers waited on the slowest layer's (six layers on two cores).
-    let heads_done: Vec<AtomicUsize> = (0..layers).map(|_| AtomicUsize::new(0)).collect();
-    crate::threads::map_indices(layers * heads, 8, |task| {
-        let (l, h) = (task / heads, task % heads);
-        let squares = layer_squares(l);
-        analyser.analyse_stored_head((l, h), squares);
-        if heads_done[l].fetch_add(1, Ordering::AcqRel) + 1 == heads {
-            analyser.add_layer(l, squares);
-        }
-    });
-    analyser.finish(captures)
+    LayerAnalyser::new(tokens, options, captures.layers).analyse_captures(captures)
 }
 
 /// One layer's P and S, each H×T×T row-major, and its heads' value norms
@@ -204,6 +154,9 @@ pub struct LayerAnalyser<'a> {
     given: Mutex<Vec<Vec<Option<HeadPart>>>>,
     /// Per layer, the given heads' attention on the separators so far.
     separators: Mutex<Vec<LayerSeparators>>,
+    /// Per layer, per head: the passes over P made as the model made it,
+    /// for [`LayerAnalyser::analyse_captures`] (which then reads only S).
+    attention_given: Mutex<Vec<Vec<Option<AttentionFigures>>>>,
     /// Buffers of the threads that analyse heads, reused.
     scratch: Mutex<Vec<Scratch>>,
     /// Buffers a head's S′ is kept in until its layer's profile is made
@@ -241,6 +194,7 @@ impl<'a> LayerAnalyser<'a> {
             layers: Mutex::new((0..layers).map(|_| None).collect()),
             given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
             separators: Mutex::new((0..layers).map(|_| LayerSeparators::default()).collect()),
+            attention_given: Mutex::new((0..layers).map(|_| Vec::new()).collect()),
             scratch: Mutex::new(Vec::new()),
             spare_values: Mutex::new(Vec::new()),
         }
@@ -271,7 +225,16 @@ impl<'a> LayerAnalyser<'a> {
     /// `squares`, before [`LayerAnalyser::add_layer`] is called for its
     /// layer.
     fn analyse_stored_head(&self, (layer, head): (usize, usize), squares: LayerSquares) {
-        let (attention, similarity) = stored_head(&self.doc, &squares, head);
+        let given = lock(&self.attention_given)[layer]
+            .get_mut(head)
+            .and_then(Option::take);
+        let (attention, similarity) = match given {
+            Some(attention) => (
+                Some(attention),
+                HeadSimilarity::Stored(squares.head_similarity(head)),
+            ),
+            None => stored_head(&self.doc, &squares, head),
+        };
         self.give_head((layer, head), attention, similarity, None);
     }
 
@@ -322,6 +285,62 @@ impl<'a> LayerAnalyser<'a> {
         lock(&self.spare_values).append(&mut scratch.spare_values);
         lock(&self.scratch).push(scratch);
         lock(&self.layers)[layer] = Some(analysed);
+    }
+
+    /// Every figure from captures that keep every P and S, as [`analyze`]
+    /// gives them: the heads whose passes over P were made as the model
+    /// made them ([`HeadAnalysis::finish_attention`]) are not read again.
+    pub fn analyse_captures(self, captures: &Captures) -> Analysis {
+        let t = captures.tokens;
+        let (layers, heads) = (captures.layers, captures.heads);
+        let has_attention = captures.attentions.len() == layers * heads * t * t;
+        let has_norms = has_attention && captures.value_norms.len() == layers * heads * t;
+        let has_entropy = has_attention && captures.attention_entropy.len() == layers * heads * t;
+        assert!(
+            has_attention || captures.attentions.is_empty(),
+            "attentions must be L×H×T×T or absent"
+        );
+        assert_eq!(
+            captures.similarity.len(),
+            layers * heads * t * t,
+            "similarity must be L×H×T×T"
+        );
+        assert_eq!(self.doc.t, t, "token sequence and captures disagree on T");
+        let square = heads * t * t;
+        let layer_squares = |l: usize| LayerSquares {
+            attention: if has_attention {
+                &captures.attentions[l * square..(l + 1) * square]
+            } else {
+                &[]
+            },
+            attention_entropy: if has_entropy {
+                &captures.attention_entropy[l * heads * t..(l + 1) * heads * t]
+            } else {
+                &[]
+            },
+            similarity: &captures.similarity[l * square..(l + 1) * square],
+            value_norms: if has_norms {
+                &captures.value_norms[l * heads * t..(l + 1) * heads * t]
+            } else {
+                &[]
+            },
+            heads,
+        };
+
+        // Heads are independent: workers take them in turn, layer by layer,
+        // and the one that ends a layer's last head adds the layer up (in head
+        // order, whichever worker made each). Taken a layer at a time, the
+        // workers waited on the slowest layer's (six layers on two cores).
+        let heads_done: Vec<AtomicUsize> = (0..layers).map(|_| AtomicUsize::new(0)).collect();
+        crate::threads::map_indices(layers * heads, 8, |task| {
+            let (l, h) = (task / heads, task % heads);
+            let squares = layer_squares(l);
+            self.analyse_stored_head((l, h), squares);
+            if heads_done[l].fetch_add(1, Ordering::AcqRel) + 1 == heads {
+                self.add_layer(l, squares);
+            }
+        });
+        self.finish(captures)
     }
 
     /// Every figure, the layer correlation grid from the heads' S in
@@ -424,6 +443,21 @@ impl HeadAnalysis<'_, '_> {
         let analyser = self.analyser;
         let attention = self.rows.finish(&analyser.doc);
         analyser.give_head((layer, head), Some(attention), similarity, triangles);
+    }
+
+    /// Keeps the head's passes over P, once every row was added, for
+    /// [`LayerAnalyser::analyse_captures`], which analyses its S later, from
+    /// the captures: a pass that keeps every P and S hands each block of
+    /// rows over while it is in the cache, and the analysis does not read
+    /// P (a third of the bytes it reads) from memory again.
+    pub fn finish_attention(self, (layer, head): (usize, usize)) {
+        let attention = self.rows.finish(&self.analyser.doc);
+        let mut given = lock(&self.analyser.attention_given);
+        let heads = &mut given[layer];
+        if heads.len() <= head {
+            heads.resize_with(head + 1, || None);
+        }
+        heads[head] = Some(attention);
     }
 }
 

@@ -39,7 +39,9 @@ use super::config::RotaryFrequencies;
 use super::stack::{Capture, ForwardError, HeadObserver, LayerCaptures, LayerSink, PassObserver};
 use super::team::{self, Barrier};
 use crate::captures::HeadSimilarity;
-use crate::kernels::attention::{attend, attend_rows, value_norms, ScoreRule, ROW_BLOCK};
+use crate::kernels::attention::{
+    attend_rows, context_similarity, value_norms, ScoreRule, ROW_BLOCK,
+};
 use crate::kernels::{self, Activation, MatRef, SumNorm};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -822,41 +824,42 @@ impl Pass<'_> {
             let mut made = self
                 .head_observer
                 .map(|observer| observer.begin(l, head, n));
-            if self.squares_per_head {
-                // A block of rows at a time (the attention core's blocks,
-                // the same bits as the whole): the thread holds
-                // ROW_BLOCK × T of P, and no S.
-                for first in (0..tokens).step_by(ROW_BLOCK) {
-                    let end = (first + ROW_BLOCK).min(tokens);
-                    let p = &mut p[..(end - first) * tokens];
-                    attend_rows(
-                        &query[first * head_dim..end * head_dim],
-                        keys,
-                        values,
-                        head_dim,
-                        first,
-                        &layer.rule,
-                        (p, Some(&mut e[first..end])),
-                        &mut o[first * head_dim..end * head_dim],
-                    );
-                    if let Some(made) = &mut made {
-                        made.attention_rows(first, p, &e[first..end]);
-                    }
-                }
-                if let Some(made) = made {
-                    made.finish(HeadSimilarity::Outputs(o, head_dim));
-                }
-            } else {
-                let rule = &layer.rule;
-                if self.captures_wanted {
-                    attend(query, keys, values, head_dim, rule, (p, e), o, s);
+            // A block of rows at a time (the attention core's blocks, the
+            // same bits as the whole), each handed to the observer while
+            // it is in this core's cache: where the pass keeps P and S
+            // whole, it writes each block in its place; where not, this
+            // thread holds ROW_BLOCK × T of P, and no S.
+            for first in (0..tokens).step_by(ROW_BLOCK) {
+                let end = (first + ROW_BLOCK).min(tokens);
+                let p = if self.squares_per_head {
+                    &mut p[..(end - first) * tokens]
                 } else {
-                    attend_rows(query, keys, values, head_dim, 0, rule, (p, Some(e)), o);
+                    &mut p[first * tokens..end * tokens]
+                };
+                attend_rows(
+                    &query[first * head_dim..end * head_dim],
+                    keys,
+                    values,
+                    head_dim,
+                    first,
+                    &layer.rule,
+                    (p, Some(&mut e[first..end])),
+                    &mut o[first * head_dim..end * head_dim],
+                );
+                if let Some(made) = &mut made {
+                    made.attention_rows(first, p, &e[first..end]);
                 }
-                if let Some(mut made) = made {
-                    made.attention_rows(0, p, e);
-                    made.finish(HeadSimilarity::Stored(s));
-                }
+            }
+            let made_whole = !self.squares_per_head && self.captures_wanted;
+            if made_whole {
+                context_similarity(o, head_dim, s);
+            }
+            if let Some(made) = made {
+                made.finish(if made_whole {
+                    HeadSimilarity::Stored(s)
+                } else {
+                    HeadSimilarity::Outputs(o, head_dim)
+                });
             }
             for (row, values) in context.chunks_mut(width).zip(o.chunks(head_dim)) {
                 row[i * head_dim..(i + 1) * head_dim].copy_from_slice(values);
