@@ -255,12 +255,7 @@ impl<'a> LayerAnalyser<'a> {
         if let Some(separators) = part.separators.take() {
             lock(&self.separators)[layer].add(head, separators);
         }
-        let mut given = lock(&self.given);
-        let heads = &mut given[layer];
-        if heads.len() <= head {
-            heads.resize_with(head + 1, || None);
-        }
-        heads[head] = Some(part);
+        keep_for_head(&mut lock(&self.given)[layer], head, part);
     }
 
     /// Analyses layer `layer` from its P (or none) and S: the heads not
@@ -452,12 +447,11 @@ impl HeadAnalysis<'_, '_> {
     /// P (a third of the bytes it reads) from memory again.
     pub fn finish_attention(self, (layer, head): (usize, usize)) {
         let attention = self.rows.finish(&self.analyser.doc);
-        let mut given = lock(&self.analyser.attention_given);
-        let heads = &mut given[layer];
-        if heads.len() <= head {
-            heads.resize_with(head + 1, || None);
-        }
-        heads[head] = Some(attention);
+        keep_for_head(
+            &mut lock(&self.analyser.attention_given)[layer],
+            head,
+            attention,
+        );
     }
 }
 
@@ -1316,6 +1310,15 @@ fn analyse_head_body(
         separators,
         profile,
     }
+}
+
+/// Keeps `value` as head `head`'s among a layer's heads given so far (in
+/// any order, so the slots grow as heads come).
+fn keep_for_head<T>(heads: &mut Vec<Option<T>>, head: usize, value: T) {
+    if heads.len() <= head {
+        heads.resize_with(head + 1, || None);
+    }
+    heads[head] = Some(value);
 }
 
 /// The lock's data, whether or not a thread panicked while holding it (the

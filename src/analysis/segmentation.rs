@@ -166,10 +166,7 @@ pub(super) struct LayerSeparators {
 impl LayerSeparators {
     /// Takes head `head`'s, and every waiting head after it that is next.
     pub(super) fn add(&mut self, head: usize, separators: HeadSeparators) {
-        if self.waiting.len() <= head {
-            self.waiting.resize_with(head + 1, || None);
-        }
-        self.waiting[head] = Some(separators);
+        super::keep_for_head(&mut self.waiting, head, separators);
         while let Some(next) = self.waiting.get_mut(self.added).and_then(Option::take) {
             match &mut self.plain {
                 None => {
